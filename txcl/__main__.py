@@ -1,0 +1,5 @@
+import sys
+
+from txcl.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,166 @@
+"""Diagnostics and the exceptions that carry them.
+
+Every problem a user can cause is a `Diagnostic` with a stable code and a span; the CLI,
+the REPL, the language server and HTTP answers all render the same object
+(LANGUAGE.md §4.1).
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import attrs
+
+from txcl.codes import CODES, default_severity
+
+
+@attrs.frozen(slots=True)
+class Position:
+    """A point in source text: 1-based line and column (code points), 0-based offset."""
+
+    line: int
+    column: int
+    offset: int
+
+
+@attrs.frozen(slots=True)
+class Span:
+    """A source range; `end` is exclusive."""
+
+    start: Position
+    end: Position
+
+    @classmethod
+    def point(cls, pos: Position) -> "Span":
+        return cls(pos, pos)
+
+    def as_list(self) -> list[int]:
+        return [self.start.line, self.start.column, self.end.line, self.end.column]
+
+
+NO_SPAN = Span(Position(1, 1, 0), Position(1, 1, 0))
+
+
+@attrs.frozen(slots=True)
+class Diagnostic:
+    """One finding: code, message, file and span, with an optional hint.
+
+    `source` is the full text of the file when known; it lets `render()` show the excerpt
+    without reading the file again.
+    """
+
+    code: str
+    message: str
+    file: str = "<string>"
+    span: Span = NO_SPAN
+    hint: str | None = None
+    severity: str = attrs.field(default=None)
+    source: str | None = attrs.field(default=None, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        if self.severity is None:
+            object.__setattr__(self, "severity", default_severity(self.code))
+
+    @property
+    def name(self) -> str:
+        entry = CODES.get(self.code)
+        return entry.name if entry else ""
+
+    @property
+    def line(self) -> int:
+        return self.span.start.line
+
+    @property
+    def column(self) -> int:
+        return self.span.start.column
+
+    @property
+    def end_line(self) -> int:
+        return self.span.end.line
+
+    @property
+    def end_column(self) -> int:
+        return self.span.end.column
+
+    def headline(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}: {self.code} {self.message}"
+
+    def render(self, source: str | None = None, color: bool = False) -> str:
+        """Full form: headline, the source line, carets under the span, the hint."""
+        text = source if source is not None else self.source
+        out = [self.headline()]
+        if text is not None:
+            out.extend(_excerpt(text, self.span, color))
+        if self.hint:
+            out.append(f"  = hint: {self.hint}")
+        return "\n".join(out)
+
+    def with_file(self, file: str, source: str | None = None) -> "Diagnostic":
+        return attrs.evolve(self, file=file, source=source if source is not None else self.source)
+
+    def to_json(self) -> dict:
+        return {
+            "code": self.code,
+            "name": self.name,
+            "severity": self.severity,
+            "message": self.message,
+            "file": self.file,
+            "line": self.line,
+            "column": self.column,
+            "end_line": self.end_line,
+            "end_column": self.end_column,
+            "hint": self.hint,
+        }
+
+
+def _excerpt(text: str, span: Span, color: bool) -> list[str]:
+    lines = text.split("\n")
+    lineno = span.start.line
+    if lineno < 1 or lineno > len(lines):
+        return []
+    line = lines[lineno - 1].rstrip("\r")
+    gutter = " " * len(str(lineno))
+    start_col = max(span.start.column, 1)
+    if span.end.line == lineno:
+        width = max(span.end.column - start_col, 1)
+    else:
+        width = max(len(line) - start_col + 1, 1)
+    # Tabs before the caret keep their width so the caret lines up.
+    lead = "".join(ch if ch == "\t" else " " for ch in line[: start_col - 1])
+    carets = "^" * width
+    if color:
+        carets = f"\x1b[1;31m{carets}\x1b[0m"
+    return [f"{gutter} |", f"{lineno} | {line}", f"{gutter} | {lead}{carets}"]
+
+
+def render_all(diagnostics: Iterable[Diagnostic], color: bool = False) -> str:
+    return "\n".join(d.render(color=color) for d in diagnostics)
+
+
+class TxclError(Exception):
+    """Base class of every error txcl raises for a user's mistake."""
+
+
+class _DiagnosticsError(TxclError):
+    def __init__(self, diagnostics: Iterable[Diagnostic]):
+        self.diagnostics: list[Diagnostic] = list(diagnostics)
+        super().__init__(render_all(self.diagnostics))
+
+    def __str__(self) -> str:
+        return render_all(self.diagnostics)
+
+
+class TxclSyntaxError(_DiagnosticsError):
+    """A rule text has syntax (TX0xx) or per-rule load (TX1xx) errors."""
+
+
+class TxclLoadError(_DiagnosticsError):
+    """An OPS tree failed to load; carries every diagnostic of the tree."""
+
+
+class TxclEvalError(TxclError):
+    """A strict function call or value resolution failed at run time."""
+
+    def __init__(self, message: str):
+        self.message = message
+        super().__init__(message)
