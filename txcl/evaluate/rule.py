@@ -1,0 +1,294 @@
+"""One rule's data steps: SET PRE, WITH, SELECT, EMIT and SET POST (LANGUAGE.md §6.7–§6.13).
+
+The walker calls these pieces around dispatch; `apply_rule` strings them together for tools
+and tests (no EXEC: the op output is given). Everything here is pure over plain values.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import attrs
+
+from txcl.errors import TxclEvalError
+from txcl.evaluate.values import compile_value
+from txcl.evaluate.when import when_matches
+from txcl.syntax import ast
+from txcl.values.coerce import parse_go_float
+from txcl.values.merge import deep_copy, merge
+from txcl.values.paths import MISSING, PathError, has, read, split_path_string, write
+from txcl.values.reserved import is_author_writable
+
+TXC = "_txc"
+TTL_PATH = ("_txc", "ttl")
+
+
+def _error_object(message: str) -> dict:
+    return {"error": {"message": message}}
+
+
+def is_dropped_target(segments: tuple[str, ...]) -> bool:
+    """A write target EMIT, SET POST and LOOP SET must skip (reserved `_txc`, §6.15)."""
+    return bool(segments) and segments[0] == TXC and not is_author_writable(segments)
+
+
+@attrs.define(slots=True)
+class Prepared:
+    """An op ready for dispatch.
+
+    `input` is the op's full input after SET PRE and the SELECT writes (LOOP's view and
+    EMIT's fallback); `dispatched` is what EXEC receives — the projection plus `_ts`, or,
+    without SELECT, the input object itself (copy it before stamping it).
+    """
+
+    input: dict
+    directives: dict
+    dispatched: dict
+    synthetic_emits: list[tuple[tuple[str, ...], Any]]
+    error: str | None = None
+    pre_input: dict | None = None
+
+
+def _as_object(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def apply_set_pre(rule: ast.Rule, op_input: dict) -> tuple[dict, str | None]:
+    """SET PRE: set-if-absent on the op's private input (any path, `_txc` included)."""
+    for assignment in rule.set_pre:
+        segments = assignment.target.segments
+        if has(op_input, segments):
+            continue
+        try:
+            value = compile_value(assignment.value)(op_input, None)
+            op_input = _as_object(write(op_input, segments, value))
+        except (TxclEvalError, PathError) as exc:
+            message = f"decorate {assignment.target.text}: {exc}"
+            return _error_object(message), message
+    return op_input, None
+
+
+def resolve_directives(rule: ast.Rule, view: dict) -> dict:
+    """Resolve WITH into one nested object; raises TxclEvalError naming the key."""
+    directives: dict = {}
+    for pair in rule.with_:
+        try:
+            value = compile_value(pair.value)(view, None)
+            directives = _as_object(write(directives, pair.key, value))
+        except (TxclEvalError, PathError) as exc:
+            raise TxclEvalError(f"WITH {pair.key_text}: {exc}") from None
+    return directives
+
+
+def _select(rule: ast.Rule, op_input: dict) -> tuple[dict, dict, list]:
+    select = rule.select
+    if select is None or select.star:
+        return op_input, op_input, []
+    projection: dict = {}
+    synthetic: list[tuple[tuple[str, ...], Any]] = []
+    for item in select.items:
+        found = read(op_input, item.source.segments)
+        if found is MISSING or found == "":
+            value: Any = ""
+            if item.default is not None:
+                try:
+                    value = compile_value(item.default)(op_input, None)
+                except TxclEvalError:
+                    value = ""
+        else:
+            value = deep_copy(found) if isinstance(found, (dict, list)) else found
+        dest = item.target.segments
+        try:
+            op_input = _as_object(write(op_input, dest, value))
+            projection = _as_object(write(projection, dest, deep_copy(value)))
+        except PathError:
+            continue
+        synthetic.append((dest, value))
+    if "_ts" in op_input and "_ts" not in projection:
+        projection["_ts"] = op_input["_ts"]
+    return op_input, projection, synthetic
+
+
+def prepare(rule: ast.Rule, op_input: dict, keep_pre_input: bool = False) -> Prepared:
+    """SET PRE → WITH → SELECT on a private copy of the scope-entry envelope."""
+    op_input, error = apply_set_pre(rule, op_input)
+    directives: dict = {}
+    if error is None and rule.with_:
+        try:
+            directives = resolve_directives(rule, op_input)
+        except TxclEvalError as exc:
+            error = str(exc)
+            op_input = _error_object(error)
+    elif error is None:
+        directives = {}
+    pre_input = deep_copy(op_input) if keep_pre_input else None
+    op_input, dispatched, synthetic = _select(rule, op_input)
+    return Prepared(op_input, directives, dispatched, synthetic, error, pre_input)
+
+
+@attrs.define(slots=True)
+class Finished:
+    """The op output after `into`, the object check and EMIT.
+
+    `output` is None when the output is an op error (`error` says why). `dropped` lists
+    reserved targets that EMIT skipped; `ttl` is the lowered TTL when EMIT lowered it.
+    """
+
+    output: dict | None
+    error: str | None = None
+    dropped: list[str] = attrs.Factory(list)
+    ttl: int | None = None
+
+
+def nest_into(directives: dict, output: Any) -> tuple[Any, str | None]:
+    """Nest the output under `into` when it is a usable path string (§6.8)."""
+    into = directives.get("into") if directives else None
+    if not isinstance(into, str) or not into.strip():
+        return output, None
+    segments = split_path_string(into.strip())
+    if not segments or any(seg == "" for seg in segments):
+        return output, None
+    if is_dropped_target(segments):
+        return {}, "." + ".".join(segments)
+    return write({}, segments, output), None
+
+
+def finish_output(
+    rule: ast.Rule, prepared: Prepared, output: Any, ttl: int | None = None
+) -> Finished:
+    """`into` nesting, the object check, then EMIT (synthetic SELECT entries first)."""
+    dropped: list[str] = []
+    output, dropped_into = nest_into(prepared.directives, output)
+    if dropped_into:
+        dropped.append(dropped_into)
+    if output is None:
+        output = {}
+    if not isinstance(output, dict):
+        return Finished(None, f"op output is not a JSON object (got {_json_type(output)})", dropped)
+    entries: list[tuple[tuple[str, ...], str, Any]] = []
+    view = prepared.input
+    for segments, value in prepared.synthetic_emits:
+        entries.append((segments, "", value))
+    try:
+        for assignment in rule.emit:
+            value = compile_value(assignment.value)(output, view)
+            entries.append((assignment.target.segments, assignment.target.text, value))
+    except TxclEvalError as exc:
+        return Finished(_error_object(f"overlay {assignment.target.text}: {exc}"), None, dropped, None)
+    new_ttl: int | None = None
+    for segments, text, value in entries:
+        if segments == TTL_PATH:
+            lowered = _lower_ttl(value, ttl if new_ttl is None else new_ttl)
+            if lowered is not None:
+                new_ttl = lowered
+                output = _as_object(write(output, segments, lowered))
+            continue
+        if is_dropped_target(segments):
+            dropped.append(text or "." + ".".join(segments))
+            continue
+        try:
+            output = _as_object(write(output, segments, deep_copy(value)))
+        except PathError as exc:
+            path_text = text or "." + ".".join(segments)
+            return Finished(_error_object(f"overlay {path_text}: {exc}"), None, dropped, None)
+    return Finished(output, None, dropped, new_ttl)
+
+
+def _lower_ttl(value: Any, current: int | None) -> int | None:
+    if isinstance(value, bool) or value is None or isinstance(value, (list, dict)):
+        return None
+    if isinstance(value, str):
+        parsed = parse_go_float(value)
+        if parsed is None:
+            return None
+        number = parsed
+    else:
+        number = float(value)
+    if number != number or number in (float("inf"), float("-inf")):
+        return None
+    lowered = int(number) if abs(number) < 1e18 else (10**18 if number > 0 else -(10**18))
+    lowered = max(lowered, 0)
+    if current is not None:
+        lowered = min(lowered, current)
+    return lowered
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return type(value).__name__
+
+
+@attrs.define(slots=True)
+class SetPostResult:
+    envelope: dict
+    error: str | None = None
+    dropped: list[str] = attrs.Factory(list)
+
+
+def apply_set_post(rules: Iterable[ast.Rule], envelope: dict) -> SetPostResult:
+    """SET POST of every rule that ran (in name order): set-if-absent on the envelope."""
+    dropped: list[str] = []
+    for rule in rules:
+        for assignment in rule.set_post:
+            segments = assignment.target.segments
+            if is_dropped_target(segments):
+                dropped.append(assignment.target.text)
+                continue
+            if has(envelope, segments):
+                continue
+            try:
+                value = compile_value(assignment.value)(envelope, None)
+                envelope = _as_object(write(envelope, segments, value))
+            except (TxclEvalError, PathError) as exc:
+                message = f"decorate {assignment.target.text}: {exc}"
+                return SetPostResult(_error_object(message), message, dropped)
+    return SetPostResult(envelope, None, dropped)
+
+
+@attrs.frozen
+class RuleResult:
+    """What one rule does to an envelope, without EXEC (`txcl.apply_rule`).
+
+    `matched` says whether WHEN matches; the other fields are computed either way so tools
+    can show what the rule would do. `op_input` is the input after SET PRE, `directives` the
+    resolved WITH, `dispatched` what EXEC would receive, `output` the op output after EMIT
+    (None when it is an op error), `envelope` the envelope after merging that output and
+    SET POST.
+    """
+
+    matched: bool
+    op_input: dict
+    directives: dict
+    dispatched: dict
+    output: dict | None
+    envelope: dict
+    error: str | None = None
+    dropped: tuple[str, ...] = ()
+
+
+def apply_rule(rule: ast.Rule, envelope: dict, output: Any = None) -> RuleResult:
+    """Apply one rule to `envelope` as if EXEC returned `output` (default `{}`)."""
+    matched = when_matches(rule, envelope)
+    source = envelope if isinstance(envelope, dict) else {}
+    prepared = prepare(rule, deep_copy(source), keep_pre_input=True)
+    dispatched = deep_copy(prepared.dispatched)
+    finished = finish_output(rule, prepared, deep_copy(output) if output is not None else {})
+    merged = merge(source, finished.output) if finished.output else deep_copy(source)
+    post = apply_set_post([rule], merged)
+    return RuleResult(
+        matched=matched,
+        op_input=prepared.pre_input if prepared.pre_input is not None else {},
+        directives=prepared.directives,
+        dispatched=dispatched,
+        output=finished.output,
+        envelope=post.envelope,
+        error=finished.error or post.error or prepared.error,
+        dropped=tuple(finished.dropped + post.dropped),
+    )

@@ -1,0 +1,93 @@
+"""Resolving value expressions (LANGUAGE.md §6.3), compiled once per AST node.
+
+A value node becomes a closure `fn(doc, fallback) -> value`: literals give their value
+(arrays a fresh list), paths a deep copy of what they find (missing gives `None`; with a
+`fallback` document, a path missing in `doc` is read there — EMIT's "output, then input"),
+calls resolve their arguments left to right and then run the function. Failures raise
+`TxclEvalError`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from txcl.errors import TxclEvalError
+from txcl.functions.registry import call as call_function
+from txcl.syntax import ast
+from txcl.values.merge import deep_copy
+from txcl.values.paths import MISSING, read
+
+ValueFn = Callable[[Any, Any], Any]
+
+# Compiled closures keyed by node identity; the node is kept alive beside its closure so
+# an id can never be reused while its entry exists.
+_CACHE: dict[int, tuple[object, ValueFn]] = {}
+_CACHE_LIMIT = 200_000
+
+
+def literal_value(node: Any) -> Any:
+    """The Python value of a literal node (arrays recursively, as a new list)."""
+    if isinstance(node, ast.ArrayLit):
+        return [literal_value(item) for item in node.items]
+    if isinstance(node, ast.NullLit):
+        return None
+    return node.value
+
+
+def compile_value(node: Any) -> ValueFn:
+    entry = _CACHE.get(id(node))
+    if entry is not None and entry[0] is node:
+        return entry[1]
+    fn = _compile(node)
+    if len(_CACHE) >= _CACHE_LIMIT:
+        _CACHE.clear()
+    _CACHE[id(node)] = (node, fn)
+    return fn
+
+
+def resolve(node: Any, doc: Any, fallback: Any = None) -> Any:
+    """Resolve one value node against `doc` (and `fallback` for missing paths)."""
+    return compile_value(node)(doc, fallback)
+
+
+def _compile(node: Any) -> ValueFn:
+    if isinstance(node, ast.Path):
+        return _compile_path(node.segments)
+    if isinstance(node, ast.Call):
+        return _compile_call(node)
+    if isinstance(node, ast.ArrayLit):
+        return lambda doc, fallback: literal_value(node)
+    if isinstance(node, (ast.IntLit, ast.FloatLit, ast.StringLit, ast.BoolLit)):
+        value = node.value
+        return lambda doc, fallback: value
+    if isinstance(node, ast.NullLit):
+        return lambda doc, fallback: None
+    raise TypeError(f"not a value node: {type(node).__name__}")
+
+
+def _compile_path(segments: tuple[str, ...]) -> ValueFn:
+    def read_path(doc: Any, fallback: Any) -> Any:
+        found = read(doc, segments)
+        if found is MISSING and fallback is not None:
+            found = read(fallback, segments)
+        if found is MISSING:
+            return None
+        if isinstance(found, (dict, list)):
+            return deep_copy(found)
+        return found
+
+    return read_path
+
+
+def _compile_call(node: ast.Call) -> ValueFn:
+    name = node.name
+    arg_fns = [compile_value(arg) for arg in node.args]
+
+    def run_call(doc: Any, fallback: Any) -> Any:
+        args = [fn(doc, fallback) for fn in arg_fns]
+        return call_function(name, args)
+
+    return run_call
+
+
+__all__ = ["compile_value", "resolve", "literal_value", "TxclEvalError"]
