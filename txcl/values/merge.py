@@ -1,0 +1,65 @@
+"""Merging op outputs into the envelope (LANGUAGE.md §6.12, RUNTIME.md §3.7).
+
+One rule at every depth, "the type change wins": scalars and null replace, two arrays
+concatenate (existing items first), two objects merge recursively, and any other pairing
+lets the output value take the place of the existing one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["merge", "merge_into", "deep_copy"]
+
+
+def deep_copy(value: Any) -> Any:
+    """A deep copy of a JSON-shaped value (dicts, lists, scalars); much faster than
+    `copy.deepcopy` because it knows the shapes and keeps no memo."""
+    t = type(value)
+    if t is dict:
+        return {k: (v if type(v) not in _CONTAINERS else _copy(v)) for k, v in value.items()}
+    if t is list:
+        return [(v if type(v) not in _CONTAINERS else _copy(v)) for v in value]
+    if isinstance(value, dict):
+        return {k: deep_copy(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [deep_copy(v) for v in value]
+    return value
+
+
+def _copy(value: Any) -> Any:
+    if type(value) is dict:
+        return {k: (v if type(v) not in _CONTAINERS else _copy(v)) for k, v in value.items()}
+    return [(v if type(v) not in _CONTAINERS else _copy(v)) for v in value]
+
+
+_CONTAINERS = frozenset({dict, list})
+
+
+def merge_into(target: dict, output: dict) -> None:
+    """Merge `output` into `target` in place. Values taken from `output` are deep-copied,
+    so later changes to either side never alias."""
+    for key, new in output.items():
+        tn = type(new)
+        if tn is dict or (tn is not list and isinstance(new, dict)):
+            old = target.get(key)
+            if isinstance(old, dict):
+                merge_into(old, new)
+            else:
+                target[key] = deep_copy(new)
+        elif tn is list or isinstance(new, list):
+            old = target.get(key)
+            if isinstance(old, list):
+                old.extend(deep_copy(new))
+            else:
+                target[key] = deep_copy(new)
+        else:
+            target[key] = new
+
+
+def merge(envelope: dict, output: dict) -> dict:
+    """A new dict: `envelope` with `output` merged in. Neither input is changed."""
+    result = deep_copy(envelope)
+    if output:
+        merge_into(result, output)
+    return result
