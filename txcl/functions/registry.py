@@ -1,0 +1,218 @@
+"""The one function registry (LANGUAGE.md §7.1).
+
+Each family module (`time_`, `codecs`, `structure`, `strings`, `arithmetic`) registers its
+functions with the `function` decorator; the six `try_` variants are added at the end.
+Implementations take the list of resolved arguments and raise `TxclEvalError` with a
+message that starts with `&name: `. The checker, the REPL and the language server read
+`REGISTRY`; the evaluator uses `call` (or `spec.impl` after its own arity check).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import os
+import secrets
+import threading
+import time
+from typing import Any, Callable, Iterator
+
+import attrs
+
+from txcl.errors import TxclEvalError
+
+__all__ = [
+    "FunctionSpec", "REGISTRY", "TRY_VARIANTS", "lookup", "call", "suggest", "function",
+    "FunctionEnvironment", "environment", "use_environment", "fail",
+]
+
+
+@attrs.frozen(slots=True)
+class FunctionSpec:
+    name: str
+    min_args: int
+    max_args: int | None  # None: unbounded
+    even_args: bool
+    doc: str
+    signature: str
+    deterministic: bool
+    impl: Callable[[list], Any] = attrs.field(repr=False)
+    is_try: bool = False
+
+    def accepts(self, n: int) -> bool:
+        if n < self.min_args:
+            return False
+        if self.max_args is not None and n > self.max_args:
+            return False
+        return not (self.even_args and n % 2)
+
+    def arity_text(self) -> str:
+        """`takes 3 arguments`, `takes 0 or 1 argument`, `takes an even number of arguments`
+        ... without the `&name` in front (callers add it)."""
+        lo, hi = self.min_args, self.max_args
+        if self.even_args:
+            return "takes an even number of arguments"
+        if hi is None:
+            if lo == 0:
+                return "takes any number of arguments"
+            return f"takes at least {lo} argument{'s' if lo != 1 else ''}"
+        if lo == hi:
+            if lo == 0:
+                return "takes no arguments"
+            return f"takes {lo} argument{'s' if lo != 1 else ''}"
+        if hi == lo + 1:
+            return f"takes {lo} or {hi} argument{'s' if hi != 1 else ''}"
+        return f"takes {lo} to {hi} arguments"
+
+
+REGISTRY: dict[str, FunctionSpec] = {}
+
+#: The only `try_` functions (§7.8), each with its base.
+TRY_VARIANTS: dict[str, str] = {
+    "try_json": "json", "try_b64decode": "b64decode", "try_urldecode": "urldecode",
+    "try_get": "get", "try_substr": "substr", "try_tz_offsets": "tz_offsets",
+}
+
+
+def fail(name: str, message: str) -> TxclEvalError:
+    """The error of a failing call: `&name: message` (raise the result)."""
+    return TxclEvalError(f"&{name}: {message}")
+
+
+def function(name: str, *, min_args: int, max_args: int | None, signature: str, doc: str,
+             even_args: bool = False, deterministic: bool = True
+             ) -> Callable[[Callable[[list], Any]], Callable[[list], Any]]:
+    """Register `impl(args) -> value` under `name`."""
+
+    def register(impl: Callable[[list], Any]) -> Callable[[list], Any]:
+        if name in REGISTRY:
+            raise RuntimeError(f"function {name} registered twice")
+        REGISTRY[name] = FunctionSpec(name, min_args, max_args, even_args, doc, signature,
+                                      deterministic, impl, False)
+        return impl
+
+    return register
+
+
+def lookup(name: str) -> FunctionSpec | None:
+    return REGISTRY.get(name)
+
+
+def call(name: str, args: list) -> Any:
+    """Run `&name(args...)`: check the arity, run, and turn any failure into
+    `TxclEvalError("&name: ...")`."""
+    spec = REGISTRY.get(name)
+    if spec is None:
+        raise TxclEvalError(f"&{name}: unknown function")
+    n = len(args)
+    if (n < spec.min_args or (spec.max_args is not None and n > spec.max_args)
+            or (spec.even_args and n % 2)):
+        raise TxclEvalError(f"&{name}: {spec.arity_text()}, got {n}")
+    try:
+        return spec.impl(args)
+    except TxclEvalError:
+        raise
+    except RecursionError:
+        raise TxclEvalError(f"&{name}: value is nested too deeply") from None
+    except Exception as exc:  # a bug or an unexpected value shape: still a call failure
+        raise TxclEvalError(f"&{name}: {exc}") from None
+
+
+def suggest(name: str) -> str | None:
+    """The closest registered name, for `did you mean` hints (TX101)."""
+    if name.startswith("&"):
+        name = name[1:]
+    close = difflib.get_close_matches(name, list(REGISTRY), n=1, cutoff=0.6)
+    if close:
+        return close[0]
+    lowered = {k.lower(): k for k in REGISTRY}
+    return lowered.get(name.lower())
+
+
+# ---------------------------------------------------------------- clock and randomness
+
+
+class FunctionEnvironment:
+    """Clock and randomness for `&now`, `&uuid` and `&tz`. Tests replace it with
+    `use_environment` (for instance with a fixed `now_ns`)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last_ms = -1
+        self._seq = 0
+
+    def now_ns(self) -> int:
+        return time.time_ns()
+
+    def random_bytes(self, n: int) -> bytes:
+        return os.urandom(n)
+
+    def uuid7(self) -> str:
+        """A UUID version 7 (RFC 9562): 48-bit Unix ms, then a 12-bit counter that
+        increases within one millisecond (so ids of one process are unique and sorted),
+        then 62 random bits."""
+        ms = self.now_ns() // 1_000_000
+        with self._lock:
+            if ms > self._last_ms:
+                self._last_ms = ms
+                self._seq = secrets.randbits(11)  # leave room to count up
+            else:
+                ms = self._last_ms
+                self._seq += 1
+                if self._seq > 0xFFF:  # counter exhausted: borrow the next millisecond
+                    self._last_ms += 1
+                    ms = self._last_ms
+                    self._seq = 0
+            seq = self._seq
+        rand = int.from_bytes(self.random_bytes(8), "big") & ((1 << 62) - 1)
+        value = ((ms & ((1 << 48) - 1)) << 80) | (0x7 << 76) | (seq << 64) | (0b10 << 62) | rand
+        h = f"{value:032x}"
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+environment: FunctionEnvironment = FunctionEnvironment()
+
+
+@contextlib.contextmanager
+def use_environment(env: FunctionEnvironment) -> Iterator[FunctionEnvironment]:
+    """Temporarily replace the module-level `environment` (tests)."""
+    global environment
+    saved = environment
+    environment = env
+    try:
+        yield env
+    finally:
+        environment = saved
+
+
+def current_environment() -> FunctionEnvironment:
+    return environment
+
+
+# ---------------------------------------------------------------- families and try_
+
+
+def _make_try(base: str) -> Callable[[list], Any]:
+    def impl(args: list) -> Any:
+        try:
+            return call(base, args)
+        except Exception:
+            return None
+
+    return impl
+
+
+def _register_all() -> None:
+    from txcl.functions import arithmetic, codecs, strings, structure, time_  # noqa: F401
+
+    for try_name, base in TRY_VARIANTS.items():
+        spec = REGISTRY[base]
+        params = spec.signature[spec.signature.index("("):]
+        REGISTRY[try_name] = FunctionSpec(
+            try_name, 0, None, False,
+            f"like {base}, but null instead of an error",
+            f"{try_name}{params}", spec.deterministic, _make_try(base), True,
+        )
+
+
+_register_all()
