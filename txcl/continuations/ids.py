@@ -1,0 +1,109 @@
+"""Identifiers and tokens of the continuation store (CONTINUATIONS.md §1, §3.5).
+
+- run ids: ``run_<ULID>`` (time-ordered, 26 Crockford base32 characters);
+- poll capabilities: ``rc_<base58 of 16 random bytes>``;
+- interaction ids: ``opc_<base58 of 16 random bytes>``;
+- callback tokens: 32 random bytes, base64url without padding. Only the SHA-256 (hex) of a
+  token is stored; a presented token is hashed and compared in constant time.
+
+All randomness comes from :mod:`secrets`.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import re
+import secrets
+import time
+from typing import Iterable
+
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+_B58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+_B58_WIDTH_16 = 22  # 58**22 > 2**128: every 16-byte value fits in 22 characters
+
+RCID_RE = re.compile(r"^rc_[1-9A-HJ-NP-Za-km-z]{16,32}$")
+OPC_RE = re.compile(r"^opc_[1-9A-HJ-NP-Za-km-z]{16,32}$")
+RUN_ID_RE = re.compile(r"^run_[0-9A-HJKMNP-TV-Z]{26}$")
+
+
+def ulid(now_ms: int | None = None) -> str:
+    """A 26-character ULID: 48-bit millisecond timestamp then 80 random bits."""
+    ms = int(time.time() * 1000) if now_ms is None else int(now_ms)
+    value = ((ms & ((1 << 48) - 1)) << 80) | secrets.randbits(80)
+    chars = []
+    for _ in range(26):
+        chars.append(_CROCKFORD[value & 31])
+        value >>= 5
+    return "".join(reversed(chars))
+
+
+def base58_fixed(data: bytes, width: int) -> str:
+    """Base58 (Bitcoin alphabet) left-padded with '1' to a fixed width."""
+    value = int.from_bytes(data, "big")
+    chars = []
+    while value:
+        value, rem = divmod(value, 58)
+        chars.append(_B58[rem])
+    text = "".join(reversed(chars))
+    return text.rjust(width, _B58[0])
+
+
+def new_run_id(now_ms: int | None = None) -> str:
+    return "run_" + ulid(now_ms)
+
+
+def new_rcid() -> str:
+    return "rc_" + base58_fixed(secrets.token_bytes(16), _B58_WIDTH_16)
+
+
+def new_opc() -> str:
+    return "opc_" + base58_fixed(secrets.token_bytes(16), _B58_WIDTH_16)
+
+
+def new_claim_token() -> str:
+    """Fencing token of a resume claim (never sent outside the process that holds it)."""
+    return "clm_" + base58_fixed(secrets.token_bytes(16), _B58_WIDTH_16)
+
+
+def new_token() -> str:
+    """A callback token: 32 random bytes, base64url, no padding (43 characters)."""
+    return base64.urlsafe_b64encode(secrets.token_bytes(32)).rstrip(b"=").decode("ascii")
+
+
+def hash_token(token: str) -> str:
+    """SHA-256 hex of a token; the only form in which tokens are stored."""
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def token_matches(presented: str | None, stored_hashes: str | Iterable[str] | None) -> bool:
+    """Constant-time check of a presented token against stored hash(es).
+
+    ``stored_hashes`` is one hex digest, a comma-separated list of them (an interaction whose
+    dispatch was resent carries the hash of every token it was sent with), or an iterable.
+    Every stored hash is compared, so the time taken does not depend on which one matches.
+    """
+    if not presented or not stored_hashes:
+        return False
+    if isinstance(stored_hashes, str):
+        hashes = [h for h in stored_hashes.split(",") if h]
+    else:
+        hashes = list(stored_hashes)
+    digest = hash_token(presented).encode("ascii")
+    ok = False
+    for stored in hashes:
+        ok |= hmac.compare_digest(digest, stored.encode("ascii"))
+    return ok
+
+
+def is_rcid(text: str) -> bool:
+    return bool(RCID_RE.match(text or ""))
+
+
+def is_opc(text: str) -> bool:
+    return bool(OPC_RE.match(text or ""))
+
+
+def is_run_id(text: str) -> bool:
+    return bool(RUN_ID_RE.match(text or ""))

@@ -1,0 +1,1 @@
+"""Helpers that exist only for tests (fault injection)."""
