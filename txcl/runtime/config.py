@@ -1,0 +1,308 @@
+"""The runtime settings object (RUNTIME.md §9): flags > environment > configuration file >
+defaults, every value validated, errors naming their source.
+
+Durations are stored as integer milliseconds, sizes as bytes. `Settings()` gives the
+defaults; `load_settings(workspace, flags)` applies every source.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import sqlite3
+import tomllib
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import attrs
+
+from txcl.errors import TxclError
+
+
+class ConfigError(TxclError):
+    """An invalid setting (a usage error, exit 2); the message names key and source."""
+
+
+_DUR_RE = re.compile(r"([0-9]*\.?[0-9]+)(ns|us|µs|μs|ms|s|m|h|d)")
+_UNIT_MS = {"ns": 1e-6, "us": 1e-3, "µs": 1e-3, "μs": 1e-3, "ms": 1.0, "s": 1000.0, "m": 60_000.0,
+            "h": 3_600_000.0, "d": 86_400_000.0}
+
+
+def parse_duration_ms(value: Any) -> int:
+    """An integer (ms) or a Go duration string with the extra unit `d`; ValueError if invalid."""
+    if isinstance(value, bool):
+        raise ValueError("not a duration")
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError("negative duration")
+        return value
+    if isinstance(value, float):
+        if value < 0 or value != value:
+            raise ValueError("negative duration")
+        return int(value)
+    if not isinstance(value, str):
+        raise ValueError("not a duration")
+    text = value.strip()
+    if text.isdigit():
+        return int(text)
+    if text == "0":
+        return 0
+    pos, total = 0, 0.0
+    if not text:
+        raise ValueError("empty duration")
+    while pos < len(text):
+        m = _DUR_RE.match(text, pos)
+        if m is None:
+            raise ValueError(f"invalid duration {value!r}")
+        total += float(m.group(1)) * _UNIT_MS[m.group(2)]
+        pos = m.end()
+    return int(total)
+
+
+_SIZE_RE = re.compile(r"^([0-9]+)\s*(B|KiB|MiB|GiB|KB|MB|GB)?$")
+_SIZE_UNIT = {None: 1, "B": 1, "KiB": 1024, "MiB": 1024 ** 2, "GiB": 1024 ** 3,
+              "KB": 1000, "MB": 1000 ** 2, "GB": 1000 ** 3}
+
+
+def parse_size(value: Any) -> int:
+    if isinstance(value, bool):
+        raise ValueError("not a size")
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError("negative size")
+        return value
+    m = _SIZE_RE.match(str(value).strip())
+    if m is None:
+        raise ValueError(f"invalid size {value!r}")
+    return int(m.group(1)) * _SIZE_UNIT[m.group(2)]
+
+
+def _int(value: Any) -> int:
+    if isinstance(value, bool):
+        raise ValueError("not an integer")
+    if isinstance(value, int):
+        return value
+    text = str(value).strip()
+    if not re.fullmatch(r"-?[0-9]+", text):
+        raise ValueError(f"invalid integer {value!r}")
+    return int(text)
+
+
+def _bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(f"invalid boolean {value!r}")
+
+
+def _str(value: Any) -> str:
+    return str(value)
+
+
+def _opt_str(value: Any) -> str | None:
+    return None if value is None or value == "" else str(value)
+
+
+def _opt_duration(value: Any) -> int | None:
+    return None if value is None or value == "" else parse_duration_ms(value)
+
+
+def _trace_mode(value: Any) -> str:
+    text = str(value).strip().lower()
+    if text not in ("off", "summary", "full"):
+        raise ValueError("must be off, summary or full")
+    return text
+
+
+def _nonneg_int(value: Any) -> int:
+    v = _int(value)
+    if v < 0:
+        raise ValueError("must not be negative")
+    return v
+
+
+# key -> (parser, default)
+_FIELDS: dict[str, tuple[Callable[[Any], Any], Any]] = {
+    "workspace": (_str, "."),
+    "db": (_opt_str, None),
+    "host": (_str, "127.0.0.1"),
+    "port": (_nonneg_int, 8080),
+    "default_stack": (_opt_str, None),
+    "watch": (_bool, False),
+    "op_timeout": (parse_duration_ms, 5_000),
+    "op_timeout_max": (parse_duration_ms, 600_000),
+    "request_deadline": (_opt_duration, None),
+    "loop_timeout": (parse_duration_ms, 60_000),
+    "op_loop_max": (_nonneg_int, 1000),
+    "op_payload_max": (parse_size, 4 * 1024 * 1024),
+    "py_threads": (_nonneg_int, 16),
+    "max_fuel_per_request": (_nonneg_int, 100_000),
+    "op_scope_ttl_max": (_nonneg_int, 500),
+    "op_repeat_penalty_ms": (parse_duration_ms, 20),
+    "async_runtime_default": (parse_duration_ms, 600_000),
+    "async_ack_timeout": (parse_duration_ms, 5_000),
+    "deferred_join_slack": (parse_duration_ms, 60_000),
+    "continue_after_default": (parse_duration_ms, 5_000),
+    "continuable_timeout_default": (parse_duration_ms, 600_000),
+    "await_window_default": (_nonneg_int, 32),
+    "await_window_max": (_nonneg_int, 1024),
+    "await_items_max": (_nonneg_int, 10_000),
+    "callback_base_url": (_opt_str, None),
+    "callback_max_bytes": (parse_size, 1024 * 1024),
+    "continuation_retention": (parse_duration_ms, 7 * 86_400_000),
+    "continuation_sweep_period": (parse_duration_ms, 60_000),
+    "continuation_stale_resume_after": (parse_duration_ms, 600_000),
+    "resume_max_attempts": (_nonneg_int, 3),
+    "reconcile_after": (parse_duration_ms, 30_000),
+    "continuation_longpoll_ms": (parse_duration_ms, 12_000),
+    "poll_retry_after": (parse_duration_ms, 3_000),
+    "web_max_body_bytes": (parse_size, 30 * 1024 * 1024),
+    "trust_request_id": (_bool, False),
+    "web_mock_header": (_bool, False),
+    "private": (_bool, False),
+    "trace_mode": (_trace_mode, "summary"),
+    "trace_body_cap_bytes": (parse_size, 65_536),
+    "trace_retention": (parse_duration_ms, 7 * 86_400_000),
+    "shutdown_grace": (parse_duration_ms, 25_000),
+    "node_id": (_opt_str, None),
+    "sqlite_busy_timeout": (parse_duration_ms, 30_000),
+    "pg_pool_size": (_nonneg_int, 10),
+}
+
+
+def _make_class() -> type:
+    attributes = {key: attrs.field(default=default) for key, (_, default) in _FIELDS.items()}
+    attributes["sources"] = attrs.field(factory=dict, eq=False, repr=False)
+    attributes["routes"] = attrs.field(factory=list)
+    return attrs.make_class("SettingsBase", attributes, frozen=True, kw_only=True)
+
+
+_SettingsBase = _make_class()
+
+
+class Settings(_SettingsBase):  # type: ignore[misc, valid-type]
+    """Every §9.2 setting; durations in ms (names without a unit suffix), sizes in bytes.
+
+    `sources[key]` says where a non-default value came from (flag, environment, file).
+    """
+
+    @property
+    def request_deadline_ms(self) -> int:
+        return self.request_deadline if self.request_deadline is not None else self.op_timeout_max
+
+    @property
+    def effective_node_id(self) -> str:
+        return self.node_id or f"{socket.gethostname()}-{os.getpid()}"
+
+    def db_path(self, workspace: Path) -> str:
+        return self.db if self.db else str(workspace / ".txcl" / "txcl.db")
+
+    def evolve(self, **changes: Any) -> "Settings":
+        return attrs.evolve(self, **changes)
+
+    def validate(self) -> "Settings":
+        """RUNTIME.md §9.3; raises ConfigError naming the key and its source."""
+        def bad(key: str, why: str) -> None:
+            src = self.sources.get(key, "default")
+            raise ConfigError(f"invalid setting {key.replace('_', '-')} ({src}): {why}")
+
+        if self.op_timeout > self.op_timeout_max:
+            bad("op_timeout", "must not exceed op-timeout-max")
+        if self.loop_timeout > self.op_timeout_max:
+            bad("loop_timeout", "must not exceed op-timeout-max")
+        if self.continue_after_default <= 0:
+            bad("continue_after_default", "must be greater than 0")
+        if self.continuable_timeout_default <= self.continue_after_default:
+            bad("continuable_timeout_default", "must exceed continue-after-default")
+        if self.async_ack_timeout <= 0:
+            bad("async_ack_timeout", "must be greater than 0")
+        if not (1 <= self.await_window_default <= self.await_window_max <= 1024):
+            bad("await_window_default", "need 1 <= await-window-default <= await-window-max <= 1024")
+        if (self.continuation_stale_resume_after and self.continuation_sweep_period
+                and self.continuation_stale_resume_after <= self.continuation_sweep_period):
+            bad("continuation_stale_resume_after", "must exceed continuation-sweep-period")
+        if self.reconcile_after <= self.async_ack_timeout:
+            bad("reconcile_after", "must exceed async-ack-timeout")
+        if self.callback_base_url is not None and not re.match(r"^https?://[^/\s]+", self.callback_base_url):
+            bad("callback_base_url", "must be an absolute http(s) URL")
+        if sqlite3.sqlite_version_info < (3, 35, 0):
+            raise ConfigError(f"SQLite {sqlite3.sqlite_version} is too old; txcl needs 3.35 or later")
+        return self
+
+
+def settings_keys() -> list[str]:
+    return list(_FIELDS)
+
+
+def _parse(key: str, value: Any, source: str) -> Any:
+    parser = _FIELDS[key][0]
+    try:
+        return parser(value)
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"invalid setting {key.replace('_', '-')} ({source}): {exc}") from None
+
+
+def find_config_file(workspace: Path) -> tuple[Path, dict[str, Any]] | None:
+    """The nearest txcl.toml or pyproject.toml with [tool.txcl], searched upward."""
+    for directory in (workspace.resolve(), *workspace.resolve().parents):
+        for name in ("txcl.toml", "pyproject.toml"):
+            path = directory / name
+            if not path.is_file():
+                continue
+            try:
+                data = tomllib.loads(path.read_text(encoding="utf-8"))
+            except (OSError, tomllib.TOMLDecodeError) as exc:
+                raise ConfigError(f"{path}: cannot read configuration: {exc}") from None
+            if name == "txcl.toml":
+                return path, data
+            tool = data.get("tool", {}).get("txcl")
+            if isinstance(tool, dict):
+                return path, tool
+    return None
+
+
+def load_settings(workspace: Path | None = None, flags: Mapping[str, Any] | None = None,
+                  env: Mapping[str, str] | None = None, validate: bool = True) -> Settings:
+    """Build Settings from (in increasing precedence) defaults, file, environment, flags.
+
+    `flags` holds only options the user gave (None values are ignored)."""
+    env = os.environ if env is None else env
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    routes: list[Any] = []
+    if workspace is not None:
+        found = find_config_file(workspace)
+        if found is not None:
+            path, table = found
+            serve = table.get("serve", {})
+            if not isinstance(serve, dict):
+                raise ConfigError(f"{path}: [serve] must be a table")
+            for raw_key, value in serve.items():
+                key = raw_key.replace("-", "_")
+                if key == "routes":
+                    routes = list(value) if isinstance(value, list) else []
+                    continue
+                if key not in _FIELDS:
+                    raise ConfigError(f"{path}: unknown setting {raw_key!r}")
+                values[key] = _parse(key, value, str(path))
+                sources[key] = str(path)
+    for key in _FIELDS:
+        env_name = "TXCL_" + key.upper()
+        if env_name in env:
+            values[key] = _parse(key, env[env_name], f"environment {env_name}")
+            sources[key] = f"environment {env_name}"
+    for key, value in (flags or {}).items():
+        if value is None:
+            continue
+        key = key.replace("-", "_")
+        if key not in _FIELDS:
+            raise ConfigError(f"unknown setting {key!r}")
+        values[key] = _parse(key, value, f"--{key.replace('_', '-')}")
+        sources[key] = f"--{key.replace('_', '-')}"
+    settings = Settings(**values, sources=sources, routes=routes)
+    return settings.validate() if validate else settings

@@ -1,0 +1,10 @@
+"""Stage-jump EXEC targets (RUNTIME.md §5.5): a trusted `{"_txc": {"goto": …}}` output."""
+
+from __future__ import annotations
+
+from txcl.runtime.dispatch import Target
+
+
+def jump_output(target: Target, current_stack: str) -> dict:
+    stack = target.stack if target.stack is not None else current_stack
+    return {"_txc": {"goto": f"{stack}/{target.scope}"}}

@@ -1,0 +1,115 @@
+"""`http://` and `https://` sync ops through httpx (RUNTIME.md §5.3)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from txcl import __version__
+from txcl.runtime.dispatch import OpContext, OpError
+from txcl.values.jsonio import JsonError, dumps, loads
+from txcl.values.paths import MISSING, PathError, read, split_path_string, write
+
+BODY_METHODS = {"POST", "PUT", "PATCH"}
+ALLOWED_METHODS = {"GET", "HEAD", "DELETE", "POST", "PUT", "PATCH", "OPTIONS"}
+
+
+def new_client() -> httpx.AsyncClient:
+    """One client per interpreter: no redirects, TLS verified, pooled connections."""
+    return httpx.AsyncClient(follow_redirects=False, verify=True, timeout=None,
+                             limits=httpx.Limits(max_connections=200, max_keepalive_connections=50))
+
+
+def _path_directive(value: Any) -> tuple[str, ...] | None:
+    if not isinstance(value, str) or not value.strip():
+        return None
+    segs = split_path_string(value.strip())
+    if not segs or any(s == "" for s in segs):
+        return None
+    return segs
+
+
+async def call_http(client: httpx.AsyncClient, target_url: str, op_input: dict, d: dict, ctx: OpContext,
+                    payload_max: int, timeout_s: float) -> Any:
+    """Send the op input; return the raw answer (object, text or {}) with status_into applied
+    by the caller after `into`. Raises OpError on transport errors, caps and non-2xx."""
+    url = d.get("url") if isinstance(d.get("url"), str) else target_url
+    if not url.lower().startswith(("http://", "https://")):
+        url = target_url
+    method = d.get("method", "POST")
+    method = method.upper() if isinstance(method, str) and method.upper() in ALLOWED_METHODS else "POST"
+    headers = {"User-Agent": f"txcl/{__version__}", "X-Request-ID": ctx.rid}
+    extra = d.get("headers")
+    if isinstance(extra, dict):
+        for name, value in extra.items():
+            if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+                headers[str(name)] = str(value)
+    content: bytes | None = None
+    if method in BODY_METHODS:
+        body_obj: Any = op_input
+        if d.get("body_encoding") == "urlencoded":
+            body_path = _path_directive(d.get("body_path"))
+            if body_path is not None:
+                found = read(op_input, body_path)
+                body_obj = found if found is not MISSING else {}
+            form = body_obj if isinstance(body_obj, dict) else {}
+            from urllib.parse import urlencode
+
+            from txcl.values.coerce import text_form
+
+            content = urlencode([(k, text_form(v)) for k, v in form.items()]).encode("utf-8")
+            headers.setdefault("Content-Type", "application/x-www-form-urlencoded")
+        else:
+            content = dumps(body_obj).encode("utf-8")
+            headers.setdefault("Content-Type", "application/json")
+        if len(content) > payload_max:
+            raise OpError(f"http {url}: request body of {len(content)} bytes exceeds --op-payload-max ({payload_max})")
+    try:
+        request = client.build_request(method, url, content=content, headers=headers,
+                                       timeout=httpx.Timeout(timeout_s))
+        response = await client.send(request, stream=True)
+    except httpx.TimeoutException:
+        raise OpError(f"http {url}: timed out", status="timeout") from None
+    except (httpx.HTTPError, ValueError) as exc:
+        raise OpError(f"http {url}: {type(exc).__name__}: {exc}") from None
+    try:
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > payload_max:
+                raise OpError(f"http {url}: answer larger than --op-payload-max ({payload_max} bytes)")
+            chunks.append(chunk)
+    except httpx.TimeoutException:
+        raise OpError(f"http {url}: timed out", status="timeout") from None
+    except httpx.HTTPError as exc:
+        raise OpError(f"http {url}: {type(exc).__name__}: {exc}") from None
+    finally:
+        await response.aclose()
+    status = response.status_code
+    status_into = _path_directive(d.get("status_into"))
+    if not 200 <= status < 300 and status_into is None:
+        raise OpError(f"http {url}: status {status}")
+    raw = b"".join(chunks)
+    return _body_value(raw, status), status, status_into
+
+
+def _body_value(raw: bytes, status: int) -> Any:
+    if status == 204 or not raw.strip():
+        return {}
+    text = raw.decode("utf-8", errors="replace")
+    try:
+        return loads(text)
+    except (JsonError, ValueError):
+        return text
+
+
+def apply_status_into(output: Any, status_into: tuple[str, ...] | None, status: int) -> Any:
+    """Write the status at `status_into` (after `into`); a non-object output is left alone."""
+    if status_into is None or not isinstance(output, dict):
+        return output
+    try:
+        return write(output, status_into, status)
+    except PathError:
+        return output
