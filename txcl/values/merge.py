@@ -59,6 +59,8 @@ def merge_into(target: dict, output: dict) -> None:
 
 def merge(envelope: dict, output: dict) -> dict:
     """A new dict: `envelope` with `output` merged in. Neither input is changed."""
+    if not isinstance(envelope, dict) or not isinstance(output, dict):
+        raise TypeError("merge takes two objects (dicts)")
     result = deep_copy(envelope)
     if output:
         merge_into(result, output)

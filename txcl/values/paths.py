@@ -75,9 +75,8 @@ def read(doc: Any, segments: Sequence[str]) -> Any:
     for seg in segments:
         t = type(cur)
         if t is dict:
-            try:
-                cur = cur[seg]
-            except KeyError:
+            cur = cur.get(seg, MISSING)
+            if cur is MISSING:
                 return MISSING
         elif t is list:
             if seg.isdigit() and seg.isascii():

@@ -1,0 +1,168 @@
+"""jsonio: loads number typing, rejections, duplicates; dumps number forms and escapes."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from txcl.values.jsonio import JsonError, dumps, loads
+
+
+def test_integer_form_numbers_are_exact_ints():
+    v = loads('{"a": 12345678901234567890123, "b": -0, "c": 7}')
+    assert v == {"a": 12345678901234567890123, "b": 0, "c": 7}
+    assert all(type(x) is int for x in v.values())
+
+
+def test_huge_integer_beyond_default_digit_limit_is_exact():
+    digits = "9" * 5000
+    assert loads(digits) == int("9" * 2500) * 10**2500 + int("9" * 2500)
+
+
+@pytest.mark.parametrize("text,expected", [("1.5", 1.5), ("1e3", 1000.0), ("2.0", 2.0), ("-1E-2", -0.01)])
+def test_fraction_or_exponent_gives_float(text, expected):
+    v = loads(text)
+    assert type(v) is float and v == expected
+
+
+@pytest.mark.parametrize("text", ["NaN", "Infinity", "-Infinity", '{"a": NaN}', "[1, Infinity]"])
+def test_nan_and_infinity_tokens_rejected(text):
+    with pytest.raises(JsonError):
+        loads(text)
+
+
+def test_out_of_range_float_rejected():
+    with pytest.raises(JsonError, match="out of range"):
+        loads("[1e400]")
+
+
+def test_duplicates_first_and_last():
+    text = '{"a": 1, "b": {"x": 1, "x": 2}, "a": 3}'
+    assert loads(text) == {"a": 1, "b": {"x": 1}}
+    assert loads(text, duplicates="first") == {"a": 1, "b": {"x": 1}}
+    assert loads(text, duplicates="last") == {"a": 3, "b": {"x": 2}}
+
+
+def test_bad_duplicates_mode():
+    with pytest.raises(ValueError):
+        loads("{}", duplicates="middle")
+
+
+def test_error_has_line_and_column():
+    with pytest.raises(JsonError) as info:
+        loads('{\n  "a": 1,\n  "b": ]\n}')
+    assert info.value.line == 3
+    assert info.value.column == 8
+    assert "line 3, column 8" in str(info.value)
+
+
+@pytest.mark.parametrize("text", ["", "{", "[1] x", "{'a': 1}", "01", '"\x01"', "tru"])
+def test_invalid_json(text):
+    with pytest.raises(JsonError):
+        loads(text)
+
+
+def test_lone_surrogate_escape_becomes_replacement_char():
+    assert loads('["\\ud800x", "\\ud83d\\ude00"]') == ["\ufffdx", "\U0001F600"]
+
+
+def test_jsonerror_is_valueerror():
+    assert issubclass(JsonError, ValueError)
+
+
+# ---------------------------------------------------------------- dumps
+
+
+@pytest.mark.parametrize("value,text", [
+    (42.0, "42"),
+    (1e-7, "1e-7"),
+    (1.5e21, "1.5e+21"),
+    (1e21, "1e+21"),
+    (1e20, "100000000000000000000"),
+    (0.5, "0.5"),
+    (1e-6, "0.000001"),
+    (1.5e-6, "0.0000015"),
+    (9.99e-7, "9.99e-7"),
+    (123456789.125, "123456789.125"),
+    (-2.5, "-2.5"),
+    (0.1 + 0.2, "0.30000000000000004"),
+    (1.7e9, "1700000000"),
+    (12, "12"),
+    (-12345678901234567890, "-12345678901234567890"),
+    (True, "true"),
+    (False, "false"),
+    (None, "null"),
+])
+def test_json_number_forms(value, text):
+    assert dumps(value) == text
+
+
+def test_compact_document_order_and_raw_non_ascii():
+    assert dumps({"b": [1, 2.5, "é"], "a": {"x": None}}) == '{"b":[1,2.5,"é"],"a":{"x":null}}'
+
+
+def test_sort_keys_every_level():
+    assert dumps({"b": {"d": 1, "c": 2}, "a": [{"z": 1, "y": 2}]}, sort_keys=True) == \
+        '{"a":[{"y":2,"z":1}],"b":{"c":2,"d":1}}'
+
+
+def test_html_escape():
+    out = dumps({"k<": "<a href='x'>&\u2028\u2029 é"}, html_escape=True)
+    assert out == '{"k\\u003c":"\\u003ca href=\'x\'\\u003e\\u0026\\u2028\\u2029 é"}'
+    assert loads(out) == {"k<": "<a href='x'>&\u2028\u2029 é"}
+
+
+def test_string_escapes():
+    assert dumps('a"b\\c\n\x01') == '"a\\"b\\\\c\\n\\u0001"'
+
+
+def test_indent():
+    assert dumps({"a": [1, {}], "b": []}, indent=2) == '{\n  "a": [\n    1,\n    {}\n  ],\n  "b": []\n}'
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, [-math.inf], {"a": object()}, {1: "x"}])
+def test_values_without_json_form(value):
+    with pytest.raises(JsonError):
+        dumps(value)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda children: st.lists(children, max_size=5) | st.dictionaries(st.text(), children, max_size=5),
+    max_leaves=25,
+)
+
+
+def _same(a, b) -> bool:
+    """Equality where an integral float may come back as an int of the same value."""
+    if isinstance(a, float) and not isinstance(b, bool) and isinstance(b, (int, float)):
+        return a == b
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return a == b
+
+
+@settings(max_examples=200, deadline=None)
+@given(json_values)
+def test_dumps_loads_round_trip(value):
+    for kwargs in ({}, {"sort_keys": True}, {"html_escape": True}, {"indent": 2}):
+        back = loads(dumps(value, **kwargs))
+        assert _same(value, back)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_float_json_form_reads_back_exactly(x):
+    text = dumps(x)
+    assert float(text) == x
+    assert "e-0" not in text and "e+0" not in text
+    if x.is_integer() and abs(x) < 1e21:
+        assert "." not in text and "e" not in text
