@@ -1,0 +1,2 @@
+" TXCL rule files
+autocmd BufRead,BufNewFile *.txcl setfiletype txcl
