@@ -1,0 +1,326 @@
+"""The TXCL scanner: source text → tokens, comments and lexical diagnostics (LANGUAGE.md §2).
+
+One compiled master pattern drives a loop. Text the language rejects becomes an `ERROR`
+token carrying its diagnostic (TX001, TX003, TX004, TX006–TX009, TX012, TX017); the parser
+reports it only when it reaches that token, so text skipped during error recovery never
+produces a consequential diagnostic.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+
+from txcl.errors import Diagnostic, Position, Span
+from txcl.syntax.ast import Comment
+from txcl.syntax.tokens import CONTEXTUAL, KEYWORDS, RESERVED, Tok, char_text
+
+_MASTER = re.compile("|".join((
+    r"(?P<WS>[ \t\r\n]+)",
+    r"(?P<COMMENT>#[^\n]*)",
+    r'(?P<STRING>(?:b64)?"(?:[^"\\]|\\[\s\S])*")',
+    r'(?P<USTRING>(?:b64)?")',
+    r'(?P<PATH>[.@][A-Za-z_][A-Za-z0-9_-]*(?:\.(?:[A-Za-z0-9_-]+|"[^"\n]+"))*)',
+    r"(?P<NUM>-*[0-9][A-Za-z0-9_.\-]*)",
+    r"(?P<NAME>[A-Za-z_][A-Za-z0-9_]*)",
+    r"(?P<OP>==|!=|!~|=~|<=|>=|&&|\|\||[<>=!,()\[\]*])",
+    r"(?P<CALL>&[A-Za-z_][A-Za-z0-9_]*\(?)",
+    r"(?P<DOTBAD>[.@])",
+    r"(?P<SLASH>/)",
+    r"(?P<BAD>[\s\S])",
+)))
+
+_OPS = {
+    "==": "EQ", "!=": "NE", "!~": "NMATCH", "=~": "MATCH", "<=": "LE", ">=": "GE",
+    "&&": "AND", "||": "OR", "<": "LT", ">": "GT", "=": "ASSIGN", "!": "BANG",
+    ",": "COMMA", "(": "LPAR", ")": "RPAR", "[": "LSQB", "]": "RSQB", "*": "STAR",
+}
+_NUMBER = re.compile(r"-?[0-9]+(\.[0-9]+)?")
+_REGEX_BODY = re.compile(r"/((?:\\[^\n]|[^\\/\n])*)/")
+_ESCAPE = re.compile(r"\\([\s\S])")
+_ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "r": "\r", "t": "\t"}
+_SLASH_ESCAPE = re.compile(r"\\([\s\S])")
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+_INT_MIN, _INT_MAX = -(2**63), 2**63 - 1
+_CHAR_HINTS = {
+    "{": "use &object(...)",
+    "}": "use &object(...)",
+    "'": "strings use double quotes",
+    "|": "use ||",
+}
+
+
+def unescape(body: str) -> str:
+    """String escapes of §2.5: \\" \\\\ \\n \\r \\t; other pairs keep both characters."""
+    if "\\" not in body:
+        return body
+    return _ESCAPE.sub(lambda m: _ESCAPES.get(m.group(1), m.group(0)), body)
+
+
+def regex_body(body: str) -> str:
+    """`\\/` stands for `/`; every other backslash pair is passed through."""
+    if "\\/" not in body:
+        return body
+    return _SLASH_ESCAPE.sub(lambda m: "/" if m.group(1) == "/" else m.group(0), body)
+
+
+class Scanner:
+    """Scans one text; `tokens` and `comments` are filled by `run()`."""
+
+    def __init__(self, text: str, filename: str):
+        self.text = text
+        self.filename = filename
+        self.tokens: list[Tok] = []
+        self.comments: list[Comment] = []
+
+    # ------------------------------------------------------------ helpers
+
+    def _diag(self, code: str, message: str, start: int, end: int, line: int, col: int,
+              hint: str | None = None) -> Diagnostic:
+        end_line, end_col = self._advance(line, col, self.text[start:end])
+        span = Span(Position(line, col, start), Position(end_line, end_col, end))
+        return Diagnostic(code, message, self.filename, span, hint)
+
+    @staticmethod
+    def _advance(line: int, col: int, chunk: str) -> tuple[int, int]:
+        nl = chunk.count("\n")
+        if not nl:
+            return line, col + len(chunk)
+        return line + nl, len(chunk) - chunk.rfind("\n")
+
+    def _error(self, text: str, start: int, end: int, line: int, col: int,
+               diag: Diagnostic) -> None:
+        end_line, end_col = self._advance(line, col, text[start:end])
+        self.tokens.append(Tok("ERROR", text[start:end], None, start, end, line, col,
+                               end_line, end_col, diag))
+
+    # ------------------------------------------------------------ main loop
+
+    def run(self) -> "Scanner":
+        text = self.text
+        n = len(text)
+        tokens = self.tokens
+        append = tokens.append
+        match = _MASTER.match
+        pos = 0
+        line = 1
+        line_start = 0
+        prev = ""  # type of the previous significant token
+        while pos < n:
+            m = match(text, pos)
+            kind = m.lastgroup
+            end = m.end()
+            col = pos - line_start + 1
+            if kind == "WS":
+                nl = text.count("\n", pos, end)
+                if nl:
+                    line += nl
+                    line_start = text.rfind("\n", pos, end) + 1
+                pos = end
+                continue
+            if kind == "PATH":
+                if end < n and (text[end] in '."' or (text[end - 1] == '"'
+                                                        and text[end] in _NAME_CHARS)):
+                    end = self._bad_path(pos, line, col)
+                else:
+                    value = m.group()
+                    append(Tok("AT_PATH" if value[0] == "@" else "DOT_PATH", value, None, pos,
+                               end, line, col, line, col + end - pos))
+                    prev = "PATH"
+                pos = end
+                continue
+            if kind == "OP":
+                value = m.group()
+                prev = _OPS[value]
+                append(Tok(prev, value, None, pos, end, line, col, line, col + end - pos))
+                pos = end
+                continue
+            if kind == "NAME":
+                value = m.group()
+                lower = value.lower()
+                kw = KEYWORDS.get(lower)
+                if kw is not None:
+                    append(Tok(kw, value, None, pos, end, line, col, line, col + end - pos))
+                    prev = kw
+                elif lower in RESERVED:
+                    self._error(text, pos, end, line, col, self._diag(
+                        "TX012", f"'{value}' is a reserved word", pos, end, line, col))
+                    prev = "ERROR"
+                else:
+                    append(Tok("NAME", value, CONTEXTUAL.get(lower), pos, end, line, col, line,
+                               col + end - pos))
+                    prev = "NAME"
+                pos = end
+                continue
+            if kind == "STRING":
+                value = m.group()
+                b64 = value[0] == "b"
+                plain = unescape(value[4:-1] if b64 else value[1:-1])
+                if b64:
+                    data = (base64.b64encode(plain.encode("utf-8", "surrogatepass"))
+                            .decode("ascii"), True, plain)
+                else:
+                    data = (plain, False, plain)
+                end_line, end_col = self._advance(line, col, value)
+                append(Tok("STRING", value, data, pos, end, line, col, end_line, end_col))
+                if end_line != line:
+                    line = end_line
+                    line_start = text.rfind("\n", pos, end) + 1
+                prev = "STRING"
+                pos = end
+                continue
+            if kind == "NUM":
+                self._number(m.group(), pos, end, line, col)
+                prev = "NUM"
+                pos = end
+                continue
+            if kind == "COMMENT":
+                self.comments.append(Comment(m.group()[1:], span=Span(
+                    Position(line, col, pos), Position(line, col + end - pos, end))))
+                pos = end
+                continue
+            if kind == "CALL":
+                value = m.group()
+                if value[-1] == "(":
+                    append(Tok("CALL_START", value, value[1:-1], pos, end, line, col, line,
+                               col + end - pos))
+                    prev = "CALL_START"
+                else:
+                    self._error(text, pos, end, line, col, self._diag(
+                        "TX017", f"expected '(' after {value}", pos, end, line, col))
+                    prev = "ERROR"
+                pos = end
+                continue
+            if kind == "SLASH" and prev in ("MATCH", "NMATCH"):
+                rm = _REGEX_BODY.match(text, pos)
+                if rm is not None:
+                    end = rm.end()
+                    append(Tok("REGEX", rm.group(), regex_body(rm.group(1)), pos, end, line,
+                               col, line, col + end - pos))
+                    prev = "REGEX"
+                else:
+                    eol = text.find("\n", pos)
+                    end = n if eol < 0 else eol
+                    self._error(text, pos, end, line, col, self._diag(
+                        "TX004", "unterminated regex literal", pos, end, line, col))
+                    prev = "ERROR"
+                pos = end
+                continue
+            if kind == "USTRING":
+                end = n
+                self._error(text, pos, end, line, col, self._diag(
+                    "TX003", "unterminated string literal", pos, end, line, col))
+                pos = end
+                continue
+            if kind == "DOTBAD":
+                c = m.group()
+                self._error(text, pos, end, line, col, self._diag(
+                    "TX008", f"'{c}' must be followed by a letter or '_' to start a path",
+                    pos, end, line, col))
+                prev = "ERROR"
+                pos = end
+                continue
+            # SLASH outside a regex position, or any other character
+            c = m.group()
+            self._error(text, pos, end, line, col, self._diag(
+                "TX001", f"unexpected character {char_text(c)}", pos, end, line, col,
+                _CHAR_HINTS.get(c)))
+            prev = "ERROR"
+            if c == "\n":  # unreachable (WS), kept for safety
+                line += 1
+                line_start = end
+            pos = end
+        return self
+
+    # ------------------------------------------------------------ numbers and bad paths
+
+    def _number(self, value: str, pos: int, end: int, line: int, col: int) -> None:
+        nm = _NUMBER.fullmatch(value)
+        if nm is None:
+            self._error(self.text, pos, end, line, col, self._diag(
+                "TX006", f"malformed number '{value}': write -digits or -digits.digits",
+                pos, end, line, col, "no exponent, hex or arithmetic"))
+            return
+        if nm.group(1) is None:
+            number: int | float = int(value)
+            if not _INT_MIN <= number <= _INT_MAX:
+                self._out_of_range(value, pos, end, line, col)
+                return
+            type_ = "INT"
+        else:
+            number = float(value)
+            if number in (float("inf"), float("-inf")):
+                self._out_of_range(value, pos, end, line, col)
+                return
+            type_ = "FLOAT"
+        self.tokens.append(Tok(type_, value, number, pos, end, line, col, line,
+                               col + end - pos))
+
+    def _out_of_range(self, value: str, pos: int, end: int, line: int, col: int) -> None:
+        self._error(self.text, pos, end, line, col, self._diag(
+            "TX007", f"number {value} is out of range", pos, end, line, col))
+        self.tokens[-1].data = "range"
+
+    def _bad_path(self, pos: int, line: int, col: int) -> int:
+        """Report the first problem of a path the fast pattern could not take; returns its end."""
+        text = self.text
+        n = len(text)
+        i = pos + 1
+        problem: tuple[str, str, int, int] | None = None
+        last_quoted = False
+        while i < n:
+            c = text[i]
+            if c in _NAME_CHARS:
+                if last_quoted and problem is None:
+                    problem = ("TX009", "quoted path segment must end the path or be followed "
+                               "by '.'", i, i + 1)
+                while i < n and text[i] in _NAME_CHARS:
+                    i += 1
+                last_quoted = False
+                continue
+            if c == '"':
+                close = text.find('"', i + 1)
+                eol = text.find("\n", i + 1)
+                if eol < 0:
+                    eol = n
+                if close < 0 or close > eol:
+                    if problem is None:
+                        problem = ("TX009", "unterminated quoted path segment", i, eol)
+                    i = eol
+                    break
+                if problem is None:
+                    if text[i - 1] != ".":
+                        if last_quoted:
+                            problem = ("TX009", "quoted path segment must end the path or be "
+                                       "followed by '.'", i, close + 1)
+                        else:
+                            problem = ("TX009", "quoted path segment must follow '.'", i,
+                                       close + 1)
+                    elif close == i + 1:
+                        problem = ("TX009", "empty quoted path segment", i, close + 1)
+                i = close + 1
+                last_quoted = True
+                continue
+            if c == ".":
+                nxt = text[i + 1] if i + 1 < n else ""
+                if nxt not in _NAME_CHARS and nxt != '"' and problem is None:
+                    problem = ("TX008", "", pos, -1)
+                i += 1
+                last_quoted = False
+                continue
+            break
+        end = i
+        if problem is None:  # cannot happen; the fast pattern would have taken the path
+            problem = ("TX008", "", pos, -1)
+        code, message, s, e = problem
+        if code == "TX008":
+            message = f"empty segment in path {text[pos:end]}"
+            s, e = pos, end
+        s_line, s_col = self._advance(line, col, text[pos:s])
+        diag = self._diag(code, message, s, e, s_line, s_col)
+        self._error(text, pos, end, line, col, diag)
+        return end
+
+
+def scan(text: str, filename: str = "<string>") -> Scanner:
+    return Scanner(text, filename).run()

@@ -1,0 +1,304 @@
+"""The strict TXCL parser: text → `Rule`, or `TxclSyntaxError` with every diagnostic.
+
+Lark is the parser of record: its LALR table, built once per process from
+grammar/txcl.lark, decides what parses, and the inline transformer
+(txcl.syntax.transform) builds the AST during the parse. Tokens come from the
+hand-written scanner (txcl.syntax.lexer), which is several times faster than a generic
+regex lexer and turns malformed text into specific codes.
+
+Error handling (LANGUAGE.md §4.1): when the table rejects a token, the explainer
+(txcl.syntax.explain) walks the failing stretch with the same grammar written as
+recursive descent to name the exact TX0xx code; then parsing resumes at the next clause
+keyword with a fresh parser state, so independent mistakes in later clauses are reported
+too. Per-rule TX1xx checks (txcl.syntax.validate) run only on texts without TX0xx.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from lark import Lark
+from lark.exceptions import UnexpectedInput, VisitError
+from lark.lexer import Lexer
+from lark.parsers.lalr_analysis import Shift
+from lark.parsers.lalr_parser_state import ParseConf, ParserState
+
+from txcl.errors import Diagnostic, Position, Span, TxclSyntaxError
+from txcl.resources import grammar_path
+from txcl.syntax import ast
+from txcl.syntax.lexer import scan
+from txcl.syntax.tokens import CLAUSE_KW_SET, Tok, describe
+from txcl.syntax.transform import TxclTransformer
+
+__all__ = ["parse_rule", "parse_source", "clear_cache", "get_parser"]
+
+
+class _NoLexer(Lexer):
+    """Placeholder: tokens are fed to the LALR parser directly by `_Parser.parse`."""
+
+    def __init__(self, lexer_conf: Any) -> None:
+        self.lexer_conf = lexer_conf
+
+    def lex(self, lexer_state: Any, parser_state: Any):  # pragma: no cover - never called
+        raise NotImplementedError
+
+
+class _Parser:
+    """Owns the Lark instance, its parse table and the inline transformer."""
+
+    def __init__(self) -> None:
+        self.transformer = TxclTransformer()
+        self.lark = Lark(grammar_path().read_text(encoding="utf-8"), parser="lalr",
+                         lexer=_NoLexer, transformer=self.transformer,
+                         maybe_placeholders=True)
+        inner = self.lark.parser.parser.parser  # frontend → LALR_Parser → _Parser
+        self.conf = ParseConf(inner.parse_table, inner.callbacks, "start")
+        self.states = self.conf.states
+        self.lock = threading.Lock()
+        self.mismatches = 0  # explainer disagreed with the table (tests watch this)
+
+    # ------------------------------------------------------------ the driver
+
+    def _accepts(self, stack: list, ttype: str) -> bool:
+        """Would the table shift `ttype` next (after any reductions)? No callbacks run."""
+        states = self.states
+        stack = list(stack)
+        while True:
+            acts = states[stack[-1]]
+            act = acts.get(ttype)
+            if act is None:
+                return False
+            action, arg = act
+            if action is Shift:
+                return True
+            size = len(arg.expansion)
+            if size:
+                del stack[-size:]
+            stack.append(states[stack[-1]][arg.origin.name][1])
+
+    def _run(self, tokens: list[Tok], i: int, end_tok: Tok) -> int | None:
+        """Parse tokens[i:] from a fresh state; the index of the failing token or None."""
+        state = ParserState(self.conf, None)
+        feed = state.feed_token
+        n = len(tokens)
+        j = i
+        try:
+            while j < n:
+                tok = tokens[j]
+                if tok.type == "ERROR":
+                    return j
+                if tok.data is not None and tok.type == "NAME":
+                    # contextual EVERY / MAX: keywords only where a LOOP modifier may start
+                    if self._accepts(state.state_stack, tok.data):
+                        tok.type = tok.data
+                feed(tok)
+                j += 1
+            feed(end_tok, True)
+        except UnexpectedInput:
+            return j
+        except VisitError as exc:  # an exception inside a callback: unwrap it
+            raise exc.orig_exc from None
+        return None
+
+    def parse(self, text: str, filename: str) -> tuple[ast.Rule | None, list[Diagnostic]]:
+        from txcl.syntax.explain import explain
+
+        scanner = scan(text, filename)
+        tokens = scanner.tokens
+        end_tok = _end_token(text)
+        diags: list[Diagnostic] = []
+        with self.lock:
+            tr = self.transformer
+            tr.reset(filename)
+            i = 0
+            n = len(tokens)
+            while True:
+                bad = self._run(tokens, i, end_tok)
+                if bad is None:
+                    break
+                diag, agreed = explain(tokens, i, bad, end_tok, filename)
+                if not agreed:
+                    self.mismatches += 1
+                diags.append(diag)
+                i = _resume_index(tokens, bad, i)
+                if i >= n:
+                    break
+            clauses = tr.clauses
+            diags.extend(tr.diags)
+            tr.reset(filename)
+        rule, more = _assemble(clauses, scanner.comments, filename, text)
+        diags.extend(more)
+        diags.sort(key=lambda d: (d.span.start.offset, d.span.end.offset))
+        return (rule if not diags else None), diags
+
+
+def _resume_index(tokens: list[Tok], bad: int, start: int) -> int:
+    """Where parsing resumes after an error at `bad` (LANGUAGE.md §4.1)."""
+    n = len(tokens)
+    j = bad
+    tok = tokens[bad] if bad < n else None
+    # A clause keyword written as a name (`WITH set = 1`) does not start a clause.
+    if tok is not None and tok.type in CLAUSE_KW_SET and bad > start and not (
+            bad + 1 < n and tokens[bad + 1].type == "ASSIGN"):
+        return bad
+    j = bad + 1
+    while j < n and tokens[j].type not in CLAUSE_KW_SET:
+        j += 1
+    return j
+
+
+def _end_token(text: str) -> Tok:
+    """`$END`, placed just after the last non-blank character (§4.1)."""
+    stripped = len(text.rstrip(" \t\r\n"))
+    before = text[:stripped]
+    line = before.count("\n") + 1
+    col = stripped - (before.rfind("\n") + 1) + 1
+    return Tok("$END", "", None, stripped, stripped, line, col, line, col)
+
+
+def _end_position(text: str) -> Position:
+    line = text.count("\n") + 1
+    return Position(line, len(text) - (text.rfind("\n") + 1) + 1, len(text))
+
+
+def _assemble(clauses: list, comments: list, filename: str,
+              text: str) -> tuple[ast.Rule, list[Diagnostic]]:
+    """Clauses in source order → Rule; SET PRE/POST by position; TX011 for repeats."""
+    diags: list[Diagnostic] = []
+    clauses = sorted(clauses, key=lambda c: c[2].start)
+    select_at = next((c[2].start for c in clauses if c[0] == "select"), None)
+    single: dict[str, Any] = {}
+    first_line: dict[str, int] = {}
+    set_pre: list = []
+    set_post: list = []
+    with_: list = []
+    emit: list = []
+    marks: list = []
+    for kind, node, kw, span in clauses:
+        if kind == "set":
+            post = select_at is not None and kw.start > select_at
+            (set_post if post else set_pre).extend(node)
+            marks.append(ast.ClauseMark("set_post" if post else "set_pre", span=span))
+            continue
+        marks.append(ast.ClauseMark(kind, span=span))
+        if kind == "with":
+            with_.extend(node)
+        elif kind == "emit":
+            emit.extend(node)
+        elif kind in single:
+            diags.append(Diagnostic(
+                "TX011", f"{kind.upper()} given more than once (first at line {first_line[kind]})",
+                filename, kw.span))
+        else:
+            single[kind] = node
+            first_line[kind] = kw.line
+    rule = ast.Rule(
+        when=single.get("when"), set_pre=tuple(set_pre), select=single.get("select"),
+        set_post=tuple(set_post), with_=tuple(with_), priority=single.get("priority"),
+        exec=single.get("exec"), loop=single.get("loop"), emit=tuple(emit),
+        clauses=tuple(marks), comments=tuple(comments), filename=filename,
+        span=Span(Position(1, 1, 0), _end_position(text)),
+    )
+    return rule, diags
+
+
+# ---------------------------------------------------------------- module-level API
+
+_PARSER: _Parser | None = None
+_BUILD_LOCK = threading.Lock()
+_CACHE: dict[tuple[str, str], Any] = {}
+_CACHE_MAX = 8192
+
+
+def get_parser() -> _Parser:
+    """The process-wide parser (built on first use, ~20 ms)."""
+    global _PARSER
+    if _PARSER is None:
+        with _BUILD_LOCK:
+            if _PARSER is None:
+                _PARSER = _Parser()
+    return _PARSER
+
+
+def clear_cache() -> None:
+    _CACHE.clear()
+
+
+def _encoding_problem(text: str, filename: str) -> Diagnostic | None:
+    """TX002 for NUL characters and for lone surrogates (text that is not UTF-8)."""
+    nul = text.find("\x00")
+    bad = -1
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            bad = exc.start
+    if nul < 0 and bad < 0:
+        return None
+    if nul >= 0 and (bad < 0 or nul < bad):
+        pos, message = nul, "NUL character in file"
+    else:
+        pos, message = bad, "file is not valid UTF-8"
+    return Diagnostic("TX002", message, filename, _point_span(text, pos))
+
+
+def _point_span(text: str, pos: int) -> Span:
+    before = text[:pos]
+    line = before.count("\n") + 1
+    col = pos - (before.rfind("\n") + 1) + 1
+    return Span(Position(line, col, pos), Position(line, col + 1, pos + 1))
+
+
+def _with_source(diags: list[Diagnostic], text: str) -> list[Diagnostic]:
+    return [Diagnostic(d.code, d.message, d.file, d.span, d.hint, d.severity, text)
+            for d in diags]
+
+
+def parse_rule(text: str, filename: str = "<string>") -> ast.Rule:
+    """Parse one rule text; raises TxclSyntaxError with every TX0xx (or per-rule TX1xx).
+
+    Results are cached by (text, filename): parsing the same text again is a dict lookup.
+    """
+    key = (text, filename)
+    hit = _CACHE.get(key)
+    if hit is not None:
+        if type(hit) is ast.Rule:
+            return hit
+        raise TxclSyntaxError(hit)
+    if not isinstance(text, str):
+        raise TypeError(f"parse_rule() needs str, not {type(text).__name__}")
+    problem = _encoding_problem(text, filename)
+    if problem is not None:
+        result: Any = _with_source([problem], text)
+    else:
+        rule, diags = get_parser().parse(text, filename)
+        if not diags and rule is not None:
+            from txcl.syntax.validate import validate_rule
+
+            diags = validate_rule(rule, filename)
+        result = rule if not diags else _with_source(diags, text)
+    if len(_CACHE) >= _CACHE_MAX:
+        _CACHE.pop(next(iter(_CACHE)))
+    _CACHE[key] = result
+    if type(result) is ast.Rule:
+        return result
+    raise TxclSyntaxError(result)
+
+
+def parse_source(data: bytes | str, filename: str = "<string>") -> ast.Rule:
+    """Like parse_rule, for file contents: bytes that are not UTF-8 or hold NUL are TX002."""
+    if isinstance(data, str):
+        return parse_rule(data, filename)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        good = data[: exc.start].decode("utf-8")
+        diag = Diagnostic("TX002", "file is not valid UTF-8", filename,
+                          _point_span(good + "?", len(good)))
+        raise TxclSyntaxError(_with_source([diag], good)) from None
+    return parse_rule(text, filename)
+
+
+def found(tok: Tok) -> str:
+    return describe(tok)

@@ -1,0 +1,332 @@
+"""Lark callbacks that build the AST while the LALR parser reduces (LANGUAGE.md §5).
+
+The transformer is used inline (`Lark(..., transformer=...)`), so nodes are built during
+the parse and no parse tree is ever materialised. Terminal callbacks turn literal tokens
+into nodes on shift. Clause callbacks do not return the clause to the parent rule: they
+append it to `self.clauses`, so clauses completed before a syntax error survive recovery.
+Checks that need a value rather than a token (TX005, TX029–TX032) add diagnostics to
+`self.diags` and never raise.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import re2
+from lark import Transformer
+
+from txcl.errors import Diagnostic, Position, Span
+from txcl.syntax import ast
+from txcl.syntax.durations import parse_duration_ns
+from txcl.syntax.tokens import Tok, describe_string
+
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False
+_REGEX_CACHE: dict[str, Any] = {}
+
+_CMP = {
+    "EQ": ast.CmpOp.EQ, "NE": ast.CmpOp.NE, "LT": ast.CmpOp.LT, "LE": ast.CmpOp.LE,
+    "GT": ast.CmpOp.GT, "GE": ast.CmpOp.GE, "MATCH": ast.CmpOp.MATCH,
+    "NMATCH": ast.CmpOp.NOT_MATCH,
+}
+
+
+def compile_regex(pattern: str) -> Any:
+    """RE2-compile `pattern` (as UTF-8 bytes); returns the pattern or the error text (str)."""
+    hit = _REGEX_CACHE.get(pattern)
+    if hit is not None:
+        return hit
+    try:
+        result: Any = re2.compile(pattern.encode("utf-8", "surrogatepass"),
+                                  options=_RE2_OPTIONS)
+    except re2.error as exc:
+        msg = exc.args[0] if exc.args else str(exc)
+        result = msg.decode("utf-8", "replace") if isinstance(msg, bytes) else str(msg)
+    except Exception as exc:  # noqa: BLE001 - RE2 may reject odd input other ways
+        result = str(exc) or type(exc).__name__
+    if len(_REGEX_CACHE) > 4096:
+        _REGEX_CACHE.clear()
+    _REGEX_CACHE[pattern] = result
+    return result
+
+
+def path_segments(text: str) -> tuple[str, ...]:
+    """Segments of a lexically valid path token (without its leading `.`/`@`)."""
+    body = text[1:]
+    if '"' not in body:
+        return tuple(body.split("."))
+    segs: list[str] = []
+    i, n = 0, len(body)
+    while i < n:
+        if body[i] == '"':
+            close = body.index('"', i + 1)
+            segs.append(body[i + 1:close])
+            i = close + 2
+        else:
+            dot = body.find(".", i)
+            if dot < 0:
+                segs.append(body[i:])
+                break
+            segs.append(body[i:dot])
+            i = dot + 1
+    return tuple(segs)
+
+
+def make_path(tok: Tok) -> ast.Path:
+    segs = path_segments(tok.value)
+    at = tok.value[0] == "@"
+    if at:
+        segs = ("_txc",) + segs
+    return ast.Path(segs, at, span=tok.span)
+
+
+def _start(x: Any) -> Position:
+    return x.spos if type(x) is Tok else x.span.start
+
+
+def _end(x: Any) -> Position:
+    return x.epos if type(x) is Tok else x.span.end
+
+
+def _span(first: Any, last: Any) -> Span:
+    return Span(_start(first), _end(last))
+
+
+class TxclTransformer(Transformer):
+    """Inline LALR callbacks. Per-parse state is reset by `reset()` before each parse."""
+
+    def __init__(self) -> None:
+        super().__init__(visit_tokens=True)
+        self.reset("<string>")
+
+    def reset(self, filename: str) -> None:
+        self.filename = filename
+        self.clauses: list[tuple[str, Any, Tok, Span]] = []
+        self.diags: list[Diagnostic] = []
+
+    def _diag(self, code: str, message: str, span: Span, hint: str | None = None) -> None:
+        self.diags.append(Diagnostic(code, message, self.filename, span, hint))
+
+    # ------------------------------------------------------------ terminals
+
+    def INT(self, tok: Tok) -> ast.IntLit:
+        return ast.IntLit(tok.data, tok.value, span=tok.span)
+
+    def FLOAT(self, tok: Tok) -> ast.FloatLit:
+        return ast.FloatLit(tok.data, tok.value, span=tok.span)
+
+    def STRING(self, tok: Tok) -> ast.StringLit:
+        value, b64, plain = tok.data
+        return ast.StringLit(value, b64, plain, span=tok.span)
+
+    def TRUE(self, tok: Tok) -> ast.BoolLit:
+        return ast.BoolLit(True, span=tok.span)
+
+    def FALSE(self, tok: Tok) -> ast.BoolLit:
+        return ast.BoolLit(False, span=tok.span)
+
+    def NULL(self, tok: Tok) -> ast.NullLit:
+        return ast.NullLit(span=tok.span)
+
+    def DOT_PATH(self, tok: Tok) -> ast.Path:
+        return make_path(tok)
+
+    def AT_PATH(self, tok: Tok) -> ast.Path:
+        return make_path(tok)
+
+    def REGEX(self, tok: Tok) -> ast.Regex:
+        return self._regex(tok.data, "literal", tok.span)
+
+    def _regex(self, pattern: str, source: str, span: Span) -> ast.Regex:
+        compiled = compile_regex(pattern)
+        if isinstance(compiled, str):
+            self._diag("TX005", f"invalid regular expression: {compiled}", span)
+            compiled = None
+        return ast.Regex(pattern, source, compiled, span=span)
+
+    # ------------------------------------------------------------ values
+
+    def path(self, c: list) -> ast.Path:
+        return c[0]
+
+    def array(self, c: list) -> ast.ArrayLit:
+        items = tuple(x for x in c[1:-1] if x is not None and type(x) is not Tok)
+        return ast.ArrayLit(items, span=_span(c[0], c[-1]))
+
+    def call(self, c: list) -> ast.Call:
+        head = c[0]
+        args = tuple(x for x in c[1:-1] if x is not None and type(x) is not Tok)
+        return ast.Call(head.data, args, head.span, span=_span(head, c[-1]))
+
+    const_call = call
+
+    def assignment(self, c: list) -> ast.Assignment:
+        return ast.Assignment(c[0], c[2], span=_span(c[0], c[2]))
+
+    # ------------------------------------------------------------ conditions
+
+    def comparison(self, c: list) -> ast.Comparison:
+        left, op_tok, right = c
+        op = _CMP[op_tok.type]
+        if op is ast.CmpOp.MATCH or op is ast.CmpOp.NOT_MATCH:
+            if type(right) is ast.StringLit:
+                right = self._regex(right.value, "string", right.span)
+            elif type(right) is ast.NullLit:
+                right = ast.Regex("", "null", compile_regex(""), span=right.span)
+        return ast.Comparison(left, op, right, span=_span(left, right))
+
+    def not_cond(self, c: list) -> ast.Not:
+        return ast.Not(c[1], span=_span(c[0], c[1]))
+
+    def group(self, c: list) -> Any:
+        return attrs.evolve(c[1], span=_span(c[0], c[2]))
+
+    def and_cond(self, c: list) -> Any:
+        if len(c) == 1:
+            return c[0]
+        items: list = []
+        seps: list[str] = []
+        for i, x in enumerate(c):
+            if i % 2:
+                seps.append(x.value)
+            elif type(x) is ast.And:  # a parenthesised chain: the parentheses are redundant
+                items.extend(x.items)
+                seps.extend(x.separators)
+            else:
+                items.append(x)
+        return ast.And(tuple(items), tuple(seps), span=_span(c[0], c[-1]))
+
+    def condition(self, c: list) -> Any:
+        if len(c) == 1:
+            return c[0]
+        items: list = []
+        for x in c[::2]:
+            if type(x) is ast.Or:
+                items.extend(x.items)
+            else:
+                items.append(x)
+        return ast.Or(tuple(items), span=_span(c[0], c[-1]))
+
+    # ------------------------------------------------------------ clauses
+
+    def _clause(self, kind: str, node: Any, kw: Tok, last: Any) -> None:
+        self.clauses.append((kind, node, kw, _span(kw, last)))
+
+    def when_bare(self, c: list) -> None:
+        kw = c[0]
+        self._clause("when", ast.When(ast.Star(True, span=kw.span), span=kw.span), kw, kw)
+
+    def when_star(self, c: list) -> None:
+        kw, star = c
+        span = _span(kw, star)
+        self._clause("when", ast.When(ast.Star(False, span=star.span), span=span), kw, star)
+
+    def when_cond(self, c: list) -> None:
+        kw, cond = c
+        self._clause("when", ast.When(cond, span=_span(kw, cond)), kw, cond)
+
+    def set_clause(self, c: list) -> None:
+        items = tuple(x for x in c[1:] if type(x) is ast.Assignment)
+        self._clause("set", items, c[0], c[-1])
+
+    def emit_clause(self, c: list) -> None:
+        items = tuple(x for x in c[1:] if type(x) is ast.Assignment)
+        self._clause("emit", items, c[0], c[-1])
+
+    def select_star(self, c: list) -> None:
+        kw, star = c
+        self._clause("select", ast.Select(True, (), span=_span(kw, star)), kw, star)
+
+    def select_clause(self, c: list) -> None:
+        kw = c[0]
+        items = tuple(x for x in c[1:] if type(x) is ast.SelectItem)
+        self._clause("select", ast.Select(False, items, span=_span(kw, c[-1])), kw, c[-1])
+
+    def select_item(self, c: list) -> ast.SelectItem:
+        source, _as, dest, _default, default = c
+        last = default if default is not None else (dest if dest is not None else source)
+        return ast.SelectItem(source, dest, default, span=_span(source, last))
+
+    def with_clause(self, c: list) -> None:
+        items = tuple(x for x in c[1:] if type(x) is ast.WithPair)
+        self._clause("with", items, c[0], c[-1])
+
+    def with_pair(self, c: list) -> ast.WithPair:
+        name, tail, _eq, value = c
+        key: tuple[str, ...] = (name.value,)
+        key_last: Any = name
+        if tail is not None:
+            key = key + tail.segments
+            key_last = tail
+        return ast.WithPair(key, value, _span(name, key_last), span=_span(name, value))
+
+    def priority_clause(self, c: list) -> None:
+        kw, lit = c
+        self._clause("priority", ast.Priority(lit.value, span=_span(kw, lit)), kw, lit)
+
+    def exec_clause(self, c: list) -> None:
+        kw, lit = c
+        self._clause("exec", ast.Exec(lit.value, lit.span, span=_span(kw, lit)), kw, lit)
+
+    # ------------------------------------------------------------ LOOP
+
+    def loop_until(self, c: list) -> tuple:
+        return ("until", c[1], c[0], _span(c[0], c[1]))
+
+    def loop_set(self, c: list) -> tuple:
+        items = tuple(x for x in c[1:] if type(x) is ast.Assignment)
+        return ("set", items, c[0], _span(c[0], c[-1]))
+
+    def loop_every(self, c: list) -> tuple:
+        kw, value = c
+        span = _span(kw, value)
+        if type(value) is ast.IntLit:
+            if value.value < 0:
+                self._diag("TX031", "LOOP EVERY cannot be negative", value.span)
+                return ("every", None, kw, span)
+            return ("every", value.value * 1_000_000, kw, span)
+        ns = parse_duration_ns(value.value)
+        if ns is None:
+            tok_desc = describe_string(value.plain, value.b64)
+            self._diag("TX031", 'LOOP EVERY needs a duration such as "250ms" or a whole '
+                       f"number of milliseconds, found {tok_desc}", value.span)
+        elif ns < 0:
+            self._diag("TX031", "LOOP EVERY cannot be negative", value.span)
+            ns = None
+        return ("every", ns, kw, span)
+
+    def loop_max(self, c: list) -> tuple:
+        kw, value = c
+        if value.value <= 0:
+            self._diag("TX030", f"LOOP MAX needs a positive integer, found number {value.text}",
+                       value.span)
+        return ("max", value.value, kw, _span(kw, value))
+
+    def loop_clause(self, c: list) -> None:
+        kw = c[0]
+        seen: dict[str, tuple] = {}
+        marks = []
+        for mod in c[1:]:
+            kind, value, mkw, span = mod
+            if kind in seen:
+                self._diag("TX032", f"LOOP {kind.upper()} given more than once", mkw.span)
+                continue
+            seen[kind] = mod
+            marks.append(ast.ClauseMark(kind, span=span))
+        if "until" not in seen:
+            self._diag("TX029", "LOOP requires an UNTIL condition", kw.span)
+        last = c[-1][3]
+        span = Span(kw.spos, last.end)
+        loop = ast.Loop(
+            until=seen["until"][1] if "until" in seen else None,
+            set=seen["set"][1] if "set" in seen else (),
+            every_ns=seen["every"][1] if "every" in seen else None,
+            max=seen["max"][1] if "max" in seen else None,
+            modifiers=tuple(marks),
+            span=span,
+        )
+        self.clauses.append(("loop", loop, kw, span))
+
+    def start(self, c: list) -> None:
+        return None
