@@ -23,7 +23,7 @@ from txcl.errors import TxclEvalError
 
 __all__ = [
     "FunctionSpec", "REGISTRY", "TRY_VARIANTS", "lookup", "call", "suggest", "function",
-    "FunctionEnvironment", "environment", "use_environment", "fail",
+    "FunctionEnvironment", "FixedEnvironment", "environment", "use_environment", "fail",
 ]
 
 
@@ -168,6 +168,23 @@ class FunctionEnvironment:
         value = ((ms & ((1 << 48) - 1)) << 80) | (0x7 << 76) | (seq << 64) | (0b10 << 62) | rand
         h = f"{value:032x}"
         return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+class FixedEnvironment(FunctionEnvironment):
+    """A stopped clock (and, optionally, fixed random bytes) for tests."""
+
+    def __init__(self, now_ns: int, random: bytes | None = None) -> None:
+        super().__init__()
+        self.now = now_ns
+        self._random = random
+
+    def now_ns(self) -> int:
+        return self.now
+
+    def random_bytes(self, n: int) -> bytes:
+        if self._random is None:
+            return super().random_bytes(n)
+        return (self._random * (n // max(len(self._random), 1) + 1))[:n]
 
 
 environment: FunctionEnvironment = FunctionEnvironment()

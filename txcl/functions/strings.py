@@ -86,6 +86,8 @@ def _repeat(args: list) -> str:
     n = want_int("repeat", args[1], 1, "count")
     if n < 0:
         raise err("repeat", f"negative count {n}")
+    if s == "":
+        return ""
     if byte_len(s) * n > MAX_STRING_BYTES:
         raise err("repeat", f"result would be longer than {MAX_STRING_BYTES} bytes")
     return s * n
