@@ -67,7 +67,7 @@ from txcl.store.continuations_base import (
     payload_sha256,
     resume_segment_id,
 )
-from txcl.store.schema_continuations import migrate
+from txcl.store.schema_continuations import COMPONENT, SCHEMA_VERSION, ddl_statements, migrate
 from txcl.testing.faults import fault_point
 
 _OPEN = "('queued', 'dispatching', 'dispatched')"
@@ -200,6 +200,7 @@ class SqliteContinuationStore:
         return node or f"{socket.gethostname()}-{os.getpid()}"
 
     def _cs_db(self) -> sqlite_utils.Database:
+        """The calling thread's connection: the host store's own (``db()``) when it has one."""
         state = self.__dict__.get("_cs_state")
         if state is None:
             with self._cs_init_lock:
@@ -211,18 +212,31 @@ class SqliteContinuationStore:
             state.update(local=threading.local(), all=[], pid=os.getpid())
         db = getattr(state["local"], "db", None)
         if db is None:
-            path = getattr(self, "db_path", None)
-            if path is None:
-                raise TypeError("SqliteContinuationStore needs a db_path attribute")
-            busy = getattr(self, "busy_timeout_ms", DEFAULT_BUSY_TIMEOUT_MS)
-            db = open_sqlite(path, busy_timeout_ms=busy)
+            host_db = getattr(self, "db", None)
+            if callable(host_db):  # txcl.store.sqlite.SqliteStore: one connection per thread already
+                db = host_db()
+            else:
+                path = getattr(self, "db_path", None) or getattr(self, "path", None)
+                if path is None:
+                    raise TypeError("SqliteContinuationStore needs a db_path (or path) attribute")
+                busy = getattr(self, "busy_timeout_ms", DEFAULT_BUSY_TIMEOUT_MS)
+                db = open_sqlite(path, busy_timeout_ms=busy)
+                with self._cs_init_lock:
+                    state["all"].append(db)
             state["local"].db = db
-            with self._cs_init_lock:
-                state["all"].append(db)
-                if not state["migrated"]:
-                    migrate(db)
-                    state["migrated"] = True
+            if not state["migrated"]:
+                with self._cs_init_lock:
+                    if not state["migrated"]:
+                        migrate(db)
+                        state["migrated"] = True
         return db
+
+    def schema_components(self) -> dict:
+        """Cooperate with txcl.store.sqlite.SqliteStore's migration hook when mixed in first."""
+        parent = getattr(super(), "schema_components", None)
+        components = dict(parent()) if parent else {}
+        components[COMPONENT] = (SCHEMA_VERSION, ddl_statements())
+        return components
 
     def migrate_continuations(self) -> int:
         return migrate(self._cs_db())

@@ -231,6 +231,11 @@ def migrate(db: sqlite_utils.Database) -> int:
         return SCHEMA_VERSION
 
 
+def ddl_statements() -> list[str]:
+    """Every statement of the current schema (for a host store's own migration loop)."""
+    return [stmt for v in range(1, SCHEMA_VERSION + 1) for stmt in _split(MIGRATIONS[v])]
+
+
 def _split(script: str) -> list[str]:
     """Split a DDL script into statements (no semicolons occur inside our statements)."""
     return [s.strip() for s in script.split(";") if s.strip()]

@@ -1,0 +1,64 @@
+"""Helpers shared by the continuation-store tests (imported by name from tests/store)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from txcl.store.continuations_base import Fence, RunSpec, UnitSpec
+from txcl.store.continuations_sqlite import SqliteContinuations
+
+T0 = 1_800_000_000_000
+
+
+class FakeClock:
+    def __init__(self, start: int = T0) -> None:
+        self.now = start
+
+    def __call__(self) -> int:
+        return self.now
+
+    def advance(self, ms: int) -> int:
+        self.now += ms
+        return self.now
+
+
+def open_store(path: Path, clock: FakeClock | None = None, node: str = "node-a") -> SqliteContinuations:
+    return SqliteContinuations(path, clock=clock, node_id=node)
+
+
+def run_spec(rid: str = "rid-1", stack: str = "shop") -> RunSpec:
+    return RunSpec(origin_rid=rid, entry_stack=stack, src="http", snapshot_id="snap-" + rid,
+                   snapshot_body=b'{"rules": []}')
+
+
+def unary(name: str = "enrich", *, budget_ms: int = 60_000, join_at: int | None = None, stack: str = "shop",
+          scope: int = 100, payload: Any = None, into: str | None = None) -> UnitSpec:
+    return UnitSpec(kind="unary", op_name=name, items=[payload if payload is not None else {"q": name}],
+                    op_stack=stack, op_scope=scope, dispatch_stage=f"{stack}/{scope}", dispatch_stack=stack,
+                    join_at_scope=join_at, budget_ms=budget_ms, exec_target="https://w.example/" + name,
+                    into=into, input_view={"view": name})
+
+
+def itemized(name: str = "pay", n: int = 10, window: int = 3, *, policy: str = "fail", budget_ms: int = 60_000,
+             join_at: int | None = None) -> UnitSpec:
+    return UnitSpec(kind="itemized", op_name=name, items=[{"i": i} for i in range(n)], op_stack="shop",
+                    op_scope=100, dispatch_stage="shop/100", dispatch_stack="shop", join_at_scope=join_at,
+                    window=window, on_item_error=policy, into="receipts", budget_ms=budget_ms,
+                    exec_target="https://w.example/" + name)
+
+
+def park_barrier(store, rid: str = "rid-1", units=None, stage: str = "shop/100"):
+    units = units if units is not None else [unary()]
+    return store.park_suspend(run_spec(rid), Fence(rid), stage=stage, kind="barrier",
+                              envelope={"e": 0}, budgets={"ttl": 10, "fuel": 0}, units=units)
+
+
+def complete(store, dispatch, output: Any = None, status: str = "completed"):
+    """Callback path: P4 with the dispatch's token, then P5 (the live path)."""
+    payload = output if output is not None else {"ok": dispatch.item_index}
+    admit = store.admit_terminal(dispatch.opc, status, payload, source="callback", token=dispatch.token)
+    release = None
+    if admit.outcome == "admitted":
+        release = store.continue_release(dispatch.opc, child_version=admit.child_version)
+    return admit, release

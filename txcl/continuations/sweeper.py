@@ -1,0 +1,179 @@
+"""The sweeper pass (CONTINUATIONS.md §5.8, reconciliation §5.9) as a function over the store.
+
+``sweep(store, config)`` runs the passes in order — timeouts, expiry, stale claims,
+reconciliation, purge — each over bounded batches of candidates, each candidate handled by its
+own short store transaction that re-checks the condition (the store's CAS conditions make a
+candidate that another process already handled a no-op). A pass is idempotent: a second pass
+right after the first changes nothing.
+
+Effects outside the store come back as data and through optional hooks: dispatches to (re)send
+(``send``), sync siblings to re-run (``rerun_sync``), taken-over resumes to drive
+(``drive_resume``), and extra purges (traces, kv) supplied by the host (``extra_purges``).
+
+The reconciliation claim of §5.9 is the in-process set :data:`RECONCILING`: it only stops two
+sweeps of one process from scanning the same unit at once and is never consulted for
+correctness.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+from txcl.store.continuations_base import ClaimRecord, ContinuationStore, Dispatch, Materializer, ReleaseResult
+
+RECONCILING: set[str] = set()
+_reconciling_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    retention_ms: int = 7 * 24 * 3600 * 1000  # --continuation-retention
+    stale_after_ms: int = 600_000  # --continuation-stale-resume-after
+    max_attempts: int = 3  # --resume-max-attempts
+    reconcile_after_ms: int = 30_000  # --reconcile-after
+    lease_ms: int = 30_000  # lease of a reconcile claim on a child
+    batch: int = 500
+    owner: str | None = None  # --node-id
+
+
+@dataclass
+class SweepReport:
+    timed_out: list[str] = field(default_factory=list)
+    expired: list[str] = field(default_factory=list)
+    taken_over: list[ClaimRecord] = field(default_factory=list)
+    stale_failed: list[str] = field(default_factory=list)
+    resent: list[Dispatch] = field(default_factory=list)
+    promoted: list[Dispatch] = field(default_factory=list)
+    sync_to_rerun: list[str] = field(default_factory=list)
+    children_repaired: list[tuple[str, int]] = field(default_factory=list)
+    settled: list[str] = field(default_factory=list)
+    released: list[ClaimRecord] = field(default_factory=list)
+    purged_runs: list[str] = field(default_factory=list)
+    purged_snapshots: int = 0
+    extra_purged: int = 0
+
+    @property
+    def changed(self) -> bool:
+        """Did this pass change anything in the store?"""
+        return any((self.timed_out, self.expired, self.taken_over, self.stale_failed, self.resent, self.promoted,
+                    self.children_repaired, self.settled, self.released, self.purged_runs, self.purged_snapshots,
+                    self.extra_purged))
+
+    @property
+    def resumes_to_drive(self) -> list[ClaimRecord]:
+        return [*self.taken_over, *self.released]
+
+
+def _claim_unit(unit_id: str) -> bool:
+    with _reconciling_lock:
+        if unit_id in RECONCILING:
+            return False
+        RECONCILING.add(unit_id)
+        return True
+
+
+def _release_unit(unit_id: str) -> None:
+    with _reconciling_lock:
+        RECONCILING.discard(unit_id)
+
+
+def sweep(
+    store: ContinuationStore,
+    config: SweepConfig = SweepConfig(),
+    *,
+    materialize: Materializer | None = None,
+    send: Callable[[list[Dispatch]], None] | None = None,
+    rerun_sync: Callable[[str], None] | None = None,
+    drive_resume: Callable[[ClaimRecord], None] | None = None,
+    extra_purges: Iterable[Callable[[], int]] = (),
+) -> SweepReport:
+    """One idempotent sweeper pass; returns what it did."""
+    report = SweepReport()
+    batch = config.batch
+
+    # 1. timeouts (P8)
+    for opc in store.due_interactions(limit=batch):
+        if store.time_out_interaction(opc, materialize=materialize) == "timed_out":
+            report.timed_out.append(opc)
+
+    # 2. expiry (P9)
+    for run_id in store.expirable_runs(limit=batch):
+        if store.expire_run(run_id):
+            report.expired.append(run_id)
+
+    # 3. stale claims (P10)
+    for run_id in store.stale_claims(stale_after_ms=config.stale_after_ms, limit=batch):
+        result = store.take_over_claim(run_id, stale_after_ms=config.stale_after_ms,
+                                       max_attempts=config.max_attempts, owner=config.owner)
+        if result.outcome == "taken" and result.claim is not None:
+            report.taken_over.append(result.claim)
+        elif result.outcome == "failed":
+            report.stale_failed.append(run_id)
+
+    # 4. reconciliation (§5.9), for work older than --reconcile-after
+    older = config.reconcile_after_ms
+    for opc in store.stuck_dispatches(older_than_ms=older, limit=batch):
+        dispatch = store.resend_dispatch(opc, older_than_ms=older)
+        if dispatch is not None:
+            report.resent.append(dispatch)
+    for unit_id in store.promotable_units(limit=batch):
+        if _claim_unit(unit_id):
+            try:
+                report.promoted.extend(store.promote_window(unit_id))
+            finally:
+                _release_unit(unit_id)
+    report.sync_to_rerun.extend(store.unrecorded_sync_members(older_than_ms=older, limit=batch))
+    for unit_id, index, opc in store.stuck_children(older_than_ms=older, limit=batch):
+        if not _claim_unit(unit_id):
+            continue
+        try:
+            version = store.claim_child(unit_id, index, older_than_ms=older, lease_ms=config.lease_ms,
+                                        owner=config.owner)
+            if version is not None and opc:
+                result = store.continue_release(opc, child_version=version, materialize=materialize)
+                report.children_repaired.append((unit_id, index))
+                _note_release(report, result)
+        finally:
+            _release_unit(unit_id)
+    for unit_id in store.unsettled_units(limit=batch):
+        if not _claim_unit(unit_id):
+            continue
+        try:
+            before = store.get_unit(unit_id)
+            result = store.settle_and_release(unit_id, materialize=materialize)
+            after = store.get_unit(unit_id)
+            if before is not None and after is not None and (
+                after.status != before.status or after.continuation_done != before.continuation_done
+            ):
+                report.settled.append(unit_id)
+            _note_release(report, result)
+        finally:
+            _release_unit(unit_id)
+    for run_id in store.releasable_runs(limit=batch):
+        _note_release(report, store.try_release(run_id, materialize=materialize))
+
+    # 5. purge (P12)
+    for run_id in store.purgeable_runs(retention_ms=config.retention_ms, limit=batch):
+        if store.purge_run(run_id, retention_ms=config.retention_ms):
+            report.purged_runs.append(run_id)
+    report.purged_snapshots = store.purge_snapshots()
+    for purge in extra_purges:
+        report.extra_purged += int(purge() or 0)
+
+    # effects outside the store, after everything is committed
+    if send is not None and (report.resent or report.promoted):
+        send([*report.resent, *report.promoted])
+    if rerun_sync is not None:
+        for opc in report.sync_to_rerun:
+            rerun_sync(opc)
+    if drive_resume is not None:
+        for claim in report.resumes_to_drive:
+            drive_resume(claim)
+    return report
+
+
+def _note_release(report: SweepReport, result: ReleaseResult) -> None:
+    if result.won and result.claim is not None:
+        report.released.append(result.claim)
