@@ -1,6 +1,161 @@
-"""Per-rule load checks (placeholder)."""
+"""Per-rule load checks TX101–TX112 (LANGUAGE.md §4.3), run on rules without syntax errors."""
+
 from __future__ import annotations
 
+from typing import Any, Iterator
 
-def validate_rule(rule, filename):
-    return []
+from txcl.errors import Diagnostic, Position, Span
+from txcl.syntax import ast
+from txcl.syntax.targets import ExecTarget, classify_exec_target
+
+__all__ = ["validate_rule", "iter_calls"]
+
+
+def iter_calls(node: Any) -> Iterator[ast.Call]:
+    """Every call in `node` (a rule, clause, condition or value), nested ones included."""
+    if isinstance(node, ast.Call):
+        yield node
+        for arg in node.args:
+            yield from iter_calls(arg)
+    elif isinstance(node, tuple):
+        for item in node:
+            yield from iter_calls(item)
+    elif isinstance(node, ast.Rule):
+        for part in (node.when, node.set_pre, node.select, node.set_post, node.with_,
+                     node.loop, node.emit):
+            if part is not None:
+                yield from iter_calls(part)
+    elif isinstance(node, ast.When):
+        yield from iter_calls(node.condition)
+    elif isinstance(node, (ast.And, ast.Or)):
+        yield from iter_calls(node.items)
+    elif isinstance(node, ast.Not):
+        yield from iter_calls(node.operand)
+    elif isinstance(node, ast.Comparison):
+        yield from iter_calls(node.right)
+    elif isinstance(node, ast.Assignment):
+        yield from iter_calls(node.value)
+    elif isinstance(node, ast.Select):
+        for item in node.items:
+            if item.default is not None:
+                yield from iter_calls(item.default)
+    elif isinstance(node, ast.WithPair):
+        yield from iter_calls(node.value)
+    elif isinstance(node, ast.Loop):
+        if node.until is not None:
+            yield from iter_calls(node.until)
+        yield from iter_calls(node.set)
+
+
+def _check_calls(rule: ast.Rule, filename: str, out: list[Diagnostic]) -> None:
+    from txcl.functions.registry import lookup, suggest
+
+    for call in iter_calls(rule):
+        spec = lookup(call.name)
+        if spec is None:
+            alt = suggest(call.name)
+            out.append(Diagnostic("TX101", f"unknown function &{call.name}", filename,
+                                  call.name_span, f"did you mean &{alt}?" if alt else None))
+            continue
+        n = len(call.args)
+        if not spec.is_try and not spec.accepts(n):
+            arity = spec.arity_text()
+            if not arity.startswith("takes "):
+                arity = "takes " + arity
+            out.append(Diagnostic("TX102", f"&{call.name} {arity}, got {n}", filename,
+                                  call.span))
+
+
+def _literal_with(rule: ast.Rule) -> dict[str, ast.WithPair]:
+    """The last pair of each WITH key (later writes win)."""
+    return {pair.key_text: pair for pair in rule.with_}
+
+
+def _string(pair: ast.WithPair | None) -> str | None:
+    if pair is not None and isinstance(pair.value, ast.StringLit):
+        return pair.value.value
+    return None
+
+
+def _is_literal(value: Any) -> bool:
+    return isinstance(value, (ast.IntLit, ast.FloatLit, ast.StringLit, ast.BoolLit,
+                              ast.ArrayLit))
+
+
+def _literal_text(value: Any) -> str:
+    if isinstance(value, (ast.IntLit, ast.FloatLit)):
+        return value.text
+    if isinstance(value, ast.StringLit):
+        return f'"{value.value}"'
+    if isinstance(value, ast.BoolLit):
+        return "true" if value.value else "false"
+    return "[...]"
+
+
+def _keyword_span(span: Span, width: int) -> Span:
+    s = span.start
+    return Span(s, Position(s.line, s.column + width, s.offset + width))
+
+
+def validate_rule(rule: ast.Rule, filename: str = "<string>") -> list[Diagnostic]:
+    """TX101–TX112 for one parsed rule, in source order."""
+    out: list[Diagnostic] = []
+    _check_calls(rule, filename, out)
+
+    target: ExecTarget | None = None
+    if rule.exec is not None:
+        result = classify_exec_target(rule.exec.target)
+        if isinstance(result, ExecTarget):
+            target = result
+        else:
+            out.append(Diagnostic(result.code, result.message, filename,
+                                  rule.exec.target_span))
+
+    withs = _literal_with(rule)
+    mode_pair = withs.get("mode")
+    mode = _string(mode_pair)
+    t = rule.exec.target if rule.exec is not None else ""
+
+    if rule.loop is not None:
+        loop_kw = _keyword_span(rule.loop.span, 4)
+        if rule.exec is None:
+            out.append(Diagnostic("TX106", "LOOP has no EXEC to repeat", filename, loop_kw))
+        elif target is not None:
+            if target.kind == "builtin" and target.builtin == "noop":
+                out.append(Diagnostic(
+                    "TX107", "LOOP over txco://noop repeats an op that returns nothing; UNTIL "
+                    "could never turn true", filename, rule.exec.target_span))
+            elif target.is_stage_jump:
+                out.append(Diagnostic(
+                    "TX108", f'LOOP cannot repeat a stage jump ("{t}"); put the LOOP on the op '
+                    "that produces the data", filename, rule.exec.target_span))
+        if mode in ("async", "continuable"):
+            out.append(Diagnostic(
+                "TX109", f'mode = "{mode}" leaves the request but a LOOP repeats inside it; '
+                "drop one of them", filename, mode_pair.span))
+
+    join = withs.get("join_at_scope")
+    if join is not None and _is_literal(join.value):
+        n = _literal_text(join.value)
+        if mode_pair is None or (_is_literal(mode_pair.value) and mode != "async"):
+            if mode == "continuable":
+                msg = (f'join_at_scope (= {n}) requires mode = "async"; it is not honored with '
+                       'mode = "continuable"')
+            else:
+                shown = ("sync, the default" if mode_pair is None
+                         else mode if mode is not None else _literal_text(mode_pair.value))
+                msg = f'join_at_scope (= {n}) requires mode = "async" (mode here: {shown})'
+            out.append(Diagnostic("TX110", msg, filename, join.span))
+
+    if mode == "async" and target is not None and target.kind != "http":
+        out.append(Diagnostic(
+            "TX111", f'mode = "async" needs an http(s):// target; "{t}" cannot run '
+            "asynchronously", filename, rule.exec.target_span))
+
+    each = withs.get("each")
+    if each is not None and (mode != "async" or "into" not in withs):
+        out.append(Diagnostic("TX112", 'each needs mode = "async" and into = "<path>"',
+                              filename, each.span))
+
+    out.sort(key=lambda d: (d.span.start.offset, d.code))
+    return out

@@ -1,0 +1,124 @@
+"""Classify an EXEC target string (LANGUAGE.md §4.3, "EXEC targets").
+
+`classify_exec_target` is used by the per-rule load checks (TX103–TX105) and by the
+runtime to pick a dispatch scheme, so both agree on what a target means.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlsplit
+
+import attrs
+
+__all__ = ["ExecTarget", "TargetError", "classify_exec_target", "is_stage_jump"]
+
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*)://")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+_STACK_SEGMENT = re.compile(r"[A-Za-z0-9_-]+")
+_SCOPE = re.compile(r"[0-9]{1,9}")
+_SUPPORTED = "use txco://, http(s)://, py://, goto:// or <stack>/<scope>"
+
+
+@attrs.frozen(slots=True)
+class ExecTarget:
+    """A valid EXEC target.
+
+    kind: "builtin" (txco://name), "http" (http/https URL), "py" (py://module:function),
+    "goto" (goto://[stack/]scope) or "stage" (<stack>/<scope>).
+    """
+
+    kind: str
+    target: str
+    builtin: str | None = None
+    url: str | None = None
+    module: str | None = None
+    function: str | None = None
+    stack: str | None = None  # None for goto://<scope>: the current stack
+    scope: int | None = None
+
+    @property
+    def trusted(self) -> bool:
+        return self.kind in ("builtin", "goto", "stage") and self.builtin != "mock"
+
+    @property
+    def is_stage_jump(self) -> bool:
+        return self.kind in ("goto", "stage") or (
+            self.kind == "builtin" and (self.builtin or "").startswith("route"))
+
+
+@attrs.frozen(slots=True)
+class TargetError:
+    """Why a target is rejected: `code` is TX103, TX104 or TX105; `message` is complete."""
+
+    code: str
+    message: str
+
+
+def _stage(text: str) -> tuple[str | None, int] | None:
+    """(stack, scope) of `[stack/]scope`, stack None when absent; None when malformed."""
+    stack, _, scope = text.rpartition("/")
+    if not _SCOPE.fullmatch(scope):
+        return None
+    if not stack and "/" not in text:
+        return None, int(scope)
+    if not stack or len(stack) > 128:
+        return None
+    if not all(_STACK_SEGMENT.fullmatch(seg) for seg in stack.split("/")):
+        return None
+    return stack, int(scope)
+
+
+def classify_exec_target(target: str) -> ExecTarget | TargetError:
+    """Kind and parts of an EXEC target, or the TX103/TX104/TX105 error for it."""
+    def bad(reason: str) -> TargetError:
+        return TargetError("TX104", f'EXEC "{target}": {reason}')
+
+    m = _SCHEME.match(target)
+    if m is None:
+        if not target:
+            return bad("the target is empty")
+        stage = _stage(target)
+        if stage is None or stage[0] is None:
+            return bad("not a target; use txco://<name>, http(s)://…, py://<module>:<function>, "
+                       "goto://<scope> or <stack>/<scope>")
+        return ExecTarget("stage", target, stack=stage[0], scope=stage[1])
+    scheme = m.group(1).lower()
+    rest = target[m.end():]
+    if scheme == "txco":
+        if not rest:
+            return bad("a txco:// target needs a builtin name")
+        if any(ch.isspace() for ch in rest):
+            return bad("a builtin name cannot contain whitespace")
+        return ExecTarget("builtin", target, builtin=rest)
+    if scheme in ("http", "https"):
+        try:
+            parts = urlsplit(target)
+            host = parts.hostname
+            parts.port  # noqa: B018 - raises ValueError for a bad port
+        except ValueError:
+            host = None
+        if not host or any(ch.isspace() for ch in target):
+            return bad("not an absolute URL with a host")
+        return ExecTarget("http", target, url=target)
+    if scheme == "py":
+        module, sep, function = rest.partition(":")
+        if not sep or not _MODULE.fullmatch(module) or not _IDENT.fullmatch(function):
+            return bad("a Python target is py://<module>:<function> (dotted module, "
+                       "function name)")
+        return ExecTarget("py", target, module=module, function=function)
+    if scheme == "goto":
+        stage = _stage(rest)
+        if stage is None:
+            return TargetError("TX105", f'EXEC "{target}": a goto target is goto://<scope> or '
+                               "goto://<stack>/<scope>")
+        return ExecTarget("goto", target, stack=stage[0], scope=stage[1])
+    if scheme in ("mcp+http", "mcp+https"):
+        return TargetError("TX103", f"EXEC scheme '{m.group(1)}://' is not supported yet")
+    return TargetError("TX103", f"EXEC scheme '{m.group(1)}://' is not supported; {_SUPPORTED}")
+
+
+def is_stage_jump(target: str) -> bool:
+    result = classify_exec_target(target)
+    return isinstance(result, ExecTarget) and result.is_stage_jump
