@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import bisect
-import functools
 import hashlib
 import json
 from pathlib import Path
@@ -265,9 +264,9 @@ def _compile_rule(stack: str, scope: int, name: str, data: bytes | str, shown: s
     if rule.exec is not None:
         from txcl.runtime.dispatch import classify, resolve_py_target
 
-        target, problem = classify(rule.exec.target)
+        target, problem, code = classify(rule.exec.target)
         if problem is not None:
-            diagnostics.append(Diagnostic("TX104", f'EXEC "{rule.exec.target}": {problem}', file=shown,
+            diagnostics.append(Diagnostic(code or "TX104", problem, file=shown,
                                           span=getattr(rule.exec, "target_span", NO_SPAN), source=source))
             return None
         if target.kind == "py" and import_python:

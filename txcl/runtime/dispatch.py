@@ -70,63 +70,17 @@ class Target:
         return self.kind in ("builtin", "http", "py")
 
 
-def classify(text: str) -> tuple[Target | None, str | None]:
-    """Classify an EXEC string: (Target, None) or (None, reason). Uses the parser's
-    classifier for validation when present, so load errors read the same everywhere."""
-    try:
-        from txcl.syntax.targets import classify_exec_target  # type: ignore[attr-defined]
-    except ImportError:  # pragma: no cover - the parser module ships with txcl
-        classify_exec_target = None
-    if classify_exec_target is not None:
-        try:
-            result = classify_exec_target(text)
-        except Exception as exc:  # the classifier reports a malformed target
-            return None, getattr(exc, "message", None) or str(exc)
-        kind = getattr(result, "kind", None)
-        if kind is None or getattr(result, "error", None):
-            return None, _error_text(result)
-        if kind == "reserved":
-            return None, "this EXEC scheme is not supported yet"
-    return _local_classify(text)
+def classify(text: str) -> tuple[Target | None, str | None, str]:
+    """Classify an EXEC string: (Target, None, "") or (None, complete message, code).
 
+    The parser's `classify_exec_target` decides, so load errors read the same everywhere."""
+    from txcl.syntax.targets import ExecTarget, classify_exec_target
 
-def _error_text(result: Any) -> str:
-    for attr in ("error", "message", "reason"):
-        value = getattr(result, attr, None)
-        if isinstance(value, str) and value:
-            return value
-    return str(result)
-
-
-def _local_classify(text: str) -> tuple[Target | None, str | None]:
-    if text.startswith("txco://"):
-        name = text[len("txco://"):]
-        if not name or any(ch.isspace() for ch in name):
-            return None, "a builtin target is txco://<name>"
-        return Target("builtin", text, name=name), None
-    lowered = text.lower()
-    if lowered.startswith("http://") or lowered.startswith("https://"):
-        return Target("http", text, url=text), None
-    if text.startswith("py://"):
-        m = PY_RE.match(text)
-        if m is None:
-            return None, "a Python target is py://<module.path>:<function>"
-        return Target("py", text, module=m.group(1), function=m.group(2)), None
-    if text.startswith("goto://"):
-        rest = text[len("goto://"):]
-        if SCOPE_RE.match(rest):
-            return Target("goto", text, scope=int(rest)), None
-        m = STAGE_RE.match(rest)
-        if m is None:
-            return None, "a goto target is goto://<scope> or goto://<stack>/<scope>"
-        return Target("goto", text, stack=m.group(1), scope=int(m.group(2))), None
-    m = STAGE_RE.match(text)
-    if m is not None and len(m.group(1)) <= 128:
-        return Target("stage", text, stack=m.group(1), scope=int(m.group(2))), None
-    scheme = SCHEME_RE.match(text)
-    if scheme is not None:
-        return None, f"EXEC scheme '{scheme.group(1)}://' is not supported"
-    return None, "not a known EXEC target"
+    result = classify_exec_target(text)
+    if not isinstance(result, ExecTarget):
+        return None, result.message, result.code
+    return Target(result.kind, text, name=result.builtin, url=result.url, module=result.module,
+                  function=result.function, stack=result.stack, scope=result.scope), None, ""
 
 
 # ---------------------------------------------------------------- py:// resolution
@@ -151,9 +105,7 @@ def resolve_py_target(target: Target, workspace: Path | None) -> tuple[Callable[
     assert target.module is not None and target.function is not None
     try:
         module = importlib.import_module(target.module)
-    except BaseException as exc:  # noqa: BLE001 - any import failure is the author's
-        if isinstance(exc, (KeyboardInterrupt, SystemExit)) and not isinstance(exc, SystemExit):
-            raise
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - any import failure is the author's
         return None, f'cannot import module "{target.module}": {type(exc).__name__}: {exc}'
     func = getattr(module, target.function, None)
     if func is None:

@@ -28,7 +28,7 @@ TRACE_SCHEMA = (
         operation TEXT, transport TEXT, status TEXT, started_ms INTEGER, finished_ms INTEGER,
         duration_ms REAL, input_bytes INTEGER, output_bytes INTEGER, error TEXT, ack TEXT,
         unit_id TEXT, items INTEGER, passes INTEGER, stop TEXT, rule TEXT, input_json TEXT,
-        output_json TEXT, PRIMARY KEY (rid, seq))""",
+        output_json TEXT, traceback TEXT, PRIMARY KEY (rid, seq))""",
     """CREATE TABLE IF NOT EXISTS trace_events (
         rid TEXT NOT NULL, seq INTEGER NOT NULL, at_ms INTEGER, kind TEXT, data_json TEXT,
         PRIMARY KEY (rid, seq))""",
@@ -42,7 +42,7 @@ KV_SCHEMA = (
 
 STEP_COLUMNS = ("seq", "stage", "stack", "scope", "name", "operation", "transport", "status",
                 "started_ms", "finished_ms", "duration_ms", "input_bytes", "output_bytes", "error",
-                "ack", "unit_id", "items", "passes", "stop", "rule", "input_json", "output_json")
+                "ack", "unit_id", "items", "passes", "stop", "rule", "input_json", "output_json", "traceback")
 TRACE_COLUMNS = ("rid", "origin_rid", "run_id", "src", "entry_stack", "started_ms", "finished_ms",
                  "status", "http_status", "fuel_used", "bytes_in", "bytes_out", "mode", "in_json",
                  "out_json", "error_json")

@@ -1,0 +1,270 @@
+"""The Python API of the runtime: `Interpreter(ops, store=...)` and its outcomes (RUNTIME.md §3.3).
+
+    interp = txcl.Interpreter(txcl.load_ops("."), store=SqliteStore(".txcl/txcl.db"))
+    outcome = interp.run_sync({"order": {...}}, stack="shop")
+    if outcome.status == "completed": print(outcome.envelope)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as _dt
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Callable
+
+import attrs
+
+from txcl.errors import TxclError
+from txcl.ops.tree import OpsTree, load_ops
+from txcl.runtime.budget import Budget, strip_budget_fields
+from txcl.runtime.config import Settings
+from txcl.runtime.hooks import WalkHooks
+from txcl.runtime.kv import Kv
+from txcl.runtime.state import Run
+from txcl.runtime.walker import Services, Walker
+from txcl.trace.recorder import TraceRecorder
+
+
+class UnknownStack(TxclError):
+    """The stack to walk is missing or ambiguous (a usage error)."""
+
+
+# ---------------------------------------------------------------- outcomes
+
+@attrs.frozen
+class Completed:
+    """Natural end, halt or end of stack. `envelope` has the budget fields removed."""
+
+    envelope: dict
+    rid: str
+    halted: bool = False
+    fuel_used: int = 0
+    status: str = "completed"
+
+    @property
+    def error(self) -> None:
+        return None
+
+
+@attrs.frozen
+class Failed:
+    """Budget exhaustion, deadline, bad goto, join/continuable failure: `payload` is the
+    JSON error body (§4.3 / §6.4), never mixed with the envelope."""
+
+    payload: dict
+    http_status: int
+    rid: str
+    fuel_used: int = 0
+    status: str = "failed"
+
+    @property
+    def error(self) -> dict:
+        return self.payload
+
+    @property
+    def code(self) -> str | None:
+        if "code" in self.payload:
+            return self.payload["code"]
+        err = self.payload.get("error")
+        return err.get("code") if isinstance(err, dict) else None
+
+
+@attrs.frozen
+class Suspended:
+    run_id: str
+    rcid: str
+    rid: str
+    status: str = "suspended"
+
+    @property
+    def error(self) -> None:
+        return None
+
+
+Outcome = Completed | Failed | Suspended
+
+
+def _now_rfc3339() -> str:
+    now = _dt.datetime.now(_dt.timezone.utc)
+    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+
+
+def new_rid() -> str:
+    from txcl.continuations.ids import ulid
+
+    return ulid()
+
+
+class Interpreter:
+    """Walks envelopes through a pinned OpsTree. One instance serves many requests."""
+
+    def __init__(self, ops: OpsTree | str | Path, store: Any = None, settings: Settings | None = None,
+                 hooks: WalkHooks | None = None, trace_sink: Callable[[Any], None] | None = None):
+        self.tree = ops if isinstance(ops, OpsTree) else load_ops(ops)
+        self.store = store
+        self.settings = settings or Settings()
+        self._executor: ThreadPoolExecutor | None = None
+        kv = Kv(store, self.settings.op_payload_max) if store is not None else None
+        self.services = Services(self.settings, store=store, executor=None, kv=kv)
+        self.walker = Walker(self.tree, self.services, hooks)
+        self.trace_sink = trace_sink
+
+    # ------------------------------------------------------------ helpers
+    def _pool(self) -> ThreadPoolExecutor:
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=max(self.settings.py_threads, 1),
+                                                thread_name_prefix="txcl-py")
+            self.services.executor = self._executor
+        return self._executor
+
+    def default_stack(self) -> str:
+        stacks = self.tree.user_stacks()
+        if len(stacks) == 1:
+            return stacks[0]
+        if not stacks:
+            raise UnknownStack("the OPS tree defines no stack")
+        raise UnknownStack("the OPS tree defines several stacks; choose one with --stack: " + ", ".join(stacks))
+
+    def new_run(self, envelope: dict, stack: str | None = None, *, src: str = "api", rid: str | None = None,
+                mocks: list[str] | None = None) -> Run:
+        """Stamp the envelope (§2.1) and build a fresh Run at `<stack>/0`."""
+        if not isinstance(envelope, dict):
+            raise TypeError("the envelope must be a JSON object (dict)")
+        stack = stack or self.default_stack()
+        if not self.tree.has_stack(stack):
+            known = ", ".join(self.tree.known_stacks()) or "none"
+            raise UnknownStack(f'unknown stack "{stack}" (stacks: {known})')
+        rid = rid or new_rid()
+        envelope.setdefault("_ts", _now_rfc3339())
+        txc = envelope.get("_txc")
+        if not isinstance(txc, dict):
+            txc = {}
+            envelope["_txc"] = txc
+        txc["src"] = src
+        txc["rid"] = rid
+        txc["stack"] = stack
+        if mocks is not None:
+            txc["mocks"] = list(mocks)
+        run_mocks = txc.get("mocks") if isinstance(txc.get("mocks"), list) else None
+        web = txc.get("web")
+        web_req = web.get("req") if isinstance(web, dict) and isinstance(web.get("req"), dict) else None
+        budget = Budget.fresh(self.settings.max_fuel_per_request, self.settings.op_scope_ttl_max)
+        strip_budget_fields(envelope)
+        return Run(rid=rid, src=src, entry_stack=stack, stack=stack, envelope=envelope, budget=budget,
+                   mocks=run_mocks, web_req=web_req, segment_id=rid, snapshot_id=None)
+
+    # ------------------------------------------------------------ running
+    async def run(self, envelope: dict, stack: str | None = None, *, src: str = "api", rid: str | None = None,
+                  mocks: list[str] | None = None) -> Outcome:
+        """Walk one request to its outcome (Completed, Failed or Suspended)."""
+        run = self.new_run(envelope, stack, src=src, rid=rid, mocks=mocks)
+        return await self.drive(run)
+
+    def run_sync(self, envelope: dict, stack: str | None = None, **kwargs: Any) -> Outcome:
+        """Blocking twin of `run` (starts its own event loop)."""
+        return asyncio.run(self._run_and_close(envelope, stack, **kwargs))
+
+    async def _run_and_close(self, envelope: dict, stack: str | None, **kwargs: Any) -> Outcome:
+        try:
+            return await self.run(envelope, stack, **kwargs)
+        finally:
+            await self.aclose_http()
+
+    async def drive(self, run: Run, rec: TraceRecorder | None = None) -> Outcome:
+        """Step `run` until its segment ends; write the trace; return the outcome."""
+        self._pool()
+        settings = self.settings
+        if rec is None:
+            rec = TraceRecorder(settings.trace_mode if self.store is not None or self.trace_sink else "off",
+                                run.rid, run.src, run.entry_stack, body_cap=settings.trace_body_cap_bytes,
+                                origin_rid=run.origin_rid, run_id=run.run_id)
+        if rec.enabled:
+            rec.set_input(run.envelope)
+            rec.event("request.start", {"stack": run.entry_stack, "src": run.src})
+        started = time.perf_counter()
+        walker = self.walker
+        try:
+            async with asyncio.timeout(settings.request_deadline_ms / 1000.0):
+                while run.status == "running":
+                    await walker.step(run, rec)
+        except TimeoutError:
+            run.fail({"error": {"code": "txcl_request_deadline",
+                                "message": f"request deadline of {settings.request_deadline_ms} ms passed"}},
+                     503, status="deadline", reason="txcl_request_deadline")
+        await walker.hooks.segment_end(walker, run)
+        outcome = self._outcome(run)
+        duration = int((time.perf_counter() - started) * 1000)
+        if rec.enabled:
+            rec.event("request.usage", {"fuel": run.budget.fuel_used})
+            end = {"status": run.status, "duration_ms": duration}
+            if run.reason:
+                end["reason"] = run.reason
+            rec.event("request.end", end)
+            http_status = run.http_status
+            if isinstance(outcome, Completed):
+                http_status = _response_status(outcome.envelope)
+            rec.finish(run.status, http_status=http_status, fuel_used=run.budget.fuel_used,
+                       out=outcome.envelope if isinstance(outcome, Completed) else None,
+                       error=outcome.payload if isinstance(outcome, Failed) else None)
+            self._write_trace(rec)
+        return outcome
+
+    def _outcome(self, run: Run) -> Outcome:
+        if run.status == "suspended":
+            return Suspended(run.run_id or "", run.rcid or "", run.rid)
+        if run.status in ("failed", "deadline"):
+            return Failed(run.error or {}, run.http_status or 500, run.rid, run.budget.fuel_used)
+        envelope = run.envelope
+        strip_budget_fields(envelope)
+        return Completed(envelope, run.rid, halted=run.status == "halted", fuel_used=run.budget.fuel_used)
+
+    def _write_trace(self, rec: TraceRecorder) -> None:
+        record = rec.build()
+        if record is None:
+            return
+        if self.trace_sink is not None:
+            self.trace_sink(record)
+        elif self.store is not None:
+            self.store.write_traces([record])
+
+    async def aclose_http(self) -> None:
+        client = self.services.http_client
+        if client is not None:
+            self.services.http_client = None
+            await client.aclose()
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None
+            self.services.executor = None
+        client = self.services.http_client
+        if client is not None:
+            self.services.http_client = None
+            try:
+                asyncio.run(client.aclose())
+            except RuntimeError:
+                pass
+
+    def __enter__(self) -> "Interpreter":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _response_status(envelope: dict) -> int:
+    txc = envelope.get("_txc")
+    try:
+        status = txc["web"]["res"]["status"]  # type: ignore[index]
+        status = int(status)
+        if 100 <= status <= 599:
+            return status
+    except (KeyError, TypeError, ValueError):
+        pass
+    return 200
+
+
+__all__ = ["Interpreter", "Completed", "Failed", "Suspended", "Outcome", "UnknownStack", "new_rid"]

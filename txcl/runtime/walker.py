@@ -1,0 +1,503 @@
+"""The scope walk (RUNTIME.md §3) as a state machine over `Run`.
+
+`step(run)` performs one frame (`enter(stack, requested_scope, previous_stage)`, §3.2); the
+pieces of a frame are separate methods so the continuations layer can reuse them when it
+resumes a suspended scope (`tail`, `complete_scope`). Nothing here waits for anything but
+the ops of the current scope, so a run can stop after any frame and go on later from
+`Run.to_json()`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import logging
+import re
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Callable
+
+import attrs
+
+from txcl.evaluate.control import apply_delete, read_control
+from txcl.evaluate.rule import Prepared, apply_set_post, finish_output, nest_into, prepare
+from txcl.evaluate.when import when_matches
+from txcl.ops.layout import NAME_RE, is_system_stack
+from txcl.ops.tree import OpRule, OpsTree
+from txcl.runtime.budget import DISPATCH_FUEL
+from txcl.runtime.config import Settings
+from txcl.runtime.dispatch import OpContext, OpError, Target
+from txcl.runtime.hooks import NoHooks, WalkHooks
+from txcl.runtime.kv import Kv
+from txcl.runtime.state import Frame, OpOutcome, PreparedOp, Run
+from txcl.trace.recorder import TraceRecorder, _json_size
+from txcl.trace.redact import parse_path_list
+from txcl.values.coerce import bool_form, duration_to_ms
+from txcl.values.merge import deep_copy, merge_into
+from txcl.values.reserved import sanitize_untrusted
+
+log = logging.getLogger("txcl.ops")
+
+GOTO_SEGMENTS = ("_txc", "goto")
+TTL_SEGMENTS = ("_txc", "ttl")
+_STACK_OK = re.compile(r"^[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*$")
+
+
+@attrs.define(slots=False)
+class Services:
+    """Effects the walk reaches through: settings, store, HTTP client, thread pool, clock."""
+
+    settings: Settings
+    store: Any = None  # txcl.store.base.Store or None
+    http_client: Any = None  # httpx.AsyncClient, created lazily
+    executor: ThreadPoolExecutor | None = None
+    sleep: Callable[[float], Any] = asyncio.sleep
+    kv: Kv | None = None
+
+    def http(self):
+        if self.http_client is None:
+            from txcl.runtime.schemes.http import new_client
+
+            self.http_client = new_client()
+        return self.http_client
+
+
+class Walker:
+    """Walks runs over one pinned OpsTree."""
+
+    def __init__(self, tree: OpsTree, services: Services, hooks: WalkHooks | None = None):
+        self.tree = tree
+        self.services = services
+        self.settings = services.settings
+        self.hooks: WalkHooks = hooks or NoHooks()
+        self._redactions: dict[str, tuple[set, set]] = {}
+
+    # ================================================================ frames
+    async def step(self, run: Run, rec: TraceRecorder) -> None:
+        """Advance `run` by one frame; sets `run.status` when the segment ends."""
+        frame = self.enter(run, rec)
+        if frame is None or run.finished:
+            return
+        await self.hooks.join_check(self, run, frame)
+        if run.finished:
+            return
+        self.select_ops(run, frame, rec)
+        ops = frame.ops
+        if ops and any(p.mode != "sync" for p in ops):
+            ops = await self.hooks.dispatch_special(self, run, frame, ops)
+            if run.finished:
+                return
+        await self.dispatch_sync(run, frame, ops, rec)
+        self.complete_scope(run, frame, rec)
+
+    def enter(self, run: Run, rec: TraceRecorder) -> Frame | None:
+        """§3.2 steps 1–2: budget entry, then the scope. None when the stack has ended."""
+        stack = run.stack
+        scope = self.tree.next_scope(stack, run.requested_scope)
+        stage = f"{stack}/{scope if scope is not None else run.requested_scope}"
+        budget = run.budget
+        repeated = budget.enter_frame(run.previous_stage, stage)
+        if repeated:
+            rec.event("stage.penalty", {"transition": f"{run.previous_stage}->{stage}",
+                                        "fuel": 50, "sleep_ms": self.settings.op_repeat_penalty_ms})
+        payload = budget.exhaustion_payload(run.last_stage or stage)
+        if payload is not None:
+            run.fail(payload, 500, reason=payload["code"])
+            return None
+        if scope is None:
+            run.status = "completed"
+            return None
+        if stack not in run.stacks_seen:
+            run.stacks_seen.append(stack)
+            omit, redact = self._redaction_paths(stack)
+            if omit or redact:
+                rec.add_redactions(omit, redact)
+        visit = run.visits.get(stage, 0) + 1
+        run.visits[stage] = visit
+        run.last_stage = stage
+        budget.write_into(run.envelope)
+        if rec.enabled:
+            rec.event("stage.enter", {"stage": stage, "fuel_used": budget.fuel_used, "ttl": budget.ttl})
+        frame = Frame(stack, scope, stage, visit)
+        if repeated and self.settings.op_repeat_penalty_ms:
+            frame.penalty = self.settings.op_repeat_penalty_ms / 1000.0  # slept by dispatch_sync
+        return frame
+
+    def select_ops(self, run: Run, frame: Frame, rec: TraceRecorder) -> None:
+        """§3.2 steps 4–8: WHEN on E0, PRIORITY, per-rule SET PRE / WITH / SELECT, mode."""
+        e0 = run.envelope
+        rules = self.tree.rules_at(frame.stack, frame.scope)
+        matched = [op for op in rules if when_matches(op.rule, e0)]
+        if matched:
+            top = max(op.rule.priority_value for op in matched)
+            if top > 0:
+                matched = [op for op in matched if op.rule.priority_value == top]
+        frame.rules = tuple(matched)
+        ops: list[PreparedOp] = []
+        for op in matched:
+            rule = op.rule
+            private = rule.set_pre or rule.loop is not None or (rule.select is not None and not rule.select.star)
+            prepared = prepare(rule, deep_copy(e0) if private else e0)
+            mode = "sync"
+            if prepared.error is None and prepared.directives:
+                raw_mode = prepared.directives.get("mode")
+                if raw_mode in ("async", "continuable"):
+                    mode = raw_mode
+            ops.append(PreparedOp(op, prepared, mode))
+        frame.ops = ops
+
+    # ================================================================ dispatch
+    async def dispatch_sync(self, run: Run, frame: Frame, ops: list[PreparedOp], rec: TraceRecorder) -> None:
+        """§3.2 step 12: every op concurrently, each under its own timeout, then its tail."""
+        penalty = getattr(frame, "penalty", None)
+        if penalty:
+            await self.services.sleep(penalty)
+        if any(p.op.rule.loop is not None for p in ops) and len(ops) > 1:
+            frame.halt_event = asyncio.Event()
+        inline: list[PreparedOp] = []
+        remote: list[PreparedOp] = []
+        for pop in ops:
+            (remote if pop.op.target is not None else inline).append(pop)
+        for pop in inline:
+            self._finish_op(run, frame, pop, {}, True, "noop", time.time(), time.perf_counter(), rec)
+        if len(remote) == 1:
+            await self.run_op(run, frame, remote[0], rec)
+        elif remote:
+            await asyncio.gather(*(self.run_op(run, frame, pop, rec) for pop in remote))
+
+    def _op_timeout(self, directives: dict, default_ms: int) -> tuple[int, str | None]:
+        raw = directives.get("timeout") if directives else None
+        if raw is None:
+            return default_ms, None
+        ms = duration_to_ms(raw)
+        if ms is None or ms < 0:
+            return default_ms, None
+        if ms > self.settings.op_timeout_max:
+            return ms, (f"timeout {raw} exceeds --op-timeout-max "
+                        f"{_fmt_ms(self.settings.op_timeout_max)}")
+        return ms, None
+
+    def _is_mocked(self, run: Run, op: OpRule) -> bool:
+        if not run.mocks or "mock-response.json" not in op.fixtures:
+            return False
+        key = f"{op.stack}/{op.scope}/{op.name}"
+        verdict = False
+        for pattern in run.mocks:
+            if not isinstance(pattern, str):
+                continue
+            if pattern.startswith("!"):
+                if fnmatch.fnmatchcase(key, pattern[1:]):
+                    verdict = False
+            elif fnmatch.fnmatchcase(key, pattern):
+                verdict = True
+        return verdict
+
+    def op_context(self, run: Run, frame: Frame, pop: PreparedOp, directives: dict, deadline: float) -> OpContext:
+        op = pop.op
+        return OpContext(rid=run.rid, stack=frame.stack, scope=frame.scope, name=op.name,
+                         directives=directives, deadline=deadline, logger=log,
+                         kv=self.services.kv, src=run.src, op_stack=op.stack, workspace=self.tree.workspace,
+                         tree=self.tree, fixtures=op.fixtures, envelope_stack=run.entry_stack,
+                         web_req=run.web_req)
+
+    async def call_target(self, run: Run, frame: Frame, pop: PreparedOp, target: Target, op_input: dict,
+                          directives: dict, timeout_ms: int) -> tuple[Any, Any]:
+        """One dispatch of `target` (no tail). Returns (raw output, http status info)."""
+        deadline = time.monotonic() + timeout_ms / 1000.0
+        kind = target.kind
+        if kind in ("goto", "stage"):
+            from txcl.runtime.schemes.goto import jump_output
+
+            return jump_output(target, frame.stack), None
+        ctx = self.op_context(run, frame, pop, directives, deadline)
+        try:
+            async with asyncio.timeout(timeout_ms / 1000.0):
+                if kind == "builtin":
+                    from txcl.runtime.schemes.txco import call_builtin
+
+                    return await call_builtin(target.name, op_input, directives, ctx), None
+                if kind == "py":
+                    from txcl.runtime.schemes.py import call_py
+
+                    func = pop.op.func
+                    if func is None:
+                        from txcl.runtime.dispatch import resolve_py_target
+
+                        func, problem = resolve_py_target(target, self.tree.workspace)
+                        if problem is not None:
+                            raise OpError(problem)
+                    return await call_py(func, op_input, ctx, self.services.executor), None
+                if kind == "http":
+                    from txcl.runtime.schemes.http import call_http
+
+                    raw, status, status_into = await call_http(
+                        self.services.http(), target.url or target.text, op_input, directives, ctx,
+                        self.settings.op_payload_max, timeout_ms / 1000.0)
+                    return raw, (status, status_into)
+        except TimeoutError:
+            raise OpError(f"timeout after {_fmt_ms(timeout_ms)}", status="timeout") from None
+        raise OpError(f"op not found: {target.text}")
+
+    def stamped_input(self, frame: Frame, pop: PreparedOp, target: Target, source: dict) -> dict:
+        """The dispatched input with the identity stamp `_txc.op` / `_txc.step` (§3.5)."""
+        if not target.stamped:
+            return source
+        out = dict(source)
+        txc = out.get("_txc")
+        txc = dict(txc) if isinstance(txc, dict) else {}
+        txc["op"] = f"{pop.op.stack}/{pop.op.name}"
+        txc["step"] = frame.scope
+        out["_txc"] = txc
+        return out
+
+    async def run_op(self, run: Run, frame: Frame, pop: PreparedOp, rec: TraceRecorder) -> None:
+        """Dispatch one sync op (or its LOOP) and apply its tail; never raises an op error."""
+        op = pop.op
+        target: Target = op.target
+        started_wall, started = time.time(), time.perf_counter()
+        if op.rule.loop is not None:
+            from txcl.runtime.loop import run_loop
+
+            await run_loop(self, run, frame, pop, rec, started_wall, started)
+            return
+        mocked = self._is_mocked(run, op)
+        transport = "mock" if mocked else target.transport
+        trusted = False if mocked else target.trusted
+        timeout_ms, problem = self._op_timeout(pop.directives, self.settings.op_timeout)
+        if problem is not None:
+            self._op_failed(run, frame, pop, OpError(problem), transport, started_wall, started, rec, None)
+            return
+        run.budget.charge(DISPATCH_FUEL)
+        op_input = self.stamped_input(frame, pop, target, pop.prepared.dispatched)
+        try:
+            if mocked:
+                raw, http_info = deep_copy(op.fixtures["mock-response.json"]), None
+            else:
+                raw, http_info = await self.call_target(run, frame, pop, target, op_input, pop.directives, timeout_ms)
+        except OpError as exc:
+            self._op_failed(run, frame, pop, exc, transport, started_wall, started, rec, op_input)
+            return
+        except asyncio.CancelledError:
+            self._record(run, frame, pop, "cancelled", transport, started_wall, started, rec,
+                         error="cancelled", input_value=op_input)
+            raise
+        self._finish_op(run, frame, pop, raw, trusted, transport, started_wall, started, rec,
+                        input_value=op_input, http_info=http_info)
+
+    # ================================================================ the per-op tail
+    def tail(self, run: Run, frame: Frame, pop: PreparedOp, raw: Any, trusted: bool,
+             http_info: Any = None) -> tuple[dict | None, str | None, list[str]]:
+        """§3.6 steps 1–6: debug key, null, into, status_into, object check, sanitise, EMIT."""
+        if isinstance(raw, dict) and "_txc_op_debug" in raw:
+            raw = {k: v for k, v in raw.items() if k != "_txc_op_debug"}
+        if raw is None:
+            raw = {}
+        prepared: Prepared = pop.prepared
+        dropped: list[str] = []
+        directives = prepared.directives
+        if directives and "into" in directives:
+            raw, dropped_into = nest_into(directives, raw)
+            if dropped_into:
+                dropped.append(dropped_into)
+            prepared = attrs.evolve(prepared, directives={k: v for k, v in directives.items() if k != "into"})
+        if http_info is not None:
+            from txcl.runtime.schemes.http import apply_status_into
+
+            raw = apply_status_into(raw, http_info[1], http_info[0])
+        if raw is not None and not isinstance(raw, dict):
+            return None, f"op output is not a JSON object (got {_json_type(raw)})", dropped
+        if not trusted and raw:
+            raw, sanitised = sanitize_untrusted(raw)
+            dropped.extend(sanitised)
+        ttl_before = run.budget.ttl
+        finished = finish_output(pop.op.rule, prepared, raw, ttl_before if run.budget.max_ttl else None)
+        dropped.extend(finished.dropped)
+        if finished.output is None:
+            return None, finished.error, dropped
+        if any(a.target.segments == TTL_SEGMENTS for a in pop.op.rule.emit):
+            if finished.ttl is not None and finished.ttl < ttl_before:
+                run.budget.lower_ttl(finished.ttl)
+            else:
+                frame.ttl_raise_ignored = True
+        if finished.output and TTL_SEGMENTS[0] in finished.output:
+            txc = finished.output.get("_txc")
+            if isinstance(txc, dict) and "ttl" in txc:
+                txc = dict(txc)
+                del txc["ttl"]
+                finished.output = dict(finished.output)
+                if txc:
+                    finished.output["_txc"] = txc
+                else:
+                    del finished.output["_txc"]
+        return finished.output, None, dropped
+
+    def _finish_op(self, run: Run, frame: Frame, pop: PreparedOp, raw: Any, trusted: bool, transport: str,
+                   started_wall: float, started: float, rec: TraceRecorder, *, input_value: Any = None,
+                   http_info: Any = None, extra: dict | None = None) -> None:
+        output, error, dropped = self.tail(run, frame, pop, raw, trusted, http_info)
+        self._note_drops(rec, pop, dropped)
+        if getattr(frame, "ttl_raise_ignored", False):
+            rec.event("budget.ttl_raise_ignored", {"op": pop.name, "ttl": run.budget.ttl})
+            frame.ttl_raise_ignored = False
+        if output is None:
+            frame.outcomes[pop.name] = OpOutcome(pop.name, None, "error", error)
+            frame.ran.append(pop.op)
+            self._record(run, frame, pop, "error", transport, started_wall, started, rec, error=error,
+                         input_value=input_value, extra=extra)
+            return
+        frame.outcomes[pop.name] = OpOutcome(pop.name, output, "ok", None)
+        frame.ran.append(pop.op)
+        if frame.halt_event is not None:
+            txc = output.get("_txc")
+            if isinstance(txc, dict) and bool_form(txc.get("halt")):
+                frame.halt_event.set()
+        self._record(run, frame, pop, "ok", transport, started_wall, started, rec,
+                     input_value=input_value, output_value=output, extra=extra)
+
+    def _op_failed(self, run: Run, frame: Frame, pop: PreparedOp, exc: OpError, transport: str,
+                   started_wall: float, started: float, rec: TraceRecorder, input_value: Any,
+                   extra: dict | None = None) -> None:
+        frame.outcomes[pop.name] = OpOutcome(pop.name, None, exc.status, exc.message)
+        frame.ran.append(pop.op)
+        tb = getattr(exc, "traceback", None)
+        if tb and rec.enabled:
+            extra = dict(extra or {})
+            extra["traceback"] = tb
+        self._record(run, frame, pop, exc.status, transport, started_wall, started, rec, error=exc.message,
+                     input_value=input_value, extra=extra)
+
+    def _note_drops(self, rec: TraceRecorder, pop: PreparedOp, dropped: list[str]) -> None:
+        if rec.enabled:
+            for path in dropped:
+                rec.event("envelope.reserved_write_dropped", {"path": path, "op": pop.name})
+
+    def _record(self, run: Run, frame: Frame, pop: PreparedOp, status: str, transport: str, started_wall: float,
+                started: float, rec: TraceRecorder, *, error: str | None = None, input_value: Any = None,
+                output_value: Any = None, extra: dict | None = None) -> None:
+        if not rec.enabled:
+            return
+        duration = (time.perf_counter() - started) * 1000.0
+        detail = bool(pop.directives.get("debug") is True) if pop.directives else False
+        step = {
+            "stage": frame.stage, "stack": frame.stack, "scope": frame.scope, "name": pop.name,
+            "operation": pop.op.exec_text, "transport": transport, "status": status,
+            "started_ms": int(started_wall * 1000), "finished_ms": int(started_wall * 1000 + duration),
+            "duration_ms": round(duration, 3), "error": error,
+        }
+        if transport != "noop":
+            step["input_bytes"] = _json_size(input_value)
+            step["output_bytes"] = _json_size(output_value)
+        if extra:
+            step.update(extra)
+        full = rec.full or detail
+        rec.step(step, detail=detail, rule=pop.op.source,
+                 input_value=deep_copy(input_value if input_value is not None else pop.prepared.dispatched) if full else None,
+                 output_value=deep_copy(output_value) if full else None)
+
+    # ================================================================ end of scope
+    def complete_scope(self, run: Run, frame: Frame, rec: TraceRecorder) -> None:
+        """§3.2 steps 13–16: merge in op-name order, SET POST, deletes, control, next."""
+        envelope = run.envelope
+        outcomes = frame.outcomes
+        for name in sorted(outcomes):
+            output = outcomes[name].output
+            if output:
+                merge_into(envelope, output)
+        ran = sorted(frame.ran, key=lambda o: o.name)
+        for op in ran:
+            rule = op.rule
+            if op.target is None and (any(a.target.segments == GOTO_SEGMENTS for a in rule.emit)
+                                      or any(a.target.segments == GOTO_SEGMENTS for a in rule.set_post)):
+                run.budget.charge(DISPATCH_FUEL)
+        if any(op.rule.set_post for op in ran):
+            result = apply_set_post([op.rule for op in ran], envelope)
+            envelope = result.envelope
+            if rec.enabled:
+                for path in result.dropped:
+                    rec.event("envelope.reserved_write_dropped", {"path": path, "op": "SET POST"})
+            if result.error is not None:
+                rec.event("envelope.set_post_failed", {"stage": frame.stage, "error": result.error})
+            run.envelope = envelope
+        refused = apply_delete(envelope)
+        for path in refused:
+            rec.event("envelope.delete_refused", {"path": path})
+        control = read_control(envelope, frame.stack)
+        if rec.enabled:
+            rec.event("stage.merge", {"stage": frame.stage, "ops": [op.name for op in ran]})
+        self.next_position(run, frame, control, rec)
+
+    def next_position(self, run: Run, frame: Frame, control: Any, rec: TraceRecorder) -> None:
+        """§3.2 step 16 / §3.8: halt, goto, or natural advance."""
+        if control.halt:
+            rec.event("request.halt", {"stage": frame.stage})
+            run.status = "halted"
+            return
+        if control.error is not None:
+            run.fail({"error": {"code": "txcl_bad_goto", "message": control.error}}, 500, reason="txcl_bad_goto")
+            return
+        if control.goto is not None:
+            stack, scope = control.goto
+            if not _STACK_OK.match(stack) or scope > 999_999_999:
+                value = f"{stack}/{scope}"
+                run.fail({"error": {"code": "txcl_bad_goto", "message": f'invalid @goto target "{value}"'}}, 500,
+                         reason="txcl_bad_goto")
+                return
+            if is_system_stack(stack) and stack != frame.stack:
+                run.fail({"error": {"code": "txcl_goto_forbidden",
+                                    "message": f'@goto into system stack "{stack}" is not allowed'}}, 500,
+                         reason="txcl_goto_forbidden")
+                return
+            rec.event("stage.jump", {"from": frame.stage, "to": f"{stack}/{scope}"})
+            run.stack = stack
+            run.requested_scope = scope
+            run.previous_stage = frame.stage
+            return
+        following = self.tree.next_scope(frame.stack, frame.scope + 1)
+        if following is None:
+            run.status = "completed"
+            return
+        run.requested_scope = following
+        run.previous_stage = frame.stage
+
+    # ================================================================ trace redaction
+    def _redaction_paths(self, stack: str) -> tuple[set, set]:
+        cached = self._redactions.get(stack)
+        if cached is None:
+            omit: set = set()
+            redact: set = set()
+            for scope in self.tree.effective_scopes(stack):
+                for op in self.tree.rules_at(stack, scope):
+                    for pair in op.rule.with_:
+                        if pair.key_text in ("omit", "redact") and type(pair.value).__name__ == "StringLit":
+                            (omit if pair.key_text == "omit" else redact).update(parse_path_list(pair.value.value))
+            cached = (omit, redact)
+            self._redactions[stack] = cached
+        return cached
+
+
+def _fmt_ms(ms: int) -> str:
+    if ms % 60_000 == 0 and ms >= 60_000:
+        return f"{ms // 60_000}m"
+    if ms % 1000 == 0 and ms >= 1000:
+        return f"{ms // 1000}s"
+    return f"{ms}ms"
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return type(value).__name__
+
+
+def stage_name_ok(stack: str) -> bool:
+    return all(NAME_RE.match(seg) for seg in stack.split("/"))
+
+
+_ = Path
