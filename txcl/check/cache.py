@@ -1,0 +1,129 @@
+"""Content-hash cache of per-file analyses.
+
+In process: a dict keyed by the SHA-1 of the file bytes (the LSP and the REPL re-check
+unchanged buffers for free). On disk: one pickle file `<dir>/.txcl/cache/check-v1.pickle`
+holding `{key: Analysis tuple}` plus a fingerprint of the txcl version and the checker's
+own sources, so an upgraded checker never reads stale results. Writes are atomic
+(temporary file + rename); an unreadable cache is ignored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+from pathlib import Path
+
+from txcl.check.analyze import Analysis
+
+_MEMORY: dict[bytes, Analysis] = {}
+_MEMORY_LIMIT = 20000
+CACHE_NAME = "check-v1.pickle"
+
+
+def key_of(data: bytes, system_stack: bool = False) -> bytes:
+    h = hashlib.sha1(data)
+    if system_stack:
+        h.update(b"\0sys")
+    return h.digest()
+
+
+_FINGERPRINT: str | None = None
+
+
+def fingerprint() -> str:
+    """txcl version + size/mtime of the sources that decide a file's findings."""
+    global _FINGERPRINT
+    if _FINGERPRINT is None:
+        import txcl
+        root = Path(txcl.__file__).parent
+        h = hashlib.sha1(txcl.__version__.encode())
+        for sub in ("check", "check/rules", "syntax", "functions", "values", "_data", "."):
+            directory = root / sub
+            try:
+                entries = sorted(os.scandir(directory), key=lambda e: e.name)
+            except OSError:
+                continue
+            for entry in entries:
+                if entry.is_file() and entry.name.endswith((".py", ".lark")):
+                    st = entry.stat()
+                    h.update(f"{sub}/{entry.name}:{st.st_size}:{st.st_mtime_ns}".encode())
+        try:
+            from txcl.resources import grammar_path
+            st = os.stat(grammar_path())
+            h.update(f"grammar:{st.st_size}:{st.st_mtime_ns}".encode())
+        except Exception:
+            pass
+        _FINGERPRINT = h.hexdigest()
+    return _FINGERPRINT
+
+
+class AnalysisCache:
+    """Memory cache backed by an optional disk file."""
+
+    def __init__(self, directory: Path | None):
+        self.path = directory / ".txcl" / "cache" / CACHE_NAME if directory is not None else None
+        self.disk: dict[bytes, tuple] = {}
+        self.dirty = False
+        self.used: set[bytes] = set()
+        if self.path is not None:
+            self._load()
+
+    def _load(self) -> None:
+        try:
+            with open(self.path, "rb") as fh:
+                stored = pickle.load(fh)
+        except Exception:
+            return
+        if isinstance(stored, dict) and stored.get("fingerprint") == fingerprint():
+            self.disk = stored.get("entries", {})
+
+    def get(self, key: bytes) -> Analysis | None:
+        hit = _MEMORY.get(key)
+        if hit is not None:
+            self.used.add(key)
+            return hit
+        raw = self.disk.get(key)
+        if raw is None:
+            return None
+        analysis = Analysis(raw[0], raw[1])
+        _remember(key, analysis)
+        self.used.add(key)
+        return analysis
+
+    def put(self, key: bytes, analysis: Analysis) -> None:
+        _remember(key, analysis)
+        self.used.add(key)
+        if self.path is not None:
+            self.disk[key] = (analysis.diagnostics, analysis.facts)
+            self.dirty = True
+
+    def save(self) -> None:
+        """Write the entries used in this run (old entries for vanished files are dropped)."""
+        if self.path is None:
+            return
+        if not self.dirty and len(self.used) == len(self.disk):
+            return
+        entries = {k: v for k, v in self.disk.items() if k in self.used}
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(f".tmp{os.getpid()}")
+            with open(tmp, "wb") as fh:
+                pickle.dump({"fingerprint": fingerprint(), "entries": entries}, fh,
+                            protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, self.path)
+            gitignore = self.path.parent / ".gitignore"
+            if not gitignore.exists():
+                gitignore.write_text("*\n", encoding="utf-8")
+        except OSError:
+            pass
+
+
+def _remember(key: bytes, analysis: Analysis) -> None:
+    if len(_MEMORY) >= _MEMORY_LIMIT:
+        _MEMORY.clear()
+    _MEMORY[key] = analysis
+
+
+def clear_memory() -> None:
+    _MEMORY.clear()

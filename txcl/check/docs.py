@@ -1,0 +1,251 @@
+"""Per-rule documentation: why each code exists, with a bad and a good example.
+
+One entry per code of `txcl.codes`; `txcl rule TXnnn`, SARIF help texts and docs/check.md
+read it. For tree-level codes the examples are file layouts (one `path: text` per line).
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from txcl.codes import CODES
+
+
+@attrs.frozen
+class RuleDoc:
+    code: str
+    explanation: str
+    bad: str
+    good: str
+    layout: bool = False  # examples are OPS tree layouts, not one rule text
+
+    def markdown(self) -> str:
+        return (f"{self.explanation}\n\nBad:\n\n```\n{self.bad}\n```\n\nGood:\n\n```\n{self.good}\n```\n")
+
+    def text(self) -> str:
+        info = CODES[self.code]
+        indent = lambda s: "\n".join("    " + line for line in s.splitlines())
+        fixable = " (safe fix: txcl check --fix)" if self.code in ("TX201", "TX301", "TX302") else ""
+        return (f"{self.code} {info.name} ({info.severity}){fixable}\n\n{self.explanation}\n\n"
+                f"Bad:\n{indent(self.bad)}\n\nGood:\n{indent(self.good)}\n")
+
+
+def _d(code: str, explanation: str, bad: str, good: str, layout: bool = False) -> RuleDoc:
+    return RuleDoc(code, " ".join(explanation.split()), bad.strip("\n"), good.strip("\n"), layout)
+
+
+_ENTRIES = (
+    _d("TX001", """A character that cannot start a token at this place. Only ASCII is allowed outside
+        strings, comments, regex bodies and quoted path segments; `{ } ; : + ? $ % ^ ~` and others
+        have no meaning in TXCL.""",
+       'WHEN .total > 10;', 'WHEN .total > 10'),
+    _d("TX002", """The file must be valid UTF-8 and must not contain NUL characters.""",
+       'EMIT .name = "caf\\xe9"   (saved as Latin-1)', 'EMIT .name = "café"   (saved as UTF-8)'),
+    _d("TX003", """A string literal is not closed before the end of the file.""",
+       'EMIT .greeting = "hello', 'EMIT .greeting = "hello"'),
+    _d("TX004", """A regex literal must be closed with `/` on the line where it starts.""",
+       'WHEN .path =~ /^\\/api', 'WHEN .path =~ /^\\/api/'),
+    _d("TX005", """The pattern is not valid RE2 syntax (RE2 has no backreferences or lookaround).""",
+       'WHEN .name =~ /(a)\\1/', 'WHEN .name =~ /(aa)/'),
+    _d("TX006", """Text that starts like a number but is not one: numbers are `-digits` or
+        `-digits.digits`, with no exponent, hexadecimal or arithmetic.""",
+       'WHEN .size > 1e5', 'WHEN .size > 100000'),
+    _d("TX007", """Integer literals must fit in a signed 64-bit integer; floats must be finite.""",
+       'WHEN .n > 99999999999999999999', 'WHEN .n > 9223372036854775807'),
+    _d("TX008", """A path needs a letter or `_` after `.` or `@`, and no empty segments.""",
+       'WHEN .order..total > 5', 'WHEN .order.total > 5'),
+    _d("TX009", """A quoted path segment must follow `.`, end the path or be followed by `.`, be
+        non-empty, and close on its line.""",
+       'WHEN .labels."app > 1', 'WHEN .labels."app.kubernetes.io/name" == "shop"'),
+    _d("TX010", """After a complete clause only a clause keyword (or, inside LOOP, a modifier) or
+        the end of the file may follow. Two conditions need `&&`, `||` or `,` between them.""",
+       'WHEN .tier == "gold" .active == true', 'WHEN .tier == "gold" && .active == true'),
+    _d("TX011", """WHEN, SELECT, PRIORITY, EXEC and LOOP may each appear once.""",
+       'WHEN .a == 1\nWHEN .b == 2', 'WHEN .a == 1 && .b == 2'),
+    _d("TX012", """`FN`, `LET`, `IF`, `ELSE` and `RETURN` are reserved for future use.""",
+       'IF .a == 1', 'WHEN .a == 1'),
+    _d("TX013", """SET, EMIT and LOOP SET assign to a path (`.name` or `@name`).""",
+       'EMIT total = 1', 'EMIT .total = 1'),
+    _d("TX014", """An assignment or WITH pair needs `=` between target and value.""",
+       'SET .order.currency "EUR"', 'SET .order.currency = "EUR"'),
+    _d("TX015", """A value is a string, number, true, false, an array, a path or a call. `null` and
+        object literals are not values: use `&json("null")` or `&object(...)`.""",
+       'EMIT .reason = null', 'EMIT .reason = &json("null")'),
+    _d("TX016", """Array literals hold literals only, separated by commas.""",
+       'EMIT .ids = [.a, .b]', 'EMIT .ids = &array(.a, .b)'),
+    _d("TX017", """A call is `&name(` with no space, arguments separated by commas, closed by `)`.""",
+       'EMIT .id = &uuid', 'EMIT .id = &uuid()'),
+    _d("TX018", """A WITH item starts with a key such as `timeout` or `secrets.token`; keywords and
+        `@` paths are not keys.""",
+       'WITH "timeout" = "3s"', 'WITH timeout = "3s"'),
+    _d("TX019", """EXEC takes one string literal.""",
+       'EXEC txco://noop', 'EXEC "txco://noop"'),
+    _d("TX020", """PRIORITY takes one integer literal in the signed 64-bit range.""",
+       'PRIORITY high', 'PRIORITY 10'),
+    _d("TX021", """SELECT needs `*` or source paths; `*` stands alone; AS needs a destination.""",
+       'SELECT *, .id', 'SELECT *'),
+    _d("TX022", """A condition starts with a path, `(` or `!`.""",
+       'WHEN "gold" == .tier', 'WHEN .tier == "gold"'),
+    _d("TX023", """A path in a condition must be followed by a comparison operator.""",
+       'WHEN .active', 'WHEN .active == true'),
+    _d("TX024", """`&&`, `||`, `,` and `!` need a condition after them.""",
+       'WHEN .a == 1 &&', 'WHEN .a == 1 && .b == 2'),
+    _d("TX025", """Parentheses must hold a condition and be closed.""",
+       'WHEN (.a == 1 || .b == 2', 'WHEN (.a == 1 || .b == 2)'),
+    _d("TX026", """The right side of `==`, `!=`, `<`, `<=`, `>`, `>=` is a constant: a string,
+        number, boolean, null or a call with literal arguments. Comparing two paths is not
+        possible; compute the comparison earlier and test the result.""",
+       'WHEN .used == .limit', 'WHEN .used_at_limit == true'),
+    _d("TX027", """`=~` and `!~` take a /regex/, a string (used as the pattern) or null.""",
+       'WHEN .name =~ 5', 'WHEN .name =~ /^[0-9]+$/'),
+    _d("TX028", """Calls in WHEN and LOOP UNTIL may use literal arguments only; a path argument is
+        not read there.""",
+       'WHEN .len > &len(.items)', 'EMIT .count = &len(.items)\n# and at a later scope:\nWHEN .count > 3'),
+    _d("TX029", """LOOP needs an UNTIL condition that ends it.""",
+       'EXEC "https://api.example.net/poll"\nLOOP MAX 5',
+       'EXEC "https://api.example.net/poll"\nLOOP UNTIL .status == "done" MAX 5'),
+    _d("TX030", """LOOP MAX takes a positive integer literal.""",
+       'EXEC "txco://echo"\nLOOP UNTIL .done == true MAX 0', 'EXEC "txco://echo"\nLOOP UNTIL .done == true MAX 5'),
+    _d("TX031", """LOOP EVERY takes a duration such as "250ms" or a whole number of milliseconds,
+        not negative.""",
+       'EXEC "txco://echo"\nLOOP UNTIL .done == true EVERY "soon"',
+       'EXEC "txco://echo"\nLOOP UNTIL .done == true EVERY "250ms"'),
+    _d("TX032", """Each LOOP modifier may be given once.""",
+       'EXEC "txco://echo"\nLOOP UNTIL .done == true MAX 3 MAX 5',
+       'EXEC "txco://echo"\nLOOP UNTIL .done == true MAX 5'),
+    _d("TX101", """The function does not exist in the registry (names are case-sensitive).""",
+       'EMIT .n = &lenght(.items)', 'EMIT .n = &len(.items)'),
+    _d("TX102", """The call has an argument count the function never accepts.""",
+       'EMIT .s = &upper(.a, .b)', 'EMIT .s = &upper(.a)'),
+    _d("TX103", """EXEC schemes are txco://, http(s)://, py://, goto:// or a bare <stack>/<scope>.""",
+       'EXEC "ftp://files.example.net/x"', 'EXEC "https://files.example.net/x"'),
+    _d("TX104", """The EXEC target is malformed for its kind (empty, no host, bad module name …).""",
+       'EXEC "py://my-module:run"', 'EXEC "py://my_module:run"'),
+    _d("TX105", """A goto target is goto://<scope> or goto://<stack>/<scope>.""",
+       'EXEC "goto://billing"', 'EXEC "goto://billing/100"'),
+    _d("TX106", """A LOOP repeats the EXEC; without EXEC there is nothing to repeat.""",
+       'LOOP UNTIL .done == true', 'EXEC "https://api.example.net/poll"\nLOOP UNTIL .done == true'),
+    _d("TX107", """txco://noop returns nothing, so UNTIL could never turn true.""",
+       'EXEC "txco://noop"\nLOOP UNTIL .done == true', 'EXEC "https://api.example.net/poll"\nLOOP UNTIL .done == true'),
+    _d("TX108", """A stage jump cannot be repeated; loop on the op that produces the data.""",
+       'EXEC "goto://300"\nLOOP UNTIL .done == true', 'EXEC "https://api.example.net/poll"\nLOOP UNTIL .done == true'),
+    _d("TX109", """async and continuable ops leave the request, but a LOOP repeats inside it.""",
+       'WITH mode = "async"\nEXEC "https://api.example.net/job"\nLOOP UNTIL .done == true',
+       'EXEC "https://api.example.net/job"\nLOOP UNTIL .done == true'),
+    _d("TX110", """join_at_scope defers an async op; it needs mode = "async".""",
+       'WITH join_at_scope = 300\nEXEC "https://api.example.net/job"',
+       'WITH mode = "async", join_at_scope = 300\nEXEC "https://api.example.net/job"'),
+    _d("TX111", """Only http(s):// targets can run asynchronously (a worker calls back).""",
+       'WITH mode = "async"\nEXEC "txco://echo"', 'WITH mode = "async"\nEXEC "https://worker.example.net/job"'),
+    _d("TX112", """Itemized awaits (each) need mode = "async" and into = "<path>".""",
+       'WITH each = .items\nEXEC "https://worker.example.net/item"',
+       'WITH mode = "async", each = .items, into = "results"\nEXEC "https://worker.example.net/item"'),
+    _d("TX120", """Every rule file must sit under a numbered scope directory, else it is never loaded.""",
+       'OPS/shop/discount.txcl', 'OPS/shop/0200_pricing/discount.txcl', layout=True),
+    _d("TX121", """The first numbered directory needs a stack name in front of it.""",
+       'OPS/0100/check.txcl', 'OPS/shop/0100/check.txcl', layout=True),
+    _d("TX122", """Two files flatten to the same stack, scope and op name.""",
+       'OPS/shop/0100_a/tax.txcl\nOPS/shop/0100_b/tax.txcl', 'OPS/shop/0100_a/tax.txcl\nOPS/shop/0100_b/vat.txcl',
+       layout=True),
+    _d("TX123", """Stack segments and op names use [A-Za-z0-9_-] (stack ≤ 128, name ≤ 64
+        characters); scopes are at most 999999999.""",
+       'OPS/my shop/0100/check.txcl', 'OPS/my-shop/0100/check.txcl', layout=True),
+    _d("TX201", """A number with a leading zero is decimal here (012 is twelve) but octal in the
+        reference implementation (ten). Write it without the zero so both agree.""",
+       'WHEN .code == 012', 'WHEN .code == 12'),
+    _d("TX202", """A WHEN with no condition matches everything, which is easy to mistake for a
+        forgotten condition. Write `WHEN *` to say so, or add the condition.""",
+       'WHEN\nEXEC "txco://echo"', 'WHEN *\nEXEC "txco://echo"'),
+    _d("TX203", """WITH pairs are written in order into one object; a repeated key (or a key and one
+        of its prefixes) silently replaces the earlier value.""",
+       'WITH timeout = "3s", timeout = "5s"', 'WITH timeout = "5s"'),
+    _d("TX204", """SET only writes missing paths, so a second SET of the same target never applies;
+        in EMIT the later value overwrites the earlier one.""",
+       'SET .currency = "EUR", .currency = "USD"', 'SET .currency = "EUR"'),
+    _d("TX205", """Most of `_txc` is reserved to the runtime; EMIT, SET after SELECT, LOOP SET and
+        @delete targets there are dropped. Writable: _txc.web.res, goto, halt, delete, telemetry,
+        lmtp.res, llm.*, and ttl by EMIT.""",
+       'EMIT @stack = "billing"', 'EMIT @goto = "billing/100"'),
+    _d("TX206", """SET before SELECT only decorates the op's own input, so control fields written
+        there (halt, goto, delete, web.res) never reach the flow.""",
+       'SET @halt = true', 'EMIT @halt = true'),
+    _d("TX207", """A call whose arguments are all literals is evaluated by the checker; this one
+        always fails at run time (in WHEN the comparison is then always false).""",
+       'EMIT .ratio = &div(5, 0)', 'EMIT .ratio = &div(5, 2)'),
+    _d("TX208", """A try_ call never fails, but with an argument count its base never accepts it
+        always returns null.""",
+       'EMIT .v = &try_json(.a, .b)', 'EMIT .v = &try_json(.a)'),
+    _d("TX209", """A literal value of a WITH key the runtime consumes has the wrong type or range;
+        the runtime ignores it (or uses it literally).""",
+       'WITH timeout = "three seconds"', 'WITH timeout = "3s"'),
+    _d("TX210", """A missing path compares as the empty string, so `== false` and `!= true` are true
+        before the op ever sets the field: the loop may stop after one pass.""",
+       'EXEC "https://api.example.net/poll"\nLOOP UNTIL .pending == false',
+       'EXEC "https://api.example.net/poll"\nLOOP UNTIL .done == true'),
+    _d("TX211", """The runtime refuses loops whose MAX is above --op-loop-max (1000 by default).""",
+       'EXEC "https://api.example.net/poll"\nLOOP UNTIL .done == true MAX 5000',
+       'EXEC "https://api.example.net/poll"\nLOOP UNTIL .done == true MAX 500'),
+    _d("TX212", """txco://mock answers the same fixture on every pass, so the loop cannot progress.""",
+       'EXEC "txco://mock"\nLOOP UNTIL .done == true', 'EXEC "https://api.example.net/poll"\nLOOP UNTIL .done == true'),
+    _d("TX213", """A sibling rule at the same stage halts unconditionally; a loop stops as soon as a
+        sibling finished with a truthy halt, so it never gets past its first pass.""",
+       'OPS/s/0100/poll.txcl: EXEC "https://api.example.net/poll" LOOP UNTIL .done == true\n'
+       'OPS/s/0100/stop.txcl: EMIT @halt = true',
+       'OPS/s/0100/poll.txcl: EXEC "https://api.example.net/poll" LOOP UNTIL .done == true\n'
+       'OPS/s/0200/stop.txcl: EMIT @halt = true', layout=True),
+    _d("TX220", """join_at_scope at or below the op's own scope does not defer anything: the op
+        behaves as a plain async op and suspends at its own scope.""",
+       'OPS/s/0300/job.txcl: WITH mode = "async", join_at_scope = 200 EXEC "https://w.example.net/job"',
+       'OPS/s/0300/job.txcl: WITH mode = "async", join_at_scope = 500 EXEC "https://w.example.net/job"',
+       layout=True),
+    _d("TX221", """No scope at or above join_at_scope exists in the stack (or the stacks it
+        inherits), so the deferred result is never merged unless the flow jumps.""",
+       'OPS/s/0100/job.txcl: WITH mode = "async", join_at_scope = 900 EXEC "https://w.example.net/job"\n'
+       'OPS/s/0200/next.txcl: EMIT .x = 1',
+       'OPS/s/0100/job.txcl: WITH mode = "async", join_at_scope = 200 EXEC "https://w.example.net/job"\n'
+       'OPS/s/0200/next.txcl: EMIT .x = 1', layout=True),
+    _d("TX222", """A scope between a deferred op's dispatch and its join reads the op's `into`
+        path, which holds nothing yet.""",
+       'OPS/s/0100/job.txcl: WITH mode = "async", join_at_scope = 300, into = "job" EXEC "https://w.example.net/job"\n'
+       'OPS/s/0200/use.txcl: WHEN .job.ok == true',
+       'OPS/s/0100/job.txcl: WITH mode = "async", join_at_scope = 300, into = "job" EXEC "https://w.example.net/job"\n'
+       'OPS/s/0300/use.txcl: WHEN .job.ok == true', layout=True),
+    _d("TX223", """The join scope also holds its own async op. This works here (suspends are keyed
+        by visit) but the reference implementation stalls on it.""",
+       'OPS/s/0100/a.txcl: WITH mode = "async", join_at_scope = 300 EXEC "https://w.example.net/a"\n'
+       'OPS/s/0300/b.txcl: WITH mode = "async" EXEC "https://w.example.net/b"',
+       'OPS/s/0100/a.txcl: WITH mode = "async", join_at_scope = 300 EXEC "https://w.example.net/a"\n'
+       'OPS/s/0400/b.txcl: WITH mode = "async" EXEC "https://w.example.net/b"', layout=True),
+    _d("TX230", """A rule without a condition that jumps to its own stage repeats until the
+        request's budget runs out.""",
+       'OPS/s/0100/again.txcl: EMIT @goto = "s/100"',
+       'OPS/s/0100/again.txcl: WHEN .retry == true EMIT @goto = "s/100", .retry = false', layout=True),
+    _d("TX231", """Two stages that jump to each other unconditionally ping-pong until the budget
+        runs out.""",
+       'OPS/s/0100/a.txcl: EXEC "goto://200"\nOPS/s/0200/b.txcl: EXEC "goto://100"',
+       'OPS/s/0100/a.txcl: EXEC "goto://200"\nOPS/s/0200/b.txcl: WHEN .again == true EXEC "goto://100"',
+       layout=True),
+    _d("TX232", """A jump into another stack does not change _txc.stack, and outstanding deferred
+        joins resolve at the first scope of the new stack.""",
+       'OPS/shop/0100/go.txcl: EMIT @goto = "billing/100"',
+       'OPS/shop/0100/go.txcl: EMIT @goto = "shop/300"', layout=True),
+    _d("TX240", """A file in the OPS tree that is neither a rule, a fixture (mock-request.json,
+        mock-response.json), a .md file nor a FILES/ asset. Extra patterns can be allowed with
+        `allow` in the configuration.""",
+       'OPS/shop/0100/check.txcl.bak', 'OPS/shop/0100/check.txcl', layout=True),
+    _d("TX301", """Clauses read best in the canonical order WHEN, SET, SELECT, SET, WITH, PRIORITY,
+        EXEC, LOOP, EMIT. The fix reorders them and never moves a SET across SELECT.""",
+       'EXEC "txco://echo"\nWHEN .a == 1', 'WHEN .a == 1\nEXEC "txco://echo"'),
+    _d("TX302", """A SET, EMIT or WITH keyword repeated later continues the same list; one clause
+        is clearer. The fix joins them.""",
+       'EMIT .a = 1\nEMIT .b = 2', 'EMIT .a = 1, .b = 2'),
+    _d("TX303", """A `# noqa` comment that suppresses nothing hides nothing but noise; remove it
+        (or the codes it no longer needs).""",
+       'EMIT .a = 1  # noqa: TX201', 'EMIT .a = 1'),
+)
+
+DOCS: dict[str, RuleDoc] = {entry.code: entry for entry in _ENTRIES}
+
+
+def doc(code: str) -> RuleDoc | None:
+    return DOCS.get(code.upper())

@@ -1,0 +1,96 @@
+"""Compact per-rule facts for the tree-wide rules (TX213, TX22x, TX23x).
+
+Facts are plain Python data (dicts, tuples, strings, ints), so they are cheap to cache on
+disk and the tree rules never need the AST. A span is a 6-tuple
+(line, column, offset, end_line, end_column, end_offset).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from txcl.check.rules.base import (is_literal, is_unconditional, literal_value, read_paths,
+                                   truthy_literal, with_map)
+from txcl.errors import Position, Span
+from txcl.syntax import ast
+
+SpanT = tuple[int, int, int, int, int, int]
+_STAGE = re.compile(r"^(?:(?P<stack>[A-Za-z0-9_-]+(?:/[A-Za-z0-9_-]+)*)/)?(?P<scope>[0-9]{1,9})$")
+
+
+def span_t(span: Span) -> SpanT:
+    return (span.start.line, span.start.column, span.start.offset,
+            span.end.line, span.end.column, span.end.offset)
+
+
+def span_of(t: SpanT) -> Span:
+    return Span(Position(t[0], t[1], t[2]), Position(t[3], t[4], t[5]))
+
+
+def jump_of_exec(target: str) -> tuple[str | None, int] | None:
+    """(stack or None for the rule's own, scope) of a stage-jump EXEC target, else None."""
+    if target.startswith("goto://"):
+        body = target[len("goto://"):]
+    elif "://" in target:
+        return None
+    else:
+        body = target
+        if "/" not in body:
+            return None
+    match = _STAGE.match(body)
+    if match is None:
+        return None
+    return match.group("stack"), int(match.group("scope"))
+
+
+def jump_of_goto_value(text: str) -> tuple[str | None, int] | None:
+    """A literal @goto value (§6.15): `stack/123` or digits only."""
+    match = _STAGE.match(text)
+    if match is None:
+        return None
+    return match.group("stack"), int(match.group("scope"))
+
+
+def extract(rule: ast.Rule) -> dict[str, Any]:
+    pairs = with_map(rule)
+    halt_emit = any(a.target.segments == ("_txc", "halt") and truthy_literal(a.value) for a in rule.emit)
+    halt_post = any(a.target.segments == ("_txc", "halt") and truthy_literal(a.value) for a in rule.set_post)
+    gotos: list[tuple[str | None, int, str, SpanT]] = []
+    for kind, items in (("EMIT", rule.emit), ("SET", rule.set_post)):
+        for a in items:
+            if a.target.segments != ("_txc", "goto"):
+                continue
+            if isinstance(a.value, (ast.StringLit, ast.IntLit)):
+                text = a.value.value if isinstance(a.value, ast.StringLit) else a.value.text
+                jump = jump_of_goto_value(str(text))
+                if jump is not None:
+                    gotos.append((jump[0], jump[1], f"{kind} @goto = {text}", span_t(a.span)))
+    exec_target = rule.exec.target if rule.exec is not None else None
+    if exec_target is not None:
+        jump = jump_of_exec(exec_target)
+        if jump is not None:
+            gotos.append((jump[0], jump[1], f'EXEC "{exec_target}"', span_t(rule.exec.span)))
+
+    def lit(key: str):
+        pair = pairs.get(key)
+        if pair is None or not is_literal(pair.value):
+            return None, None
+        return literal_value(pair.value), span_t(pair.span)
+
+    mode, _ = lit("mode")
+    join, join_span = lit("join_at_scope")
+    into, _ = lit("into")
+    return {
+        "unconditional": is_unconditional(rule),
+        "halt_emit": halt_emit,
+        "halts": halt_emit or halt_post,
+        "gotos": gotos,
+        "exec": exec_target,
+        "loop": span_t(rule.loop.span) if rule.loop is not None else None,
+        "mode": mode if isinstance(mode, str) else None,
+        "join": join if isinstance(join, int) and not isinstance(join, bool) else None,
+        "join_span": join_span,
+        "into": into if isinstance(into, str) else None,
+        "reads": [(p.segments, p.source_text, span_t(p.span)) for p in read_paths(rule)],
+    }

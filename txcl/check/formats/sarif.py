@@ -1,0 +1,84 @@
+"""`sarif`: SARIF 2.1.0 with the full rule list (code table + per-rule docs)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import PurePath
+
+from txcl.codes import CODES
+
+SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+LEVEL = {"error": "error", "warning": "warning", "info": "note"}
+
+
+def _rules() -> list[dict]:
+    from txcl.check.docs import DOCS
+    rules = []
+    for code, info in CODES.items():
+        doc = DOCS.get(code)
+        full = doc.explanation if doc else info.summary
+        markdown = doc.markdown() if doc else info.summary
+        rules.append({
+            "id": code,
+            "name": info.name,
+            "shortDescription": {"text": info.summary},
+            "fullDescription": {"text": full},
+            "help": {"text": full, "markdown": markdown},
+            "defaultConfiguration": {"level": LEVEL[info.severity]},
+            "properties": {"tags": [_family(code)]},
+        })
+    return rules
+
+
+def _family(code: str) -> str:
+    n = int(code[2:])
+    if n < 100:
+        return "syntax"
+    if n < 200:
+        return "load"
+    if n < 300:
+        return "suspicious"
+    return "style"
+
+
+def _uri(path: str) -> str:
+    return PurePath(path).as_posix()
+
+
+def as_dict(result) -> dict:
+    from txcl import __version__
+    index = {code: i for i, code in enumerate(CODES)}
+    results = []
+    for d in result.diagnostics:
+        end_col = d.end_column if d.end_line > d.line else max(d.end_column, d.column + 1)
+        region = {"startLine": d.line, "startColumn": d.column,
+                  "endLine": max(d.end_line, d.line), "endColumn": end_col}
+        item = {
+            "ruleId": d.code,
+            "level": LEVEL.get(d.severity, "error"),
+            "message": {"text": d.message + (f" (hint: {d.hint})" if d.hint else "")},
+            "locations": [{"physicalLocation": {
+                "artifactLocation": {"uri": _uri(d.file)},
+                "region": region,
+            }}],
+        }
+        if d.code in index:
+            item["ruleIndex"] = index[d.code]
+        results.append(item)
+    return {
+        "$schema": SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "txcl",
+                "version": __version__,
+                "rules": _rules(),
+            }},
+            "columnKind": "unicodeCodePoints",
+            "results": results,
+        }],
+    }
+
+
+def render(result, color: bool = False) -> str:
+    return json.dumps(as_dict(result), indent=2, ensure_ascii=False) + "\n"

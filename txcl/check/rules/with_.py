@@ -1,0 +1,132 @@
+"""TX203 duplicate-with-key, TX209 invalid-with-value (LANGUAGE.md §6.8)."""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator
+
+from txcl.check.rules.base import FileContext, file_rule, is_literal, literal_value
+from txcl.errors import Diagnostic
+from txcl.syntax import ast
+
+
+@file_rule("TX203")
+def duplicate_with_key(ctx: FileContext) -> Iterator[Diagnostic]:
+    seen: list[ast.WithPair] = []
+    for pair in ctx.rule.with_:
+        for earlier in seen:
+            a, b = earlier.key, pair.key
+            if a == b:
+                msg = f"WITH key {pair.key_text} is given twice (first at line {earlier.key_span.start.line}); the later value wins"
+            elif b[: len(a)] == a or a[: len(b)] == b:
+                msg = (f"WITH keys {earlier.key_text} (line {earlier.key_span.start.line}) and {pair.key_text} "
+                       "overlap; the later write replaces part of the earlier one")
+            else:
+                continue
+            yield ctx.diag("TX203", pair.key_span, msg, hint="keep one of them")
+            break
+        seen.append(pair)
+
+
+# ---------------------------------------------------------------- TX209
+
+_GO_DURATION = re.compile(r"^[-+]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:ns|us|µs|μs|ms|s|m|h))+$")
+MODES = ("sync", "async", "continuable")
+
+
+def duration_ok(value) -> bool:
+    """A non-negative number of milliseconds or a Go duration string."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, (int, float)):
+        return value >= 0
+    if isinstance(value, str):
+        try:
+            from txcl.values.coerce import parse_duration_ns
+        except ImportError:
+            parse_duration_ns = None
+        if parse_duration_ns is not None:
+            ns = parse_duration_ns(value)
+            return ns is not None and ns >= 0
+        return (value == "0" or bool(_GO_DURATION.match(value))) and not value.startswith("-")
+    return False
+
+
+def _type_name(value) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a float"
+    if isinstance(value, str):
+        return "a string"
+    return "an array"
+
+
+def _problem(key: str, value, pairs: dict[str, ast.WithPair]) -> str | None:
+    """Why a literal value of a consumed key is wrong, or None."""
+    if key in ("timeout", "continue_after", "max_duration"):
+        if not duration_ok(value):
+            return f"{key} needs milliseconds or a duration such as \"3s\", got {_show(value)}"
+    elif key == "mode":
+        if value not in MODES:
+            return f"mode must be \"sync\", \"async\" or \"continuable\", got {_show(value)}"
+    elif key == "join_at_scope":
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"join_at_scope needs an integer scope, got {_type_name(value)}"
+        if not 0 <= value <= 999_999_999:
+            return f"join_at_scope {value} is not a scope (0 to 999999999)"
+    elif key == "each":
+        if not isinstance(value, list):
+            return f"each needs an array (usually a path), got {_type_name(value)}"
+    elif key == "window":
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1024:
+            return f"window must be an integer from 1 to 1024, got {_show(value)}"
+        if "each" not in pairs:
+            return "window has no effect without each"
+    elif key == "on_item_error":
+        if value not in ("fail", "collect"):
+            return f"on_item_error must be \"fail\" or \"collect\", got {_show(value)}"
+    elif key in ("into", "status_into"):
+        if not isinstance(value, str):
+            return f"{key} needs a path string such as \"result\", got {_type_name(value)}"
+        if value == "":
+            return f"{key} is empty"
+        if value[0] in ".@":
+            return f"{key} is a path string without a leading '{value[0]}' (write \"{value[1:]}\")"
+    elif key in ("method", "url", "body_encoding", "body_path") or key.startswith("headers."):
+        if not isinstance(value, str):
+            return f"{key} needs a string, got {_type_name(value)}"
+    elif key in ("redact", "omit"):
+        if not isinstance(value, str):
+            return f"{key} needs a literal string of comma-separated paths, got {_type_name(value)}"
+    elif key == "debug":
+        if not isinstance(value, bool):
+            return f"debug needs true or false, got {_show(value)}"
+    return None
+
+
+def _show(value) -> str:
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+@file_rule("TX209")
+def invalid_with_value(ctx: FileContext) -> Iterator[Diagnostic]:
+    pairs = {p.key_text: p for p in ctx.rule.with_}
+    for pair in ctx.rule.with_:
+        key = pair.key_text
+        if key in ("redact", "omit") and not is_literal(pair.value):
+            yield ctx.diag("TX209", pair.value.span,
+                           f"{key} must be a literal string; a computed value is not read")
+            continue
+        if not is_literal(pair.value):
+            continue
+        problem = _problem(key, literal_value(pair.value), pairs)
+        if problem is not None:
+            yield ctx.diag("TX209", pair.value.span, problem,
+                           hint="the runtime ignores this value (or uses it literally)")
