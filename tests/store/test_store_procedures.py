@@ -1,0 +1,454 @@
+"""Happy paths and guards of every procedure of CONTINUATIONS.md §5.4 on a real SQLite file."""
+
+from __future__ import annotations
+
+import pytest
+from contstore_util import FakeClock, complete, itemized, open_store, park_barrier, run_spec, unary
+
+from txcl.continuations import ids
+from txcl.store.continuations_base import Fence, RunLost, UnitSpec, resume_segment_id
+
+
+@pytest.fixture
+def clock():
+    return FakeClock()
+
+
+@pytest.fixture
+def store(tmp_path, clock):
+    s = open_store(tmp_path / "txcl.db", clock)
+    yield s
+    s.close()
+
+
+# ---------------------------------------------------------------- P1
+
+
+def test_p1_create_then_reuse_by_origin_rid_dj9(store):
+    """DJ-9: a request never has a second run; origin_rid is unique."""
+    first = store.create_or_reuse_run(run_spec("rid-9"))
+    again = store.create_or_reuse_run(run_spec("rid-9"))
+    assert first.created and not again.created
+    assert again.run.run_id == first.run.run_id
+    assert ids.is_run_id(first.run.run_id) and ids.is_rcid(first.run.rcid)
+    assert first.run.status == "active" and first.run.segment_id == "rid-9"
+    assert [e.kind for e in store.list_run_events(first.run.run_id)] == ["run.created"]
+
+
+def test_p1_snapshot_is_content_addressed_and_stored_once(store):
+    a = store.create_or_reuse_run(run_spec("r1"))
+    assert store.get_snapshot(a.run.snapshot_id) == b'{"rules": []}'
+    assert store.put_snapshot(a.run.snapshot_id, b'{"rules": []}') is False  # already there
+    assert store.put_snapshot("other", b"x" * 1000) is True
+    assert store.get_snapshot("other") == b"x" * 1000
+
+
+# ---------------------------------------------------------------- P2
+
+
+def test_p2_park_writes_records_before_dispatch(store, clock):
+    park = park_barrier(store, units=[unary("b"), unary("a"), UnitSpec(kind="sync", op_name="s", items=[{}],
+                                                                        budget_ms=5_000)])
+    run = park.run
+    assert run.status == "waiting" and run.cur_stage == "shop/100" and run.cur_visit == 1
+    assert run.claim_token is None
+    susp = store.get_suspend(run.run_id, "shop/100", 1)
+    assert susp.status == "open" and susp.dispatch_complete and susp.kind == "barrier"
+    assert susp.envelope == {"e": 0} and susp.budgets == {"ttl": 10, "fuel": 0}
+    assert [role for _, role in susp.members] == ["op", "op", "sync"]
+    # every interaction exists and is dispatching; tokens only for worker calls, stored hashed
+    tokened = [d for d in park.dispatches if d.token]
+    assert len(park.dispatches) == 3 and len(tokened) == 2
+    for d in park.dispatches:
+        it = store.get_interaction(d.opc)
+        assert it.status == "dispatching" and it.deadline_ms is not None
+        assert ids.is_opc(d.opc)
+    assert run.expires_ms == clock.now + 60_000
+    assert [e.event_key for e in store.list_run_events(run.run_id)] == ["created", "suspend:shop/100:1"]
+
+
+def test_p2_visit_counts_suspends_at_one_stage_dj8(store):
+    """DJ-8 / R7: a run may park at one stage any number of times; each is its own visit."""
+    park = park_barrier(store)
+    rel = complete(store, park.dispatches[0])[1]
+    assert rel.won
+    again = store.park_suspend(park.run.run_id, Fence(rel.claim.segment_id, rel.claim.claim_token),
+                               stage="shop/100", kind="barrier", envelope={"e": 1}, budgets={}, units=[unary()])
+    assert again.visit == 2 and again.run.cur_visit == 2
+    assert store.get_suspend(park.run.run_id, "shop/100", 1).status == "resumed"
+    assert store.get_claim(park.run.run_id) is None  # the parking segment's claim is deleted
+    rel2 = complete(store, again.dispatches[0])[1]
+    assert rel2.won and rel2.claim.visit == 2
+    assert rel2.claim.segment_id == resume_segment_id(park.run.run_id, "shop/100", 2)
+
+
+def test_p2_fence_rejects_a_stranger(store):
+    store.create_or_reuse_run(run_spec("rid-1"))
+    with pytest.raises(RunLost):
+        store.park_suspend(store.get_run_by_origin("rid-1").run_id, Fence("someone-else"),
+                           stage="shop/100", kind="barrier", envelope={}, budgets={}, units=[unary()])
+
+
+def test_expiry_is_raised_never_lowered(store, clock):
+    run = store.dispatch_deferred(run_spec(), Fence("rid-1"), [unary("long", budget_ms=600_000, join_at=200)]).run
+    assert run.expires_ms == clock.now + 600_000
+    run2 = store.dispatch_deferred(run.run_id, Fence("rid-1"), [unary("short", budget_ms=1_000, join_at=200)]).run
+    assert run2.expires_ms == run.expires_ms
+
+
+# ---------------------------------------------------------------- P3
+
+
+def test_p3_ack_moves_dispatching_only(store):
+    park = park_barrier(store)
+    opc = park.dispatches[0].opc
+    assert store.mark_ack([(opc, {"job_id": "j-1"})]) == 1
+    it = store.get_interaction(opc)
+    assert it.status == "dispatched" and it.ack == {"job_id": "j-1"}
+    assert store.mark_ack([(opc, {"job_id": "j-2"})]) == 0  # already dispatched: left alone
+    complete(store, park.dispatches[0])
+    assert store.mark_ack([(opc, {"job_id": "late"})]) == 0  # a late ack changes nothing
+
+
+# ---------------------------------------------------------------- P4 (§3.4 rows)
+
+
+def test_p4_unknown_and_bad_token(store):
+    park = park_barrier(store)
+    d = park.dispatches[0]
+    assert store.admit_terminal("opc_unknown", "completed", {}, source="callback", token=d.token).outcome == "unknown"
+    assert store.check_callback("opc_unknown", d.token).outcome == "unknown"
+    assert store.admit_terminal(d.opc, "completed", {}, source="callback", token="wrong").outcome == "bad_token"
+    assert store.admit_terminal(d.opc, "completed", {}, source="callback", token=None).outcome == "bad_token"
+    assert store.check_callback(d.opc, "wrong").outcome == "bad_token"
+    target = store.check_callback(d.opc, d.token)
+    assert target.outcome == "ok" and target.unit.kind == "unary" and target.unit.into is None
+    assert store.get_terminal(d.opc) is None  # nothing written by rejected callbacks
+
+
+def test_p4_token_never_stored_in_clear(store, tmp_path):
+    park = park_barrier(store)
+    raw = (tmp_path / "txcl.db").read_bytes() + (tmp_path / "txcl.db-wal").read_bytes()
+    assert park.dispatches[0].token.encode() not in raw
+    assert ids.hash_token(park.dispatches[0].token).encode() in raw
+
+
+def test_p4_duplicate_completion_is_idempotent_ec1(store):
+    """EC-1 / T1: one terminal, one provider fact, one release; repeats answer duplicate."""
+    park = park_barrier(store)
+    d = park.dispatches[0]
+    first, rel = complete(store, d, {"v": 1})
+    assert first.outcome == "admitted" and rel.outcome == "resumed"
+    version_after = store.get_run(park.run.run_id).version
+    for _ in range(10):
+        again, rel2 = complete(store, d, {"v": 1})
+        assert again.outcome == "duplicate" and rel2 is None
+        assert store.continue_release(d.opc).outcome == "recorded"
+    assert store.list_facts(park.unit_ids[0]) == [("continuation", 0), ("provider", 0)]
+    assert store.get_unit(park.unit_ids[0]).provider_done == 1
+    assert store.get_run(park.run.run_id).version == version_after
+    assert sum(e.kind == "run.released" for e in store.list_run_events(park.run.run_id)) == 1
+
+
+@pytest.mark.parametrize("second", [("completed", {"v": 2}), ("failed", {"message": "no"})])
+def test_p4_conflicting_completion_rejected_first_kept_ec2(store, second):
+    """EC-2 / T2: a different output or status is a conflict; the first outcome stays."""
+    park = park_barrier(store)
+    d = park.dispatches[0]
+    complete(store, d, {"v": 1})
+    res = store.admit_terminal(d.opc, second[0], second[1], source="callback", token=d.token)
+    assert res.outcome == "conflict"
+    term = store.get_terminal(d.opc)
+    assert term.status == "completed" and term.payload == {"v": 1}
+    assert store.get_unit(park.unit_ids[0]).output == {"v": 1}
+
+
+def test_p4_callback_after_ack_failure_terminal_conflicts_ec2(store):
+    park = park_barrier(store)
+    d = park.dispatches[0]
+    ack_fail = store.admit_terminal(d.opc, "failed", {"message": "async worker x: expected 202, got 500"},
+                                    source="ack")
+    assert ack_fail.outcome == "admitted"
+    assert store.admit_terminal(d.opc, "completed", {"v": 1}, source="callback", token=d.token).outcome == "conflict"
+    assert store.get_terminal(d.opc).source == "ack"
+
+
+def test_p4_cancelled_and_expired_interactions_are_gone(store, clock):
+    park = park_barrier(store, units=[unary("a"), unary("b", budget_ms=1_000)])
+    da, db = park.dispatches
+    # b fails → fail-fast release cancels a
+    complete(store, db, {"message": "boom"}, status="failed")
+    assert store.get_interaction(da.opc).status == "cancelled"
+    assert store.admit_terminal(da.opc, "completed", {}, source="callback", token=da.token).outcome == "cancelled"
+    # a still-open interaction past its deadline is timed out by the callback itself (row 6)
+    park2 = park_barrier(store, "rid-2", units=[unary("c", budget_ms=1_000)])
+    clock.advance(1_001)
+    d = park2.dispatches[0]
+    assert store.admit_terminal(d.opc, "completed", {}, source="callback", token=d.token).outcome == "expired"
+    assert store.get_interaction(d.opc).status == "timed_out"
+    assert store.get_run(park2.run.run_id).status == "expired"
+    assert store.admit_terminal(d.opc, "completed", {}, source="callback", token=d.token).outcome == "expired"
+
+
+def test_p4_cli_and_local_sources_need_no_token(store):
+    park = park_barrier(store)
+    res = store.admit_terminal(park.dispatches[0].opc, "completed", {"by": "human"}, source="cli")
+    assert res.outcome == "admitted"
+
+
+# ---------------------------------------------------------------- P5
+
+
+def test_p5_release_is_one_cas_version_plus_one(store):
+    park = park_barrier(store, units=[unary("a"), unary("b")])
+    v0 = store.get_run(park.run.run_id).version
+    _, rel_a = complete(store, park.dispatches[0])
+    assert rel_a.outcome == "recorded" and store.get_run(park.run.run_id).status == "waiting"
+    _, rel_b = complete(store, park.dispatches[1])
+    assert rel_b.outcome == "resumed"
+    run = store.get_run(park.run.run_id)
+    assert run.status == "resuming" and run.version == v0 + 1 and run.claim_token == rel_b.claim.claim_token
+    assert store.get_suspend(run.run_id, "shop/100", 1).status == "resuming"
+    assert store.get_claim(run.run_id).attempt == 1
+
+
+def test_p5_sync_sibling_failure_is_best_effort(store):
+    """§2.2 step 3: a failed sync sibling settles its unit completed with the error noted."""
+    park = park_barrier(store, units=[unary("a"), UnitSpec(kind="sync", op_name="s", items=[{}], budget_ms=5_000)])
+    sync_opc = [d for d in park.dispatches if d.kind == "sync"][0].opc
+    store.admit_terminal(sync_opc, "failed", {"message": "db down"}, source="sync", best_effort=True)
+    assert store.continue_release(sync_opc).outcome == "recorded"
+    unit = [u for u in store.list_units(park.run.run_id) if u.kind == "sync"][0]
+    assert unit.status == "completed" and unit.error == {"message": "db down"}
+    _, rel = complete(store, [d for d in park.dispatches if d.kind == "unary"][0])
+    assert rel.won
+
+
+def test_p5_custom_materializer_sanitises(store):
+    from txcl.store.continuations_base import Materialized
+
+    def sanitise(unit, it, term):
+        out = {k: v for k, v in term.payload.items() if not k.startswith("_")}
+        return Materialized("succeeded", output=out)
+
+    park = park_barrier(store)
+    d = park.dispatches[0]
+    store.admit_terminal(d.opc, "completed", {"ok": 1, "_txc": {"x": 1}}, source="callback", token=d.token)
+    store.continue_release(d.opc, materialize=sanitise)
+    assert store.get_unit(park.unit_ids[0]).output == {"ok": 1}
+    assert store.get_terminal(d.opc).payload == {"ok": 1, "_txc": {"x": 1}}  # terminal kept as received
+
+
+def test_completion_before_suspension_waits_for_park_ec3(store):
+    """EC-3 / T3: a deferred unit completed while the run is active is recorded, not released."""
+    disp = store.dispatch_deferred(run_spec(), Fence("rid-1"), [unary("enrich", join_at=200)])
+    d = disp.dispatches[0]
+    admit, rel = complete(store, d)
+    assert admit.outcome == "admitted" and rel.outcome == "recorded"
+    assert store.get_run(disp.run.run_id).status == "active" and store.get_claim(disp.run.run_id) is None
+    # not due before the floor
+    early = store.join_check(disp.run.run_id, Fence("rid-1"), stage="shop/150", stack="shop", scope=150)
+    assert early.outcome == "proceed" and early.merged == ()
+    # merged in-request at the first scope >= floor (250: no scope 200 needed)
+    at = store.join_check(disp.run.run_id, Fence("rid-1"), stage="shop/250", stack="shop", scope=250)
+    assert at.outcome == "proceed" and [u.output for u in at.merged] == [{"ok": 0}]
+    assert store.get_joined_marker(disp.unit_ids[0]).segment_id == "rid-1"
+    again = store.join_check(disp.run.run_id, Fence("rid-1"), stage="shop/300", stack="shop", scope=300)
+    assert again.merged == ()  # merged at most once (DJ-5)
+
+
+# ---------------------------------------------------------------- P6
+
+
+def test_p6_join_parks_when_not_ready_then_callback_releases_with_marker(store):
+    disp = store.dispatch_deferred(run_spec(), Fence("rid-1"), [unary("b", join_at=200), unary("a", join_at=200)])
+    run_id = disp.run.run_id
+    res = store.join_check(run_id, Fence("rid-1"), stage="shop/200", stack="shop", scope=200,
+                           build_park=lambda merged: ({"env": [u.op_name for u in merged]}, {"ttl": 5}))
+    assert res.outcome == "parked" and res.park.visit == 1
+    susp = store.get_suspend(run_id, "shop/200", 1)
+    assert susp.kind == "join" and {r for _, r in susp.members} == {"join"} and len(susp.members) == 2
+    # completions in reverse order; release only after both
+    by_name = {d.op_name: d for d in disp.dispatches}
+    assert complete(store, by_name["b"])[1].outcome == "recorded"
+    rel = complete(store, by_name["a"])[1]
+    assert rel.won
+    for uid in disp.unit_ids:
+        assert store.get_joined_marker(uid).segment_id == rel.claim.segment_id
+    bundle = store.claim_resume(run_id, rel.claim.claim_token)
+    assert [u.op_name for u in bundle.members] == ["a", "b"]  # DJ-5: op-name order
+
+
+def test_p6_cross_stack_resolves_at_first_frame_dj7(store):
+    disp = store.dispatch_deferred(run_spec(), Fence("rid-1"), [unary("x", join_at=900)])
+    complete(store, disp.dispatches[0])
+    res = store.join_check(disp.run.run_id, Fence("rid-1"), stage="other/10", stack="other", scope=10)
+    assert [u.op_name for u in res.merged] == ["x"]
+
+
+def test_p6_failed_unit_fails_the_run_at_the_join(store):
+    """DJ-F2/DJ-F3 in the request: the request stops with the error at the join."""
+    disp = store.dispatch_deferred(run_spec(), Fence("rid-1"), [unary("x", join_at=200)])
+    d = disp.dispatches[0]
+    store.admit_terminal(d.opc, "failed", {"message": "no 202"}, source="ack")
+    store.continue_release(d.opc)
+    res = store.join_check(disp.run.run_id, Fence("rid-1"), stage="shop/200", stack="shop", scope=200)
+    assert res.outcome == "failed" and res.failed.op_name == "x"
+    run = store.get_run(disp.run.run_id)
+    assert run.status == "failed" and run.fail_reason == "join_failed"
+    assert run.error["code"] == "txcl_join_failed" and run.error["detail"] == {"message": "no 202"}
+
+
+def test_p6_drains_terminals_not_yet_continued_in_between_case(store):
+    """§5.6 'in between': P4 committed, P5 not yet — the join check materialises and merges."""
+    disp = store.dispatch_deferred(run_spec(), Fence("rid-1"), [unary("x", join_at=200)])
+    d = disp.dispatches[0]
+    admit = store.admit_terminal(d.opc, "completed", {"v": 7}, source="callback", token=d.token)
+    res = store.join_check(disp.run.run_id, Fence("rid-1"), stage="shop/200", stack="shop", scope=200)
+    assert [u.output for u in res.merged] == [{"v": 7}]
+    late = store.continue_release(d.opc, child_version=admit.child_version)  # AU-8: already succeeded
+    assert late.outcome == "recorded" and late.unit_status == "completed"
+    assert store.list_children(disp.unit_ids[0])[0].status == "succeeded"
+
+
+# ---------------------------------------------------------------- resume, P7, P11
+
+
+def test_claim_resume_and_finish_with_terminal_parent_path_ec8(store):
+    park = park_barrier(store)
+    rel = complete(store, park.dispatches[0])[1]
+    fence = Fence(rel.claim.segment_id, rel.claim.claim_token)
+    bundle = store.claim_resume(park.run.run_id, rel.claim.claim_token)
+    assert bundle.suspend.visit == 1 and bundle.claim.attempt == 1
+    # the resumed segment dispatches a deferred op that it then never joins, and an async it abandons
+    extra = store.dispatch_deferred(park.run.run_id, fence, [unary("later", join_at=900)])
+    run = store.finish_segment(park.run.run_id, fence, status="completed", result={"final": True})
+    assert run.status == "completed" and run.result == {"final": True} and run.finished_ms
+    assert store.get_claim(run.run_id) is None
+    assert store.get_suspend(run.run_id, "shop/100", 1).status == "resumed"
+    # DJ-F4: an unjoined deferred unit stays open until its deadline; its callback is recorded
+    assert store.get_interaction(extra.dispatches[0].opc).status == "dispatching"
+    admit, rel2 = complete(store, extra.dispatches[0])
+    assert admit.outcome == "admitted" and rel2.outcome == "recorded"
+    with pytest.raises(RunLost):
+        store.heartbeat(run.run_id, rel.claim.claim_token)
+
+
+def test_finish_failed_cancels_everything_open_ec8(store):
+    park = park_barrier(store)
+    rel = complete(store, park.dispatches[0])[1]
+    fence = Fence(rel.claim.segment_id, rel.claim.claim_token)
+    extra = store.dispatch_deferred(park.run.run_id, fence, [itemized("later", n=5, window=2, join_at=900)])
+    store.finish_segment(park.run.run_id, fence, status="failed", error={"code": "txcl_op_failed"},
+                         fail_reason="op_failed")
+    statuses = {i.status for i in store.list_interactions(extra.unit_ids[0])}
+    assert statuses == {"cancelled"}
+    assert store.get_unit(extra.unit_ids[0]).status == "cancelled"
+    assert store.get_suspend(park.run.run_id, "shop/100", 1).status == "failed"
+
+
+def test_finish_fence_rejects_old_claim(store):
+    park = park_barrier(store)
+    rel = complete(store, park.dispatches[0])[1]
+    with pytest.raises(RunLost):
+        store.finish_segment(park.run.run_id, Fence(rel.claim.segment_id, "clm_wrong"), status="completed")
+    with pytest.raises(RunLost):
+        store.claim_resume(park.run.run_id, "clm_wrong")
+    store.heartbeat(park.run.run_id, rel.claim.claim_token)  # the holder's heartbeat works
+
+
+# ---------------------------------------------------------------- P8, P9
+
+
+def test_p8_timeout_of_member_expires_parked_run_au14(store, clock):
+    park = park_barrier(store, units=[unary("a", budget_ms=1_000)])
+    clock.advance(1_001)
+    assert store.time_out_interaction(park.dispatches[0].opc) == "timed_out"
+    run = store.get_run(park.run.run_id)
+    assert run.status == "expired" and run.error["code"] == "txcl_run_expired"
+    assert store.get_unit(park.unit_ids[0]).status == "timed_out"
+    assert store.get_suspend(run.run_id, "shop/100", 1).status == "expired"
+    assert store.time_out_interaction(park.dispatches[0].opc) == "timed_out"  # already closed: reports it
+
+
+def test_p8_timeout_of_unjoined_deferred_unit_only_records_au14(store, clock):
+    disp = store.dispatch_deferred(run_spec(), Fence("rid-1"), [unary("x", join_at=200, budget_ms=1_000)])
+    clock.advance(1_001)
+    assert store.time_out_interaction(disp.dispatches[0].opc) == "timed_out"
+    assert store.get_unit(disp.unit_ids[0]).status == "timed_out"
+    assert store.get_run(disp.run.run_id).status == "active"  # the flow meets it at its join
+    res = store.join_check(disp.run.run_id, Fence("rid-1"), stage="shop/200", stack="shop", scope=200)
+    assert res.outcome == "failed"
+
+
+def test_p8_not_due_does_nothing(store):
+    park = park_barrier(store)
+    assert store.time_out_interaction(park.dispatches[0].opc) == "not_due"
+    assert store.get_interaction(park.dispatches[0].opc).status == "dispatching"
+
+
+def test_p9_expire_run_marks_interactions_timed_out(store, clock):
+    park = park_barrier(store, units=[itemized(n=6, window=2, budget_ms=1_000)])
+    assert store.expire_run(park.run.run_id) is False  # not yet
+    clock.advance(1_001)
+    assert store.expire_run(park.run.run_id) is True
+    assert store.expire_run(park.run.run_id) is False  # idempotent
+    its = store.list_interactions(park.unit_ids[0])
+    assert {i.status for i in its if i.item_index < 2} == {"timed_out"}
+    assert {i.status for i in its if i.item_index >= 2} == {"timed_out"}
+    d = park.dispatches[0]
+    assert store.admit_terminal(d.opc, "completed", {}, source="callback", token=d.token).outcome == "expired"
+
+
+# ---------------------------------------------------------------- P10
+
+
+def test_p10_takeover_after_stale_then_attempt_limit(store, clock):
+    park = park_barrier(store)
+    rel = complete(store, park.dispatches[0])[1]
+    run_id = park.run.run_id
+    assert store.take_over_claim(run_id, stale_after_ms=1_000, max_attempts=3).outcome == "not_stale"
+    clock.advance(1_001)
+    t2 = store.take_over_claim(run_id, stale_after_ms=1_000, max_attempts=3, owner="node-b")
+    assert t2.outcome == "taken" and t2.claim.attempt == 2 and t2.claim.owner == "node-b"
+    assert t2.claim.segment_id.endswith("-a2")
+    with pytest.raises(RunLost):
+        store.heartbeat(run_id, rel.claim.claim_token)  # the dead segment is fenced off
+    clock.advance(1_001)
+    t3 = store.take_over_claim(run_id, stale_after_ms=1_000, max_attempts=3)
+    assert t3.outcome == "taken" and t3.claim.attempt == 3
+    clock.advance(1_001)
+    assert store.take_over_claim(run_id, stale_after_ms=1_000, max_attempts=3).outcome == "failed"
+    run = store.get_run(run_id)
+    assert run.status == "failed" and run.fail_reason == "resumer-stale"
+    assert store.get_claim(run_id) is None
+
+
+def test_p10_takeover_moves_join_markers_and_cancels_dead_units(store, clock):
+    disp = store.dispatch_deferred(run_spec(), Fence("rid-1"), [unary("x", join_at=200)])
+    store.join_check(disp.run.run_id, Fence("rid-1"), stage="shop/200", stack="shop", scope=200,
+                     build_park=lambda m: ({}, {}))
+    rel = complete(store, disp.dispatches[0])[1]
+    old = Fence(rel.claim.segment_id, rel.claim.claim_token)
+    dead = store.dispatch_deferred(disp.run.run_id, old, [unary("y", join_at=500)])
+    clock.advance(10_000)
+    t = store.take_over_claim(disp.run.run_id, stale_after_ms=1_000, max_attempts=3)
+    assert store.get_joined_marker(disp.unit_ids[0]).segment_id == t.claim.segment_id
+    assert store.get_unit(dead.unit_ids[0]).status == "cancelled"
+    assert store.get_interaction(dead.dispatches[0].opc).status == "cancelled"
+
+
+# ---------------------------------------------------------------- P12
+
+
+def test_p12_purge_after_retention_deletes_every_row(store, clock):
+    park = park_barrier(store)
+    rel = complete(store, park.dispatches[0])[1]
+    store.finish_segment(park.run.run_id, Fence(rel.claim.segment_id, rel.claim.claim_token), status="completed")
+    assert store.purge_run(park.run.run_id, retention_ms=10_000) is False
+    clock.advance(70_001)  # past max(finished, expires) + retention
+    assert store.purge_run(park.run.run_id, retention_ms=10_000) is True
+    assert store.get_run(park.run.run_id) is None and store.get_run_by_rcid(park.run.rcid) is None
+    assert store.get_interaction(park.dispatches[0].opc) is None
+    assert store.list_units(park.run.run_id) == [] and store.list_run_events(park.run.run_id) == []
+    assert store.purge_snapshots() == 1
