@@ -13,7 +13,6 @@ from typing import Any, Callable
 from txcl.check.rules.base import FileContext
 from txcl.check.rules.numbers import fixed_text, leading_zero_spans
 from txcl.check.rules.style import KEYWORD, LIST_KINDS, RANK
-from txcl.errors import TxclSyntaxError
 
 FIXABLE = frozenset({"TX201", "TX301", "TX302"})
 MAX_ROUNDS = 10
@@ -35,11 +34,9 @@ def semantic_json(rule) -> Any:
 
 
 def _parse(text: str, filename: str):
-    from txcl.syntax.parser import parse_rule
-    try:
-        return parse_rule(text, filename)
-    except TxclSyntaxError:
-        return None
+    from txcl.check.analyze import parse
+    rule, _ = parse(text, filename)  # rules with only TX1xx errors are still fixable
+    return rule
 
 
 # ---------------------------------------------------------------- the three fixes
@@ -144,15 +141,32 @@ def fix_split_lists(ctx: FileContext) -> str | None:
 
 # ---------------------------------------------------------------- driver
 
+def _noqa_filter(text: str) -> Callable[[str, int], bool]:
+    """`allowed(code, line)`: False when a `# noqa` of `text` suppresses `code` there."""
+    from txcl.check.noqa import parse_directives
+    directives = parse_directives(text) if "noqa" in text.lower() else []
+
+    def allowed(code: str, line: int) -> bool:
+        for d in directives:
+            if (d.file_level or d.line == line) and (d.codes is None or code in d.codes):
+                return False
+        return True
+    return allowed
+
+
 def fix_text(text: str, filename: str = "<string>", codes: Callable[[str], bool] = lambda c: True,
-             allowed_line: Callable[[str, int], bool] = lambda code, line: True) -> tuple[str, list[str]]:
-    """Apply the safe fixes until nothing changes; (new text, codes fixed in order)."""
+             respect_noqa: bool = True) -> tuple[str, list[str]]:
+    """Apply the safe fixes until nothing changes; (new text, codes fixed in order).
+
+    `codes(code)` says whether a code is enabled; findings suppressed by `# noqa` are not
+    fixed."""
     applied: list[str] = []
     rule = _parse(text, filename)
     if rule is None:
         return text, applied
     reference = semantic_json(rule)
     for _ in range(MAX_ROUNDS):
+        allowed_line = _noqa_filter(text) if respect_noqa else (lambda code, line: True)
         ctx = FileContext(rule, text, filename)
         candidate, code = None, None
         if codes("TX201"):

@@ -1,0 +1,188 @@
+"""`txcl check [PATHS]...`: lint rule files and OPS trees (LANGUAGE.md §8)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections import Counter
+from pathlib import Path
+
+import click
+
+from txcl.cli.common import fail
+
+FORMATS = ("full", "concise", "json", "github", "sarif")
+
+
+def _use_color(choice: str) -> bool:
+    if choice == "always":
+        return True
+    if choice == "never" or os.environ.get("NO_COLOR"):
+        return False
+    return sys.stdout.isatty()
+
+
+class _ProgressBar:
+    """A one-line bar on stderr, only for big trees on a terminal."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self.shown = False
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled or total < 300 or (done % 25 and done != total):
+            return
+        width = 30
+        filled = width * done // total
+        sys.stderr.write(f"\rchecking [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+        sys.stderr.flush()
+        self.shown = True
+
+    def clear(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r" + " " * 60 + "\r")
+            sys.stderr.flush()
+
+
+def summary_line(diagnostics, files: int, fixable: int) -> str:
+    counts = Counter(d.severity for d in diagnostics)
+    if not diagnostics:
+        return f"All checks passed ({files} file{'s' if files != 1 else ''} checked)."
+    parts = [f"{counts[s]} {s if s == 'info' or counts[s] == 1 else s + 's'}"
+             for s in ("error", "warning", "info") if counts[s]]
+    tail = f" ({fixable} fixable with --fix)" if fixable else ""
+    return f"Found {', '.join(parts)} in {files} file{'s' if files != 1 else ''}{tail}."
+
+
+def statistics(diagnostics) -> str:
+    from txcl.check.fix import FIXABLE
+    from txcl.codes import CODES
+    counts = Counter(d.code for d in diagnostics)
+    rows = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    width = max((len(str(n)) for _, n in rows), default=1)
+    lines = []
+    for code, n in rows:
+        mark = "[*]" if code in FIXABLE else "   "
+        name = CODES[code].name if code in CODES else ""
+        lines.append(f"{n:>{width}}  {code}  {mark} {name}")
+    return "\n".join(lines)
+
+
+@click.command("check")
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--output-format", "output_format", type=click.Choice(FORMATS), default=None,
+              envvar="TXCL_OUTPUT_FORMAT", help="How findings are printed (default: full).")
+@click.option("--select", default=None, help="Only these codes or prefixes (TX2,TX301); replaces the config.")
+@click.option("--ignore", default=None, help="Also ignore these codes or prefixes.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
+              help="Read settings from this txcl.toml / pyproject.toml.")
+@click.option("--strict", is_flag=True, help="Warnings also fail the check (exit 1).")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
+@click.option("--statistics", "show_stats", is_flag=True, help="Count findings per code instead of listing them.")
+@click.option("--fix", is_flag=True, help="Apply safe fixes (TX201, TX301, TX302) in place.")
+@click.option("--diff", "show_diff", is_flag=True, help="Print the safe fixes as a diff; change nothing.")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the parse cache under .txcl/.")
+@click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto")
+@click.option("--quiet", "-q", is_flag=True, help="No summary line.")
+def command(paths, output_format, select, ignore, config_path, strict, exit_zero, show_stats, fix,
+            show_diff, no_cache, color, quiet) -> None:
+    """Check TXCL rule files and OPS trees (default: the current directory)."""
+    from txcl.check.config import ConfigError, config_from_table, load_config, parse_code_list
+    from txcl.check.engine import run_check
+    from txcl.check.fix import FIXABLE
+
+    paths = list(paths) or ["."]
+    output_format = output_format or "full"
+    try:
+        if config_path:
+            cfg = _explicit_config(Path(config_path))
+        else:
+            cfg = load_config(paths[0])
+        if select is not None:
+            cfg.select = parse_code_list(select, "--select")
+        if ignore is not None:
+            cfg.ignore = cfg.ignore + parse_code_list(ignore, "--ignore")
+    except ConfigError as exc:
+        fail(str(exc))
+
+    bar = _ProgressBar(sys.stderr.isatty())
+    try:
+        result = run_check(paths, cfg, cache_dir=False if no_cache else None, progress=bar)
+        bar.clear()
+        if result.missing:
+            fail(f"no such file or directory: {', '.join(result.missing)}")
+        if fix or show_diff:
+            changed = _apply_fixes(result, cfg, write=fix, diff=show_diff)
+            if show_diff:
+                sys.exit(1 if changed else 0)
+            if changed:
+                result = run_check(paths, cfg, cache_dir=False if no_cache else None)
+                if not quiet:
+                    click.echo(f"Fixed {changed} file{'s' if changed != 1 else ''}.", err=True)
+    except SystemExit:
+        raise
+    except Exception as exc:  # an internal error is exit 2 with a message, never a traceback
+        bar.clear()
+        if os.environ.get("TXCL_DEBUG"):
+            raise
+        fail(f"internal error: {type(exc).__name__}: {exc}")
+
+    diagnostics = result.diagnostics
+    fixable = sum(1 for d in diagnostics if d.code in FIXABLE)
+    use_color = _use_color(color)
+    if show_stats:
+        text = statistics(diagnostics)
+        if text:
+            click.echo(text)
+    else:
+        from txcl.check.formats import renderer
+        out = renderer(output_format)(result, color=use_color and output_format in ("full", "concise"))
+        if out:
+            click.echo(out, nl=False)
+    if not quiet:
+        line = summary_line(diagnostics, result.files_checked, fixable)
+        machine = output_format in ("json", "sarif", "github")
+        click.echo(line, err=machine)
+    failing = {"error"} | ({"warning"} if strict else set())
+    status = 1 if any(d.severity in failing for d in diagnostics) else 0
+    sys.exit(0 if exit_zero else status)
+
+
+def _explicit_config(path: Path):
+    import tomllib
+    from txcl.check.config import ConfigError, config_from_table
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    if path.name == "pyproject.toml":
+        return config_from_table(data.get("tool", {}).get("txcl", {}).get("check", {}),
+                                 f"{path} [tool.txcl.check]", path.parent.resolve())
+    return config_from_table(data.get("check", {}), f"{path} [check]", path.parent.resolve())
+
+
+def _apply_fixes(result, cfg, write: bool, diff: bool) -> int:
+    """Fix (or diff) every file with a fixable finding; the number of files changed."""
+    from txcl.check.fix import FIXABLE, fix_text, unified_diff
+    files = sorted({d.file for d in result.diagnostics if d.code in FIXABLE})
+    changed = 0
+    for file in files:
+        path = Path(file)
+        try:
+            old = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        absolute = path.resolve()
+        enabled = lambda code: cfg.enabled(code) and not cfg.ignored_for(code, absolute)
+        new, applied = fix_text(old, file, codes=enabled)
+        if new == old:
+            continue
+        changed += 1
+        if diff:
+            click.echo(unified_diff(old, new, file), nl=False)
+        if write:
+            with open(path, "w", encoding="utf-8", newline="") as fh:
+                fh.write(new)
+    return changed
