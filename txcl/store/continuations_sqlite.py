@@ -825,8 +825,12 @@ class SqliteContinuationStore:
             )
             child_version = t.one("SELECT version FROM item_children WHERE unit_id = ? AND item_index = ?",
                                   (unit_id, index))["version"]
-            dispatches, deadline = self._promote(t, unit_id)
-            self._raise_expiry(t, it["run_id"], deadline)
+            dispatches: list[Dispatch] = []
+            unit = t.one("SELECT kind, on_item_error FROM await_units WHERE unit_id = ?", (unit_id,))
+            if status == "completed" or unit["on_item_error"] == "collect":
+                # a failed item under fail-fast is about to fail the unit: promote nothing to send
+                dispatches, deadline = self._promote(t, unit_id)
+                self._raise_expiry(t, it["run_id"], deadline)
             term = t.one("SELECT * FROM terminals WHERE opc = ?", (opc,))
             t.fired.append("admit")
             return AdmitResult("admitted", child_version=child_version, dispatches=tuple(dispatches),
