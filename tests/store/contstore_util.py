@@ -62,3 +62,30 @@ def complete(store, dispatch, output: Any = None, status: str = "completed"):
     if admit.outcome == "admitted":
         release = store.continue_release(dispatch.opc, child_version=admit.child_version)
     return admit, release
+
+
+# ---------------------------------------------------------------- workers for multiprocessing (spawn)
+
+
+def proc_continue(path: str, opcs: list[str], barrier, out) -> None:
+    """Run P5 for every opc after all processes reach the barrier; report wins."""
+    store = open_store(path, node="proc")
+    barrier.wait()
+    wins = [store.continue_release(opc).won for opc in opcs]
+    out.put(sum(wins))
+    store.close()
+
+
+def proc_admit(path: str, opc: str, token: str, payload, barrier, out) -> None:
+    store = open_store(path, node="proc")
+    barrier.wait()
+    res = store.admit_terminal(opc, "completed", payload, source="callback", token=token)
+    out.put((res.outcome, payload))
+    store.close()
+
+
+def proc_try_release(path: str, run_id: str, barrier, out) -> None:
+    store = open_store(path, node="proc")
+    barrier.wait()
+    out.put(store.try_release(run_id).won)
+    store.close()
