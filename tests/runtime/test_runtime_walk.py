@@ -290,7 +290,7 @@ def test_emit_ttl_lowering(workspace, run_tree):
     outcome, _ = run_tree(ws, {})
     assert isinstance(outcome, Failed)
     assert outcome.payload["code"] == "txcl_scope_ttl_exhausted"
-    assert outcome.payload["last_stage"] == "s/300"
+    assert outcome.payload["last_stage"] == "s/400"  # s/200 and s/300 ran: two more frames
 
 
 def test_set_post_failure_replaces_envelope(workspace, run_tree):

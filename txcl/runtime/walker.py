@@ -101,7 +101,7 @@ class Walker:
         if repeated:
             rec.event("stage.penalty", {"transition": f"{run.previous_stage}->{stage}",
                                         "fuel": 50, "sleep_ms": self.settings.op_repeat_penalty_ms})
-        payload = budget.exhaustion_payload(run.last_stage or stage)
+        payload = budget.exhaustion_payload(stage)
         if payload is not None:
             run.fail(payload, 500, reason=payload["code"])
             return None
