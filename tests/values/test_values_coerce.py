@@ -234,3 +234,38 @@ def test_duration_to_ms(value, ms):
 @pytest.mark.parametrize("value", [True, False, None, 1.5, "abc", [1], {}, "1"])
 def test_duration_to_ms_invalid(value):
     assert duration_to_ms(value) is None
+
+
+# ---------------------------------------------------------------- properties of the number forms
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from txcl.values.numbers import decompose, float_json  # noqa: E402
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_number_forms_read_back(x):
+    for form in (text_form(x), print_form(x), float_json(x)):
+        assert float(form) == x
+    assert "e" not in text_form(x)
+    neg, digits, dp = decompose(x)
+    assert digits == "0" or (digits[0] != "0" and digits[-1] != "0")
+
+
+def test_negative_zero_keeps_sign():
+    assert text_form(-0.0) == "-0" and print_form(-0.0) == "-0" and float_json(-0.0) == "-0"
+
+
+@pytest.mark.parametrize("x,text", [(1e-5, "0.00001"), (123.0, "123"), (1e16, "10000000000000000"),
+                                    (1.5e16, "15000000000000000"), (2.5e-5, "0.000025")])
+def test_text_form_more(x, text):
+    assert text_form(x) == text
+
+
+@pytest.mark.parametrize("x,text", [(999999.5, "999999.5"), (1000000.5, "1.0000005e+06"),
+                                    (-1234567.5, "-1.2345675e+06"), (0.0001, "0.0001"),
+                                    (0.00009, "9e-05"), (1e21, "1e+21"), (1e20, "100000000000000000000")])
+def test_print_form_more(x, text):
+    assert print_form(x) == text

@@ -73,6 +73,11 @@ _FIRST = json.JSONDecoder(
 _LAST = json.JSONDecoder(
     parse_int=_parse_int, parse_float=_parse_float, parse_constant=_reject_constant,
 )
+# The same with the C int parser: int()'s digit limit raises ValueError, and then the
+# decoders above (which handle any size) run again.
+_FAST_FIRST = json.JSONDecoder(object_pairs_hook=_first_wins, parse_float=_parse_float,
+                               parse_constant=_reject_constant)
+_FAST_LAST = json.JSONDecoder(parse_float=_parse_float, parse_constant=_reject_constant)
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
@@ -90,8 +95,16 @@ def loads(text: str, *, duplicates: str = "first") -> Any:
             text = bytes(text).decode("utf-8", "replace")
         else:
             raise TypeError("loads() takes a str")
+    fast = _FAST_FIRST if decoder is _FIRST else _FAST_LAST
     try:
-        value = decoder.decode(text)
+        try:
+            value = fast.decode(text)
+        except JsonError:
+            raise
+        except JSONDecodeError:
+            raise
+        except ValueError:  # an integer with more digits than int() takes by default
+            value = decoder.decode(text)
     except JsonError as exc:
         raise exc from None
     except JSONDecodeError as exc:
@@ -101,7 +114,7 @@ def loads(text: str, *, duplicates: str = "first") -> Any:
         ) from None
     except RecursionError:
         raise JsonError("invalid JSON: nested too deeply") from None
-    if _SURROGATE_ESCAPE.search(text):
+    if "\\u" in text and _SURROGATE_ESCAPE.search(text):
         value = _fix_surrogates(value)
     return value
 
@@ -132,18 +145,29 @@ def dumps(value: Any, *, sort_keys: bool = False, indent: int | None = None,
     `< > &` and U+2028/U+2029 as `\\u` escapes (they can only occur inside strings, so the
     whole text is translated at once).
     """
-    parts: list[str] = []
     try:
         if indent is None:
-            _compact(value, parts, sort_keys)
+            text = _sorted(value) if sort_keys else _compact(value)
         else:
+            parts: list[str] = []
             _indented(value, parts, sort_keys, " " * indent if isinstance(indent, int) else indent, "\n")
+            text = "".join(parts)
     except RecursionError:
         raise JsonError("value is nested too deeply for JSON") from None
-    text = "".join(parts)
+    except TypeError as exc:  # a non-string key reached the C escaper
+        raise JsonError(f"value has no JSON form: {exc}") from None
     if html_escape:
         text = text.translate(_HTML)
     return text
+
+
+def _float(x: float) -> str:
+    r = float.__repr__(x)
+    if "e" not in r and "n" not in r:  # plain repr (1e-4 <= |x| < 1e16), finite
+        return r[:-2] if r.endswith(".0") else r
+    if x != x or x in (math.inf, -math.inf):
+        raise JsonError(f"{r} has no JSON form")
+    return float_json(x)
 
 
 def _scalar(value: Any) -> str:
@@ -156,12 +180,55 @@ def _scalar(value: Any) -> str:
     if isinstance(value, int):
         return int.__repr__(value)
     if isinstance(value, float):
-        if value != value or value in (math.inf, -math.inf):
-            raise JsonError(f"{value!r} has no JSON form")
-        return float_json(value)
+        return _float(value)
     if isinstance(value, str):
         return _escape(value)
+    if isinstance(value, dict):
+        return _compact(dict(value))
+    if isinstance(value, (list, tuple)):
+        return _compact(list(value))
     raise JsonError(f"a {type(value).__name__} value has no JSON form")
+
+
+def _compact(v: Any) -> str:
+    t = type(v)
+    if t is str:
+        return _escape(v)
+    if t is dict:
+        return "{" + ",".join([
+            _escape(k) + ":" + (_escape(x) if type(x) is str else _compact(x))
+            for k, x in v.items()]) + "}"
+    if t is list:
+        return "[" + ",".join([_escape(x) if type(x) is str else _compact(x) for x in v]) + "]"
+    if t is int:
+        return int.__repr__(v)
+    if t is float:
+        return _float(v)
+    return _scalar(v)
+
+
+def _sorted(v: Any) -> str:
+    t = type(v)
+    if t is str:
+        return _escape(v)
+    if t is dict or (t is not list and isinstance(v, dict)):
+        return "{" + ",".join([
+            _escape(k) + ":" + (_escape(x) if type(x) is str else _sorted(x))
+            for k, x in sorted(v.items(), key=_key)]) + "}"
+    if t is list or t is tuple or isinstance(v, list):
+        return "[" + ",".join([_escape(x) if type(x) is str else _sorted(x) for x in v]) + "]"
+    if t is int:
+        return int.__repr__(v)
+    if t is float:
+        return _float(v)
+    return _scalar(v)
+
+
+def _key(item: tuple[Any, Any]) -> Any:
+    k = item[0]
+    if type(k) is not str:
+        raise JsonError(f"object key {k!r} is not a string")
+    return k
 
 
 def _items(d: dict, sort_keys: bool):
@@ -169,54 +236,6 @@ def _items(d: dict, sort_keys: bool):
         if type(k) is not str:
             raise JsonError(f"object key {k!r} is not a string")
     return sorted(d.items()) if sort_keys else d.items()
-
-
-def _compact(value: Any, out: list[str], sort_keys: bool) -> None:
-    t = type(value)
-    if t is str:
-        out.append(_escape(value))
-    elif t is dict or (t is not list and isinstance(value, dict)):
-        if not value:
-            out.append("{}")
-            return
-        out.append("{")
-        first = True
-        for k, v in _items(value, sort_keys):
-            if first:
-                first = False
-            else:
-                out.append(",")
-            out.append(_escape(k))
-            out.append(":")
-            tv = type(v)
-            if tv is str:
-                out.append(_escape(v))
-            elif tv is int:
-                out.append(int.__repr__(v))
-            else:
-                _compact(v, out, sort_keys)
-        out.append("}")
-    elif t is list or t is tuple or isinstance(value, list):
-        if not value:
-            out.append("[]")
-            return
-        out.append("[")
-        first = True
-        for v in value:
-            if first:
-                first = False
-            else:
-                out.append(",")
-            tv = type(v)
-            if tv is str:
-                out.append(_escape(v))
-            elif tv is int:
-                out.append(int.__repr__(v))
-            else:
-                _compact(v, out, sort_keys)
-        out.append("]")
-    else:
-        out.append(_scalar(value))
 
 
 def _indented(value: Any, out: list[str], sort_keys: bool, unit: str, nl: str) -> None:

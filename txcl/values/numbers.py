@@ -81,6 +81,9 @@ def float_json(x: float) -> str:
 
 def float_text(x: float) -> str:
     """Text form of conditions (§6.4): always plain decimal, no trailing `.0`."""
+    r = float.__repr__(x)
+    if "e" not in r and "n" not in r:  # plain repr: 1e-4 <= |x| < 1e16
+        return r[:-2] if r.endswith(".0") else r
     if x != x:
         return "NaN"
     if x in (math.inf, -math.inf):
@@ -93,6 +96,9 @@ def float_text(x: float) -> str:
 
 def float_print(x: float) -> str:
     """Print form (§6.18, Go's %v except for integral floats below 1e21)."""
+    r = float.__repr__(x)
+    if "e" not in r and "n" not in r and -1e6 < x < 1e6:  # plain in both notations
+        return r[:-2] if r.endswith(".0") else r
     if x != x:
         return "NaN"
     if x in (math.inf, -math.inf):
