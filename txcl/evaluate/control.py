@@ -9,22 +9,10 @@ import attrs
 
 from txcl.values.coerce import bool_form, text_form
 from txcl.values.paths import MISSING, delete, delete_target
-from txcl.values.reserved import DELETE_ONLY_INBOUND, is_author_writable
+from txcl.values.reserved import is_deletable
 
 _FULL_STAGE = re.compile(r"^(.+)/([0-9]+)$")
 _SCOPE_ONLY = re.compile(r"^[0-9]+$")
-
-
-def _under(segments: tuple[str, ...], prefix: tuple[str, ...]) -> bool:
-    return segments[: len(prefix)] == prefix
-
-
-def _delete_allowed(segments: tuple[str, ...]) -> bool:
-    if not segments or segments[0] != "_txc":
-        return True
-    if is_author_writable(segments):
-        return True
-    return any(_under(segments, tuple(p)) for p in DELETE_ONLY_INBOUND)
 
 
 def apply_delete(envelope: dict) -> list[str]:
@@ -44,7 +32,7 @@ def apply_delete(envelope: dict) -> list[str]:
         segments = delete_target(target)
         if not segments or any(seg == "" for seg in segments):
             continue
-        if _delete_allowed(segments):
+        if is_deletable(segments):
             delete(envelope, segments)
         else:
             refused.append(target)

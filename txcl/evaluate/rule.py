@@ -17,7 +17,7 @@ from txcl.syntax import ast
 from txcl.values.coerce import parse_go_float
 from txcl.values.merge import deep_copy, merge
 from txcl.values.paths import MISSING, PathError, has, read, split_path_string, write
-from txcl.values.reserved import is_author_writable
+from txcl.values.reserved import is_author_writable, path_text
 
 TXC = "_txc"
 TTL_PATH = ("_txc", "ttl")
@@ -149,7 +149,7 @@ def nest_into(directives: dict, output: Any) -> tuple[Any, str | None]:
     if not segments or any(seg == "" for seg in segments):
         return output, None
     if is_dropped_target(segments):
-        return {}, "." + ".".join(segments)
+        return {}, path_text(segments)
     return write({}, segments, output), None
 
 
@@ -184,13 +184,13 @@ def finish_output(
                 output = _as_object(write(output, segments, lowered))
             continue
         if is_dropped_target(segments):
-            dropped.append(text or "." + ".".join(segments))
+            dropped.append(text or path_text(segments))
             continue
         try:
             output = _as_object(write(output, segments, deep_copy(value)))
         except PathError as exc:
-            path_text = text or "." + ".".join(segments)
-            return Finished(_error_object(f"overlay {path_text}: {exc}"), None, dropped, None)
+            shown = text or path_text(segments)
+            return Finished(_error_object(f"overlay {shown}: {exc}"), None, dropped, None)
     return Finished(output, None, dropped, new_ttl)
 
 

@@ -1,0 +1,24 @@
+"""Tiny timing helpers shared by the benchmarks: medians of repeated batches."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Callable
+
+
+def median_us(fn: Callable[[], object], number: int = 2000, repeat: int = 9) -> float:
+    """Median over `repeat` batches of the per-call time of `fn`, in microseconds."""
+    fn()  # warm caches
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        samples.append((time.perf_counter() - start) / number * 1e6)
+    return statistics.median(samples)
+
+
+def report(name: str, value: float, unit: str, target: str = "") -> None:
+    extra = f"   (target {target})" if target else ""
+    print(f"{name:<58} {value:>10.2f} {unit}{extra}")
