@@ -17,9 +17,9 @@ from txcl.syntax.tokens import CLAUSE_KEYWORDS, CLAUSE_KW_SET, Tok, describe
 
 _ORDER_OPS = {"EQ", "NE", "LT", "LE", "GT", "GE"}
 _MATCH_OPS = {"MATCH", "NMATCH"}
-_PATHS = {"DOT_PATH", "AT_PATH"}
+_PATHS = {"PATH", "DOT_PATH"}
 _SCALARS = {"INT", "FLOAT", "STRING", "TRUE", "FALSE"}
-_COND_START = {"DOT_PATH", "AT_PATH", "LPAR", "BANG"}
+_COND_START = {"PATH", "DOT_PATH", "LPAR", "BANG"}
 _OP_TEXT = {"AND": "&&", "OR": "||", "COMMA": ",", "BANG": "!"}
 _CLAUSE_LIST = "WHEN, SET, SELECT, WITH, PRIORITY, EXEC, LOOP, EMIT"
 
@@ -228,7 +228,7 @@ class _Explainer:
         if tail.type == "DOT_PATH":
             self.advance()
             key += tail.value
-        elif tail.type == "AT_PATH":
+        elif tail.type == "PATH":  # an @-path (a `.`-path after a NAME is a DOT_PATH)
             self.fail("TX018", "expected a WITH key (a name such as timeout or "
                       f"secrets.token), found {describe(tail)}", tail)
         self.expect_equals(key)

@@ -15,8 +15,7 @@ from txcl.errors import Diagnostic, Position, Span
 from txcl.syntax.ast import Comment
 from txcl.syntax.tokens import CONTEXTUAL, KEYWORDS, RESERVED, Tok, char_text
 
-_MASTER = re.compile("|".join((
-    r"(?P<WS>[ \t\r\n]+)",
+_MASTER = re.compile(r"[ \t\r\n]*(?:" + "|".join((
     r"(?P<COMMENT>#[^\n]*)",
     r'(?P<STRING>(?:b64)?"(?:[^"\\]|\\[\s\S])*")',
     r'(?P<USTRING>(?:b64)?")',
@@ -27,8 +26,8 @@ _MASTER = re.compile("|".join((
     r"(?P<CALL>&[A-Za-z_][A-Za-z0-9_]*\(?)",
     r"(?P<DOTBAD>[.@])",
     r"(?P<SLASH>/)",
-    r"(?P<BAD>[\s\S])",
-)))
+    r"(?P<BAD>[^ \t\r\n])",
+)) + ")")
 
 _OPS = {
     "==": "EQ", "!=": "NE", "!~": "NMATCH", "=~": "MATCH", "<=": "LE", ">=": "GE",
@@ -108,35 +107,38 @@ class Scanner:
         prev = ""  # type of the previous significant token
         while pos < n:
             m = match(text, pos)
+            if m is None:  # only blanks remain
+                break
             kind = m.lastgroup
-            end = m.end()
-            col = pos - line_start + 1
-            if kind == "WS":
-                nl = text.count("\n", pos, end)
+            start = m.start(kind)
+            if start != pos:
+                nl = text.count("\n", pos, start)
                 if nl:
                     line += nl
-                    line_start = text.rfind("\n", pos, end) + 1
-                pos = end
-                continue
+                    line_start = text.rfind("\n", pos, start) + 1
+                pos = start
+            end = m.end()
+            col = pos - line_start + 1
             if kind == "PATH":
                 if end < n and (text[end] in '."' or (text[end - 1] == '"'
                                                         and text[end] in _NAME_CHARS)):
                     end = self._bad_path(pos, line, col)
                 else:
-                    value = m.group()
-                    append(Tok("AT_PATH" if value[0] == "@" else "DOT_PATH", value, None, pos,
-                               end, line, col, line, col + end - pos))
+                    value = m.group(kind)
+                    # a `.`-path right after a NAME is a WITH key tail (grammar: DOT_PATH)
+                    append(Tok("DOT_PATH" if prev == "NAME" and value[0] == "." else "PATH",
+                               value, None, pos, end, line, col, line, col + end - pos))
                     prev = "PATH"
                 pos = end
                 continue
             if kind == "OP":
-                value = m.group()
+                value = m.group(kind)
                 prev = _OPS[value]
                 append(Tok(prev, value, None, pos, end, line, col, line, col + end - pos))
                 pos = end
                 continue
             if kind == "NAME":
-                value = m.group()
+                value = m.group(kind)
                 lower = value.lower()
                 kw = KEYWORDS.get(lower)
                 if kw is not None:
@@ -153,7 +155,7 @@ class Scanner:
                 pos = end
                 continue
             if kind == "STRING":
-                value = m.group()
+                value = m.group(kind)
                 b64 = value[0] == "b"
                 plain = unescape(value[4:-1] if b64 else value[1:-1])
                 if b64:
@@ -170,17 +172,17 @@ class Scanner:
                 pos = end
                 continue
             if kind == "NUM":
-                self._number(m.group(), pos, end, line, col)
+                self._number(m.group(kind), pos, end, line, col)
                 prev = "NUM"
                 pos = end
                 continue
             if kind == "COMMENT":
-                self.comments.append(Comment(m.group()[1:], span=Span(
+                self.comments.append(Comment(m.group(kind)[1:], span=Span(
                     Position(line, col, pos), Position(line, col + end - pos, end))))
                 pos = end
                 continue
             if kind == "CALL":
-                value = m.group()
+                value = m.group(kind)
                 if value[-1] == "(":
                     append(Tok("CALL_START", value, value[1:-1], pos, end, line, col, line,
                                col + end - pos))
@@ -213,7 +215,7 @@ class Scanner:
                 pos = end
                 continue
             if kind == "DOTBAD":
-                c = m.group()
+                c = m.group(kind)
                 self._error(text, pos, end, line, col, self._diag(
                     "TX008", f"'{c}' must be followed by a letter or '_' to start a path",
                     pos, end, line, col))
@@ -221,7 +223,7 @@ class Scanner:
                 pos = end
                 continue
             # SLASH outside a regex position, or any other character
-            c = m.group()
+            c = m.group(kind)
             self._error(text, pos, end, line, col, self._diag(
                 "TX001", f"unexpected character {char_text(c)}", pos, end, line, col,
                 _CHAR_HINTS.get(c)))

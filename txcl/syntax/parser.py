@@ -16,13 +16,14 @@ too. Per-rule TX1xx checks (txcl.syntax.validate) run only on texts without TX0x
 from __future__ import annotations
 
 import threading
+from operator import itemgetter
 from typing import Any
 
 from lark import Lark
-from lark.exceptions import UnexpectedInput, VisitError
+from lark.exceptions import VisitError
 from lark.lexer import Lexer
 from lark.parsers.lalr_analysis import Shift
-from lark.parsers.lalr_parser_state import ParseConf, ParserState
+from lark.parsers.lalr_parser_state import ParseConf
 
 from txcl.errors import Diagnostic, Position, Span, TxclSyntaxError
 from txcl.resources import grammar_path
@@ -50,11 +51,15 @@ class _Parser:
     def __init__(self) -> None:
         self.transformer = TxclTransformer()
         self.lark = Lark(grammar_path().read_text(encoding="utf-8"), parser="lalr",
-                         lexer=_NoLexer, transformer=self.transformer,
-                         maybe_placeholders=True)
+                         lexer=_NoLexer, maybe_placeholders=True)
         inner = self.lark.parser.parser.parser  # frontend → LALR_Parser → _Parser
-        self.conf = ParseConf(inner.parse_table, inner.callbacks, "start")
-        self.states = self.conf.states
+        conf = ParseConf(inner.parse_table, inner.callbacks, "start")
+        self.start_state = conf.start_state
+        self.end_state = conf.end_state
+        self.table = _compile_table(conf, self.transformer)
+        self.term_callbacks = {
+            t.name: getattr(self.transformer, t.name) for t in self.lark.terminals
+            if callable(getattr(self.transformer, t.name, None))}
         self.lock = threading.Lock()
         self.mismatches = 0  # explainer disagreed with the table (tests watch this)
 
@@ -62,41 +67,66 @@ class _Parser:
 
     def _accepts(self, stack: list, ttype: str) -> bool:
         """Would the table shift `ttype` next (after any reductions)? No callbacks run."""
-        states = self.states
+        table = self.table
         stack = list(stack)
         while True:
-            acts = states[stack[-1]]
-            act = acts.get(ttype)
+            act = table[stack[-1]].get(ttype)
             if act is None:
                 return False
-            action, arg = act
-            if action is Shift:
+            if act[0] is True:
                 return True
-            size = len(arg.expansion)
+            size = act[1]
             if size:
                 del stack[-size:]
-            stack.append(states[stack[-1]][arg.origin.name][1])
+            stack.append(table[stack[-1]][act[2]][1])
 
     def _run(self, tokens: list[Tok], i: int, end_tok: Tok) -> int | None:
-        """Parse tokens[i:] from a fresh state; the index of the failing token or None."""
-        state = ParserState(self.conf, None)
-        feed = state.feed_token
+        """Parse tokens[i:] from a fresh state; the index of the failing token or None.
+
+        This is Lark's LALR loop (ParserState.feed_token) over Lark's own table and
+        callbacks, with the table pre-resolved to plain dicts so no Token or Rule
+        hashing happens per step.
+        """
+        table = self.table
+        term_cb = self.term_callbacks
+        stack = [self.start_state]
+        values: list = []
         n = len(tokens)
         j = i
         try:
-            while j < n:
-                tok = tokens[j]
-                if tok.type == "ERROR":
+            while j <= n:
+                tok = tokens[j] if j < n else end_tok
+                t = tok.type
+                if t == "ERROR":
                     return j
-                if tok.data is not None and tok.type == "NAME":
+                if t == "NAME" and tok.data is not None:
                     # contextual EVERY / MAX: keywords only where a LOOP modifier may start
-                    if self._accepts(state.state_stack, tok.data):
-                        tok.type = tok.data
-                feed(tok)
+                    if self._accepts(stack, tok.data):
+                        tok.type = t = tok.data
+                while True:
+                    act = table[stack[-1]].get(t)
+                    if act is None:
+                        return j
+                    if act[0] is True:
+                        if j == n:  # $END is never shifted: the parse is complete
+                            return None
+                        stack.append(act[1])
+                        cb = term_cb.get(t)
+                        values.append(tok if cb is None else cb(tok))
+                        break
+                    _, size, origin, callback = act
+                    if size:
+                        children = values[-size:]
+                        del stack[-size:]
+                        del values[-size:]
+                    else:
+                        children = []
+                    value = callback(children)
+                    stack.append(table[stack[-1]][origin][1])
+                    values.append(value)
+                    if j == n and stack[-1] == self.end_state:
+                        return None
                 j += 1
-            feed(end_tok, True)
-        except UnexpectedInput:
-            return j
         except VisitError as exc:  # an exception inside a callback: unwrap it
             raise exc.orig_exc from None
         return None
@@ -131,6 +161,86 @@ class _Parser:
         diags.extend(more)
         diags.sort(key=lambda d: (d.span.start.offset, d.span.end.offset))
         return (rule if not diags else None), diags
+
+
+class _Flat(list):
+    """Children of a Lark helper rule (`x*`, `x+`), spliced into the parent's children."""
+
+    __slots__ = ()
+
+
+def _make_callback(rule: Any, transformer: Any) -> Any:
+    """The reduction callback of one rule, with Lark's tree-builder semantics.
+
+    Like Lark's ParseTreeBuilder with `maybe_placeholders=True` and an inline
+    transformer: helper rules (`_name`) splice their children into the parent, `[x]` that
+    matched nothing gives None, a `?rule` with one child returns that child, and
+    otherwise the transformer method named by the alias or the rule is called. Built here
+    so that each reduction costs one call instead of a chain of wrappers.
+    """
+    origin = str(rule.origin.name)
+    empty = list(rule.options.empty_indices or ())
+    has_helpers = any(not sym.is_term and sym.name.startswith("_") for sym in rule.expansion)
+
+    def reshape(children: list) -> list:
+        out: list = []
+        it = iter(children)
+        for flag in empty or [False] * len(children):
+            if flag:
+                out.append(None)
+                continue
+            child = next(it)
+            if type(child) is _Flat:
+                out.extend(child)
+            else:
+                out.append(child)
+        return out
+
+    if origin.startswith("_"):
+        if has_helpers or empty:
+            return lambda children: _Flat(reshape(children))
+        return _Flat
+    fn = getattr(transformer, rule.alias or origin)if hasattr(
+        transformer, rule.alias or origin) else None
+    expand1 = bool(rule.options.expand1) and not rule.alias
+    if fn is None and not expand1:
+        raise RuntimeError(f"grammar rule {origin!r} has no transformer method")
+    if has_helpers or empty:
+        if expand1:
+            def cb(children: list) -> Any:
+                children = reshape(children)
+                return children[0] if len(children) == 1 else fn(children)
+            return cb
+        return lambda children: fn(reshape(children))
+    if expand1:
+        if len(rule.expansion) == 1:
+            return itemgetter(0)
+        return lambda children: children[0] if len(children) == 1 else fn(children)
+    return fn
+
+
+def _compile_table(conf: ParseConf, transformer: Any) -> dict:
+    """Lark's parse table as {state: {symbol: action}} with plain-str keys.
+
+    A shift (and a goto) is (True, next_state); a reduction is
+    (False, size, origin_name, callback).
+    """
+    callbacks: dict = {}
+    for actions in conf.states.values():
+        for action, arg in actions.values():
+            if action is not Shift and arg not in callbacks:
+                callbacks[arg] = _make_callback(arg, transformer)
+    table: dict = {}
+    for state, actions in conf.states.items():
+        row = {}
+        for sym, (action, arg) in actions.items():
+            if action is Shift:
+                row[str(sym)] = (True, arg)
+            else:
+                row[str(sym)] = (False, len(arg.expansion), str(arg.origin.name),
+                                 callbacks[arg])
+        table[state] = row
+    return table
 
 
 def _resume_index(tokens: list[Tok], bad: int, start: int) -> int:

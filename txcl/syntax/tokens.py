@@ -88,7 +88,7 @@ def describe(tok: Tok) -> str:
     t = tok.type
     if t == "$END":
         return "end of input"
-    if t in ("DOT_PATH", "AT_PATH"):
+    if t in ("PATH", "DOT_PATH"):
         return f"path {tok.value}"
     if t == "NAME":
         return f"identifier {tok.value}"

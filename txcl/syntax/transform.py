@@ -132,7 +132,7 @@ class TxclTransformer(Transformer):
     def DOT_PATH(self, tok: Tok) -> ast.Path:
         return make_path(tok)
 
-    def AT_PATH(self, tok: Tok) -> ast.Path:
+    def PATH(self, tok: Tok) -> ast.Path:
         return make_path(tok)
 
     def REGEX(self, tok: Tok) -> ast.Regex:
@@ -146,9 +146,6 @@ class TxclTransformer(Transformer):
         return ast.Regex(pattern, source, compiled, span=span)
 
     # ------------------------------------------------------------ values
-
-    def path(self, c: list) -> ast.Path:
-        return c[0]
 
     def array(self, c: list) -> ast.ArrayLit:
         items = tuple(x for x in c[1:-1] if x is not None and type(x) is not Tok)
