@@ -1,0 +1,134 @@
+"""Restart safety (EC-7, §5.7): reopening the file reconstructs everything; crash at fault points."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from contstore_util import FakeClock, complete, itemized, open_store, park_barrier, run_spec, unary
+
+from txcl.continuations.sweeper import SweepConfig, sweep
+from txcl.store.continuations_base import Fence
+
+HERE = Path(__file__).resolve().parent
+
+CHILD = r"""
+import json, sys
+sys.path.insert(0, {here!r})
+from contstore_util import open_store, park_barrier, itemized, unary
+store = open_store({path!r}, node="doomed")
+park = park_barrier(store, units=[itemized(n=4, window=2)])
+print(json.dumps([[d.opc, d.token] for d in park.dispatches]), flush=True)
+pending = list(park.dispatches)
+while pending:
+    d = pending.pop(0)
+    admit = store.admit_terminal(d.opc, "completed", {{"i": d.item_index}}, source="callback", token=d.token)
+    print(json.dumps([[x.opc, x.token] for x in admit.dispatches]), flush=True)
+    pending += admit.dispatches
+    store.continue_release(d.opc, child_version=admit.child_version)
+print("survived", flush=True)
+"""
+
+
+def run_child(path: Path, fault: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, TXCL_TESTING="1", TXCL_FAULT=fault)
+    return subprocess.run([sys.executable, "-c", CHILD.format(here=str(HERE), path=str(path))], env=env,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_reopening_the_file_reconstructs_everything_ec7(tmp_path):
+    path = tmp_path / "txcl.db"
+    clock = FakeClock()
+    s1 = open_store(path, clock)
+    park = park_barrier(s1, units=[unary("a"), itemized("b", n=3, window=3)])
+    by_unit = {}
+    for d in park.dispatches:
+        by_unit.setdefault(d.op_name, []).append(d)
+    complete(s1, by_unit["a"][0])
+    for d in by_unit["b"]:
+        s1.admit_terminal(d.opc, "completed", {"b": d.item_index}, source="callback", token=d.token)
+    s1.close()
+    # a fresh process (store) decides only from stored records
+    s2 = open_store(path, clock, node="node-b")
+    assert s2.get_run(park.run.run_id).status == "waiting"
+    rel = s2.try_release(park.run.run_id)  # the drain / sweeper path
+    assert rel.won and rel.claim.owner == "node-b"
+    bundle = s2.claim_resume(park.run.run_id, rel.claim.claim_token)
+    assert bundle.suspend.envelope == {"e": 0}
+    assert {u.op_name: u.output for u in bundle.members} == {"a": {"ok": 0}, "b": [{"b": 0}, {"b": 1}, {"b": 2}]}
+    s2.close()
+    s3 = open_store(path, clock)
+    assert s3.get_claim(park.run.run_id).claim_token == rel.claim.claim_token
+    s3.close()
+
+
+def test_crash_after_admit_commit_then_recovery(tmp_path):
+    """Kill at `admit`: the terminal is durable; the next completion or the sweeper finishes the work."""
+    path = tmp_path / "txcl.db"
+    proc = run_child(path, "admit")
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert "survived" not in proc.stdout
+    first = json.loads(proc.stdout.splitlines()[0])
+    store = open_store(path)
+    run = store.list_runs()[0]
+    assert run.status == "waiting"
+    opc0 = first[0][0]
+    assert store.get_terminal(opc0).payload == {"i": 0}
+    assert store.list_children(store.get_interaction(opc0).unit_id)[0].status == "queued"
+    # deliver the rest of the callbacks (the worker retries item 0: a duplicate)
+    unit_id = store.get_interaction(opc0).unit_id
+    assert store.admit_terminal(opc0, "completed", {"i": 0}, source="callback", token=first[0][1]).outcome == "duplicate"
+    # the crashed process never promoted or ran P5; the sweeper promotes and repairs
+    report = sweep(store, SweepConfig(reconcile_after_ms=0))
+    assert (unit_id, 0) in report.children_repaired
+    tokens = {opc: tok for opc, tok in first}
+    # item 2 was promoted inside the admit commit; its POST died with the process → resent (§5.7)
+    assert 2 in [d.item_index for d in report.resent]
+    for d in [*report.resent, *report.promoted]:
+        tokens[d.opc] = d.token
+    pending = [i for i in store.list_interactions(unit_id) if i.status in ("dispatching", "dispatched")]
+    won = 0
+    while pending:
+        it = pending.pop(0)
+        admit = store.admit_terminal(it.opc, "completed", {"i": it.item_index}, source="callback",
+                                     token=tokens[it.opc])
+        assert admit.outcome == "admitted"
+        for d in admit.dispatches:
+            tokens[d.opc] = d.token
+        won += store.continue_release(it.opc, child_version=admit.child_version).won
+        pending = [i for i in store.list_interactions(unit_id) if i.status in ("dispatching", "dispatched")]
+    assert won == 1
+    assert store.get_unit(unit_id).output == [{"i": i} for i in range(4)]
+    store.close()
+
+
+def test_crash_after_release_commit_takeover(tmp_path):
+    """Kill at `release`: the run is resuming under a dead claim; a takeover re-drives it (attempt 2)."""
+    path = tmp_path / "txcl.db"
+    proc = run_child(path, "release")
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    store = open_store(path, node="node-b")
+    run = store.list_runs()[0]
+    assert run.status == "resuming" and store.get_claim(run.run_id).owner == "doomed"
+    report = sweep(store, SweepConfig(stale_after_ms=-1, max_attempts=3))
+    assert [c.attempt for c in report.taken_over] == [2]
+    claim = report.taken_over[0]
+    bundle = store.claim_resume(run.run_id, claim.claim_token)
+    assert bundle.members[0].output == [{"i": i} for i in range(4)]
+    done = store.finish_segment(run.run_id, Fence(claim.segment_id, claim.claim_token), status="completed",
+                                result={"n": 4})
+    assert done.status == "completed"
+    store.close()
+
+
+def test_fault_point_not_reached_without_testing_flag(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "TXCL_TESTING"}
+    env["TXCL_FAULT"] = "admit"
+    proc = subprocess.run([sys.executable, "-c", CHILD.format(here=str(HERE), path=str(tmp_path / "t.db"))],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and "survived" in proc.stdout
