@@ -116,7 +116,7 @@ _ENTRIES = (
     _d("TX101", """The function does not exist in the registry (names are case-sensitive).""",
        'EMIT .n = &lenght(.items)', 'EMIT .n = &len(.items)'),
     _d("TX102", """The call has an argument count the function never accepts.""",
-       'EMIT .s = &upper(.a, .b)', 'EMIT .s = &upper(.a)'),
+       'EMIT .n = &len(.a, .b)', 'EMIT .n = &len(.a)'),
     _d("TX103", """EXEC schemes are txco://, http(s)://, py://, goto:// or a bare <stack>/<scope>.""",
        'EXEC "ftp://files.example.net/x"', 'EXEC "https://files.example.net/x"'),
     _d("TX104", """The EXEC target is malformed for its kind (empty, no host, bad module name …).""",

@@ -59,7 +59,9 @@ def check_source(text: str | bytes, filename: str = "<string>", config: CheckCon
         cache.put(key, analysis)
     source = _decode(data)
     diags = analysis.materialize(filename, source)
-    return finalize(diags, source, filename, config)
+    out = finalize(diags, source, filename, config)
+    out.sort(key=lambda d: (d.line, d.column, d.code))
+    return out
 
 
 def finalize(diags: Iterable[Diagnostic], source: str | None, path: str | Path,

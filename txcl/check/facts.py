@@ -63,9 +63,10 @@ def extract(rule: ast.Rule) -> dict[str, Any]:
                 continue
             if isinstance(a.value, (ast.StringLit, ast.IntLit)):
                 text = a.value.value if isinstance(a.value, ast.StringLit) else a.value.text
-                jump = jump_of_goto_value(str(text))
+                shown = f'"{text}"' if isinstance(a.value, ast.StringLit) else text
+                jump = jump_of_goto_value(str(text).strip())
                 if jump is not None:
-                    gotos.append((jump[0], jump[1], f"{kind} @goto = {text}", span_t(a.span)))
+                    gotos.append((jump[0], jump[1], f"{kind} @goto = {shown}", span_t(a.span)))
     exec_target = rule.exec.target if rule.exec is not None else None
     if exec_target is not None:
         jump = jump_of_exec(exec_target)

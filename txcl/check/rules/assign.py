@@ -39,11 +39,14 @@ def writable(segs: tuple[str, ...], writer: str, system_stack: bool = False) -> 
 
 
 def _split(text: str) -> tuple[str, ...]:
+    """An @delete target string (§6.2: trimmed, leading `@` is `_txc.`, leading `.` dropped)."""
     try:
-        from txcl.values.paths import split_path_string
-        return tuple(split_path_string(text))
+        from txcl.values.paths import delete_target
+        return tuple(delete_target(text))
     except ImportError:
-        return tuple(s for s in text.lstrip(".").split(".") if s)
+        text = text.strip()
+        text = "_txc." + text[1:] if text.startswith("@") else text.lstrip(".")
+        return tuple(s for s in text.split(".") if s)
     except Exception:
         return ()
 
@@ -79,7 +82,7 @@ def reserved_write(ctx: FileContext) -> Iterator[Diagnostic]:
             segs = a.target.segments
             if not writable(segs, writer, system):
                 yield ctx.diag("TX205", a.target.span,
-                               f"{writer} writes the reserved path {a.target.text}; the runtime drops it",
+                               f"{writer} writes the reserved path {a.target.source_text}; the runtime drops it",
                                hint="only _txc.web.res, _txc.goto, _txc.halt, _txc.delete, _txc.telemetry, "
                                     "_txc.lmtp.res, _txc.llm.* (and _txc.ttl by EMIT) are writable")
             if segs == ("_txc", "delete"):

@@ -112,4 +112,4 @@ def try_wrong_arity(ctx: FileContext) -> Iterator[Diagnostic]:
         base = _lookup(registry, base_name) or spec
         if not base.accepts(len(node.args)):
             yield ctx.diag("TX208", node.name_span if node.name_span.end.offset else node.span,
-                           f"&{node.name} takes {base.arity_text()}, got {len(node.args)}; it always returns null")
+                           f"&{node.name} {base.arity_text()}, got {len(node.args)}; it always returns null")

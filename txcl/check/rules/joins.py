@@ -20,9 +20,8 @@ def _into_segments(into: str) -> tuple[str, ...]:
 
 
 def _overlaps(read: tuple[str, ...], into: tuple[str, ...]) -> bool:
-    """A read at or under `into` (or of one of its parents, which holds it)."""
-    n = min(len(read), len(into))
-    return read[:n] == into[:n]
+    """A read at or under `into` (LANGUAGE.md §8.3)."""
+    return read[: len(into)] == into
 
 
 @tree_rule("TX220", "TX221", "TX222", "TX223")

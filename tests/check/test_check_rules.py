@@ -1,0 +1,129 @@
+"""One fixture per rule with the exact findings (code, line, column) it must produce."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from txcl.check import check_source, run_check
+from txcl.check.config import load_config
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+RULE_FIXTURES = {
+    "TX010_syntax": [("TX010", 1, 22)],
+    "TX101_load": [("TX101", 1, 11), ("TX201", 1, 33)],
+    "TX201": [("TX201", 1, 15), ("TX201", 2, 14), ("TX201", 2, 25), ("TX201", 3, 10), ("TX201", 5, 30),
+              ("TX201", 5, 40)],
+    "TX202": [("TX202", 1, 1)],
+    "TX203": [("TX302", 2, 1), ("TX203", 2, 6), ("TX203", 2, 22)],
+    "TX204": [("TX204", 1, 24), ("TX204", 3, 21), ("TX302", 5, 1), ("TX204", 5, 6)],
+    "TX205": [("TX205", 2, 5), ("TX205", 3, 16), ("TX205", 3, 59), ("TX301", 4, 1), ("TX301", 5, 1),
+              ("TX205", 5, 30)],
+    "TX206": [("TX206", 1, 5), ("TX206", 1, 19), ("TX206", 1, 36)],
+    "TX207": [("TX207", 1, 16), ("TX207", 2, 35), ("TX207", 3, 26)],
+    "TX208": [("TX208", 1, 11), ("TX208", 1, 55)],
+    "TX209": [("TX209", 1, 16), ("TX209", 1, 40), ("TX302", 2, 1), ("TX209", 2, 15), ("TX209", 2, 37),
+              ("TX209", 2, 54), ("TX209", 2, 79), ("TX302", 3, 1), ("TX209", 3, 15), ("TX209", 3, 32),
+              ("TX209", 3, 48)],
+    "TX210": [("TX210", 2, 12), ("TX210", 2, 33), ("TX210", 2, 53)],
+    "TX211": [("TX211", 2, 26)],
+    "TX212": [("TX212", 1, 1)],
+    "TX301": [("TX301", 2, 1), ("TX301", 3, 1), ("TX301", 4, 1), ("TX301", 5, 1)],
+    "TX302": [("TX301", 3, 1), ("TX302", 3, 1), ("TX302", 4, 1), ("TX301", 5, 1), ("TX301", 6, 1),
+              ("TX302", 6, 1)],
+    "TX303": [("TX303", 1, 1), ("TX302", 3, 1), ("TX303", 3, 13), ("TX302", 4, 1), ("TX303", 4, 15)],
+    "clean": [],
+}
+
+TREE_FIXTURES = {
+    "TX120": [("OPS/shop/discount.txcl", "TX120", 1, 1)],
+    "TX121": [("OPS/0100/check.txcl", "TX121", 1, 1)],
+    "TX122": [("OPS/shop/0100_b/tax.txcl", "TX122", 1, 1)],
+    "TX123": [("OPS/my shop/0100/check.txcl", "TX123", 1, 1), ("OPS/shop/0100/bad.name.txcl", "TX123", 1, 1)],
+    "TX213": [("OPS/s/0100/poll.txcl", "TX213", 2, 1)],
+    "TX220": [("OPS/s/0300/job.txcl", "TX220", 1, 22)],
+    "TX221": [("OPS/s/0100/job.txcl", "TX221", 1, 22)],
+    "TX222": [("OPS/s/0200/use.txcl", "TX222", 1, 6), ("OPS/s/0200/use.txcl", "TX222", 2, 29)],
+    "TX223": [("OPS/s/0100/a.txcl", "TX223", 1, 22)],
+    "TX230": [("OPS/s/0100/again.txcl", "TX230", 1, 6), ("OPS/s/0200/jump.txcl", "TX230", 1, 1)],
+    "TX231": [("OPS/s/0100/a.txcl", "TX231", 1, 1)],
+    "TX232": [("OPS/shop/0100/go.txcl", "TX232", 1, 6), ("OPS/shop/0200/guarded.txcl", "TX232", 2, 1)],
+    "TX240": [("OPS/shop/0100/check.txcl.bak", "TX240", 1, 1), ("OPS/shop/0100/rule.TXCL", "TX240", 1, 1)],
+}
+
+
+def _findings(name: str) -> list[tuple[str, int, int]]:
+    text = (FIXTURES / "rules" / f"{name}.txcl").read_text(encoding="utf-8")
+    return [(d.code, d.line, d.column) for d in check_source(text, f"{name}.txcl")]
+
+
+@pytest.mark.parametrize("name", sorted(RULE_FIXTURES))
+def test_rule_fixture_exact_findings(name: str) -> None:
+    assert _findings(name) == RULE_FIXTURES[name]
+
+
+def test_every_rule_fixture_is_listed() -> None:
+    on_disk = {p.stem for p in (FIXTURES / "rules").glob("*.txcl")}
+    assert on_disk == set(RULE_FIXTURES)
+
+
+@pytest.mark.parametrize("name", sorted(TREE_FIXTURES))
+def test_tree_fixture_exact_findings(name: str, monkeypatch) -> None:
+    root = FIXTURES / "trees" / name
+    monkeypatch.chdir(root)
+    result = run_check(["."], load_config("."), cache_dir=False)
+    got = [(d.file.replace(os.sep, "/"), d.code, d.line, d.column) for d in result.diagnostics]
+    assert got == TREE_FIXTURES[name]
+
+
+def test_every_check_code_has_a_fixture() -> None:
+    """Each TX2xx/TX3xx code and each tree-layout code is exercised by some fixture."""
+    from txcl.codes import CODES
+    covered = {code for findings in RULE_FIXTURES.values() for code, _, _ in findings}
+    covered |= {code for findings in TREE_FIXTURES.values() for _, code, _, _ in findings}
+    wanted = {c for c in CODES if c >= "TX120"}
+    assert wanted - covered == set()
+
+
+def test_tree_rules_only_report_files_under_the_given_paths(monkeypatch) -> None:
+    monkeypatch.chdir(FIXTURES / "trees" / "TX231")
+    result = run_check(["OPS/s/0200"], cache_dir=False)
+    # the cycle is reported on the 0100 rule, which lies outside the given path
+    assert [d.code for d in result.diagnostics] == []
+    result = run_check(["OPS/s/0100"], cache_dir=False)
+    assert [d.code for d in result.diagnostics] == ["TX231"]
+
+
+def test_loose_file_gets_per_file_rules_only(tmp_path) -> None:
+    rule = tmp_path / "loose.txcl"
+    rule.write_text('EMIT @goto = "other/100", .n = 012\n', encoding="utf-8")
+    result = run_check([str(rule)], cache_dir=False)
+    assert [d.code for d in result.diagnostics] == ["TX201"]
+
+
+def test_disabled_directory_is_neither_checked_nor_reported(tmp_path) -> None:
+    bad = tmp_path / "OPS" / "s" / "0100" / "_off" / "draft.txcl"
+    bad.parent.mkdir(parents=True)
+    bad.write_text("WHEN WHEN\n", encoding="utf-8")
+    (tmp_path / "OPS" / "s" / "0100" / "ok.txcl").write_text("EMIT .a = 1\n", encoding="utf-8")
+    result = run_check([str(tmp_path)], cache_dir=False)
+    assert result.diagnostics == []
+    assert result.files_checked == 1
+
+
+def test_rule_docs_examples_trigger_their_codes() -> None:
+    """The bad example of each per-file code reports that code; the good one does not."""
+    from txcl.check.docs import DOCS
+    skip = {"TX002"}  # the example describes an encoding, not a text
+    problems = []
+    for code, doc in DOCS.items():
+        if doc.layout or code in skip:
+            continue
+        bad = {d.code for d in check_source(doc.bad + "\n", "bad.txcl")}
+        good = {d.code for d in check_source(doc.good + "\n", "good.txcl")}
+        if code not in bad or code in good:
+            problems.append((code, bad, good))
+    assert problems == []
