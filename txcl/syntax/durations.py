@@ -37,6 +37,9 @@ def parse_duration_ns(text: str) -> int | None:
         whole, frac, unit = m.group(1), m.group(2), m.group(3)
         if not whole and not frac:
             return None
+        if len(whole) > 30:  # beyond any int64 nanosecond count
+            return None
+        frac = (frac or "")[:30]
         scale = _UNITS[unit]
         value = int(whole or "0") * scale
         if frac:

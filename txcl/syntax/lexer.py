@@ -244,7 +244,8 @@ class Scanner:
                 pos, end, line, col, "no exponent, hex or arithmetic"))
             return
         if nm.group(1) is None:
-            number: int | float = int(value)
+            # (very long digit runs are out of range; int() would refuse them anyway)
+            number: int | float = int(value) if len(value) <= 40 else _INT_MAX + 1
             if not _INT_MIN <= number <= _INT_MAX:
                 self._out_of_range(value, pos, end, line, col)
                 return
