@@ -1,0 +1,104 @@
+"""Traces in SQLite (RUNTIME.md §8): modes, redaction, `txcl trace` and `txcl run --trace`."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from txcl.cli.main import cli
+
+
+def test_summary_mode_has_metadata_only(workspace, run_tree):
+    ws = workspace({"OPS/s/0100/a.txcl": 'EXEC "txco://noop"', "OPS/s/0200/b.txcl": "EMIT .b = 1"})
+    outcome, store = run_tree(ws, {"x": 1})
+    trace = store.get_trace(outcome.rid)
+    req = trace.request
+    assert req["status"] == "completed" and req["src"] == "api" and req["entry_stack"] == "s"
+    assert req["in_json"] is None and req["out_json"] is None and req["bytes_in"] > 0
+    assert req["fuel_used"] == outcome.fuel_used == 10 + 25 + 10
+    assert [s["name"] for s in trace.steps] == ["a", "b"]
+    assert all(s["input_json"] is None for s in trace.steps)
+    kinds = [e["kind"] for e in trace.events]
+    assert kinds[0] == "request.start" and kinds[-1] == "request.end"
+    assert kinds.count("stage.enter") == 2 and kinds.count("stage.merge") == 2
+    seqs = [s["seq"] for s in trace.steps] + [e["seq"] for e in trace.events]
+    assert len(set(seqs)) == len(seqs)
+
+
+def test_off_mode_records_nothing(workspace, run_tree):
+    ws = workspace({"OPS/s/0100/a.txcl": "EMIT .b = 1"})
+    outcome, store = run_tree(ws, {}, trace_mode="off")
+    assert store.get_trace(outcome.rid) is None
+
+
+def test_full_mode_redact_and_omit(workspace, run_tree):
+    ws = workspace({
+        "OPS/s/0100/a.txcl": 'WITH redact = "card.number, @web.req.body", omit = "password"\nEXEC "txco://noop"',
+        "OPS/s/0200/b.txcl": "EMIT .seen = .card.number",
+    })
+    env = {"card": {"number": "4111", "exp": "12/30"}, "password": "hunter2",
+           "_txc": {"web": {"req": {"body": "Ym9keQ==", "headers": {"authorization": ["Bearer x"]}}}}}
+    outcome, store = run_tree(ws, env, trace_mode="full")
+    assert outcome.envelope["seen"] == "4111"  # runtime data untouched
+    trace = store.get_trace(outcome.rid)
+    entry = json.loads(trace.request["in_json"])
+    assert entry["card"] == {"number": "[redacted]", "exp": "12/30"} and "password" not in entry
+    assert entry["_txc"]["web"]["req"]["body"] == "[redacted]"
+    assert entry["_txc"]["web"]["req"]["headers"]["authorization"] == "[redacted]"
+    out = json.loads(trace.request["out_json"])
+    assert out["seen"] == "4111" and out["card"]["number"] == "[redacted]"
+    step = trace.steps[0]
+    assert step["rule"].startswith("WITH redact") and json.loads(step["input_json"])["card"]["number"] == "[redacted]"
+
+
+def test_debug_directive_adds_detail_in_summary(workspace, run_tree):
+    ws = workspace({"OPS/s/0100/a.txcl": 'WITH debug = true\nEXEC "txco://noop"', "OPS/s/0100/b.txcl": "EMIT .b = 1"})
+    outcome, store = run_tree(ws, {"x": 1})
+    steps = {s["name"]: s for s in store.get_trace(outcome.rid).steps}
+    assert json.loads(steps["a"]["input_json"])["x"] == 1 and steps["a"]["rule"]
+    assert steps["b"]["input_json"] is None
+
+
+def test_failed_request_trace(workspace, run_tree):
+    ws = workspace({"OPS/s/0100/a.txcl": 'EMIT @goto = "???"'})
+    outcome, store = run_tree(ws, {})
+    req = store.get_trace(outcome.rid).request
+    assert req["status"] == "failed" and req["http_status"] == 500
+    assert json.loads(req["error_json"])["error"]["code"] == "txcl_bad_goto"
+
+
+def test_trace_cli(workspace):
+    ws = workspace({
+        "OPS/s/0100/a.txcl": 'EXEC "txco://noop"',
+        "OPS/s/0200/b.txcl": 'EXEC "txco://nope"',
+    })
+    runner = CliRunner()
+    ran = runner.invoke(cli, ["run", str(ws), "--input", "{}"])
+    assert ran.exit_code == 0, ran.output
+    db = str(ws / ".txcl" / "txcl.db")
+    shown = runner.invoke(cli, ["trace", "last", "--db", db])
+    assert shown.exit_code == 0
+    assert "status=completed" in shown.output and "op not found: txco://nope" in shown.output
+    assert "stage.enter" in shown.output
+    as_json = runner.invoke(cli, ["trace", "last", "--db", db, "--json"])
+    doc = json.loads(as_json.output)
+    rid = doc["request"]["rid"]
+    assert [s["name"] for s in doc["steps"]] == ["a", "b"]
+    grep = runner.invoke(cli, ["trace", rid, "--db", db, "--grep", "nope"])
+    assert " b " in grep.output and " a " not in grep.output.split("steps:")[1]
+    seq = doc["steps"][1]["seq"]
+    one = runner.invoke(cli, ["trace", rid, "--db", db, "--step", str(seq)])
+    assert one.exit_code == 0 and "txco://nope" in one.output
+    missing = runner.invoke(cli, ["trace", "01NOPE", "--db", db])
+    assert missing.exit_code == 1
+    by_workspace = runner.invoke(cli, ["trace", "--workspace", str(ws)])
+    assert by_workspace.exit_code == 0 and rid in by_workspace.output
+
+
+def test_run_trace_flag_prints_on_stderr(workspace):
+    ws = workspace({"OPS/s/0100/a.txcl": "EMIT .a = 1"})
+    result = CliRunner().invoke(cli, ["run", str(ws), "--trace"])
+    assert result.exit_code == 0
+    assert json.loads(result.stdout) == {"a": 1}
+    assert "request " in result.stderr and "stage.enter" in result.stderr
