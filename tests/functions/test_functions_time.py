@@ -196,3 +196,10 @@ def test_tz_offsets_errors(args, match):
 
 def test_tz_offsets_arity():
     fails("tz_offsets", "UTC", "2026-01-01T00:00:00Z", match="takes 3 arguments, got 2")
+
+
+def test_tz_offsets_results_are_independent_copies():
+    a = call("tz_offsets", ["Europe/Berlin", "2026-01-01T00:00:00Z", 120])
+    a["changes"].clear()
+    b = call("tz_offsets", ["Europe/Berlin", "2026-01-01T00:00:00Z", 120])
+    assert b["changes"] == [{"at": "2026-03-29T01:00:00Z", "offset": 120}]

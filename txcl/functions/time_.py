@@ -17,6 +17,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from txcl.functions import registry
 from txcl.functions.helpers import err, want_int, want_str
 from txcl.functions.registry import function
+from txcl.values.merge import deep_copy
 
 _UTC = timezone.utc
 _RFC3339 = re.compile(
@@ -139,6 +140,13 @@ def _tz_offsets(args: list) -> dict:
     if not 1 <= days <= 400:
         raise err("tz_offsets", f"days {days} is out of range 1-400")
     start = start.replace(second=0, microsecond=0)
+    return deep_copy(_offsets(zone_name, zone, start, days))
+
+
+@functools.lru_cache(maxsize=256)
+def _offsets(zone_name: str, zone: tzinfo, start: datetime, days: int) -> dict:
+    """The scan behind tz_offsets (about 10 ms for 400 days, hence the cache; callers get
+    copies). Hourly samples, then a bisection to the minute where the offset changed."""
     end = start + timedelta(days=days)
     first = _offset_minutes(zone, start)
     changes: list[dict[str, Any]] = []
