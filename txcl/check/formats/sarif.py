@@ -7,7 +7,7 @@ from pathlib import PurePath
 
 from txcl.codes import CODES
 
-SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 
 
