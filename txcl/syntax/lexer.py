@@ -34,6 +34,9 @@ _OPS = {
     "&&": "AND", "||": "OR", "<": "LT", ">": "GT", "=": "ASSIGN", "!": "BANG",
     ",": "COMMA", "(": "LPAR", ")": "RPAR", "[": "LSQB", "]": "RSQB", "*": "STAR",
 }
+# the tail of a WITH key (a `.`-path right after a NAME): every segment may be quoted or
+# start with a digit or '-', since the NAME was the first segment
+_KEY_TAIL = re.compile(r'(?:\.(?:[A-Za-z0-9_-]+|"[^"\n]+"))+')
 _NUMBER = re.compile(r"-?[0-9]+(\.[0-9]+)?")
 _REGEX_BODY = re.compile(r"/((?:\\[^\n]|[^\\/\n])*)/")
 _ESCAPE = re.compile(r"\\([\s\S])")
@@ -119,12 +122,18 @@ class Scanner:
                 pos = start
             end = m.end()
             col = pos - line_start + 1
+            if prev == "NAME" and text[pos] == ".":
+                tm = _KEY_TAIL.match(text, pos)
+                if tm is not None:
+                    kind = "PATH"
+                    m = tm
+                    end = tm.end()
             if kind == "PATH":
                 if end < n and (text[end] in '."' or (text[end - 1] == '"'
                                                         and text[end] in _NAME_CHARS)):
                     end = self._bad_path(pos, line, col)
                 else:
-                    value = m.group(kind)
+                    value = text[pos:end]
                     # a `.`-path right after a NAME is a WITH key tail (grammar: DOT_PATH)
                     append(Tok("DOT_PATH" if prev == "NAME" and value[0] == "." else "PATH",
                                value, None, pos, end, line, col, line, col + end - pos))

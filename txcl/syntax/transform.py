@@ -154,7 +154,8 @@ class TxclTransformer(Transformer):
     def call(self, c: list) -> ast.Call:
         head = c[0]
         args = tuple(x for x in c[1:-1] if x is not None and type(x) is not Tok)
-        return ast.Call(head.data, args, head.span, span=_span(head, c[-1]))
+        name_end = Position(head.end_line, head.end_col - 1, head.end - 1)  # without `(`
+        return ast.Call(head.data, args, Span(head.spos, name_end), span=_span(head, c[-1]))
 
     const_call = call
 
