@@ -39,14 +39,17 @@ def ulid(now_ms: int | None = None) -> str:
     return "".join(reversed(chars))
 
 
+_B58_PAIRS = [a + b for a in _B58 for b in _B58]  # two digits per divmod step
+
+
 def base58_fixed(data: bytes, width: int) -> str:
     """Base58 (Bitcoin alphabet) left-padded with '1' to a fixed width."""
     value = int.from_bytes(data, "big")
-    chars = []
+    chunks = []
     while value:
-        value, rem = divmod(value, 58)
-        chars.append(_B58[rem])
-    text = "".join(reversed(chars))
+        value, rem = divmod(value, 3364)
+        chunks.append(_B58_PAIRS[rem])
+    text = "".join(reversed(chunks)).lstrip(_B58[0])
     return text.rjust(width, _B58[0])
 
 

@@ -15,6 +15,7 @@ test may interrupt are followed by :func:`txcl.testing.faults.fault_point`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -327,6 +328,7 @@ class SqliteContinuationStore:
         self, t: _Tx, run: sqlite3.Row, units: Sequence[UnitSpec], segment_id: str | None
     ) -> tuple[list[str], list[Dispatch], int | None]:
         seq = run["next_seq"]
+        node = self._cs_node()
         unit_ids: list[str] = []
         dispatches: list[Dispatch] = []
         max_deadline: int | None = None
@@ -350,16 +352,39 @@ class SqliteContinuationStore:
             seq += 1
             unit_ids.append(unit_id)
             if items:
+                first = len(items) if spec.kind != "itemized" else min(window, len(items))
+                if spec.deadline_ms is not None:
+                    deadline = spec.deadline_ms
+                elif spec.budget_ms is not None:
+                    deadline = t.now + spec.budget_ms
+                else:
+                    deadline = None
+                rows = []
+                for i, item in enumerate(items):
+                    opc = ids.new_opc()
+                    input_json = _dumps(item)
+                    if i < first:  # the first window is promoted at once (§2.5)
+                        token = ids.new_token() if spec.tokened else None
+                        rows.append((opc, unit_id, i, run["run_id"], ids.hash_token(token) if token else None,
+                                     "dispatching", 1, input_json, deadline, node, t.now, 1, t.now))
+                        dispatches.append(Dispatch(
+                            opc=opc, token=token, run_id=run["run_id"], unit_id=unit_id, op_name=spec.op_name,
+                            op_stack=spec.op_stack, stage=spec.dispatch_stage, exec_target=spec.exec_target,
+                            directives=spec.directives, item_index=i, item_count=len(items), kind=spec.kind,
+                            input=item, deadline_ms=deadline, attempts=1))
+                    else:
+                        rows.append((opc, unit_id, i, run["run_id"], None, "queued", 0, input_json, None, None,
+                                     None, 0, t.now))
                 t.conn.executemany(
-                    "INSERT INTO interactions (opc, unit_id, item_index, run_id, status, input_json, created_ms) "
-                    "VALUES (?, ?, ?, ?, 'queued', ?, ?)",
-                    [(ids.new_opc(), unit_id, i, run["run_id"], _dumps(item), t.now) for i, item in enumerate(items)],
+                    "INSERT INTO interactions (opc, unit_id, item_index, run_id, token_hash, status, version, "
+                    "input_json, deadline_ms, dispatch_owner, dispatch_ms, attempts, created_ms) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    rows,
                 )
-                got, deadline = self._promote(t, unit_id)
-                dispatches.extend(got)
                 if deadline is not None:
                     max_deadline = deadline if max_deadline is None else max(max_deadline, deadline)
-        t.run("UPDATE runs SET next_seq = ? WHERE run_id = ?", (seq, run["run_id"]))
+        if units:
+            t.run("UPDATE runs SET next_seq = ? WHERE run_id = ?", (seq, run["run_id"]))
         return unit_ids, dispatches, max_deadline
 
     def _promote(self, t: _Tx, unit_id: str) -> tuple[list[Dispatch], int | None]:
@@ -439,7 +464,7 @@ class SqliteContinuationStore:
                       (run_id, stage))["v"]
         t.run(
             "INSERT INTO suspends (run_id, stage, visit, kind, status, envelope_json, budget_json, segment_id, "
-            "dispatch_complete, suspended_ms) VALUES (?, ?, ?, ?, 'open', ?, ?, ?, 0, ?)",
+            "dispatch_complete, suspended_ms) VALUES (?, ?, ?, ?, 'open', ?, ?, ?, 1, ?)",
             (run_id, stage, visit, kind, _dumps(envelope), _dumps(budgets), fence.segment_id, t.now),
         )
         unit_ids, dispatches, deadline = self._insert_units(t, run, units, fence.segment_id)
@@ -451,9 +476,8 @@ class SqliteContinuationStore:
             "ON CONFLICT DO NOTHING",
             rows,
         )
-        # every member unit and interaction now exists
-        t.run("UPDATE suspends SET dispatch_complete = 1 WHERE run_id = ? AND stage = ? AND visit = ?",
-              (run_id, stage, visit))
+        # dispatch_complete = 1 is written with the suspend: every member unit and interaction is
+        # inserted by this same transaction, so no reader can see the suspend without them
         if fence.claim_token is not None:
             t.run("DELETE FROM resume_claims WHERE run_id = ? AND claim_token = ?", (run_id, fence.claim_token))
         changed = t.run(
@@ -506,10 +530,12 @@ class SqliteContinuationStore:
     # P5 building blocks
 
     def _materialize_child(
-        self, t: _Tx, unit: sqlite3.Row, opc: str, carried_version: int | None, materialize: Materializer
+        self, t: _Tx, unit: sqlite3.Row, opc: str, carried_version: int | None, materialize: Materializer,
+        it: sqlite3.Row | None = None,
     ) -> str | None:
         """P5 step 2 with the AU-8 reload-and-retry; returns the child's resulting status."""
-        it = t.one("SELECT * FROM interactions WHERE opc = ?", (opc,))
+        if it is None:
+            it = t.one("SELECT * FROM interactions WHERE opc = ?", (opc,))
         if it is None:
             return None
         child = t.one("SELECT * FROM item_children WHERE unit_id = ? AND item_index = ?",
@@ -665,11 +691,12 @@ class SqliteContinuationStore:
         if not claimed:
             raise RunLost(f"resume claim for {run_id} {stage} v{visit} already exists")
         joins = [m["unit_id"] for m in members if m["role"] == "join"]
-        t.conn.executemany(
-            "INSERT INTO joined_markers (unit_id, run_id, segment_id, joined_ms) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT DO NOTHING",
-            [(u, run_id, segment, t.now) for u in joins],
-        )
+        if joins:
+            t.conn.executemany(
+                "INSERT INTO joined_markers (unit_id, run_id, segment_id, joined_ms) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT DO NOTHING",
+                [(u, run_id, segment, t.now) for u in joins],
+            )
         if any_bad:  # fail-fast: the remaining open members are cancelled with the release
             self._close_units(t, [m["unit_id"] for m in members if m["status"] == "waiting"], "cancelled")
         self._event(t, run_id, "run.released", f"release:{stage}:{visit}", {"stage": stage, "visit": visit,
@@ -818,23 +845,25 @@ class SqliteContinuationStore:
                 (unit_id, index, t.now),
             ):
                 t.run("UPDATE await_units SET provider_done = provider_done + 1 WHERE unit_id = ?", (unit_id,))
-            t.run(
+            made = t.returning(
                 "INSERT INTO item_children (unit_id, item_index, opc, status, version, created_ms, updated_ms) "
-                "VALUES (?, ?, ?, 'queued', 0, ?, ?) ON CONFLICT DO NOTHING",
+                "VALUES (?, ?, ?, 'queued', 0, ?, ?) ON CONFLICT DO NOTHING RETURNING version",
                 (unit_id, index, opc, t.now, t.now),
             )
-            child_version = t.one("SELECT version FROM item_children WHERE unit_id = ? AND item_index = ?",
-                                  (unit_id, index))["version"]
+            child_version = made[0][0] if made else t.one(
+                "SELECT version FROM item_children WHERE unit_id = ? AND item_index = ?", (unit_id, index))["version"]
             dispatches: list[Dispatch] = []
             unit = t.one("SELECT kind, on_item_error FROM await_units WHERE unit_id = ?", (unit_id,))
-            if status == "completed" or unit["on_item_error"] == "collect":
+            if unit["kind"] == "itemized" and (status == "completed" or unit["on_item_error"] == "collect"):
                 # a failed item under fail-fast is about to fail the unit: promote nothing to send
                 dispatches, deadline = self._promote(t, unit_id)
                 self._raise_expiry(t, it["run_id"], deadline)
-            term = t.one("SELECT * FROM terminals WHERE opc = ?", (opc,))
+            term = TerminalRecord(opc=opc, status=status, payload=payload, payload_sha256=sha, source=source,
+                                  best_effort=bool(best_effort), transport=transport, fuel_used=fuel_used,
+                                  recorded_ms=t.now)
             t.fired.append("admit")
             return AdmitResult("admitted", child_version=child_version, dispatches=tuple(dispatches),
-                               terminal=_terminal(term), **base)
+                               terminal=term, **base)
 
     # P5
     def continue_release(
@@ -846,9 +875,8 @@ class SqliteContinuationStore:
             if it is None:
                 return ReleaseResult("recorded")
             unit = t.one("SELECT * FROM await_units WHERE unit_id = ?", (it["unit_id"],))
-            status = self._materialize_child(t, unit, opc, child_version, materialize)
-            unit = t.one("SELECT * FROM await_units WHERE unit_id = ?", (it["unit_id"],))
-            self._record_continuation_fact(t, unit, it["item_index"], status)
+            status = self._materialize_child(t, unit, opc, child_version, materialize, it)
+            self._record_continuation_fact(t, unit, it["item_index"], status)  # materialising leaves the unit row
             unit_status = self._settle_unit(t, it["unit_id"])
             claim = self._try_release_in_tx(t, it["run_id"])
             return ReleaseResult("resumed" if claim else "recorded", it["run_id"], unit_status, claim,
@@ -960,12 +988,13 @@ class SqliteContinuationStore:
 
     # resume side
     def claim_resume(self, run_id: str, claim_token: str) -> ResumeBundle:
-        with self._cs_tx() as t:
+        """Load a released suspend for the claim holder. A read: the release (or takeover) that
+        created the claim stamped its heartbeat, and every later write of the segment is fenced."""
+        t = self._cs_read()
+        with _read_snapshot(t.conn):
             run = self._lock_run(t, run_id)
             if run["status"] != "resuming" or run["claim_token"] != claim_token:
                 raise RunLost(f"claim on run {run_id} is not current")
-            t.run("UPDATE resume_claims SET heartbeat_ms = ? WHERE run_id = ? AND claim_token = ?",
-                  (t.now, run_id, claim_token))
             claim = t.one("SELECT * FROM resume_claims WHERE run_id = ? AND claim_token = ?", (run_id, claim_token))
             susp = self._suspend(t, run_id, run["cur_stage"], run["cur_visit"])
             members = [
@@ -1391,6 +1420,19 @@ class SqliteContinuationStore:
 def _default_join_error(unit: UnitRecord) -> Any:
     return {"code": "txcl_join_failed", "message": f"deferred op {unit.op_name} {unit.status.replace('_', ' ')}",
             "unit_id": unit.unit_id, "detail": unit.error}
+
+
+@contextlib.contextmanager
+def _read_snapshot(conn: sqlite3.Connection):
+    """Several SELECTs seeing one consistent WAL snapshot (a deferred read transaction)."""
+    if conn.in_transaction:
+        yield
+        return
+    conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        conn.execute("COMMIT")
 
 
 class _TxContext:

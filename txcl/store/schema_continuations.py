@@ -50,9 +50,8 @@ CREATE TABLE IF NOT EXISTS runs (
     result_json TEXT,
     error_json  TEXT,
     next_seq    INTEGER NOT NULL DEFAULT 1
-);
+) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS runs_status_expires ON runs(status, expires_ms);
-CREATE INDEX IF NOT EXISTS runs_snapshot ON runs(snapshot_id);
 CREATE TABLE IF NOT EXISTS suspends (
     run_id            TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
     stage             TEXT NOT NULL,
@@ -66,7 +65,7 @@ CREATE TABLE IF NOT EXISTS suspends (
     suspended_ms      INTEGER NOT NULL,
     closed_ms         INTEGER,
     PRIMARY KEY (run_id, stage, visit)
-);
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS await_units (
     unit_id           TEXT PRIMARY KEY,
     run_id            TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
@@ -99,7 +98,7 @@ CREATE TABLE IF NOT EXISTS await_units (
     created_ms        INTEGER NOT NULL,
     closed_ms         INTEGER,
     UNIQUE (run_id, created_seq)
-);
+) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS await_units_status ON await_units(status, kind);
 CREATE TABLE IF NOT EXISTS suspend_members (
     run_id  TEXT NOT NULL,
@@ -109,7 +108,7 @@ CREATE TABLE IF NOT EXISTS suspend_members (
     role    TEXT NOT NULL,
     PRIMARY KEY (run_id, stage, visit, unit_id),
     FOREIGN KEY (run_id, stage, visit) REFERENCES suspends(run_id, stage, visit) ON DELETE CASCADE
-);
+) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS suspend_members_unit ON suspend_members(unit_id);
 CREATE TABLE IF NOT EXISTS interactions (
     opc            TEXT PRIMARY KEY,
@@ -128,13 +127,10 @@ CREATE TABLE IF NOT EXISTS interactions (
     created_ms     INTEGER NOT NULL,
     closed_ms      INTEGER,
     UNIQUE (unit_id, item_index)
-);
+) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS interactions_open_deadline ON interactions(deadline_ms)
     WHERE status IN ('queued', 'dispatching', 'dispatched');
 CREATE INDEX IF NOT EXISTS interactions_unit_status ON interactions(unit_id, status, item_index);
-CREATE INDEX IF NOT EXISTS interactions_dispatching ON interactions(dispatch_ms)
-    WHERE status = 'dispatching';
-CREATE INDEX IF NOT EXISTS interactions_run ON interactions(run_id);
 CREATE TABLE IF NOT EXISTS terminals (
     opc            TEXT PRIMARY KEY REFERENCES interactions(opc) ON DELETE CASCADE,
     status         TEXT NOT NULL,
@@ -145,7 +141,7 @@ CREATE TABLE IF NOT EXISTS terminals (
     transport      TEXT,
     fuel_used      INTEGER NOT NULL DEFAULT 0,
     recorded_ms    INTEGER NOT NULL
-);
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS item_children (
     unit_id        TEXT NOT NULL REFERENCES await_units(unit_id) ON DELETE CASCADE,
     item_index     INTEGER NOT NULL,
@@ -159,7 +155,7 @@ CREATE TABLE IF NOT EXISTS item_children (
     created_ms     INTEGER NOT NULL,
     updated_ms     INTEGER NOT NULL,
     PRIMARY KEY (unit_id, item_index)
-);
+) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS item_children_pending ON item_children(status, updated_ms)
     WHERE status IN ('queued', 'running');
 CREATE TABLE IF NOT EXISTS continuation_facts (
@@ -168,13 +164,13 @@ CREATE TABLE IF NOT EXISTS continuation_facts (
     item_index  INTEGER NOT NULL,
     recorded_ms INTEGER NOT NULL,
     PRIMARY KEY (unit_id, kind, item_index)
-);
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS joined_markers (
     unit_id    TEXT PRIMARY KEY REFERENCES await_units(unit_id) ON DELETE CASCADE,
     run_id     TEXT NOT NULL,
     segment_id TEXT NOT NULL,
     joined_ms  INTEGER NOT NULL
-);
+) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS joined_markers_segment ON joined_markers(run_id, segment_id);
 CREATE TABLE IF NOT EXISTS resume_claims (
     run_id       TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
@@ -187,8 +183,7 @@ CREATE TABLE IF NOT EXISTS resume_claims (
     claimed_ms   INTEGER NOT NULL,
     heartbeat_ms INTEGER NOT NULL,
     PRIMARY KEY (run_id, stage, visit)
-);
-CREATE INDEX IF NOT EXISTS resume_claims_heartbeat ON resume_claims(heartbeat_ms);
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS run_events (
     run_id    TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
     seq       INTEGER NOT NULL,
@@ -196,9 +191,8 @@ CREATE TABLE IF NOT EXISTS run_events (
     kind      TEXT NOT NULL,
     at_ms     INTEGER NOT NULL,
     data_json TEXT,
-    PRIMARY KEY (run_id, seq),
-    UNIQUE (run_id, event_key)
-);
+    PRIMARY KEY (run_id, event_key)
+) WITHOUT ROWID;
 """
 
 MIGRATIONS: dict[int, str] = {1: _V1}
