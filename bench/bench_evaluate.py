@@ -50,7 +50,7 @@ def envelope_1kb() -> dict:
 
 
 def main() -> None:
-    rule = txcl.parse_rule(RULE)
+    rule = txcl.parse_rule(RULE.strip())
     env = envelope_1kb()
     three = txcl.parse_rule('WHEN .user.id =~ /^u_/ && .amount > 1000 && .user.tier == "gold"')
     assert when_matches(three, env)

@@ -165,18 +165,16 @@ def finish_output(
         output = {}
     if not isinstance(output, dict):
         return Finished(None, f"op output is not a JSON object (got {_json_type(output)})", dropped)
-    entries: list[tuple[tuple[str, ...], str, Any]] = []
+    entries: list[tuple[tuple[str, ...], Any]] = list(prepared.synthetic_emits)
     view = prepared.input
-    for segments, value in prepared.synthetic_emits:
-        entries.append((segments, "", value))
     try:
         for assignment in rule.emit:
             value = compile_value(assignment.value)(output, view)
-            entries.append((assignment.target.segments, assignment.target.text, value))
+            entries.append((assignment.target.segments, value))
     except TxclEvalError as exc:
         return Finished(_error_object(f"overlay {assignment.target.text}: {exc}"), None, dropped, None)
     new_ttl: int | None = None
-    for segments, text, value in entries:
+    for segments, value in entries:
         if segments == TTL_PATH:
             lowered = _lower_ttl(value, ttl if new_ttl is None else new_ttl)
             if lowered is not None:
@@ -184,13 +182,14 @@ def finish_output(
                 output = _as_object(write(output, segments, lowered))
             continue
         if is_dropped_target(segments):
-            dropped.append(text or path_text(segments))
+            dropped.append(path_text(segments))
             continue
         try:
-            output = _as_object(write(output, segments, deep_copy(value)))
+            if isinstance(value, (dict, list)):
+                value = deep_copy(value)
+            output = _as_object(write(output, segments, value))
         except PathError as exc:
-            shown = text or path_text(segments)
-            return Finished(_error_object(f"overlay {shown}: {exc}"), None, dropped, None)
+            return Finished(_error_object(f"overlay {path_text(segments)}: {exc}"), None, dropped, None)
     return Finished(output, None, dropped, new_ttl)
 
 

@@ -129,6 +129,8 @@ def write(doc: Any, segments: Sequence[str], value: Any, *,
     n = len(segments)
     if n == 0:
         return value
+    if not force_key and type(doc) is dict and _write_objects_only(doc, segments, value):
+        return doc
     _check_write(doc, segments, force_key)
     root = doc if _is_container(doc) else _new_container(segments[0], 0 in force_key)
     cur = root
@@ -157,6 +159,34 @@ def write(doc: Any, segments: Sequence[str], value: Any, *,
                 cur[i] = nxt
             cur = nxt
     return root
+
+
+def _write_objects_only(doc: dict, segments: Sequence[str], value: Any) -> bool:
+    """Fast path for the common case: the write touches objects only.
+
+    Returns False, having changed nothing, when an array is on the way or a created
+    container would be an array; the general path then handles the write.
+    """
+    cur = doc
+    last = len(segments) - 1
+    pos = 0
+    while pos < last:
+        nxt = cur.get(segments[pos])
+        if type(nxt) is not dict:
+            break
+        cur = nxt
+        pos += 1
+    else:
+        cur[segments[last]] = value
+        return True
+    if isinstance(nxt, list) or any(is_numeric(seg) for seg in segments[pos + 1:]):
+        return False
+    for seg in segments[pos:last]:
+        created: dict = {}
+        cur[seg] = created
+        cur = created
+    cur[segments[last]] = value
+    return True
 
 
 def _check_write(doc: Any, segments: Sequence[str], force_key: Collection[int]) -> None:
