@@ -1,0 +1,1 @@
+"""Python ops of the quickstart example (imported through py://quickstart_ops.pricing:…)."""
