@@ -1,0 +1,277 @@
+"""The Starlette application of `txcl serve` (RUNTIME.md §7).
+
+    state = build_state(workspace, settings)      # loads the tree, checks routes (may raise)
+    app = create_app(state)                       # a Starlette app; run it with uvicorn
+
+Every HTTP request goes through `TxclHandler`, a raw ASGI callable: route (§7.2), read the
+body under the cap, build the envelope (§7.1), walk under the request deadline while
+watching for a client disconnect, shape the answer (§7.4, §6.4). Continuation endpoints plug
+in through `extensions.py`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+import attrs
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Mount
+
+from txcl.ops.tree import OpsTree
+from txcl.runtime.config import Settings
+from txcl.runtime.interpreter import Completed, Failed, Interpreter, Suspended, UnknownStack
+from txcl.runtime.walker import Walker
+from txcl.serve import extensions as ext_mod
+from txcl.serve.inlet import (BodyTooLarge, ClientGone, RequestHead, build_envelope, declared_length,
+                              read_body, request_head, request_id)
+from txcl.serve.mount import load_serve_tree
+from txcl.serve.routing import Route, Router, parse_routes
+from txcl.serve.shaping import Answer, error_answer, error_payload, finish, json_answer, shape_completed, \
+    suspended_answer
+from txcl.serve.traces import TraceWriter
+
+log = logging.getLogger("txcl.serve")
+
+
+@attrs.define(slots=False)
+class ServeState:
+    """Everything the handler needs; `tree`/`router` change on a --watch reload."""
+
+    settings: Settings
+    workspace: Path
+    tree: OpsTree
+    router: Router
+    routes: list[Route]
+    interp: Interpreter
+    store: Any = None
+    trace_writer: TraceWriter | None = None
+    extensions: list[Any] = attrs.Factory(list)
+    draining: bool = False
+    inflight: int = 0
+    generation: int = 1
+    watcher: Any = None
+
+    def install_tree(self, tree: OpsTree) -> None:
+        """Use `tree` for requests that start from now on; in-flight ones keep theirs.
+
+        Raises ConfigError (and changes nothing) when the routes no longer fit the tree."""
+        router = Router.for_tree(tree, self.routes, self.settings.default_stack)
+        interp = self.interp
+        # The interpreter pins its tree in `walker` at the start of each drive(), so swapping
+        # both attributes between requests is enough (no public swap API yet).
+        interp.walker = Walker(tree, interp.services, interp.walker.hooks)
+        interp.tree = tree
+        self.tree = tree
+        self.router = router
+        self.generation += 1
+
+    async def aclose(self) -> None:
+        await self.interp.aclose_http()
+        self.interp.close()
+        if self.trace_writer is not None:
+            self.trace_writer.close()
+        if self.store is not None and hasattr(self.store, "close"):
+            self.store.close()
+
+
+def open_default_store(settings: Settings, workspace: Path) -> Any:
+    from txcl.store.sqlite import SqliteStore
+
+    return SqliteStore(settings.db_path(workspace), settings.sqlite_busy_timeout)
+
+
+def build_state(workspace: Path, settings: Settings, *, tree: OpsTree | None = None,
+                store: Any = None, extensions: list[Any] | None = None) -> ServeState:
+    """Load the tree (with system stacks), validate routes, open the store, build the
+    interpreter. Raises TxclLoadError, ConfigError or OSError; nothing is left open then."""
+    tree = tree if tree is not None else load_serve_tree(workspace)
+    routes = parse_routes(settings.routes, settings.sources.get("routes", "configuration"))
+    router = Router.for_tree(tree, routes, settings.default_stack)
+    exts = ext_mod.load_extensions(settings, workspace) if extensions is None else extensions
+    if store is None:
+        opener = ext_mod.first(exts, "open_store")
+        store = opener(settings, workspace) if opener is not None else None
+        if store is None:
+            store = open_default_store(settings, workspace)
+    hooks_fn = ext_mod.first(exts, "walk_hooks")
+    hooks = hooks_fn(store, settings) if hooks_fn is not None else None
+    writer = TraceWriter(store) if store is not None and settings.trace_mode != "off" else None
+    interp = Interpreter(tree, store=store, settings=settings, hooks=hooks, trace_sink=writer)
+    return ServeState(settings, workspace, tree, router, routes, interp, store, writer, exts)
+
+
+# ---------------------------------------------------------------- the handler
+
+class TxclHandler:
+    """Raw ASGI handler for every HTTP request."""
+
+    def __init__(self, state: ServeState):
+        self.state = state
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        state = self.state
+        settings = state.settings
+        rid = request_id(scope["headers"], settings.trust_request_id)
+        head = request_head(scope)
+        if state.draining:
+            answer = error_answer(error_payload("txcl_shutting_down", "the server is shutting down"), 503)
+            await _send(send, finish(answer, head.method, rid))
+            return
+        state.inflight += 1
+        self._idle.clear()
+        try:
+            answer = await self._handle(scope, receive, send, head, rid)
+            if answer is not None:
+                await _send(send, finish(answer, head.method, rid))
+        finally:
+            state.inflight -= 1
+            if state.inflight == 0:
+                self._idle.set()
+
+    async def wait_idle(self, timeout: float) -> bool:
+        try:
+            await asyncio.wait_for(self._idle.wait(), timeout)
+            return True
+        except TimeoutError:
+            return False
+
+    async def _handle(self, scope: dict, receive: Any, send: Any, head: RequestHead, rid: str) -> Answer | None:
+        state = self.state
+        settings = state.settings
+        decision = state.router.resolve(head.method, head.host, head.path, head.has_continuation)
+        if decision.kind == "callback":
+            return await self._callback(scope, receive, send, decision.opc or "", rid)
+        try:
+            body = await read_body(receive, settings.web_max_body_bytes, declared_length(scope["headers"]))
+        except BodyTooLarge:
+            return error_answer(error_payload(
+                "txcl_body_too_large", f"request body exceeds {settings.web_max_body_bytes} bytes",
+                limit=settings.web_max_body_bytes), 413)
+        except ClientGone:
+            return None
+        envelope = build_envelope(scope, head, body, rid, mock_header=settings.web_mock_header)
+        accept = head.first("accept")
+        try:
+            outcome = await self._walk(envelope, decision.stack, rid, receive)
+        except UnknownStack as exc:  # only after a reload removed a stack mid-request
+            return error_answer(error_payload("txcl_unknown_stack", str(exc)), 500)
+        except Exception:  # noqa: BLE001 - never a traceback to the client
+            log.exception("txcl: request %s failed inside the runtime", rid)
+            return error_answer(error_payload("txcl_internal_error", "internal error; see the server log",
+                                              rid=rid), 500)
+        if outcome is None:
+            return None  # the client went away
+        if isinstance(outcome, Completed):
+            return shape_completed(outcome.envelope, private=settings.private)
+        if isinstance(outcome, Failed):
+            return error_answer(outcome.payload, outcome.http_status)
+        if isinstance(outcome, Suspended):
+            return await self._suspended(scope, receive, outcome, head, accept)
+        return error_answer(error_payload("txcl_internal_error", f"unexpected outcome {outcome!r}"), 500)
+
+    async def _walk(self, envelope: dict, stack: str | None, rid: str, receive: Any) -> Any:
+        """Run the walk; a client disconnect cancels it (in-flight ops see CancelledError)."""
+        task = asyncio.current_task()
+        gone = False
+
+        async def watch() -> None:
+            nonlocal gone
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    break
+            gone = True
+            if task is not None:
+                task.cancel()
+
+        watcher = asyncio.ensure_future(watch())
+        try:
+            return await self.state.interp.run(envelope, stack, src="http", rid=rid)
+        except asyncio.CancelledError:
+            if gone and task is not None:
+                task.uncancel()
+                log.info("txcl: request %s cancelled: the client disconnected", rid)
+                return None
+            raise
+        finally:
+            watcher.cancel()
+
+    async def _callback(self, scope: dict, receive: Any, send: Any, opc: str, rid: str) -> Answer | None:
+        handler = ext_mod.first(self.state.extensions, "callback")
+        if handler is None:
+            return json_answer(404, {"error": "unknown op continuation"}, [("cache-control", "no-store")])
+        result = await handler(Request(scope, receive), opc, self.state)
+        if isinstance(result, Answer):
+            return result
+        if isinstance(result, Response):
+            result.headers["x-request-id"] = rid
+            await result(scope, receive, send)
+            return None
+        raise TypeError(f"callback handler returned {type(result).__name__}")
+
+    async def _suspended(self, scope: dict, receive: Any, outcome: Suspended, head: RequestHead,
+                         accept: str) -> Answer:
+        handler = ext_mod.first(self.state.extensions, "suspended")
+        if handler is not None:
+            answer = await handler(Request(scope, receive), outcome, self.state)
+            if answer is not None:
+                return answer
+        settings = self.state.settings
+        return suspended_answer(outcome, path=head.path, accept=accept, query=head.query,
+                                retry_after_ms=settings.poll_retry_after, private=settings.private)
+
+
+async def _send(send: Any, answer: Answer) -> None:
+    await send({"type": "http.response.start", "status": answer.status, "headers": answer.headers})
+    await send({"type": "http.response.body", "body": answer.body})
+
+
+# ---------------------------------------------------------------- the app
+
+def create_app(state: ServeState) -> Starlette:
+    """A Starlette app serving `state`; its lifespan runs the extensions and --watch."""
+    handler = TxclHandler(state)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        watch_task = None
+        if state.settings.watch:
+            from txcl.serve.watch import Watcher
+
+            state.watcher = Watcher(state)
+            watch_task = asyncio.ensure_future(state.watcher.run())
+        for ext in state.extensions:
+            start = getattr(ext, "startup", None)
+            if callable(start):
+                await start(state)
+        try:
+            yield
+        finally:
+            state.draining = True
+            grace = state.settings.shutdown_grace / 1000.0
+            await handler.wait_idle(grace)
+            if watch_task is not None:
+                watch_task.cancel()
+            for ext in reversed(state.extensions):
+                stop = getattr(ext, "shutdown", None)
+                if callable(stop):
+                    try:
+                        await asyncio.wait_for(stop(state, grace), grace + 1.0)
+                    except Exception as exc:  # noqa: BLE001
+                        log.warning("txcl: extension shutdown failed: %s", exc)
+            await state.aclose()
+
+    app = Starlette(routes=[Mount("", app=handler)], lifespan=lifespan)
+    app.state.txcl = state
+    app.state.handler = handler
+    return app
