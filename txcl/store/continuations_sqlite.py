@@ -538,17 +538,19 @@ class SqliteContinuationStore:
             it = t.one("SELECT * FROM interactions WHERE opc = ?", (opc,))
         if it is None:
             return None
-        child = t.one("SELECT * FROM item_children WHERE unit_id = ? AND item_index = ?",
-                      (unit["unit_id"], it["item_index"]))
+        child = t.one(
+            "SELECT c.status AS child_status, c.version AS child_version, x.* FROM item_children c "
+            "LEFT JOIN terminals x ON x.opc = c.opc WHERE c.unit_id = ? AND c.item_index = ?",
+            (unit["unit_id"], it["item_index"]),
+        )
         if child is None:
             return None
-        if child["status"] not in CHILD_PENDING:
-            return child["status"]
-        term = t.one("SELECT * FROM terminals WHERE opc = ?", (opc,))
-        if term is None:
-            return child["status"]
-        m: Materialized = materialize(_unit(unit), _interaction(it), _terminal(term))
-        version = child["version"] if carried_version is None else carried_version
+        if child["child_status"] not in CHILD_PENDING:
+            return child["child_status"]
+        if child["opc"] is None:  # no terminal yet
+            return child["child_status"]
+        m: Materialized = materialize(_unit(unit), _interaction(it), _terminal(child))
+        version = child["child_version"] if carried_version is None else carried_version
         for _attempt in range(2):
             changed = t.run(
                 "UPDATE item_children SET status = ?, output_json = ?, error_json = ?, version = version + 1, "
@@ -590,7 +592,8 @@ class SqliteContinuationStore:
             return unit["status"]
         kind, policy = unit["kind"], unit["on_item_error"]
         fail_fast = kind != "sync" and not (kind == "itemized" and policy == "collect")
-        if fail_fast:
+        if fail_fast and unit["continuation_done"] < unit["expected"]:
+            # (with every fact present no child can have failed: facts follow succeeded children only)
             bad = t.one(
                 "SELECT item_index, error_json FROM item_children WHERE unit_id = ? AND status = 'failed' "
                 "ORDER BY item_index LIMIT 1",
@@ -656,13 +659,15 @@ class SqliteContinuationStore:
 
     def _try_release_in_tx(self, t: _Tx, run_id: str) -> ClaimRecord | None:
         """P5 step 5: the single compare-and-swap that releases a parked run (EC-3, EC-6)."""
-        run = t.one("SELECT * FROM runs WHERE run_id = ?", (run_id,))
-        if run is None or run["status"] != "waiting":
+        run = t.one(
+            "SELECT r.version, r.cur_stage, r.cur_visit, s.status AS s_status, s.dispatch_complete FROM runs r "
+            "JOIN suspends s ON s.run_id = r.run_id AND s.stage = r.cur_stage AND s.visit = r.cur_visit "
+            "WHERE r.run_id = ? AND r.status = 'waiting'",
+            (run_id,),
+        )
+        if run is None or run["s_status"] != "open" or not run["dispatch_complete"]:
             return None
         stage, visit = run["cur_stage"], run["cur_visit"]
-        susp = t.one("SELECT * FROM suspends WHERE run_id = ? AND stage = ? AND visit = ?", (run_id, stage, visit))
-        if susp is None or susp["status"] != "open" or not susp["dispatch_complete"]:
-            return None
         members = t.all(
             "SELECT m.unit_id, m.role, u.status FROM suspend_members m JOIN await_units u ON u.unit_id = m.unit_id "
             "WHERE m.run_id = ? AND m.stage = ? AND m.visit = ?",
