@@ -127,11 +127,12 @@ def _join_race_trial(store, rid, rng):
     return "request" if merged_in_request else "resume"
 
 
-def test_callback_racing_join_check_merges_exactly_once_t4_dj5(store):
+@pytest.mark.parametrize("trials", [150, pytest.param(1000, marks=pytest.mark.slow)])
+def test_callback_racing_join_check_merges_exactly_once_t4_dj5(store, trials):
     """T4 (store level): randomised races; every trial has one marker and one merge."""
     rng = random.Random(4)
-    seen = {_join_race_trial(store, f"rid-{i}", rng) for i in range(150)}
-    assert seen  # both interleavings are usually seen; each trial asserted exactly-once above
+    seen = [_join_race_trial(store, f"rid-{i}", rng) for i in range(trials)]
+    assert len(seen) == trials  # each trial asserted exactly-once inside _join_race_trial
 
 
 def test_join_race_forced_interleavings_t4(store):

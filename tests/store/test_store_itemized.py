@@ -207,9 +207,10 @@ def test_failed_dispatch_validation_unit_fails_without_interactions(store):
     assert rel.won  # the drain releases at once (barrier → the stage fails on resume)
 
 
-def test_burst_short_t7(store):
-    """T7 short: 200 items, window 25, random bursts, 5 % redelivered; peak ≤ 25, one release."""
-    n, window = 200, 25
+@pytest.mark.parametrize("n", [200, pytest.param(1000, marks=pytest.mark.slow)])
+def test_burst_t7(store, n):
+    """T7: n items, window 25, random bursts, 5 % redelivered; peak ≤ 25, 0 in flight, one release."""
+    window = 25
     park = park_barrier(store, units=[itemized(n=n, window=window)])
     unit_id = park.unit_ids[0]
     rng = random.Random(7)
@@ -231,6 +232,7 @@ def test_burst_short_t7(store):
                 dup, _ = complete(store, d, {"i": d.item_index})
                 assert dup.outcome == "duplicate"
     assert len(done) == n and releases == 1
+    assert len(store.list_interactions(unit_id)) == n
     assert in_flight(store, unit_id) == 0
     assert store.get_unit(unit_id).output == [{"i": i} for i in range(n)]
     assert sum(e.kind.startswith("reconcile.") for e in store.list_run_events(park.run.run_id)) == 0

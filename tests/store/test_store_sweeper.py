@@ -137,6 +137,7 @@ def test_reconcile_admitted_but_unmaterialised_child(store, clock):
     assert report.children_repaired == [(park.unit_ids[0], 0)] and len(report.released) == 1
     assert store.get_unit(park.unit_ids[0]).output == {"late": True}
     assert store.get_run(park.run.run_id).status == "resuming"
+    assert "reconcile.child" in [e.kind for e in store.list_run_events(park.run.run_id)]
 
 
 def test_reconcile_resends_unacked_dispatch_with_same_opc(store, clock):

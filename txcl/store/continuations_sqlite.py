@@ -1237,7 +1237,12 @@ class SqliteContinuationStore:
                 "RETURNING version",
                 (owner or self._cs_node(), t.now + lease_ms, t.now, unit_id, item_index, t.now - older_than_ms, t.now),
             )
-            return rows[0][0] if rows else None
+            if not rows:
+                return None
+            run = t.one("SELECT run_id FROM await_units WHERE unit_id = ?", (unit_id,))
+            self._event(t, run["run_id"], "reconcile.child", f"reconcile.child:{unit_id}:{item_index}:{rows[0][0]}",
+                        {"unit_id": unit_id, "item_index": item_index})
+            return rows[0][0]
 
     # ----------------------------------------------------------------------------------------
     # reads
