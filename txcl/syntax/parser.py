@@ -183,9 +183,17 @@ def _make_callback(rule: Any, transformer: Any) -> Any:
     has_helpers = any(not sym.is_term and sym.name.startswith("_") for sym in rule.expansion)
 
     def reshape(children: list) -> list:
-        out: list = []
+        if not empty:
+            out: list = []
+            for child in children:
+                if type(child) is _Flat:
+                    out.extend(child)
+                else:
+                    out.append(child)
+            return out
+        out = []
         it = iter(children)
-        for flag in empty or [False] * len(children):
+        for flag in empty:
             if flag:
                 out.append(None)
                 continue
@@ -197,7 +205,21 @@ def _make_callback(rule: Any, transformer: Any) -> Any:
         return out
 
     if origin.startswith("_"):
-        if has_helpers or empty:
+        if has_helpers and not empty:
+            def grow(children: list) -> _Flat:
+                # left recursion: extend the list built so far in place (LALR never
+                # shares a value between two parents)
+                first = children[0]
+                if type(first) is not _Flat:
+                    return _Flat(reshape(children))
+                for child in children[1:]:
+                    if type(child) is _Flat:
+                        first.extend(child)
+                    else:
+                        first.append(child)
+                return first
+            return grow
+        if empty:
             return lambda children: _Flat(reshape(children))
         return _Flat
     fn = getattr(transformer, rule.alias or origin)if hasattr(

@@ -6,6 +6,7 @@ runtime to pick a dispatch scheme, so both agree on what a target means.
 
 from __future__ import annotations
 
+import functools
 import re
 from urllib.parse import urlsplit
 
@@ -70,8 +71,9 @@ def _stage(text: str) -> tuple[str | None, int] | None:
     return stack, int(scope)
 
 
+@functools.lru_cache(maxsize=4096)
 def classify_exec_target(target: str) -> ExecTarget | TargetError:
-    """Kind and parts of an EXEC target, or the TX103/TX104/TX105 error for it."""
+    """Kind and parts of an EXEC target, or the TX103/TX104/TX105 error for it (cached)."""
     def bad(reason: str) -> TargetError:
         return TargetError("TX104", f'EXEC "{target}": {reason}')
 

@@ -19,7 +19,7 @@ from lark import Transformer
 from txcl.errors import Diagnostic, Position, Span
 from txcl.syntax import ast
 from txcl.syntax.durations import parse_duration_ns
-from txcl.syntax.tokens import Tok, describe_string
+from txcl.syntax.tokens import Tok, describe_string, make_span
 
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.log_errors = False
@@ -90,7 +90,8 @@ def _end(x: Any) -> Position:
 
 
 def _span(first: Any, last: Any) -> Span:
-    return Span(_start(first), _end(last))
+    return make_span(first.spos if type(first) is Tok else first.span.start,
+                     last.epos if type(last) is Tok else last.span.end)
 
 
 class TxclTransformer(Transformer):

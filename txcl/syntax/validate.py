@@ -11,40 +11,44 @@ from txcl.syntax.targets import ExecTarget, classify_exec_target
 __all__ = ["validate_rule", "iter_calls"]
 
 
+def _children(node: Any) -> tuple:
+    """The parts of `node` that may hold calls."""
+    t = type(node)
+    if t is ast.Rule:
+        return (node.when, node.set_pre, node.select, node.set_post, node.with_, node.loop,
+                node.emit)
+    if t is ast.Call or t is ast.And or t is ast.Or:
+        return node.args if t is ast.Call else node.items
+    if t is ast.Assignment or t is ast.WithPair:
+        return (node.value,)
+    if t is ast.Comparison:
+        return (node.right,)
+    if t is ast.When:
+        return (node.condition,)
+    if t is ast.Not:
+        return (node.operand,)
+    if t is ast.Select:
+        return tuple(item.default for item in node.items)
+    if t is ast.Loop:
+        return (node.until, node.set)
+    if t is tuple:
+        return node
+    return ()
+
+
 def iter_calls(node: Any) -> Iterator[ast.Call]:
-    """Every call in `node` (a rule, clause, condition or value), nested ones included."""
-    if isinstance(node, ast.Call):
-        yield node
-        for arg in node.args:
-            yield from iter_calls(arg)
-    elif isinstance(node, tuple):
-        for item in node:
-            yield from iter_calls(item)
-    elif isinstance(node, ast.Rule):
-        for part in (node.when, node.set_pre, node.select, node.set_post, node.with_,
-                     node.loop, node.emit):
-            if part is not None:
-                yield from iter_calls(part)
-    elif isinstance(node, ast.When):
-        yield from iter_calls(node.condition)
-    elif isinstance(node, (ast.And, ast.Or)):
-        yield from iter_calls(node.items)
-    elif isinstance(node, ast.Not):
-        yield from iter_calls(node.operand)
-    elif isinstance(node, ast.Comparison):
-        yield from iter_calls(node.right)
-    elif isinstance(node, ast.Assignment):
-        yield from iter_calls(node.value)
-    elif isinstance(node, ast.Select):
-        for item in node.items:
-            if item.default is not None:
-                yield from iter_calls(item.default)
-    elif isinstance(node, ast.WithPair):
-        yield from iter_calls(node.value)
-    elif isinstance(node, ast.Loop):
-        if node.until is not None:
-            yield from iter_calls(node.until)
-        yield from iter_calls(node.set)
+    """Every call in `node` (a rule, clause, condition or value), nested ones included,
+    in source order."""
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if item is None:
+            continue
+        if type(item) is ast.Call:
+            yield item
+        parts = _children(item)
+        if parts:
+            stack.extend(reversed(parts))
 
 
 def _check_calls(rule: ast.Rule, filename: str, out: list[Diagnostic]) -> None:

@@ -1,0 +1,115 @@
+"""Parser benchmark: `python bench/bench_parse.py`.
+
+Prints medians for
+  (a) parsing the 7-clause rule uncached (parser only, and parse_rule incl. TX1xx checks),
+  (b) a cached re-parse (parse_rule of the same text and filename),
+  (c) reading and parsing 1,000 generated rule files from a temp dir,
+and a bare Lark LALR parse (Lark's own contextual lexer, parse tree, no AST) of the same
+grammar for a ratio. Times are per-thread CPU time, so other processes on a busy machine
+distort them less; wall-clock medians are shown beside them.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+RULE = '''WHEN .user.id =~ /^u_/ && .amount > 1000
+SET .source = "x", .n = &add(.a, 1)
+SELECT .body AS .payload DEFAULT "none", .q
+WITH timeout = 2000, label = "v2"
+PRIORITY 5
+EXEC "https://hook.example.com/processed"
+EMIT .meta.processed_at = &now("rfc3339")
+'''
+
+
+def measure(fn, batch: int, repeats: int = 25) -> tuple[float, float]:
+    """Median (cpu µs, wall µs) per call over `repeats` batches of `batch` calls."""
+    cpu, wall = [], []
+    for _ in range(repeats):
+        c0, w0 = time.thread_time_ns(), time.perf_counter_ns()
+        for _ in range(batch):
+            fn()
+        cpu.append((time.thread_time_ns() - c0) / batch / 1000)
+        wall.append((time.perf_counter_ns() - w0) / batch / 1000)
+    return statistics.median(cpu), statistics.median(wall)
+
+
+def generated_rule(i: int) -> str:
+    return (f'WHEN .user.id =~ /^u_{i}/ && .amount > {1000 + i}\n'
+            f'SET .source = "s{i}", .n = &add(.a{i}, {i})\n'
+            f'SELECT .body AS .payload DEFAULT "none{i}", .q{i % 7}\n'
+            f'WITH timeout = {2000 + i}, label = "v{i}"\n'
+            f'PRIORITY {i % 10}\n'
+            f'EXEC "https://hook{i}.example.com/processed"\n'
+            f'EMIT .meta.processed_at = &now("rfc3339"), .meta.n = {i}\n')
+
+
+def main() -> int:
+    from lark import Lark
+
+    from txcl.resources import grammar_path
+    from txcl.syntax.parser import clear_cache, get_parser, parse_rule
+
+    t0 = time.perf_counter()
+    parser = get_parser()
+    build_ms = (time.perf_counter() - t0) * 1000
+
+    rule, diags = parser.parse(RULE, "bench.txcl")
+    assert not diags and rule is not None, diags
+
+    parse_only = measure(lambda: parser.parse(RULE, "bench.txcl"), 200)
+
+    def uncached() -> None:
+        clear_cache()
+        parse_rule(RULE, "bench.txcl")
+
+    full = measure(uncached, 200)
+    parse_rule(RULE, "bench.txcl")
+    cached = measure(lambda: parse_rule(RULE, "bench.txcl"), 20000)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = []
+        for i in range(1000):
+            p = Path(tmp) / f"r{i:04d}.txcl"
+            p.write_text(generated_rule(i), encoding="utf-8")
+            paths.append(p)
+
+        def read_all() -> None:
+            clear_cache()
+            for p in paths:
+                parse_rule(p.read_text(encoding="utf-8"), str(p))
+
+        files = measure(read_all, 1, repeats=7)
+
+    bare = Lark(grammar_path().read_text(encoding="utf-8"), parser="lalr", lexer="contextual")
+    bare.parse(RULE)
+    bare_cpu = measure(lambda: bare.parse(RULE), 100)
+    bare_pos = Lark(grammar_path().read_text(encoding="utf-8"), parser="lalr",
+                    lexer="contextual", propagate_positions=True)
+    bare_pos_cpu = measure(lambda: bare_pos.parse(RULE), 100)
+
+    print(f"parser build (first use)                 {build_ms:8.1f} ms")
+    print(f"(a) 7-clause rule, parser only, uncached {parse_only[0]:8.1f} µs cpu "
+          f"({parse_only[1]:.1f} µs wall)")
+    print(f"(a) parse_rule uncached (+TX1xx checks)  {full[0]:8.1f} µs cpu "
+          f"({full[1]:.1f} µs wall)")
+    print(f"(b) parse_rule cached                    {cached[0]:8.2f} µs cpu "
+          f"({cached[1]:.2f} µs wall)")
+    print(f"(c) read + parse 1,000 rule files        {files[0] / 1000:8.1f} ms cpu "
+          f"({files[1] / 1000:.1f} ms wall)")
+    print(f"bare Lark LALR (contextual lexer, tree)  {bare_cpu[0]:8.1f} µs cpu "
+          f"({bare_cpu[1]:.1f} µs wall)")
+    print(f"bare Lark LALR + propagate_positions     {bare_pos_cpu[0]:8.1f} µs cpu "
+          f"({bare_pos_cpu[1]:.1f} µs wall)")
+    print(f"ratio txcl parser / bare Lark            {parse_only[0] / bare_cpu[0]:8.2f}x "
+          f"(vs. with positions {parse_only[0] / bare_pos_cpu[0]:.2f}x)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
