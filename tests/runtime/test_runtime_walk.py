@@ -259,7 +259,7 @@ def test_untrusted_output_sanitised(workspace, run_tree):
     assert env["ok"] == 1
     assert env["_txc"]["rid"] == outcome.rid and env["_txc"]["stack"] == "s"
     assert env["_txc"]["web"]["res"]["status"] == 201  # author-writable subtree kept
-    dropped = [json.loads(e["data_json"]) for e in store.get_trace(outcome.rid).events
+    dropped = [e["data"] for e in store.get_trace(outcome.rid).events
                if e["kind"] == "envelope.reserved_write_dropped"]
     assert {"path": "._txc.rid", "op": "a"} in dropped
 
@@ -327,3 +327,14 @@ def test_run_state_round_trips_through_json(workspace):
     outcome = asyncio.run(one_step_then_resume())
     assert outcome.envelope["a"] == 1 and outcome.envelope["b"] == 1
     interp.close()
+
+
+def test_set_pre_and_select_writes_never_leak_into_siblings(workspace, run_tree):
+    ws = workspace({
+        "OPS/s/0100/a.txcl": "SET .a.c = 2, .list.0.x = 9\nSELECT .a.b AS .a.copy\nEMIT .saw = .a.c",
+        "OPS/s/0100/b.txcl": "EMIT .b_saw_c = .a.c, .b_saw_copy = .a.copy, .b_saw_x = .list.0.x",
+    })
+    env = run_tree(ws, {"a": {"b": 1}, "list": [{"y": 1}]})[0].envelope
+    assert env["saw"] == 2
+    assert env["b_saw_c"] is None and env["b_saw_copy"] is None and env["b_saw_x"] is None
+    assert env["a"] == {"b": 1, "copy": 1} and env["list"] == [{"y": 1}]

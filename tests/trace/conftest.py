@@ -18,7 +18,7 @@ def write_tree(root: Path, files: dict[str, str]) -> Path:
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         body = textwrap.dedent(text).strip("\n")
-        path.write_text(body if rel.endswith(".txcl") else body + "\n", encoding="utf-8")
+        path.write_text(body + "\n", encoding="utf-8")
     return root
 
 

@@ -101,7 +101,10 @@ class Interpreter:
     """Walks envelopes through a pinned OpsTree. One instance serves many requests."""
 
     def __init__(self, ops: OpsTree | str | Path, store: Any = None, settings: Settings | None = None,
-                 hooks: WalkHooks | None = None, trace_sink: Callable[[Any], None] | None = None):
+                 hooks: WalkHooks | None = None, trace_sink: Callable[[Any], None] | None = None,
+                 trace_batch: int = 1, trace_batch_delay_s: float = 0.05):
+        """`trace_batch` > 1 group-commits that many traces per transaction (see
+        txcl.trace.writer); `close()` / `flush_traces()` write what is left."""
         self.tree = ops if isinstance(ops, OpsTree) else load_ops(ops)
         self.store = store
         self.settings = settings or Settings()
@@ -109,6 +112,12 @@ class Interpreter:
         kv = Kv(store, self.settings.op_payload_max) if store is not None else None
         self.services = Services(self.settings, store=store, executor=None, kv=kv)
         self.walker = Walker(self.tree, self.services, hooks)
+        self.trace_writer = None
+        if trace_sink is None and store is not None and trace_batch > 1:
+            from txcl.trace.writer import TraceWriter
+
+            self.trace_writer = TraceWriter(store, trace_batch, trace_batch_delay_s)
+            trace_sink = self.trace_writer.submit
         self.trace_sink = trace_sink
 
     # ------------------------------------------------------------ helpers
@@ -235,7 +244,12 @@ class Interpreter:
             self.services.http_client = None
             await client.aclose()
 
+    def flush_traces(self) -> None:
+        if self.trace_writer is not None:
+            self.trace_writer.flush()
+
     def close(self) -> None:
+        self.flush_traces()
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._executor = None

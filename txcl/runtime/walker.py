@@ -27,6 +27,7 @@ from txcl.ops.layout import NAME_RE, is_system_stack
 from txcl.ops.tree import OpRule, OpsTree
 from txcl.runtime.budget import DISPATCH_FUEL
 from txcl.runtime.config import Settings
+from txcl.runtime.cow import private_input, write_paths
 from txcl.runtime.dispatch import OpContext, OpError, Target
 from txcl.runtime.hooks import NoHooks, WalkHooks
 from txcl.runtime.kv import Kv
@@ -41,6 +42,7 @@ log = logging.getLogger("txcl.ops")
 
 GOTO_SEGMENTS = ("_txc", "goto")
 TTL_SEGMENTS = ("_txc", "ttl")
+_UNSET = object()
 _STACK_OK = re.compile(r"^[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*$")
 
 
@@ -72,6 +74,7 @@ class Walker:
         self.settings = services.settings
         self.hooks: WalkHooks = hooks or NoHooks()
         self._redactions: dict[str, tuple[set, set]] = {}
+        self._write_paths: dict[int, Any] = {}  # id(OpRule) -> write paths (the tree pins the rules)
 
     # ================================================================ frames
     async def step(self, run: Run, rec: TraceRecorder) -> None:
@@ -79,9 +82,15 @@ class Walker:
         frame = self.enter(run, rec)
         if frame is None or run.finished:
             return
+        frame.rec = rec  # for the continuation hooks (trace steps and events)
         await self.hooks.join_check(self, run, frame)
         if run.finished:
             return
+        await self.run_frame(run, frame, rec)
+
+    async def run_frame(self, run: Run, frame: Frame, rec: TraceRecorder) -> None:
+        """§3.2 steps 4–16 of an entered frame (a join resume re-enters a scope here)."""
+        frame.rec = rec
         self.select_ops(run, frame, rec)
         ops = frame.ops
         if ops and any(p.mode != "sync" for p in ops):
@@ -137,8 +146,16 @@ class Walker:
         ops: list[PreparedOp] = []
         for op in matched:
             rule = op.rule
-            private = rule.set_pre or rule.loop is not None or (rule.select is not None and not rule.select.star)
-            prepared = prepare(rule, deep_copy(e0) if private else e0)
+            paths = self._write_paths.get(id(op), _UNSET)
+            if paths is _UNSET:
+                paths = self._write_paths[id(op)] = write_paths(rule)
+            if paths is None:
+                op_input = deep_copy(e0)
+            elif paths:
+                op_input = private_input(e0, paths)
+            else:
+                op_input = e0
+            prepared = prepare(rule, op_input)
             mode = "sync"
             if prepared.error is None and prepared.directives:
                 raw_mode = prepared.directives.get("mode")

@@ -16,22 +16,16 @@ from txcl.store.base import KvEntry, KvError, TraceRecord
 from txcl.store.connection import DEFAULT_BUSY_TIMEOUT_MS, open_sqlite, resolve_db_path, transaction
 
 TRACE_SCHEMA = (
+    # One row per segment: steps and timeline events are packed as JSON arrays, so writing a
+    # trace is one INSERT (the records of RUNTIME.md §8.1 are the array elements).
     """CREATE TABLE IF NOT EXISTS traces (
         rid TEXT PRIMARY KEY, origin_rid TEXT, run_id TEXT, src TEXT, entry_stack TEXT,
         started_ms INTEGER, finished_ms INTEGER, status TEXT, http_status INTEGER,
         fuel_used INTEGER, bytes_in INTEGER, bytes_out INTEGER, mode TEXT,
-        in_json TEXT, out_json TEXT, error_json TEXT)""",
+        in_json TEXT, out_json TEXT, error_json TEXT, steps_json TEXT NOT NULL DEFAULT '[]',
+        events_json TEXT NOT NULL DEFAULT '[]')""",
     "CREATE INDEX IF NOT EXISTS traces_started ON traces (started_ms)",
     "CREATE INDEX IF NOT EXISTS traces_run ON traces (run_id, started_ms)",
-    """CREATE TABLE IF NOT EXISTS trace_steps (
-        rid TEXT NOT NULL, seq INTEGER NOT NULL, stage TEXT, stack TEXT, scope INTEGER, name TEXT,
-        operation TEXT, transport TEXT, status TEXT, started_ms INTEGER, finished_ms INTEGER,
-        duration_ms REAL, input_bytes INTEGER, output_bytes INTEGER, error TEXT, ack TEXT,
-        unit_id TEXT, items INTEGER, passes INTEGER, stop TEXT, rule TEXT, input_json TEXT,
-        output_json TEXT, traceback TEXT, PRIMARY KEY (rid, seq))""",
-    """CREATE TABLE IF NOT EXISTS trace_events (
-        rid TEXT NOT NULL, seq INTEGER NOT NULL, at_ms INTEGER, kind TEXT, data_json TEXT,
-        PRIMARY KEY (rid, seq))""",
 )
 
 KV_SCHEMA = (
@@ -40,9 +34,9 @@ KV_SCHEMA = (
         updated_ms INTEGER NOT NULL, expires_ms INTEGER, PRIMARY KEY (ns, key))""",
 )
 
-STEP_COLUMNS = ("seq", "stage", "stack", "scope", "name", "operation", "transport", "status",
-                "started_ms", "finished_ms", "duration_ms", "input_bytes", "output_bytes", "error",
-                "ack", "unit_id", "items", "passes", "stop", "rule", "input_json", "output_json", "traceback")
+STEP_FIELDS = ("seq", "stage", "stack", "scope", "name", "operation", "transport", "status",
+               "started_ms", "finished_ms", "duration_ms", "input_bytes", "output_bytes", "error",
+               "ack", "unit_id", "items", "passes", "stop", "rule", "input_json", "output_json", "traceback")
 TRACE_COLUMNS = ("rid", "origin_rid", "run_id", "src", "entry_stack", "started_ms", "finished_ms",
                  "status", "http_status", "fuel_used", "bytes_in", "bytes_out", "mode", "in_json",
                  "out_json", "error_json")
@@ -106,35 +100,27 @@ class SqliteStore:
 
     # ------------------------------------------------------------ traces
     def write_traces(self, traces: list[TraceRecord]) -> None:
+        """Write every trace (one row each) in one transaction."""
         if not traces:
             return
-        trace_sql = (f"INSERT OR REPLACE INTO traces ({', '.join(TRACE_COLUMNS)}) "
-                     f"VALUES ({', '.join('?' for _ in TRACE_COLUMNS)})")
-        step_sql = (f"INSERT OR REPLACE INTO trace_steps (rid, {', '.join(STEP_COLUMNS)}) "
-                    f"VALUES (?, {', '.join('?' for _ in STEP_COLUMNS)})")
-        event_sql = "INSERT OR REPLACE INTO trace_events (rid, seq, at_ms, kind, data_json) VALUES (?, ?, ?, ?, ?)"
+        columns = (*TRACE_COLUMNS, "steps_json", "events_json")
+        sql = (f"INSERT OR REPLACE INTO traces ({', '.join(columns)}) "
+               f"VALUES ({', '.join('?' for _ in columns)})")
+        rows = []
+        for trace in traces:
+            req = trace.request
+            rows.append((*(req.get(c) for c in TRACE_COLUMNS), _pack(trace.steps), _pack(trace.events)))
         with self.write() as conn:
-            for trace in traces:
-                req = trace.request
-                rid = req["rid"]
-                conn.execute("DELETE FROM trace_steps WHERE rid = ?", (rid,))
-                conn.execute("DELETE FROM trace_events WHERE rid = ?", (rid,))
-                conn.execute(trace_sql, tuple(req.get(c) for c in TRACE_COLUMNS))
-                conn.executemany(step_sql, [(rid, *(s.get(c) for c in STEP_COLUMNS)) for s in trace.steps])
-                conn.executemany(event_sql, [(rid, e["seq"], e["at_ms"], e["kind"], e.get("data_json"))
-                                             for e in trace.events])
+            conn.executemany(sql, rows)
 
     def get_trace(self, rid: str) -> TraceRecord | None:
-        conn = self.conn()
-        conn.row_factory = None
-        row = conn.execute(f"SELECT {', '.join(TRACE_COLUMNS)} FROM traces WHERE rid = ?", (rid,)).fetchone()
+        columns = (*TRACE_COLUMNS, "steps_json", "events_json")
+        row = self.conn().execute(f"SELECT {', '.join(columns)} FROM traces WHERE rid = ?", (rid,)).fetchone()
         if row is None:
             return None
         request = dict(zip(TRACE_COLUMNS, row))
-        steps = [dict(zip(STEP_COLUMNS, r)) for r in conn.execute(
-            f"SELECT {', '.join(STEP_COLUMNS)} FROM trace_steps WHERE rid = ? ORDER BY seq", (rid,))]
-        events = [dict(zip(("seq", "at_ms", "kind", "data_json"), r)) for r in conn.execute(
-            "SELECT seq, at_ms, kind, data_json FROM trace_events WHERE rid = ? ORDER BY seq", (rid,))]
+        steps = [{f: s.get(f) for f in STEP_FIELDS} | s for s in json.loads(row[-2])]
+        events = json.loads(row[-1])
         return TraceRecord(request, steps, events)
 
     def last_trace_rid(self) -> str | None:
@@ -149,12 +135,7 @@ class SqliteStore:
 
     def purge_traces(self, before_ms: int) -> int:
         with self.write() as conn:
-            rids = [r[0] for r in conn.execute("SELECT rid FROM traces WHERE started_ms < ?", (before_ms,))]
-            for rid in rids:
-                conn.execute("DELETE FROM trace_steps WHERE rid = ?", (rid,))
-                conn.execute("DELETE FROM trace_events WHERE rid = ?", (rid,))
-                conn.execute("DELETE FROM traces WHERE rid = ?", (rid,))
-        return len(rids)
+            return conn.execute("DELETE FROM traces WHERE started_ms < ?", (before_ms,)).rowcount
 
     # ------------------------------------------------------------ kv
     @staticmethod
@@ -222,6 +203,13 @@ class SqliteStore:
         return items, len(rows) > limit
 
 
+_PACK = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _pack(records: list[dict]) -> str:
+    return _PACK.encode(records)
+
+
 def _dumps(value: Any) -> str:
     from txcl.values.jsonio import dumps
 
@@ -239,4 +227,3 @@ def open_store(db: str | Path, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -
 
 
 __all__ = ["SqliteStore", "open_store", "TRACE_SCHEMA", "KV_SCHEMA"]
-_ = json

@@ -43,7 +43,7 @@ def trace_to_json(record: TraceRecord) -> dict[str, Any]:
             if step.get(key) is not None:
                 row[key[:-5]] = _loads(step[key])
         steps.append(row)
-    events = [{"seq": e["seq"], "at": _iso(e["at_ms"]), "kind": e["kind"], "data": _loads(e.get("data_json"))}
+    events = [{"seq": e["seq"], "at": _iso(e["at_ms"]), "kind": e["kind"], "data": e.get("data")}
               for e in record.events]
     return {"request": request, "steps": steps, "events": events}
 
@@ -95,7 +95,7 @@ def format_trace(record: TraceRecord, *, verbose: bool = False, grep: str | None
     lines.append("timeline:")
     for event in record.events:
         offset = event["at_ms"] - started if started is not None and event.get("at_ms") is not None else 0
-        lines.append(f"  +{offset}ms  {event['kind']}  {_event_text(_loads(event.get('data_json')))}".rstrip())
+        lines.append(f"  +{offset}ms  {event['kind']}  {_event_text(event.get('data'))}".rstrip())
     steps = filter_steps(record, grep)
     lines.append("steps:" if steps else "steps: (none)")
     for step in steps:

@@ -117,7 +117,4 @@ class TraceRecorder:
                 row["input_json"] = _cap(red.apply(step["_input"]), self.body_cap)
                 row["output_json"] = _cap(red.apply(step["_output"]), self.body_cap)
             steps.append(row)
-        events = [{"seq": e["seq"], "at_ms": e["at_ms"], "kind": e["kind"],
-                   "data_json": json.dumps(e["data"]) if e["data"] is not None else None}
-                  for e in self.events]
-        return TraceRecord(request, steps, events)
+        return TraceRecord(request, steps, list(self.events))
