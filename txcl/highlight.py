@@ -29,7 +29,6 @@ from pygments.token import (
 
 __all__ = [
     "TxclLexer", "CLAUSE_KEYWORDS", "KEYWORDS", "LOOP_MODIFIERS", "RESERVED_WORDS", "CONSTANTS",
-    "keyword_list",
 ]
 
 CLAUSE_KEYWORDS = ("WHEN", "SET", "SELECT", "WITH", "PRIORITY", "EXEC", "LOOP", "EMIT")
@@ -132,12 +131,4 @@ class TxclLexer(RegexLexer):
             default("#pop"),
         ],
     }
-
-
-def keyword_list() -> list[str]:
-    """Every keyword a rule author may type, upper case, without duplicates."""
-    seen: dict[str, None] = {}
-    for word in KEYWORDS + LOOP_MODIFIERS + CONSTANTS:
-        seen.setdefault(word, None)
-    return list(seen)
 

@@ -1,0 +1,83 @@
+"""REPL completion as plain function calls."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from txcl.functions.registry import REGISTRY
+from txcl.repl.completion import complete
+
+ENV = {
+    "user": {"id": 1, "name": "ada", "tags": ["a", "b"]},
+    "labels": {"app.kubernetes.io/name": "web"},
+    "_txc": {"web": {"req": {"path": "/", "method": "GET"}}},
+}
+
+
+def texts(before: str, **kw) -> list[str]:
+    return [c.text for c in complete(before, kw.pop("envelope", ENV), **kw)]
+
+
+def test_functions_complete_with_signatures() -> None:
+    found = complete("EMIT .t = &no", ENV)
+    assert [c.text for c in found] == ["&now("]
+    assert found[0].display == "&" + REGISTRY["now"].signature
+    assert found[0].meta == REGISTRY["now"].doc
+    assert found[0].start == -3
+    assert set(texts("&")) == {f"&{n}(" for n in REGISTRY}
+    assert texts("&try_") == sorted(f"&{n}(" for n in REGISTRY if n.startswith("try_"))
+
+
+def test_paths_from_the_envelope_one_level_at_a_time() -> None:
+    assert texts("WHEN .us") == [".user"]
+    assert texts("WHEN .user.") == [".user.id", ".user.name", ".user.tags"]
+    assert texts("SET .x = .user.tags.") == [".user.tags.0", ".user.tags.1"]
+    assert texts("EMIT .a = .labels.") == ['.labels."app.kubernetes.io/name"']
+    assert texts("WHEN @web.req.m") == ["@web.req.method"]
+    assert texts("WHEN .nothing.") == []
+
+
+def test_keywords_follow_the_typed_case() -> None:
+    assert texts("wh") == ["when"]
+    assert texts("WH") == ["WHEN"]
+    assert "SELECT" in texts("WHEN .a == 1 SE") and "SET" in texts("WHEN .a == 1 SE")
+    # EVERY / MAX / UNTIL are offered only inside LOOP
+    assert texts("WITH ev") == []
+    assert texts('EXEC "txco://x" LOOP UNTIL .a == 1 ev') == ["every"]
+
+
+def test_with_keys_after_with() -> None:
+    found = complete("WITH tim", ENV)
+    assert [c.text for c in found] == ["timeout"]
+    assert "duration" in found[0].meta
+    assert "into" in texts("WITH timeout = 5, in")
+    assert "into" not in texts("EMIT .a = 1 in")
+
+
+def test_exec_schemes_inside_the_exec_string() -> None:
+    assert texts('EXEC "') == ["txco://", "https://", "http://", "py://", "goto://"]
+    assert texts('EXEC "h') == ["https://", "http://"]
+    assert texts('EXEC "https://x/') == []
+    assert texts('SET .a = "h') == []  # other strings: nothing
+
+
+def test_meta_commands_and_their_arguments(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert texts(".r") == [".run", ".reset"]
+    assert texts(".run ", stacks=["main", "shop", "shop/eu"]) == ["main", "shop", "shop/eu"]
+    assert texts(".run sh", stacks=["main", "shop", "shop/eu"]) == ["shop", "shop/eu"]
+    assert texts(".set .user.n") == [".user.name"]
+    assert texts(".set .x &ad") == ["&add("]
+    (tmp_path / "env.json").write_text("{}")
+    (tmp_path / "rules").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert texts(".load e") == ["env.json"]
+    assert texts(".load ") == ["env.json", "rules/"]
+    # inside a rule, a leading "." is a path, never a command
+    assert texts("WHEN .r") == []
+
+
+def test_comments_and_strings_do_not_confuse_the_context() -> None:
+    assert texts('WHEN .a == "WITH" # WITH\nSET .b = 1 in') == []
+    assert texts('SET .a = "x" WITH ti') == ["timeout"]

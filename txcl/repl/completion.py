@@ -1,0 +1,180 @@
+"""REPL completion: keywords, functions with signatures, WITH keys, EXEC schemes, paths
+present in the working envelope, meta-commands, `.run` stacks and `.load`/`.save` files.
+
+`complete()` is a plain function over the text before the cursor so it can be tested
+without a terminal; `TxclCompleter` adapts it to prompt-toolkit.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, Callable, Iterable, Iterator
+
+import attrs
+from prompt_toolkit.completion import Completer, Completion
+from prompt_toolkit.document import Document
+
+from txcl.lsp import vocabulary
+from txcl.repl.entry import META_COMMANDS
+from txcl.repl.render import iter_paths, path_text
+
+_WORD = re.compile(r'(?:[.@](?:[A-Za-z0-9_-]|"[^"\n]*"?|\.)*|&[A-Za-z0-9_]*|[A-Za-z_][A-Za-z0-9_]*)$')
+_CLAUSE = re.compile(r"(?i)\b(WHEN|SET|SELECT|WITH|PRIORITY|EXEC|LOOP|EMIT)\b")
+_STRING_OR_COMMENT = re.compile(r'"(?:\\.|[^"\\])*"|#[^\n]*')
+
+
+@attrs.frozen
+class Candidate:
+    text: str  # replaces the word before the cursor
+    start: int  # negative: how many characters before the cursor are replaced
+    display: str
+    meta: str = ""
+
+
+def _match_case(word: str, typed: str) -> str:
+    return word.lower() if typed and typed == typed.lower() else word.upper()
+
+
+def _open_string(text: str) -> str | None:
+    """The content typed so far if the cursor is inside a string literal, else None."""
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == "#":
+            nl = text.find("\n", i)
+            if nl < 0:
+                return None
+            i = nl + 1
+            continue
+        if ch == '"':
+            j = i + 1
+            while j < n:
+                if text[j] == "\\":
+                    j += 2
+                    continue
+                if text[j] == '"':
+                    break
+                j += 1
+            if j >= n:
+                return text[i + 1:]
+            i = j + 1
+            continue
+        i += 1
+    return None
+
+
+def _last_clause(text: str) -> str | None:
+    cleaned = _STRING_OR_COMMENT.sub(" ", text)
+    found = _CLAUSE.findall(cleaned)
+    return found[-1].upper() if found else None
+
+
+def _segment_count(path: str) -> int:
+    return len(re.findall(r'\.(?:"[^"]*"?|[^".]*)', "." + path[1:])) if path else 0
+
+
+def path_candidates(prefix: str, envelope: Any) -> list[Candidate]:
+    """Envelope paths one level below what `prefix` (".a.b" / "@x.") already names."""
+    depth = _segment_count(prefix)
+    seen: dict[str, None] = {}
+    for segments in iter_paths(envelope):
+        text = path_text(segments)
+        if text.startswith(prefix) and _segment_count(text) == depth:
+            seen.setdefault(text, None)
+    return [Candidate(t, -len(prefix), t, "path") for t in seen]
+
+
+def function_candidates(prefix: str) -> list[Candidate]:
+    name = prefix[1:]
+    out = []
+    for info in vocabulary.functions():
+        if info.name.startswith(name):
+            out.append(Candidate(f"&{info.name}(", -len(prefix), f"&{info.signature}", info.doc))
+    return out
+
+
+def keyword_candidates(prefix: str, clause: str | None) -> list[Candidate]:
+    out = []
+    words = vocabulary.keywords()
+    if clause != "LOOP":
+        words = [w for w in words if w not in ("EVERY", "MAX", "UNTIL")]
+    for word in words:
+        if word.startswith(prefix.upper()):
+            out.append(Candidate(_match_case(word, prefix), -len(prefix), word, "keyword"))
+    if clause == "WITH":
+        for key in vocabulary.WITH_KEYS:
+            if key.name.startswith(prefix):
+                out.append(Candidate(key.name, -len(prefix), key.name, f"WITH key: {key.value}"))
+    return out
+
+
+def file_candidates(prefix: str) -> list[Candidate]:
+    directory, _, partial = prefix.rpartition("/")
+    base = os.path.expanduser(directory) if directory else "."
+    try:
+        names = sorted(os.listdir(base or "/"))
+    except OSError:
+        return []
+    out = []
+    for name in names:
+        if name.startswith(partial) and not (name.startswith(".") and not partial.startswith(".")):
+            full = (directory + "/" if directory else "") + name
+            if os.path.isdir(os.path.join(base or "/", name)):
+                full += "/"
+            out.append(Candidate(full, -len(prefix), full, "file"))
+    return out
+
+
+def complete(before: str, envelope: Any = None, stacks: Iterable[str] = (),
+             meta: bool = True) -> list[Candidate]:
+    """Candidates for the word that ends at the cursor; `before` is the text before it.
+    `meta` offers meta-commands when the entry is a single word starting with `.`."""
+    envelope = envelope if envelope is not None else {}
+    line_start = before.rfind("\n") + 1
+    line = before[line_start:]
+    if line_start == 0 and meta:
+        found = re.match(r"\s*(\.[a-z]+)\s+(.*)$", line)
+        if found and found.group(1) in META_COMMANDS:
+            command, arg = found.group(1), found.group(2)
+            if command == ".run":
+                return [Candidate(s, -len(arg), s, "stack") for s in stacks if s.startswith(arg)]
+            if command in (".load", ".save"):
+                return file_candidates(arg)
+            if " " not in arg:
+                return path_candidates(arg, envelope) if arg[:1] in (".", "@") else []
+            if command == ".set":  # the VALUE: complete it like an expression
+                return complete(arg.partition(" ")[2], envelope, stacks, meta=False)
+            return []
+    inside = _open_string(before)
+    if inside is not None:
+        if re.search(r'(?i)\bEXEC\s*"$', before[: len(before) - len(inside)]) and "/" not in inside:
+            return [Candidate(s, -len(inside), s, doc) for s, doc in vocabulary.EXEC_SCHEMES
+                    if s.startswith(inside)]
+        return []
+    match = _WORD.search(before)
+    word = match.group() if match else ""
+    if word.startswith("&"):
+        return function_candidates(word)
+    if word.startswith((".", "@")):
+        out = path_candidates(word, envelope)
+        if meta and line_start == 0 and line.strip() == word and re.fullmatch(r"\.[a-z]*", word):
+            out = [Candidate(c, -len(word), c, "command") for c in META_COMMANDS
+                   if c.startswith(word) and c != ".exit"] + out
+        return out
+    if word:
+        return keyword_candidates(word, _last_clause(before[: len(before) - len(word)]))
+    return []
+
+
+class TxclCompleter(Completer):
+    """prompt-toolkit adapter; `state` returns (envelope, stacks) at completion time."""
+
+    def __init__(self, state: Callable[[], tuple[Any, list[str]]]):
+        self.state = state
+
+    def get_completions(self, document: Document, complete_event: Any) -> Iterator[Completion]:
+        envelope, stacks = self.state()
+        for cand in complete(document.text_before_cursor, envelope, stacks):
+            yield Completion(cand.text, start_position=cand.start, display=cand.display,
+                             display_meta=cand.meta)
