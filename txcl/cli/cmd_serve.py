@@ -1,0 +1,110 @@
+"""`txcl serve [DIR] [flags]`: the web server (RUNTIME.md §7, §9).
+
+Every setting of RUNTIME.md §9.2 is a flag here (generated from the settings table, so the
+two never drift); values also come from `TXCL_*` environment variables and the `[serve]`
+table of the configuration file, with flag > environment > file > default. Startup problems
+(bad configuration, an OPS tree that fails to load, routes naming unknown stacks, a port
+that cannot be bound, a database that cannot be opened) exit 2 with a message, never a
+traceback.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from txcl.cli.common import fail
+
+_BOOL_KEYS = {"watch", "trust_request_id", "web_mock_header", "private"}
+_SKIP_KEYS = {"workspace"}
+_HELP = {
+    "db": "Database file (default <workspace>/.txcl/txcl.db).",
+    "host": "Listen address (default 127.0.0.1).",
+    "port": "Listen port (default 8080; 0 picks a free one).",
+    "default_stack": "Stack for requests no route matches.",
+    "watch": "Reload the OPS tree when its files change (new requests only).",
+    "web_max_body_bytes": "Request body cap; larger bodies get 413 (default 30MiB).",
+    "trust_request_id": "Use a well-formed client X-Request-ID as the request id.",
+    "web_mock_header": "Accept X-Txco-Mocks (mock globs) from clients.",
+    "private": "Keep top-level '_' keys in JSON answers.",
+    "shutdown_grace": "Drain time on SIGTERM (default 25s).",
+    "request_deadline": "Per-request deadline (default = --op-timeout-max).",
+    "trace_mode": "off, summary or full (default summary).",
+}
+
+
+def _settings_options(func: Any) -> Any:
+    from txcl.runtime.config import settings_keys
+
+    for key in reversed([k for k in settings_keys() if k not in _SKIP_KEYS]):
+        flag = "--" + key.replace("_", "-")
+        help_text = _HELP.get(key, "See RUNTIME.md §9.2.")
+        if key in _BOOL_KEYS:
+            option = click.option(flag, key, is_flag=True, default=None, help=help_text)
+        else:
+            option = click.option(flag, key, default=None, metavar="VALUE", help=help_text)
+        func = option(func)
+    return func
+
+
+@click.command("serve", context_settings={"show_default": False})
+@click.argument("directory", default=None, required=False)
+@click.option("--workspace", default=None, help="Same as DIR.")
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info",
+              help="Verbosity of the server's messages on stderr.")
+@_settings_options
+def command(directory: str | None, workspace: str | None, log_level: str, **flags: Any) -> None:
+    """Serve the OPS tree of DIR over HTTP (binds 127.0.0.1:8080 by default)."""
+    from txcl.ops.tree import WorkspaceNotFound, find_workspace
+    from txcl.runtime.config import ConfigError, load_settings
+    from txcl.serve.server import base_url, bind_socket, is_loopback, run_server, setup_logging
+
+    setup_logging(log_level)
+    try:
+        ws, _ = find_workspace(directory or workspace or ".")
+    except WorkspaceNotFound as exc:
+        fail(str(exc))
+    try:
+        settings = load_settings(ws, flags)
+    except ConfigError as exc:
+        fail(str(exc))
+    try:
+        sock = bind_socket(settings.host, settings.port)
+    except OSError as exc:
+        fail(f"cannot listen on {settings.host}:{settings.port}: {exc.strerror or exc}")
+    host, port = sock.getsockname()[:2]
+    if settings.callback_base_url is None:
+        if not is_loopback(settings.host):
+            click.echo("txcl: warning: --callback-base-url is not set and the server does not bind a loopback "
+                       f"address; workers will be told {base_url(host, port)}", err=True)
+        settings = settings.evolve(callback_base_url=base_url(host, port))
+    state = _build_state(ws, settings, sock)
+    try:
+        run_server(state, sock, log_level=log_level)
+    except KeyboardInterrupt:
+        pass
+
+
+def _build_state(ws: Any, settings: Any, sock: Any) -> Any:
+    """Load the tree, check routes, open the store; exit 2 (closing `sock`) on any problem."""
+    from txcl.errors import TxclLoadError, render_all
+    from txcl.runtime.config import ConfigError
+    from txcl.serve.app import build_state
+
+    try:
+        return build_state(ws, settings)
+    except TxclLoadError as exc:
+        sock.close()
+        click.echo(render_all(exc.diagnostics), err=True)
+        n = len(exc.diagnostics)
+        fail(f"the OPS tree failed to load ({n} error{'s' if n != 1 else ''})")
+    except ConfigError as exc:
+        sock.close()
+        fail(str(exc))
+    except OSError as exc:
+        sock.close()
+        fail(f"--db {settings.db_path(ws)}: cannot open the database: {exc}")
+    except Exception as exc:  # noqa: BLE001 - e.g. sqlite3.DatabaseError: a startup problem, not a crash
+        sock.close()
+        fail(f"cannot start: {type(exc).__name__}: {exc}")

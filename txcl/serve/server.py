@@ -1,0 +1,112 @@
+"""Running the app under uvicorn: our own listening socket (clean bind errors, port 0),
+logging to stderr, and graceful shutdown (RUNTIME.md §6.3).
+
+On SIGTERM/SIGINT the server stops accepting connections, answers 503 to any request that
+still arrives on an open connection, waits up to --shutdown-grace for in-flight requests
+(uvicorn's graceful timeout), then runs the lifespan shutdown (extensions' background work,
+trace flush, store close) and exits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import logging
+import socket
+import sys
+from typing import Any, Iterator
+
+import uvicorn
+
+from txcl.serve.app import ServeState, create_app
+
+log = logging.getLogger("txcl.serve")
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening-ready TCP socket bound to (host, port); OSError when that fails."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+def base_url(host: str, port: int) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}"
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def setup_logging(level: str = "info") -> None:
+    """txcl's own messages (`txcl: …`) on stderr; uvicorn's only from warnings up."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logger = logging.getLogger("txcl")
+    logger.handlers[:] = [handler]
+    logger.setLevel(level.upper())
+    logger.propagate = False
+    for name in ("uvicorn", "uvicorn.error"):
+        ulog = logging.getLogger(name)
+        ulog.handlers[:] = [handler]
+        ulog.setLevel(logging.WARNING if level != "debug" else logging.DEBUG)
+        ulog.propagate = False
+
+
+class TxclServer(uvicorn.Server):
+    """uvicorn.Server that marks the state draining as soon as a shutdown signal arrives."""
+
+    def __init__(self, config: uvicorn.Config, state: ServeState, url: str):
+        super().__init__(config)
+        self.txcl_state = state
+        self.url = url
+
+    def handle_exit(self, sig: int, frame: Any) -> None:
+        if not self.txcl_state.draining:
+            log.info("txcl: shutting down (grace %d ms)", self.txcl_state.settings.shutdown_grace)
+        self.txcl_state.draining = True
+        super().handle_exit(sig, frame)
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        """As uvicorn's, but a handled SIGTERM/SIGINT ends in a normal exit (status 0) instead
+        of re-raising the signal after the graceful shutdown."""
+        with super().capture_signals():
+            yield
+            self._captured_signals.clear()
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started:
+            state = self.txcl_state
+            log.info("txcl: serving %s on %s (%d rules%s)", state.workspace, self.url, len(state.tree),
+                     ", watching" if state.settings.watch else "")
+
+
+def uvicorn_config(app: Any, *, grace_s: float, log_level: str = "info") -> uvicorn.Config:
+    """The uvicorn settings serve uses (the benchmark serves its bare endpoint with these too)."""
+    return uvicorn.Config(app, lifespan="on", access_log=False, log_config=None,
+                          log_level="warning" if log_level != "debug" else "debug",
+                          timeout_graceful_shutdown=grace_s, server_header=False)  # type: ignore[arg-type]
+
+
+def run_server(state: ServeState, sock: socket.socket, *, log_level: str = "info") -> None:
+    """Serve until a shutdown signal; blocks."""
+    host, port = sock.getsockname()[:2]
+    app = create_app(state)
+    config = uvicorn_config(app, grace_s=state.settings.shutdown_grace / 1000.0, log_level=log_level)
+    server = TxclServer(config, state, base_url(host, port))
+    server.run(sockets=[sock])
