@@ -452,3 +452,14 @@ def test_p12_purge_after_retention_deletes_every_row(store, clock):
     assert store.get_interaction(park.dispatches[0].opc) is None
     assert store.list_units(park.run.run_id) == [] and store.list_run_events(park.run.run_id) == []
     assert store.purge_snapshots() == 1
+
+
+def test_unjoined_deferred_itemized_after_completion_sends_nothing_more_djf4(store):
+    """DJ-F4 / EC-8: after the run completes, sent items stay open to their deadline; queued ones never go."""
+    disp = store.dispatch_deferred(run_spec(), Fence("rid-1"), [itemized("late", n=6, window=2, join_at=900)])
+    run = store.finish_segment(disp.run.run_id, Fence("rid-1"), status="completed", result={})
+    its = store.list_interactions(disp.unit_ids[0])
+    assert [i.status for i in its] == ["dispatching"] * 2 + ["cancelled"] * 4
+    admit, rel = complete(store, disp.dispatches[0])
+    assert admit.outcome == "admitted" and admit.dispatches == () and rel.outcome == "recorded"
+    assert store.get_run(run.run_id).status == "completed"

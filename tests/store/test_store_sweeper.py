@@ -194,3 +194,31 @@ def test_healthy_itemized_run_has_no_reconcile_events_t32_au3(store, clock):
 
 def test_extra_purges_hook_runs(store):
     assert sweep(store, CFG, extra_purges=[lambda: 3]).extra_purged == 3
+
+
+def test_local_and_sync_dispatches_are_never_resent(store, clock):
+    park = store.park_suspend(run_spec(), Fence("rid-1"), stage="shop/100", kind="promotion", envelope={},
+                              budgets={}, units=[UnitSpec(kind="local", op_name="slow", items=[{}],
+                                                          deadline_ms=clock.now + 60_000)])
+    assert park.dispatches[0].token is None
+    clock.advance(5_000)
+    assert not sweep(store, CFG).resent
+    # the local task finishes: admitted without a token, released
+    store.admit_terminal(park.dispatches[0].opc, "completed", {"r": 1}, source="local")
+    assert store.continue_release(park.dispatches[0].opc).won
+
+
+def test_parked_run_nobody_released_is_released_by_sweeper(store, clock):
+    park = park_barrier(store)
+    d = park.dispatches[0]
+    admit = store.admit_terminal(d.opc, "completed", {"x": 1}, source="callback", token=d.token)
+    store.continue_release(d.opc, child_version=admit.child_version)
+    # undo only the release (a crash test's view of a lost release)
+    conn = store._cs_db().conn
+    conn.execute("UPDATE runs SET status = 'waiting', claim_token = NULL WHERE run_id = ?", (park.run.run_id,))
+    conn.execute("UPDATE suspends SET status = 'open' WHERE run_id = ?", (park.run.run_id,))
+    conn.execute("DELETE FROM resume_claims WHERE run_id = ?", (park.run.run_id,))
+    conn.execute("DELETE FROM run_events WHERE run_id = ? AND kind = 'run.released'", (park.run.run_id,))
+    report = sweep(store, CFG)
+    assert len(report.released) == 1
+    assert "reconcile.release" in [e.kind for e in store.list_run_events(park.run.run_id)]

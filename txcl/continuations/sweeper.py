@@ -152,7 +152,7 @@ def sweep(
         finally:
             _release_unit(unit_id)
     for run_id in store.releasable_runs(limit=batch):
-        _note_release(report, store.try_release(run_id, materialize=materialize))
+        _note_release(report, store.try_release(run_id, materialize=materialize, reconcile=True))
 
     # 5. purge (P12)
     for run_id in store.purgeable_runs(retention_ms=config.retention_ms, limit=batch):

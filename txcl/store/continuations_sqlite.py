@@ -524,6 +524,13 @@ class SqliteContinuationStore:
                     "(SELECT 1 FROM joined_markers m WHERE m.unit_id = u.unit_id))")
         unit_ids = [r["unit_id"] for r in t.all(sql, (run_id,))]
         self._close_units(t, unit_ids, "timed_out" if expired else "cancelled")
+        if keep_unjoined_deferred:
+            # DJ-F4 survivors: what was sent stays open until its deadline; what was never sent never will be
+            t.run(
+                "UPDATE interactions SET status = 'cancelled', closed_ms = ?, version = version + 1 "
+                "WHERE run_id = ? AND status = 'queued'",
+                (t.now, run_id),
+            )
         t.run("DELETE FROM resume_claims WHERE run_id = ?", (run_id,))
 
     # ----------------------------------------------------------------------------------------
@@ -887,8 +894,12 @@ class SqliteContinuationStore:
             return ReleaseResult("resumed" if claim else "recorded", it["run_id"], unit_status, claim,
                                  materialized="materialize" in t.fired)
 
-    def try_release(self, run_id: str, *, materialize: Materializer | None = None) -> ReleaseResult:
-        """The drain (§2.2 step 4) and the sweeper's release check: P5 steps 2–5 for a suspend."""
+    def try_release(self, run_id: str, *, materialize: Materializer | None = None,
+                    reconcile: bool = False) -> ReleaseResult:
+        """The drain (§2.2 step 4) and the sweeper's release check: P5 steps 2–5 for a suspend.
+
+        ``reconcile=True`` (the sweeper) records a ``reconcile.release`` event when it wins: a
+        parked run that nobody released is a repair; the drain is part of the healthy path."""
         materialize = materialize or default_materialize
         with self._cs_tx() as t:
             run = t.one("SELECT * FROM runs WHERE run_id = ?", (run_id,))
@@ -898,6 +909,9 @@ class SqliteContinuationStore:
                            (run_id, run["cur_stage"], run["cur_visit"])):
                 self._drain_unit(t, m["unit_id"], materialize)
             claim = self._try_release_in_tx(t, run_id)
+            if claim is not None and reconcile:
+                self._event(t, run_id, "reconcile.release", f"reconcile.release:{claim.stage}:{claim.visit}",
+                            {"run_id": run_id})
             return ReleaseResult("resumed" if claim else "recorded", run_id, None, claim,
                                  materialized="materialize" in t.fired)
 
@@ -1375,7 +1389,8 @@ class SqliteContinuationStore:
         t = self._cs_read()
         return [r["opc"] for r in t.all(
             "SELECT i.opc FROM interactions i JOIN await_units u ON u.unit_id = i.unit_id "
-            "WHERE i.status = 'dispatching' AND i.dispatch_ms <= ? AND u.status = 'waiting' LIMIT ?",
+            "WHERE i.status = 'dispatching' AND i.dispatch_ms <= ? AND u.status = 'waiting' "
+            "AND u.kind IN ('unary', 'itemized') LIMIT ?",
             (t.now - older_than_ms, limit))]
 
     def promotable_units(self, *, limit: int = 500) -> list[str]:
