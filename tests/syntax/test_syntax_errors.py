@@ -82,6 +82,8 @@ CASES = [
     ("foo", "TX010", (1, 1, 1, 4), f"unexpected identifier foo; {CLAUSES}", None),
     ("wehn .a == 1", "TX010", (1, 1, 1, 5), f"unexpected identifier wehn; {CLAUSES}",
      "did you mean WHEN?"),
+    ("WHEN .a == 1 and .b == 2", "TX010", (1, 14, 1, 17),
+     f"unexpected identifier and; {CLAUSES}", "use &&"),
     ("UNTIL .a == 1", "TX010", (1, 1, 1, 6), f"unexpected keyword UNTIL; {CLAUSES}",
      "UNTIL is a LOOP modifier: write LOOP UNTIL <condition>"),
     ("SET .x = 1 AS .y", "TX010", (1, 12, 1, 14), f"unexpected keyword AS; {CLAUSES}",

@@ -21,6 +21,7 @@ _PATHS = {"PATH", "DOT_PATH"}
 _SCALARS = {"INT", "FLOAT", "STRING", "TRUE", "FALSE"}
 _COND_START = {"PATH", "DOT_PATH", "LPAR", "BANG"}
 _OP_TEXT = {"AND": "&&", "OR": "||", "COMMA": ",", "BANG": "!"}
+_WORD_OPERATORS = {"and": "&&", "or": "||", "not": "!"}
 _CLAUSE_LIST = "WHEN, SET, SELECT, WITH, PRIORITY, EXEC, LOOP, EMIT"
 
 
@@ -108,6 +109,8 @@ class _Explainer:
             hint = "UNTIL is a LOOP modifier: write LOOP UNTIL <condition>"
         elif t in ("AS", "DEFAULT"):
             hint = f"{t} is part of a SELECT item: SELECT .source AS .dest DEFAULT value"
+        elif t == "NAME" and tok.value.lower() in _WORD_OPERATORS:
+            hint = f"use {_WORD_OPERATORS[tok.value.lower()]}"
         elif t == "NAME":
             words = list(CLAUSE_KEYWORDS) + (["UNTIL", "EVERY", "MAX"] if self.in_loop else [])
             close = difflib.get_close_matches(tok.value.upper(), words, n=1, cutoff=0.6)
