@@ -141,3 +141,20 @@ def test_cache_gives_the_same_findings(tmp_path, monkeypatch) -> None:
     assert (tmp_path / ".txcl" / "cache").is_dir()
     second = _run(["check", "--output-format", "concise"], tmp_path, monkeypatch).stdout
     assert first == second and "TX201" in first
+
+
+def test_parallel_analysis_matches_serial(tmp_path, monkeypatch) -> None:
+    from txcl.check import engine
+    for i in range(40):
+        rule = tmp_path / f"OPS/s/{100 + i % 4:04d}/r{i}.txcl"
+        rule.parent.mkdir(parents=True, exist_ok=True)
+        rule.write_text(f"EMIT .n = 0{i}\nWHEN .x == {i}\n" if i % 3 else f"EMIT .n {i}\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(engine, "PARALLEL_MIN_FILES", 10)
+    from txcl.check.cache import clear_memory
+    clear_memory()
+    serial = engine.run_check(["."], cache_dir=False, jobs=1).diagnostics
+    clear_memory()
+    parallel = engine.run_check(["."], cache_dir=False, jobs=2).diagnostics
+    assert [d.to_json() for d in parallel] == [d.to_json() for d in serial]
+    assert {d.code for d in serial} == {"TX014", "TX201", "TX301"}

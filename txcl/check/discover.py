@@ -17,10 +17,11 @@ class TreeJob:
     whole: bool = False  # report every file of the tree
     roots: list[Path] = attrs.field(factory=list)  # else: only files under these
 
-    def wants(self, path: Path) -> bool:
+    def wants(self, path: Path | str) -> bool:
         if self.whole:
             return True
-        return any(path == r or r in path.parents for r in self.roots)
+        text = str(path)
+        return any(text == str(r) or text.startswith(str(r) + os.sep) for r in self.roots)
 
 
 @attrs.define

@@ -29,12 +29,18 @@ class CheckResult:
     missing: list[str] = attrs.field(factory=list)
 
 
-def display_path(path: Path) -> str:
+def display_path(path: Path | str) -> str:
+    """Relative to the current directory when below it, else absolute."""
+    text = os.fspath(path)
+    cwd = os.getcwd()
+    prefix = cwd if cwd.endswith(os.sep) else cwd + os.sep
+    if os.path.isabs(text):
+        return text[len(prefix):] if text.startswith(prefix) else text
     try:
-        rel = os.path.relpath(path)
+        rel = os.path.relpath(text)
     except ValueError:
-        return str(path)
-    return str(path) if rel.startswith("..") else rel
+        return text
+    return os.path.abspath(text) if rel.startswith("..") else rel
 
 
 def _decode(data: bytes) -> str | None:
@@ -65,7 +71,7 @@ def check_source(text: str | bytes, filename: str = "<string>", config: CheckCon
 
 
 def finalize(diags: Iterable[Diagnostic], source: str | None, path: str | Path,
-             config: CheckConfig) -> list[Diagnostic]:
+             config: CheckConfig, display: str | None = None) -> list[Diagnostic]:
     """Severity overrides, select/ignore, per-file-ignores and noqa for one file's findings."""
     out: list[Diagnostic] = []
     for d in diags:
@@ -79,7 +85,7 @@ def finalize(diags: Iterable[Diagnostic], source: str | None, path: str | Path,
     out = apply_noqa(out, source, report_unused=enabled("TX303"), enabled=enabled)
     for i, d in enumerate(out):
         if d.code == "TX303":
-            out[i] = attrs.evolve(d, file=str(path) if d.file == "<string>" else d.file,
+            out[i] = attrs.evolve(d, file=display or str(path),
                                   severity=config.severity.get("TX303", d.severity))
     return out
 
@@ -90,14 +96,43 @@ def check_paths(paths: Iterable[str | Path] = (".",), config: CheckConfig | None
     return run_check(list(paths), config, cache_dir=cache_dir, progress=progress).diagnostics
 
 
+PARALLEL_MIN_FILES = 200
+
+
+def _analyze_chunk(items: list[tuple[bytes, str, str | None]]) -> list[Analysis]:
+    return [analyze(data, shown, stack) for data, shown, stack in items]
+
+
+def _analyze_all(todo: list[tuple[bytes, str, str | None]], jobs: int) -> list[Analysis]:
+    """Analyse files, in `jobs` forked worker processes when there are many of them."""
+    if jobs <= 1 or len(todo) < PARALLEL_MIN_FILES:
+        return _analyze_chunk(todo)
+    import multiprocessing
+    try:
+        ctx = multiprocessing.get_context("fork")
+    except ValueError:  # no fork on this platform
+        return _analyze_chunk(todo)
+    from txcl.syntax.parser import get_parser
+    get_parser()  # built once here, inherited by the workers
+    size = -(-len(todo) // jobs)
+    chunks = [todo[i:i + size] for i in range(0, len(todo), size)]
+    with ctx.Pool(len(chunks)) as pool:
+        parts = pool.map(_analyze_chunk, chunks)
+    return [a for part in parts for a in part]
+
+
 def run_check(paths: list[str | Path], config: CheckConfig | None = None, *,
-              cache_dir: Path | None | bool = None, progress: Progress | None = None) -> CheckResult:
+              cache_dir: Path | None | bool = None, progress: Progress | None = None,
+              jobs: int = 1) -> CheckResult:
     """`check_paths` with the extras the CLI needs (file count, sources, missing paths).
 
     `cache_dir`: directory whose `.txcl/cache/` holds the disk cache; None picks the first
     tree's workspace (or the current directory); False disables the disk cache.
+    `jobs` > 1 analyses uncached files in that many forked processes (the CLI does this;
+    library callers that run threads should keep the default 1).
     """
     config = config or CheckConfig()
+    jobs_n = max(1, jobs)
     work = discover(paths or ["."], config)
     if cache_dir is None:
         first = next(iter(work.trees.values()), None)
@@ -105,39 +140,57 @@ def run_check(paths: list[str | Path], config: CheckConfig | None = None, *,
     cache = AnalysisCache(cache_dir if cache_dir else None)
     result = CheckResult([], 0, missing=list(work.missing))
 
-    jobs: list[tuple[Path, str | None, object]] = []  # (file, stack, tree job)
+    jobs: list[tuple[str, str | None, object]] = []  # (absolute file, stack, tree job)
     tree_scans = {}
     for ops_dir, job in work.trees.items():
         scan = _scan(ops_dir)
         tree_scans[ops_dir] = scan
         for entry in scan.entries:
-            if config.excluded(entry.path):
+            if config.exclude and config.excluded(entry.path):
                 continue
-            jobs.append((Path(entry.path), entry.stack, job))
+            jobs.append((os.fspath(entry.path), entry.stack, job))
     for path in work.loose:
-        jobs.append((path, None, None))
+        jobs.append((os.fspath(path), None, None))
 
     total = len(jobs)
-    analyses: dict[Path, tuple[Analysis, str]] = {}
+    analyses: dict[str, tuple[Analysis, str]] = {}
+    pending: list[tuple[str, str, bytes, bytes, str | None]] = []  # path, shown, key, data, stack
     for i, (path, stack, job) in enumerate(jobs):
         shown = display_path(path)
         try:
-            data = path.read_bytes()
+            with open(path, "rb") as fh:
+                data = fh.read()
         except OSError as exc:
             result.diagnostics.append(Diagnostic("TX002", f"cannot read file: {exc.strerror or exc}", file=shown))
             continue
         system = bool(stack) and stack.startswith("_") and "/" in stack
         key = key_of(data, system)
-        analysis = cache.get(key)
-        if analysis is None:
-            analysis = analyze(data, shown, stack)
-            cache.put(key, analysis)
         source = _decode(data)
         if source is not None:
             result.sources[shown] = source
+        analysis = cache.get(key)
+        if analysis is None:
+            pending.append((path, shown, key, data, stack))
+            continue
         analyses[path] = (analysis, shown)
         if progress is not None:
-            progress(i + 1, total)
+            progress(len(analyses), total)
+    done = len(analyses)
+    if jobs_n > 1 and len(pending) >= PARALLEL_MIN_FILES:
+        fresh = _analyze_all([(data, shown, stack) for _, shown, _, data, stack in pending], jobs_n)
+        for (path, shown, key, _, _), analysis in zip(pending, fresh):
+            cache.put(key, analysis)
+            analyses[path] = (analysis, shown)
+        if progress is not None:
+            progress(total, total)
+    else:
+        for path, shown, key, data, stack in pending:
+            analysis = analyze(data, shown, stack)
+            cache.put(key, analysis)
+            analyses[path] = (analysis, shown)
+            done += 1
+            if progress is not None:
+                progress(done, total)
     cache.save()
 
     per_file: dict[str, list[Diagnostic]] = {}
@@ -155,17 +208,20 @@ def run_check(paths: list[str | Path], config: CheckConfig | None = None, *,
     for ops_dir, job in work.trees.items():
         scan = tree_scans[ops_dir]
         for d in _layout_diagnostics(scan, config):
-            if job.wants(Path(_abs(d.file))):
+            if job.wants(_abs(d.file)):
                 per_file.setdefault(d.file, []).append(d)
                 reported.add(d.file)
         members = []
+        wanted = set()
         for entry in scan.entries:
-            got = analyses.get(Path(entry.path))
+            path = os.fspath(entry.path)
+            got = analyses.get(path)
             if got is None or got[0].facts is None:
                 continue
             members.append(Member(got[1], entry.stack, entry.scope, entry.name, got[0].facts))
+            if job.wants(path):
+                wanted.add(got[1])
         tree = TreeContext(members, source_of=result.sources.get)
-        wanted = {m.file for m in members if job.wants(Path(_abs(m.file)))}
         for registered in _base.TREE_RULES:
             if not any(config.enabled(c) for c in registered.codes):
                 continue
@@ -174,7 +230,8 @@ def run_check(paths: list[str | Path], config: CheckConfig | None = None, *,
                     per_file.setdefault(d.file, []).append(d)
 
     for shown, diags in per_file.items():
-        result.diagnostics.extend(finalize(diags, result.sources.get(shown), _abs(shown), config))
+        where = _abs(shown) if config.per_file_ignores else shown
+        result.diagnostics.extend(finalize(diags, result.sources.get(shown), where, config, shown))
     result.diagnostics.sort(key=lambda d: (d.file, d.line, d.column, d.code))
     return result
 

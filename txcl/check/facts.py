@@ -52,6 +52,11 @@ def jump_of_goto_value(text: str) -> tuple[str | None, int] | None:
     return match.group("stack"), int(match.group("scope"))
 
 
+def read_text(segments: tuple[str, ...], at_sugar: bool) -> str:
+    """A read path as the author wrote it (for messages)."""
+    return ast.Path(tuple(segments), at_sugar).source_text
+
+
 def extract(rule: ast.Rule) -> dict[str, Any]:
     pairs = with_map(rule)
     halt_emit = any(a.target.segments == ("_txc", "halt") and truthy_literal(a.value) for a in rule.emit)
@@ -93,5 +98,5 @@ def extract(rule: ast.Rule) -> dict[str, Any]:
         "join": join if isinstance(join, int) and not isinstance(join, bool) else None,
         "join_span": join_span,
         "into": into if isinstance(into, str) else None,
-        "reads": [(p.segments, p.source_text, span_t(p.span)) for p in read_paths(rule)],
+        "reads": [(p.segments, p.at_sugar, span_t(p.span)) for p in read_paths(rule)],
     }

@@ -84,8 +84,10 @@ def statistics(diagnostics) -> str:
 @click.option("--no-cache", is_flag=True, help="Do not read or write the parse cache under .txcl/.")
 @click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto")
 @click.option("--quiet", "-q", is_flag=True, help="No summary line.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
+              help="Worker processes for uncached files (default: the number of CPUs).")
 def command(paths, output_format, select, ignore, config_path, strict, exit_zero, show_stats, fix,
-            show_diff, no_cache, color, quiet) -> None:
+            show_diff, no_cache, color, quiet, jobs) -> None:
     """Check TXCL rule files and OPS trees (default: the current directory)."""
     from txcl.check.config import ConfigError, config_from_table, load_config, parse_code_list
     from txcl.check.engine import run_check
@@ -107,7 +109,8 @@ def command(paths, output_format, select, ignore, config_path, strict, exit_zero
 
     bar = _ProgressBar(sys.stderr.isatty())
     try:
-        result = run_check(paths, cfg, cache_dir=False if no_cache else None, progress=bar)
+        result = run_check(paths, cfg, cache_dir=False if no_cache else None, progress=bar,
+                           jobs=jobs or min(os.cpu_count() or 1, 8))
         bar.clear()
         if result.missing:
             fail(f"no such file or directory: {', '.join(result.missing)}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import bisect
 from typing import Iterator
 
+from txcl.check.facts import read_text
 from txcl.check.rules.base import tree_rule
 from txcl.errors import Diagnostic
 
@@ -59,8 +60,9 @@ def deferred_joins(tree) -> Iterator[Diagnostic]:
             if not m.scope < scope < join_scope:
                 continue
             for reader in tree.rules_at(m.stack, scope):
-                for segs, text, span in reader.facts["reads"]:
+                for segs, at_sugar, span in reader.facts["reads"]:
                     if _overlaps(tuple(segs), into):
+                        text = read_text(segs, at_sugar)
                         yield tree.diag(reader, "TX222", span,
                                         f"reads {text}, but {m.name} (scope {m.scope}) writes under "
                                         f"\"{f['into']}\" only when it joins at scope {join_scope}",
