@@ -463,3 +463,25 @@ def test_unjoined_deferred_itemized_after_completion_sends_nothing_more_djf4(sto
     admit, rel = complete(store, disp.dispatches[0])
     assert admit.outcome == "admitted" and admit.dispatches == () and rel.outcome == "recorded"
     assert store.get_run(run.run_id).status == "completed"
+
+
+def test_drain_wins_release_inline_when_callbacks_beat_the_ack_t27(store):
+    """T27 (store side): every callback arrives before the park's drain; the request wins inline."""
+    from txcl.store.continuations_base import inline_segment_id
+
+    park = park_barrier(store, units=[unary("a"), unary("b")])
+    for d in park.dispatches:  # admitted and continued while the request still waits for its acks
+        admit, rel = complete(store, d)
+        assert admit.outcome == "admitted"
+    # the live P5 of the last callback already released; a second drain changes nothing
+    assert store.get_run(park.run.run_id).status == "resuming"
+    assert store.try_release(park.run.run_id).outcome == "recorded"
+    # when only P4 ran before the drain, the drain materialises, settles and wins inline
+    park2 = park_barrier(store, "rid-2", units=[unary("a")])
+    d = park2.dispatches[0]
+    store.admit_terminal(d.opc, "completed", {"v": 1}, source="callback", token=d.token)
+    seg = inline_segment_id("rid-2", park2.visit)
+    rel = store.try_release(park2.run.run_id, segment_id=seg)
+    assert rel.won and rel.claim.segment_id == seg == "rid-2/v1"
+    assert store.get_run(park2.run.run_id).segment_id == seg
+    assert store.claim_resume(park2.run.run_id, rel.claim.claim_token).members[0].output == {"v": 1}

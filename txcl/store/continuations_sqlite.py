@@ -308,6 +308,8 @@ class SqliteContinuationStore:
         return row, False
 
     def _put_snapshot(self, t: _Tx, snapshot_id: str, body: bytes) -> bool:
+        if t.one("SELECT 1 FROM snapshots WHERE snapshot_id = ?", (snapshot_id,)) is not None:
+            return False  # content-addressed: never compress a large body twice
         return bool(
             t.returning(
                 "INSERT INTO snapshots (snapshot_id, created_ms, body, bytes) VALUES (?, ?, ?, ?) "
@@ -664,7 +666,7 @@ class SqliteContinuationStore:
         )
         return "completed" if changed else t.one("SELECT status FROM await_units WHERE unit_id = ?", (unit_id,))["status"]
 
-    def _try_release_in_tx(self, t: _Tx, run_id: str) -> ClaimRecord | None:
+    def _try_release_in_tx(self, t: _Tx, run_id: str, segment_id: str | None = None) -> ClaimRecord | None:
         """P5 step 5: the single compare-and-swap that releases a parked run (EC-3, EC-6)."""
         run = t.one(
             "SELECT r.version, r.cur_stage, r.cur_visit, s.status AS s_status, s.dispatch_complete FROM runs r "
@@ -688,7 +690,7 @@ class SqliteContinuationStore:
                  "AND status = 'open'", (run_id, stage, visit)) != 1:
             return None
         token = ids.new_claim_token()
-        segment = resume_segment_id(run_id, stage, visit, 1)
+        segment = segment_id or resume_segment_id(run_id, stage, visit, 1)
         if t.run(
             "UPDATE runs SET status = 'resuming', claim_token = ?, segment_id = ?, version = version + 1, "
             "updated_ms = ? WHERE run_id = ? AND status = 'waiting' AND version = ?",
@@ -895,11 +897,14 @@ class SqliteContinuationStore:
                                  materialized="materialize" in t.fired)
 
     def try_release(self, run_id: str, *, materialize: Materializer | None = None,
-                    reconcile: bool = False) -> ReleaseResult:
+                    reconcile: bool = False, segment_id: str | None = None) -> ReleaseResult:
         """The drain (§2.2 step 4) and the sweeper's release check: P5 steps 2–5 for a suspend.
 
         ``reconcile=True`` (the sweeper) records a ``reconcile.release`` event when it wins: a
-        parked run that nobody released is a repair; the drain is part of the healthy path."""
+        parked run that nobody released is a repair; the drain is part of the healthy path.
+        ``segment_id`` names the segment that will hold the claim when it is not a background
+        resume — a request that drains its own suspend continues inline as ``<rid>/v<visit>``
+        (see :func:`inline_segment_id`)."""
         materialize = materialize or default_materialize
         with self._cs_tx() as t:
             run = t.one("SELECT * FROM runs WHERE run_id = ?", (run_id,))
@@ -908,7 +913,7 @@ class SqliteContinuationStore:
             for m in t.all("SELECT unit_id FROM suspend_members WHERE run_id = ? AND stage = ? AND visit = ?",
                            (run_id, run["cur_stage"], run["cur_visit"])):
                 self._drain_unit(t, m["unit_id"], materialize)
-            claim = self._try_release_in_tx(t, run_id)
+            claim = self._try_release_in_tx(t, run_id, segment_id)
             if claim is not None and reconcile:
                 self._event(t, run_id, "reconcile.release", f"reconcile.release:{claim.stage}:{claim.visit}",
                             {"run_id": run_id})
