@@ -72,9 +72,9 @@ async def _rounds(interp: Interpreter, n: int, rounds: int) -> list[float]:
 def measure(ws: Path, mode: str, n: int, rounds: int) -> float:
     tree = load_ops(ws)
     store = SqliteStore(ws / ".txcl" / f"bench-{mode}.db")
-    # Traces are group-committed (256 per transaction, at most 50 ms old): each trace is
+    # Traces are group-committed (512 per transaction, at most 250 ms old): each trace is
     # still written whole in one transaction, but a commit's fsync is shared.
-    interp = Interpreter(tree, store=store, settings=Settings(trace_mode=mode), trace_batch=256)
+    interp = Interpreter(tree, store=store, settings=Settings(trace_mode=mode), trace_batch=512, trace_batch_delay_s=0.25)
     try:
         asyncio.run(_rounds(interp, max(n // 10, 10), 1))  # warm-up
         rates = asyncio.run(_rounds(interp, n, rounds))

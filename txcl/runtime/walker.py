@@ -42,7 +42,6 @@ log = logging.getLogger("txcl.ops")
 
 GOTO_SEGMENTS = ("_txc", "goto")
 TTL_SEGMENTS = ("_txc", "ttl")
-_UNSET = object()
 _STACK_OK = re.compile(r"^[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*$")
 
 
@@ -74,7 +73,13 @@ class Walker:
         self.settings = services.settings
         self.hooks: WalkHooks = hooks or NoHooks()
         self._redactions: dict[str, tuple[set, set]] = {}
-        self._write_paths: dict[int, Any] = {}  # id(OpRule) -> write paths (the tree pins the rules)
+        self._facts: dict[int, _Facts] = {}  # id(OpRule) -> static facts (the tree pins the rules)
+
+    def facts(self, op: OpRule) -> "_Facts":
+        found = self._facts.get(id(op))
+        if found is None:
+            found = self._facts[id(op)] = _Facts.of(op)
+        return found
 
     # ================================================================ frames
     async def step(self, run: Run, rec: TraceRecorder) -> None:
@@ -146,9 +151,7 @@ class Walker:
         ops: list[PreparedOp] = []
         for op in matched:
             rule = op.rule
-            paths = self._write_paths.get(id(op), _UNSET)
-            if paths is _UNSET:
-                paths = self._write_paths[id(op)] = write_paths(rule)
+            paths = self.facts(op).write_paths
             if paths is None:
                 op_input = deep_copy(e0)
             elif paths:
@@ -332,7 +335,7 @@ class Walker:
         dropped.extend(finished.dropped)
         if finished.output is None:
             return None, finished.error, dropped
-        if any(a.target.segments == TTL_SEGMENTS for a in pop.op.rule.emit):
+        if self.facts(pop.op).emits_ttl:
             if finished.ttl is not None and finished.ttl < ttl_before:
                 run.budget.lower_ttl(finished.ttl)
             else:
@@ -421,13 +424,11 @@ class Walker:
             output = outcomes[name].output
             if output:
                 merge_into(envelope, output)
-        ran = sorted(frame.ran, key=lambda o: o.name)
+        ran = sorted(frame.ran, key=_by_name) if len(frame.ran) > 1 else frame.ran
         for op in ran:
-            rule = op.rule
-            if op.target is None and (any(a.target.segments == GOTO_SEGMENTS for a in rule.emit)
-                                      or any(a.target.segments == GOTO_SEGMENTS for a in rule.set_post)):
+            if op.target is None and self.facts(op).writes_goto:
                 run.budget.charge(DISPATCH_FUEL)
-        if any(op.rule.set_post for op in ran):
+        if any(self.facts(op).has_set_post for op in ran):
             result = apply_set_post([op.rule for op in ran], envelope)
             envelope = result.envelope
             if rec.enabled:
@@ -491,6 +492,30 @@ class Walker:
             cached = (omit, redact)
             self._redactions[stack] = cached
         return cached
+
+
+@attrs.frozen
+class _Facts:
+    """What the walk needs to know about a rule, computed once per loaded rule."""
+
+    write_paths: list | None
+    emits_ttl: bool
+    writes_goto: bool
+    has_set_post: bool
+
+    @classmethod
+    def of(cls, op: OpRule) -> "_Facts":
+        rule = op.rule
+        return cls(
+            write_paths=write_paths(rule),
+            emits_ttl=any(a.target.segments == TTL_SEGMENTS for a in rule.emit),
+            writes_goto=any(a.target.segments == GOTO_SEGMENTS for a in (*rule.emit, *rule.set_post)),
+            has_set_post=bool(rule.set_post),
+        )
+
+
+def _by_name(op: OpRule) -> str:
+    return op.name
 
 
 def _fmt_ms(ms: int) -> str:

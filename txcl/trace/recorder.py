@@ -112,7 +112,7 @@ class TraceRecorder:
         request["error_json"] = json.dumps(self._error) if self._error is not None else None
         steps = []
         for step in self.steps:
-            row = {k: v for k, v in step.items() if not k.startswith("_")}
+            row = {k: v for k, v in step.items() if v is not None and not k.startswith("_")}
             if "_input" in step:
                 row["input_json"] = _cap(red.apply(step["_input"]), self.body_cap)
                 row["output_json"] = _cap(red.apply(step["_output"]), self.body_cap)
