@@ -12,7 +12,7 @@ import threading
 import time
 
 import pytest
-from contstore_util import (FakeClock, complete, itemized, open_store, park_barrier, proc_admit, proc_continue,
+from contstore_util import (complete, itemized, open_store, park_barrier, proc_admit, proc_continue,
                             proc_try_release, run_spec, unary)
 
 from txcl.store.continuations_base import Fence

@@ -7,7 +7,6 @@ import random
 import pytest
 from contstore_util import FakeClock, complete, itemized, open_store, park_barrier
 
-from txcl.store.continuations_base import Fence
 
 
 @pytest.fixture

@@ -9,8 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-from contstore_util import FakeClock, complete, itemized, open_store, park_barrier, run_spec, unary
+from contstore_util import FakeClock, complete, itemized, open_store, park_barrier, unary
 
 from txcl.continuations.sweeper import SweepConfig, sweep
 from txcl.store.continuations_base import Fence

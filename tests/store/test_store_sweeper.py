@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from contstore_util import FakeClock, complete, itemized, open_store, park_barrier, run_spec, unary
 
-from txcl.continuations import ids
 from txcl.continuations.sweeper import SweepConfig, sweep
 from txcl.store.continuations_base import Fence, UnitSpec
 

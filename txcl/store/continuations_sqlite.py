@@ -32,7 +32,6 @@ from txcl.continuations import ids
 from txcl.store.connection import DEFAULT_BUSY_TIMEOUT_MS, open_sqlite, transaction
 from txcl.store.continuations_base import (
     CHILD_PENDING,
-    INTERACTION_IN_FLIGHT,
     INTERACTION_OPEN,
     UNIT_BAD,
     UNIT_TERMINAL,
