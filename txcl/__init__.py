@@ -24,6 +24,11 @@ _LAZY = {
     "load_ops": "txcl.ops.tree",
     "OpsTree": "txcl.ops.tree",
     "Interpreter": "txcl.runtime.interpreter",
+    "Completed": "txcl.runtime.interpreter",
+    "Failed": "txcl.runtime.interpreter",
+    "Suspended": "txcl.runtime.interpreter",
+    "OpContext": "txcl.runtime.dispatch",
+    "Settings": "txcl.runtime.config",
 }
 
 __all__ = [

@@ -93,3 +93,21 @@ def test_db_defaults_beside_ops(workspace):
     ws = workspace({"OPS/s/0100/a.txcl": "EMIT .a = 1"})
     assert _run(str(ws / "OPS")).exit_code == 0
     assert (ws / ".txcl" / "txcl.db").is_file()
+
+
+def test_run_mock_flag(workspace):
+    ws = workspace({
+        "OPS/s/0100/a.txcl": 'EXEC "py://mod_cli_mock_real:fn"',
+        "OPS/s/0100/mock-response.json": '{"from": "mock"}',
+        "mod_cli_mock_real.py": "def fn(inp, ctx):\n    return {'from': 'real'}\n",
+    })
+    assert json.loads(_run(str(ws)).stdout) == {"from": "real"}
+    assert json.loads(_run(str(ws), "--mock", "s/*").stdout) == {"from": "mock"}
+    assert json.loads(_run(str(ws), "--mock", "s/*", "--mock", "!s/100/a").stdout) == {"from": "real"}
+
+
+def test_python_api_exports():
+    import txcl
+
+    assert txcl.Interpreter.__name__ == "Interpreter" and txcl.OpContext.__name__ == "OpContext"
+    assert txcl.load_ops.__name__ == "load_ops"

@@ -143,3 +143,69 @@ def test_py_input_is_a_copy(workspace, run_tree):
     })
     env = run_tree(ws, {"list": [1]})[0].envelope
     assert env["list"] == [1]
+
+
+def _web_env(path: str, method: str = "GET", inm: str | None = None) -> dict:
+    headers = {"if-none-match": [inm]} if inm else {}
+    return {"_txc": {"web": {"req": {"method": method, "url": {"path": path, "full": f"http://x{path}"},
+                                     "headers": headers}}}}
+
+
+def test_static_files(workspace):
+    import asyncio
+
+    from txcl.ops.tree import load_ops
+    from txcl.runtime.interpreter import Interpreter
+
+    ws = workspace({
+        "OPS/site/0100/files.txcl": 'WITH prefix = "/static/"\nEXEC "txco://static"',
+        "OPS/site/0200/fallback.txcl": "EMIT .fell_through = true",
+        "OPS/site/FILES/app.css": "body { color: red; }",
+        "OPS/site/FILES/_private/x.txt": "secret",
+        "FILES/docs/index.html": "<h1>docs</h1>",
+    })
+    interp = Interpreter(load_ops(ws))
+
+    def run(env, src="http"):
+        return asyncio.run(interp.run(env, "site", src=src))
+
+    hit = run(_web_env("/static/app.css"))
+    res = hit.envelope["_txc"]["web"]["res"]
+    assert hit.halted and res["status"] == 200
+    assert base64.b64decode(res["body"]) == b"body { color: red; }\n"
+    assert res["headers"]["content-type"] == ["text/css; charset=utf-8"]
+    etag = res["headers"]["etag"][0]
+    assert etag == '"' + hashlib.sha256(b"body { color: red; }\n").hexdigest() + '"'
+    again = run(_web_env("/static/app.css", inm=etag))
+    assert again.envelope["_txc"]["web"]["res"]["status"] == 304
+    index = run(_web_env("/static/docs/"))  # workspace-wide FILES/, directory index
+    assert base64.b64decode(index.envelope["_txc"]["web"]["res"]["body"]) == b"<h1>docs</h1>\n"
+    for miss in (_web_env("/static/_private/x.txt"), _web_env("/static/../OPS/site/0100/files.txcl"),
+                 _web_env("/static/app.css", method="POST"), _web_env("/other/app.css")):
+        out = run(miss)
+        assert out.envelope.get("fell_through") is True and "res" not in out.envelope["_txc"].get("web", {})
+    cli = run(_web_env("/static/app.css"), src="cli")
+    assert cli.envelope.get("fell_through") is True
+    interp.close()
+
+
+def test_request_deadline(workspace, run_tree):
+    ws = workspace({
+        "mod_deadline.py": "import asyncio\nasync def fn(inp, ctx):\n    await asyncio.sleep(5)\n",
+        "OPS/s/0100/a.txcl": 'EXEC "py://mod_deadline:fn"',
+    })
+    outcome, store = run_tree(ws, {}, request_deadline=50)
+    assert outcome.status == "failed" and outcome.http_status == 503
+    assert outcome.payload["error"]["code"] == "txcl_request_deadline"
+    trace = store.get_trace(outcome.rid)
+    assert trace.request["status"] == "deadline"
+    assert trace.steps[0]["status"] == "cancelled"
+
+
+def test_async_mode_without_continuations_runs_sync(workspace, run_tree):
+    ws = workspace({
+        "mod_mode.py": "def fn(inp, ctx):\n    return {'ran': ctx.directives.get('mode')}\n",
+        "OPS/s/0100/a.txcl": 'WITH mode = .m\nEXEC "py://mod_mode:fn"',
+    })
+    outcome, _ = run_tree(ws, {"m": "async"})
+    assert outcome.envelope["ran"] == "async"
