@@ -59,7 +59,7 @@ def main() -> int:
     parser = get_parser()
     build_ms = (time.perf_counter() - t0) * 1000
 
-    rule, diags = parser.parse(RULE, "bench.txcl")
+    rule, diags = parser.parse(RULE, "bench.txcl")  # (rule, TX0xx diagnostics)
     assert not diags and rule is not None, diags
 
     parse_only = measure(lambda: parser.parse(RULE, "bench.txcl"), 200)

@@ -174,6 +174,12 @@ class _Parser:
         return None
 
     def parse(self, text: str, filename: str) -> tuple[ast.Rule | None, list[Diagnostic]]:
+        """(rule or None, TX0xx diagnostics in file order)."""
+        rule, diags, _calls = self.parse_with_calls(text, filename)
+        return rule, diags
+
+    def parse_with_calls(self, text: str,
+                         filename: str) -> tuple[ast.Rule | None, list[Diagnostic], list]:
         from txcl.syntax.explain import explain
 
         scanner = scan(text, filename)
@@ -197,12 +203,13 @@ class _Parser:
                 if i >= n:
                     break
             clauses = tr.clauses
+            calls = tr.calls
             diags.extend(tr.diags)
             tr.reset(filename)
         rule, more = _assemble(clauses, scanner.comments, filename, text)
         diags.extend(more)
         diags.sort(key=lambda d: (d.span.start.offset, d.span.end.offset))
-        return (rule if not diags else None), diags
+        return (rule if not diags else None), diags, calls
 
 
 class _Flat(list):
@@ -446,11 +453,11 @@ def parse_rule(text: str, filename: str = "<string>") -> ast.Rule:
     if problem is not None:
         result: Any = _with_source([problem], text)
     else:
-        rule, diags = get_parser().parse(text, filename)
+        rule, diags, calls = get_parser().parse_with_calls(text, filename)
         if not diags and rule is not None:
             from txcl.syntax.validate import validate_rule
 
-            diags = validate_rule(rule, filename)
+            diags = validate_rule(rule, filename, calls)
         result = rule if not diags else _with_source(diags, text)
     if len(_CACHE) >= _CACHE_MAX:
         try:  # drop the oldest entry; another thread may have got there first

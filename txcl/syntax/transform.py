@@ -105,6 +105,7 @@ class TxclTransformer(Transformer):
         self.filename = filename
         self.clauses: list[tuple[str, Any, Tok, Span]] = []
         self.diags: list[Diagnostic] = []
+        self.calls: list[ast.Call] = []  # every call built, for the TX101/TX102 checks
 
     def _diag(self, code: str, message: str, span: Span, hint: str | None = None) -> None:
         self.diags.append(Diagnostic(code, message, self.filename, span, hint))
@@ -156,7 +157,9 @@ class TxclTransformer(Transformer):
         head = c[0]
         args = tuple(x for x in c[1:-1] if x is not None and type(x) is not Tok)
         name_end = Position(head.end_line, head.end_col - 1, head.end - 1)  # without `(`
-        return ast.Call(head.data, args, Span(head.spos, name_end), span=_span(head, c[-1]))
+        node = ast.Call(head.data, args, make_span(head.spos, name_end), span=_span(head, c[-1]))
+        self.calls.append(node)
+        return node
 
     const_call = call
 

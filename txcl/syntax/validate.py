@@ -51,10 +51,10 @@ def iter_calls(node: Any) -> Iterator[ast.Call]:
             stack.extend(reversed(parts))
 
 
-def _check_calls(rule: ast.Rule, filename: str, out: list[Diagnostic]) -> None:
+def _check_calls(calls: Any, filename: str, out: list[Diagnostic]) -> None:
     from txcl.functions.registry import lookup, suggest
 
-    for call in iter_calls(rule):
+    for call in calls:
         spec = lookup(call.name)
         if spec is None:
             alt = suggest(call.name)
@@ -101,10 +101,14 @@ def _keyword_span(span: Span, width: int) -> Span:
     return Span(s, Position(s.line, s.column + width, s.offset + width))
 
 
-def validate_rule(rule: ast.Rule, filename: str = "<string>") -> list[Diagnostic]:
-    """TX101–TX112 for one parsed rule, in source order."""
+def validate_rule(rule: ast.Rule, filename: str = "<string>",
+                  calls: list[ast.Call] | None = None) -> list[Diagnostic]:
+    """TX101–TX112 for one parsed rule, in source order.
+
+    `calls` (every call of the rule, as the parser collects them) saves walking the AST.
+    """
     out: list[Diagnostic] = []
-    _check_calls(rule, filename, out)
+    _check_calls(iter_calls(rule) if calls is None else calls, filename, out)
 
     target: ExecTarget | None = None
     if rule.exec is not None:
