@@ -102,3 +102,11 @@ def test_run_trace_flag_prints_on_stderr(workspace):
     assert result.exit_code == 0
     assert json.loads(result.stdout) == {"a": 1}
     assert "request " in result.stderr and "stage.enter" in result.stderr
+
+
+def test_hmac_key_never_in_trace(workspace, run_tree):
+    ws = workspace({"OPS/s/0100/a.txcl": 'WITH message = "m", key = "topsecret"\nEXEC "txco://hmac-sign"'})
+    outcome, store = run_tree(ws, {"auth": {"Authorization": "Bearer abc"}}, trace_mode="full")
+    step = store.get_trace(outcome.rid).steps[0]
+    assert "topsecret" not in step["rule"] and '"[redacted]"' in step["rule"]
+    assert "Bearer abc" not in json.dumps(store.get_trace(outcome.rid).request["in_json"])

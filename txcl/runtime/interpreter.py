@@ -206,17 +206,17 @@ class Interpreter:
         outcome = self._outcome(run)
         duration = int((time.perf_counter() - started) * 1000)
         if rec.enabled:
-            rec.event("request.usage", {"fuel": run.budget.fuel_used})
-            end = {"status": run.status, "duration_ms": duration}
-            if run.reason:
-                end["reason"] = run.reason
-            rec.event("request.end", end)
             http_status = run.http_status
             if isinstance(outcome, Completed):
                 http_status = _response_status(outcome.envelope)
             rec.finish(run.status, http_status=http_status, fuel_used=run.budget.fuel_used,
                        out=outcome.envelope if isinstance(outcome, Completed) else None,
                        error=outcome.payload if isinstance(outcome, Failed) else None)
+            rec.event("request.usage", {"fuel": run.budget.fuel_used, "bytes_out": rec.request["bytes_out"]})
+            end = {"status": run.status, "duration_ms": duration}
+            if run.reason:
+                end["reason"] = run.reason
+            rec.event("request.end", end)
             self._write_trace(rec)
         return outcome
 

@@ -411,7 +411,7 @@ class Walker:
         if extra:
             step.update(extra)
         full = rec.full or detail
-        rec.step(step, detail=detail, rule=pop.op.source,
+        rec.step(step, detail=detail, rule=self.facts(pop.op).trace_source if (rec.full or detail) else None,
                  input_value=deep_copy(input_value if input_value is not None else pop.prepared.dispatched) if full else None,
                  output_value=deep_copy(output_value) if full else None)
 
@@ -502,6 +502,7 @@ class _Facts:
     emits_ttl: bool
     writes_goto: bool
     has_set_post: bool
+    trace_source: str  # rule text for full-mode traces, hmac `key` literals masked (§8.3)
 
     @classmethod
     def of(cls, op: OpRule) -> "_Facts":
@@ -511,7 +512,20 @@ class _Facts:
             emits_ttl=any(a.target.segments == TTL_SEGMENTS for a in rule.emit),
             writes_goto=any(a.target.segments == GOTO_SEGMENTS for a in (*rule.emit, *rule.set_post)),
             has_set_post=bool(rule.set_post),
+            trace_source=_mask_hmac_keys(op),
         )
+
+
+def _mask_hmac_keys(op: OpRule) -> str:
+    source = op.source
+    target = op.target
+    if target is None or target.kind != "builtin" or target.name not in ("hmac-sign", "hmac-verify"):
+        return source
+    spans = sorted((p.value.span.start.offset, p.value.span.end.offset) for p in op.rule.with_
+                   if p.key_text == "key" and p.value.span.end.offset > p.value.span.start.offset)
+    for start, end in reversed(spans):
+        source = source[:start] + '"[redacted]"' + source[end:]
+    return source
 
 
 def _by_name(op: OpRule) -> str:
