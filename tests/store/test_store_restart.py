@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from contstore_util import FakeClock, complete, itemized, open_store, park_barrier, unary
 
 from txcl.continuations.sweeper import SweepConfig, sweep
@@ -131,3 +132,91 @@ def test_fault_point_not_reached_without_testing_flag(tmp_path):
     proc = subprocess.run([sys.executable, "-c", CHILD.format(here=str(HERE), path=str(tmp_path / "t.db"))],
                           env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and "survived" in proc.stdout
+
+
+FLOW = r"""
+import json, sys
+sys.path.insert(0, {here!r})
+from contstore_util import open_store, park_barrier, itemized
+from txcl.store.continuations_base import Fence
+store = open_store({path!r}, node="doomed")
+def send(dispatches):  # the "worker" receives the POST: it now knows the token
+    print(json.dumps({{d.opc: d.token for d in dispatches}}), flush=True)
+
+park = park_barrier(store, units=[itemized(n=5, window=2)])
+send(park.dispatches)
+store.mark_ack([(d.opc, {{"job": d.opc}}) for d in park.dispatches])
+pending = list(park.dispatches)
+claim = None
+while pending:
+    d = pending.pop(0)
+    admit = store.admit_terminal(d.opc, "completed", {{"i": d.item_index}}, source="callback", token=d.token)
+    send(admit.dispatches)
+    if admit.dispatches:
+        store.mark_ack([(x.opc, {{"job": x.opc}}) for x in admit.dispatches])
+    pending += admit.dispatches
+    rel = store.continue_release(d.opc, child_version=admit.child_version)
+    claim = rel.claim or claim
+bundle = store.claim_resume(park.run.run_id, claim.claim_token)
+store.finish_segment(park.run.run_id, Fence(claim.segment_id, claim.claim_token), status="completed",
+                     result={{"items": bundle.members[0].output}})
+print("survived", flush=True)
+"""
+
+
+def _recover(store, tokens: dict[str, str]) -> None:
+    """What any process does after a crash: sweep, deliver callbacks, take over, drive, finish.
+    ``tokens`` is what the worker received before the crash (it calls back with those)."""
+    for _ in range(40):
+        run = store.list_runs()[0]
+        if run.status in ("completed", "failed", "expired"):
+            return
+        if run.status == "resuming":
+            took = store.take_over_claim(run.run_id, stale_after_ms=-1, max_attempts=5, owner="node-b")
+            claim = took.claim
+            bundle = store.claim_resume(run.run_id, claim.claim_token)
+            store.finish_segment(run.run_id, Fence(claim.segment_id, claim.claim_token), status="completed",
+                                 result={"items": bundle.members[0].output})
+            continue
+        report = sweep(store, SweepConfig(reconcile_after_ms=0, stale_after_ms=10**9))
+        for d in [*report.resent, *report.promoted]:
+            tokens[d.opc] = d.token
+        if report.released:
+            continue
+        unit = store.list_units(run.run_id)[0]
+        for it in store.list_interactions(unit.unit_id):
+            if it.status in ("dispatching", "dispatched") and it.opc in tokens:
+                store.mark_ack([(it.opc, {})])
+                admit = store.admit_terminal(it.opc, "completed", {"i": it.item_index}, source="callback",
+                                             token=tokens[it.opc])
+                for d in admit.dispatches:
+                    tokens[d.opc] = d.token
+                if admit.outcome == "admitted":
+                    store.continue_release(it.opc, child_version=admit.child_version)
+    raise AssertionError("run never finished")
+
+
+@pytest.mark.parametrize("point", ["park", "ack", "admit:3", "materialize:2", "release", "finish"])
+def test_crash_at_every_store_fault_point_recovers_once_t8(tmp_path, point):
+    """T8 (store side): SIGKILL right after the commit at each point; a fresh process finishes the run
+    with every item merged exactly once, in order, and no interaction sent more than twice."""
+    path = tmp_path / "txcl.db"
+    env = dict(os.environ, TXCL_TESTING="1", TXCL_FAULT=point)
+    proc = subprocess.run([sys.executable, "-c", FLOW.format(here=str(HERE), path=str(path))], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == -signal.SIGKILL, (proc.stdout, proc.stderr)
+    store = open_store(path, node="node-b")
+    received: dict[str, str] = {}
+    for line in proc.stdout.splitlines():
+        if line.startswith("{"):
+            received.update(json.loads(line))
+    _recover(store, received)
+    run = store.list_runs()[0]
+    assert run.status == "completed"
+    assert run.result == {"items": [{"i": i} for i in range(5)]}
+    unit = store.list_units(run.run_id)[0]
+    its = store.list_interactions(unit.unit_id)
+    assert len(its) == 5 and all(i.status == "completed" for i in its)
+    assert max(i.attempts for i in its) <= 2
+    assert sum(e.kind == "run.released" for e in store.list_run_events(run.run_id)) == 1
+    store.close()
