@@ -42,7 +42,13 @@ def _family(code: str) -> str:
 
 
 def _uri(path: str) -> str:
-    return PurePath(path).as_posix()
+    """A relative reference for relative paths (resolved against the run's directory), a
+    file:// URI for absolute ones."""
+    pure = PurePath(path)
+    if pure.is_absolute():
+        return pure.as_uri()
+    from urllib.parse import quote
+    return quote(pure.as_posix())
 
 
 def as_dict(result) -> dict:
