@@ -89,3 +89,40 @@ def proc_try_release(path: str, run_id: str, barrier, out) -> None:
     barrier.wait()
     out.put(store.try_release(run_id).won)
     store.close()
+
+
+def proc_join_checks(path: str, run_ids: list[str], rids: list[str], seed: int, barrier, out) -> None:
+    """The request side of §5.6 for many runs: join check at the floor (parks when not ready)."""
+    import random
+    import time
+
+    store = open_store(path, node="req")
+    rng = random.Random(seed)
+    barrier.wait()
+    merged = []
+    for run_id, rid in zip(run_ids, rids):
+        time.sleep(rng.random() * 0.001)
+        res = store.join_check(run_id, Fence(rid), stage="shop/200", stack="shop", scope=200,
+                               build_park=lambda m: ({"parked": True}, {}))
+        if res.merged:
+            merged.append(run_id)
+    out.put(("request", merged))
+    store.close()
+
+
+def proc_callbacks(path: str, jobs: list[tuple[str, str, str]], seed: int, barrier, out) -> None:
+    """The callback side of §5.6 for many runs: P4 then P5; reports the runs whose release it won."""
+    import random
+    import time
+
+    store = open_store(path, node="cb")
+    rng = random.Random(seed)
+    barrier.wait()
+    won = []
+    for run_id, opc, token in jobs:
+        time.sleep(rng.random() * 0.001)
+        admit = store.admit_terminal(opc, "completed", {"run": run_id}, source="callback", token=token)
+        if admit.outcome == "admitted" and store.continue_release(opc, child_version=admit.child_version).won:
+            won.append(run_id)
+    out.put(("callback", won))
+    store.close()

@@ -12,8 +12,8 @@ import threading
 import time
 
 import pytest
-from contstore_util import (complete, itemized, open_store, park_barrier, proc_admit, proc_continue,
-                            proc_try_release, run_spec, unary)
+from contstore_util import (complete, itemized, open_store, park_barrier, proc_admit, proc_callbacks,
+                            proc_continue, proc_join_checks, proc_try_release, run_spec, unary)
 
 from txcl.store.continuations_base import Fence
 
@@ -209,4 +209,37 @@ def test_duplicate_and_conflicting_completions_processes_ec1_ec2(tmp_path):
     winners = [p for o, p in differing if o == "admitted"]
     assert len(winners) == 1 and [o for o, _ in differing].count("conflict") == N_PROCS - 1
     assert store.get_terminal(db.opc).payload == winners[0]
+    store.close()
+
+
+def test_join_check_racing_callbacks_across_processes_t4_dj5(tmp_path):
+    """§5.6 across processes: per run, exactly one joined marker and exactly one merge."""
+    path = tmp_path / "txcl.db"
+    store = open_store(path)
+    runs = []
+    for i in range(60):
+        rid = f"rid-{i}"
+        disp = store.dispatch_deferred(run_spec(rid), Fence(rid), [unary("x", join_at=200)])
+        runs.append((disp.run.run_id, rid, disp.dispatches[0], disp.unit_ids[0]))
+    ctx = multiprocessing.get_context("spawn")
+    barrier, out = ctx.Barrier(2), ctx.Queue()
+    procs = [
+        ctx.Process(target=proc_join_checks, args=(str(path), [r[0] for r in runs], [r[1] for r in runs], 1,
+                                                   barrier, out)),
+        ctx.Process(target=proc_callbacks, args=(str(path), [(r[0], r[2].opc, r[2].token) for r in runs], 2,
+                                                 barrier, out)),
+    ]
+    for p in procs:
+        p.start()
+    results = dict(out.get(timeout=120) for _ in procs)
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    in_request, by_resume = set(results["request"]), set(results["callback"])
+    assert not in_request & by_resume
+    assert in_request | by_resume == {r[0] for r in runs}
+    for run_id, rid, _, unit_id in runs:
+        marker = store.get_joined_marker(unit_id)
+        expected = rid if run_id in in_request else store.get_claim(run_id).segment_id
+        assert marker.segment_id == expected
     store.close()
