@@ -298,8 +298,19 @@ class ContinuationEngine:
     # step 17 --------------------------------------------------------------------------------
     async def segment_end(self, walker: "Walker", run: "Run") -> None:
         """P7 for a segment that drives an existing run and did not suspend."""
-        if run.run_id is None or run.status in ("suspended", "running"):
+        if run.status == "suspended":
+            self.service.suspended_envelopes[run.rid] = run.envelope
+            if len(self.service.suspended_envelopes) > 10_000:  # never answered: forget the oldest
+                self.service.suspended_envelopes.pop(next(iter(self.service.suspended_envelopes)))
             return
+        if run.run_id is None or run.status == "running":
+            return
+        try:
+            self._finish(run)
+        finally:
+            self.service.notify_run(run.run_id)
+
+    def _finish(self, run: "Run") -> None:
         from txcl.runtime.budget import strip_budget_fields
         from txcl.values.merge import deep_copy
 
@@ -313,7 +324,10 @@ class ContinuationEngine:
             elif run.reason == "txcl_run_lost":
                 return
             else:
-                store.finish_segment(run.run_id, fence, status="failed", error=run.error,
+                error = run.error
+                if isinstance(error, dict) and isinstance(error.get("error"), dict) and len(error) == 1:
+                    error = error["error"]
+                store.finish_segment(run.run_id, fence, status="failed", error=error,
                                      fail_reason=run.reason or "failed")
         except RunLost as exc:
             log.warning("txcl: %s", exc)

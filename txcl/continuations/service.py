@@ -104,6 +104,8 @@ class ContinuationService:
         self._http: Any = None
         self._http_loop: Any = None
         self.resume_listeners: list[Callable[[Any], None]] = []
+        self._run_waiters: dict[str, list[asyncio.Future]] = {}
+        self.suspended_envelopes: dict[str, dict] = {}  # rid -> envelope at the suspend (202 body)
 
     # ------------------------------------------------------------------ trees and snapshots
     def snapshot_of(self, tree: Any) -> tuple[str, bytes]:
@@ -250,6 +252,28 @@ class ContinuationService:
             except Exception:  # noqa: BLE001
                 log.exception("txcl: resume listener failed")
         return outcome
+
+    # ------------------------------------------------------------------ run change notices
+    async def wait_for_run(self, run_id: str, timeout: float) -> None:
+        """Sleep up to `timeout` s, waking early when this process changes the run's state."""
+        future = asyncio.get_running_loop().create_future()
+        self._run_waiters.setdefault(run_id, []).append(future)
+        try:
+            await asyncio.wait_for(future, timeout)
+        except (TimeoutError, asyncio.TimeoutError):
+            pass
+        finally:
+            waiters = self._run_waiters.get(run_id)
+            if waiters is not None:
+                if future in waiters:
+                    waiters.remove(future)
+                if not waiters:
+                    self._run_waiters.pop(run_id, None)
+
+    def notify_run(self, run_id: str | None) -> None:
+        for future in self._run_waiters.get(run_id or "", []):
+            if not future.done():
+                future.set_result(None)
 
     async def drain_tasks(self, timeout: float | None = None) -> None:
         """Wait for background sends and resumes (tests, shutdown, `txcl complete`)."""

@@ -1,0 +1,110 @@
+"""The continuation layer's extension of `txcl serve` (see txcl/serve/extensions.py).
+
+It opens the durable store (traces + kv + continuations in one SQLite file), gives the
+interpreter the continuation hooks, answers worker callbacks (txcl/serve/callbacks.py),
+makes polls answer from the store (txcl/serve/poll.py), shapes the suspend answer with the
+envelope at the suspend, and runs the sweeper: once at startup, then every
+--continuation-sweep-period.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+log = logging.getLogger("txcl.continuations")
+
+
+@attrs.frozen
+class _SuspendView:
+    run_id: str
+    rcid: str
+    envelope: Any
+
+
+class ContinuationExtension:
+    def __init__(self, settings: Any, workspace: Path):
+        self.settings = settings
+        self.workspace = workspace
+        self.service: Any = None
+        self.sweeper: asyncio.Task | None = None
+
+    def base_url(self) -> str:
+        settings = self.settings
+        if settings.callback_base_url:
+            return settings.callback_base_url
+        host = settings.host
+        if ":" in host and not host.startswith("["):
+            host = f"[{host}]"
+        return f"http://{host}:{settings.port}"
+
+    # ------------------------------------------------------------------ extension methods
+    def open_store(self, settings: Any, workspace: Path) -> Any:
+        from txcl.continuations.service import open_durable_store
+
+        path = settings.db_path(workspace)
+        if path.startswith(("postgresql://", "postgres://")):
+            raise OSError("--db: the PostgreSQL backend is not available in this build")
+        return open_durable_store(path, settings)
+
+    def walk_hooks(self, store: Any, settings: Any) -> Any:
+        from txcl.continuations.service import ContinuationService
+        from txcl.serve import poll
+
+        if not hasattr(store, "park_suspend"):
+            return None  # a store without continuation support: async falls back to sync
+        self.service = ContinuationService(store, settings, workspace=self.workspace,
+                                           callback_base_url=self.base_url())
+        poll.install(self.service)
+        return self.service.engine
+
+    async def startup(self, state: Any) -> None:
+        if self.service is None:
+            return
+        from txcl.continuations.sweep_task import sweep_forever
+
+        self.service.trace_sink = state.trace_writer
+        self.service.snapshot_of(state.tree)  # resumes of this tree's runs reuse it
+        self.sweeper = asyncio.get_running_loop().create_task(
+            sweep_forever(self.service, self.settings.continuation_sweep_period))
+
+    async def shutdown(self, state: Any, grace_s: float) -> None:
+        if self.service is None:
+            return
+        if self.sweeper is not None:
+            self.sweeper.cancel()
+            try:
+                await self.sweeper
+            except (asyncio.CancelledError, Exception):  # noqa: BLE001
+                pass
+        await self.service.drain_tasks(grace_s)
+        await self.service.aclose()
+
+    async def callback(self, request: Any, opc: str, state: Any) -> Any:
+        from txcl.serve.callbacks import handle_callback
+        from txcl.serve.shaping import json_answer
+
+        if self.service is None:
+            return json_answer(404, {"error": "unknown op continuation"}, [("cache-control", "no-store")])
+        return await handle_callback(self.service, request, opc)
+
+    async def suspended(self, request: Any, outcome: Any, state: Any) -> Any:
+        from txcl.serve.inlet import parse_query
+        from txcl.serve.shaping import suspended_answer
+
+        envelope = None
+        if self.service is not None:
+            envelope = self.service.suspended_envelopes.pop(outcome.rid, None)
+        view = _SuspendView(outcome.run_id, outcome.rcid, envelope)
+        query = parse_query(request.scope.get("query_string", b"").decode("latin-1"))
+        return suspended_answer(view, path=request.scope["path"], accept=request.headers.get("accept", ""),
+                                query=query, retry_after_ms=self.settings.poll_retry_after,
+                                private=self.settings.private)
+
+
+def serve_extension(settings: Any, workspace: Path) -> ContinuationExtension:
+    return ContinuationExtension(settings, workspace)

@@ -1,0 +1,66 @@
+"""Running the sweeper (CONTINUATIONS.md §5.8) inside a process: once at startup, then every
+--continuation-sweep-period (`txcl serve`), or on demand (`txcl sweep [--loop]`).
+
+The pass itself (`sweeper.sweep`) is synchronous store work and runs in a thread; its
+effects outside the store — resending dispatches, driving released or taken-over resumes —
+happen afterwards on the event loop through the process's `ContinuationService`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+from txcl.continuations.sweeper import SweepConfig, SweepReport, sweep
+
+log = logging.getLogger("txcl.continuations")
+
+
+def sweep_config(settings: Any) -> SweepConfig:
+    return SweepConfig(retention_ms=settings.continuation_retention,
+                       stale_after_ms=settings.continuation_stale_resume_after,
+                       max_attempts=max(1, settings.resume_max_attempts),
+                       reconcile_after_ms=settings.reconcile_after,
+                       lease_ms=max(settings.reconcile_after, 1000),
+                       owner=settings.effective_node_id)
+
+
+async def sweep_once(service: Any) -> SweepReport:
+    """One pass; then send what must be (re)sent and drive the resumes it won."""
+    store = service.store
+    settings = service.settings
+
+    def purge_traces() -> int:
+        fn = getattr(store, "purge_traces", None)
+        if fn is None:
+            return 0
+        return int(fn(int(time.time() * 1000) - settings.trace_retention) or 0)
+
+    report = await asyncio.to_thread(sweep, store, sweep_config(settings), materialize=service.materialize,
+                                     extra_purges=(purge_traces,))
+    for run_id in report.expired:
+        service.notify_run(run_id)
+    for run_id in report.stale_failed:
+        service.notify_run(run_id)
+    outgoing = [*report.resent, *report.promoted]
+    if outgoing:
+        service.send_later(outgoing)
+    for claim in report.resumes_to_drive:
+        service.start_resume(claim)
+    return report
+
+
+async def sweep_forever(service: Any, period_ms: int) -> None:
+    """Sweep now, then every `period_ms` (0: only the startup pass)."""
+    while True:
+        try:
+            await sweep_once(service)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # noqa: BLE001 - a failed pass is retried next period
+            log.exception("txcl: sweeper pass failed")
+        if period_ms <= 0:
+            return
+        await asyncio.sleep(period_ms / 1000.0)

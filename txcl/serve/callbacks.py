@@ -1,0 +1,136 @@
+"""`POST /_txc/continuations/op/<opc>/complete` — the worker callback (CONTINUATIONS.md §3.3–§3.5).
+
+Answers, checked in this order (no answer before the admitting transaction committed; a
+non-2xx answer leaves the store unchanged, except that an open interaction found past its
+deadline is timed out):
+
+    404 unknown opc · 401 missing/wrong token (compared hashed, in constant time) ·
+    413 body over --callback-max-bytes · 400 not JSON / unknown status / non-object output
+    for a non-itemized op without `into` · 410 cancelled · 410 expired · 200 duplicate ·
+    409 conflicting completion (the first is kept) · 200 resumed · 200 recorded ·
+    503 store unavailable (Retry-After) · 500 unexpected
+
+A won release is driven in a background task of this process (or handed to the parking
+request when it is still answering), never inside the callback request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+from typing import Any
+
+from txcl.serve.shaping import Answer, json_answer
+
+log = logging.getLogger("txcl.serve")
+
+_NO_STORE = [("cache-control", "no-store")]
+
+
+def _answer(status: int, payload: Any, extra: list[tuple[str, str]] | None = None) -> Answer:
+    return json_answer(status, payload, [*_NO_STORE, *(extra or [])])
+
+
+def presented_token(headers: Any) -> str | None:
+    """`Authorization: Bearer <token>` or `X-Txco-Continuation-Token: <token>`."""
+    auth = headers.get("authorization")
+    if auth:
+        scheme, _, value = auth.partition(" ")
+        if scheme.lower() == "bearer" and value.strip():
+            return value.strip()
+    token = headers.get("x-txco-continuation-token")
+    return token.strip() if token else None
+
+
+class _TooLarge(Exception):
+    pass
+
+
+async def read_capped(request: Any, cap: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        try:
+            if int(declared) > cap:
+                raise _TooLarge
+        except ValueError:
+            pass
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > cap:
+            raise _TooLarge
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def parse_completion(body: bytes, unit: Any) -> tuple[str, Any] | str:
+    """(status, payload) of a callback body, or the 400 reason."""
+    from txcl.continuations.service import normalize_error
+    from txcl.values.jsonio import JsonError, loads
+
+    try:
+        data = loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, JsonError, ValueError):
+        return "body is not valid JSON"
+    if not isinstance(data, dict):
+        return "body must be a JSON object"
+    status = data.get("status")
+    if status == "completed":
+        output = data.get("output", {})
+        if output is None and "output" not in data:
+            output = {}
+        itemized = unit is not None and unit.kind == "itemized"
+        has_into = unit is not None and bool(unit.into)
+        if not itemized and not has_into and not isinstance(output, dict):
+            return "output must be a JSON object for an op without into"
+        return "completed", output
+    if status in ("failed", "fail"):
+        return "failed", normalize_error(data.get("error"))
+    return f"unknown status {status!r}" if isinstance(status, str) else "status is missing"
+
+
+async def handle_callback(service: Any, request: Any, opc: str) -> Answer:
+    """The whole §3.4 table for one callback request."""
+    store = service.store
+    token = presented_token(request.headers)
+    try:
+        target = await asyncio.to_thread(store.check_callback, opc, token)
+        if target.outcome == "unknown":
+            return _answer(404, {"error": "unknown op continuation"})
+        if target.outcome == "bad_token":
+            return _answer(401, {"error": "bad token"})
+        cap = service.settings.callback_max_bytes
+        try:
+            body = await read_capped(request, cap)
+        except _TooLarge:
+            return _answer(413, {"error": "body too large", "limit": cap})
+        parsed = parse_completion(body, target.unit)
+        if isinstance(parsed, str):
+            return _answer(400, {"error": parsed})
+        status, payload = parsed
+        admit, release = await service.complete(opc, status, payload, source="callback", token=token)
+    except sqlite3.OperationalError as exc:
+        log.warning("txcl: callback %s: store unavailable: %s", opc, exc)
+        return _answer(503, {"error": "store unavailable"}, [("retry-after", "1")])
+    except Exception:  # noqa: BLE001 - never a traceback to a worker
+        log.exception("txcl: callback %s failed", opc)
+        return _answer(500, {"error": "internal error"})
+    outcome = admit.outcome
+    if outcome == "unknown":
+        return _answer(404, {"error": "unknown op continuation"})
+    if outcome == "bad_token":
+        return _answer(401, {"error": "bad token"})
+    if outcome == "cancelled":
+        return _answer(410, {"error": "gone", "reason": "cancelled"})
+    if outcome == "expired":
+        return _answer(410, {"error": "gone", "reason": "expired"})
+    if outcome == "duplicate":
+        return _answer(200, {"status": "recorded", "duplicate": True})
+    if outcome == "conflict":
+        return _answer(409, {"error": "conflicting completion"})
+    if release is not None and release.won and release.claim is not None:
+        service.start_resume(release.claim)
+        return _answer(200, {"status": "resumed"})
+    return _answer(200, {"status": "recorded"})
