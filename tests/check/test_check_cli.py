@@ -40,7 +40,7 @@ def test_warnings_pass_unless_strict(tmp_path, monkeypatch) -> None:
     _tree(tmp_path, WARN)
     res = _run(["check", "--no-cache"], tmp_path, monkeypatch)
     assert res.exit_code == 0
-    assert "Found 1 warning in 1 file (1 fixable with --fix)." in res.stdout
+    assert "Found 1 warning in 1 of 1 file (1 fixable with --fix)." in res.stdout
     assert _run(["check", "--no-cache", "--strict"], tmp_path, monkeypatch).exit_code == 1
 
 
@@ -158,3 +158,11 @@ def test_parallel_analysis_matches_serial(tmp_path, monkeypatch) -> None:
     parallel = engine.run_check(["."], cache_dir=False, jobs=2).diagnostics
     assert [d.to_json() for d in parallel] == [d.to_json() for d in serial]
     assert {d.code for d in serial} == {"TX014", "TX201", "TX301"}
+
+
+def test_color_always_reaches_a_pipe(tmp_path, monkeypatch) -> None:
+    _tree(tmp_path, WARN)
+    res = _run(["check", "--no-cache", "--color", "always"], tmp_path, monkeypatch)
+    assert "\x1b[1;33mTX201\x1b[0m" in res.stdout
+    res = _run(["check", "--no-cache"], tmp_path, monkeypatch)
+    assert "\x1b[" not in res.stdout

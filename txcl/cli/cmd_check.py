@@ -51,7 +51,9 @@ def summary_line(diagnostics, files: int, fixable: int) -> str:
     parts = [f"{counts[s]} {s if s == 'info' or counts[s] == 1 else s + 's'}"
              for s in ("error", "warning", "info") if counts[s]]
     tail = f" ({fixable} fixable with --fix)" if fixable else ""
-    return f"Found {', '.join(parts)} in {files} file{'s' if files != 1 else ''}{tail}."
+    with_findings = len({d.file for d in diagnostics})
+    checked = max(files, with_findings)
+    return f"Found {', '.join(parts)} in {with_findings} of {checked} file{'s' if checked != 1 else ''}{tail}."
 
 
 def statistics(diagnostics) -> str:
@@ -141,7 +143,7 @@ def command(paths, output_format, select, ignore, config_path, strict, exit_zero
         from txcl.check.formats import renderer
         out = renderer(output_format)(result, color=use_color and output_format in ("full", "concise"))
         if out:
-            click.echo(out, nl=False)
+            click.echo(out, nl=False, color=use_color)
     if not quiet:
         line = summary_line(diagnostics, result.files_checked, fixable)
         machine = output_format in ("json", "sarif", "github")
