@@ -52,15 +52,10 @@ def open_runtime(directory: str, db: str | None, flags: dict[str, Any]):
 
 
 def open_store(settings: Any, workspace: Path):
-    from txcl.store.sqlite import SqliteStore
+    """Traces, kv and continuations in one SQLite file (a suspending stack needs the latter)."""
+    from txcl.continuations.cli_support import open_store as open_durable
 
-    path = settings.db_path(workspace)
-    if path.startswith("postgresql://") or path.startswith("postgres://"):
-        fail("--db: the PostgreSQL backend is not available in this build")
-    try:
-        return SqliteStore(path, settings.sqlite_busy_timeout)
-    except Exception as exc:  # noqa: BLE001 - a store that cannot be opened is a usage problem
-        fail(f"--db {path}: cannot open the database: {exc}")
+    return open_durable(settings, workspace)
 
 
 @click.command("run")
@@ -77,9 +72,13 @@ def open_store(settings: Any, workspace: Path):
 @click.option("--trace-mode", type=click.Choice(["off", "summary", "full"]), default=None)
 @click.option("--db", default=None, help="Database file (default <workspace>/.txcl/txcl.db).")
 @click.option("--workspace", default=None, help="Same as DIR.")
+@click.option("--wait", "wait", is_flag=False, flag_value="10m", default=None, metavar="[DURATION]",
+              help="When the run suspends, wait for its result (default 10m); exit 3 if still running.")
+@click.option("--callback-base-url", default=None, help="Base URL workers call back to (a txcl serve).")
 def command(directory: str, stack: str | None, input_: str | None, mock_request: str | None,
             mocks: tuple[str, ...], compact: bool, private: bool | None, show_trace: bool,
-            trace_mode: str | None, db: str | None, workspace: str | None) -> None:
+            trace_mode: str | None, db: str | None, workspace: str | None, wait: str | None,
+            callback_base_url: str | None) -> None:
     """Walk one stack of the OPS tree with an input envelope and print the result."""
     from txcl.runtime.interpreter import Completed, Failed, Interpreter, UnknownStack
     from txcl.values.jsonio import dumps
@@ -93,18 +92,36 @@ def command(directory: str, stack: str | None, input_: str | None, mock_request:
         envelope = {}
     if not isinstance(envelope, dict):
         fail("--input must be a JSON object")
-    flags: dict[str, Any] = {"trace_mode": trace_mode, "private": private}
+    flags: dict[str, Any] = {"trace_mode": trace_mode, "private": private, "callback_base_url": callback_base_url}
     ws, tree, settings, store = open_runtime(workspace or directory, db, flags)
     if show_trace and settings.trace_mode == "off":
         settings = settings.evolve(trace_mode="summary")
-    interp = Interpreter(tree, store=store, settings=settings)
+    wait_ms = None
+    if wait is not None:
+        from txcl.runtime.config import parse_duration_ms
+
+        try:
+            wait_ms = parse_duration_ms(wait)
+        except ValueError as exc:
+            fail(f"--wait: {exc}")
+    from txcl.continuations.cli_support import run_command_walk
+
     try:
-        outcome = interp.run_sync(envelope, stack, src="cli", mocks=list(mocks) if mocks else None)
+        outcome, finished = run_command_walk(tree, store, settings, ws, envelope, stack,
+                                             list(mocks) if mocks else None, wait_ms)
     except UnknownStack as exc:
         fail(str(exc))
-    finally:
-        interp.close()
     indent = None if compact else 2
+    if finished is not None:  # --wait saw the suspended run end (CONTINUATIONS.md §4.4)
+        from txcl.continuations.cli_support import error_payload
+
+        if finished.status == "completed":
+            click.echo(dumps(shape_envelope(dict(finished.result or {}), settings.private), indent=indent))
+            store.close()
+            sys.exit(EXIT_OK)
+        click.echo(dumps(error_payload(finished), indent=indent))
+        store.close()
+        sys.exit(EXIT_FAILED)
     if isinstance(outcome, Completed):
         click.echo(dumps(shape_envelope(outcome.envelope, settings.private), indent=indent))
         code = EXIT_OK

@@ -106,6 +106,7 @@ class ContinuationService:
         self.resume_listeners: list[Callable[[Any], None]] = []
         self._run_waiters: dict[str, list[asyncio.Future]] = {}
         self.suspended_envelopes: dict[str, dict] = {}  # rid -> envelope at the suspend (202 body)
+        self.before_dispatch: Callable[[], None] | None = None  # e.g. `txcl run`'s one-time warning
 
     # ------------------------------------------------------------------ trees and snapshots
     def snapshot_of(self, tree: Any) -> tuple[str, bytes]:
@@ -179,6 +180,8 @@ class ContinuationService:
         (P4, source `ack`) followed by P5. Returns the ack results and any claims won."""
         if not dispatches:
             return [], []
+        if self.before_dispatch is not None:
+            self.before_dispatch()
         client = self.http()
         results = await asyncio.gather(*(
             post_dispatch(client, d, base_url=self.callback_base_url, ack_timeout_ms=self.settings.async_ack_timeout,

@@ -1,0 +1,114 @@
+"""`txcl complete OPC | RUN_ID [--op NAME] [--item N] (--output JSON|@file | --fail [--error JSON|@file])`
+(CONTINUATIONS.md §4.4): admit an interaction's outcome without a token — access to the
+database is the authority — through exactly P4/P5. When it wins the release it drives the
+resume in this process and prints the run's new state.
+
+Exit 0 recorded/resumed (a duplicate too), 1 for the 404/409/410 outcomes, 2 usage errors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Any
+
+import click
+
+from txcl.cli.common import fail, read_json_arg
+
+ANSWERS = {
+    "unknown": (1, "unknown op continuation"),
+    "cancelled": (1, "gone: the interaction was cancelled"),
+    "expired": (1, "gone: the interaction expired"),
+    "conflict": (1, "conflicting completion: a different outcome was recorded first"),
+}
+
+
+@click.command("complete")
+@click.argument("target")
+@click.option("--output", "output", metavar="JSON|@FILE", help="Complete the interaction with this output.")
+@click.option("--fail", "failed", is_flag=True, help="Fail the interaction.")
+@click.option("--error", "error", metavar="JSON|@FILE", help="The error of --fail (object or string).")
+@click.option("--op", "op_name", default=None, help="With a run id: the op whose interaction to complete.")
+@click.option("--item", "item", default=0, type=int, help="With a run id: the item index (itemized ops).")
+@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON (the default).")
+@click.option("--db", default=None, help="Database file (default <workspace>/.txcl/txcl.db).")
+@click.option("--workspace", "directory", default=".", help="The workspace (for py:// modules of the resume).")
+def command(target: str, output: str | None, failed: bool, error: str | None, op_name: str | None, item: int,
+            as_json: bool, db: str | None, directory: str) -> None:
+    """Complete (or fail) an outstanding interaction by hand."""
+    from txcl.continuations.cli_support import echo_json, open_service, open_settings, open_store
+    from txcl.continuations.service import normalize_error
+
+    if (output is None) == (not failed):
+        fail("give exactly one of --output or --fail")
+    if error is not None and not failed:
+        fail("--error goes with --fail")
+    if output is not None:
+        status, payload = "completed", read_json_arg(output, "--output")
+    else:
+        raw = None
+        if error is not None:
+            raw = error if not error.startswith("@") and not error.lstrip().startswith(("{", '"')) else \
+                read_json_arg(error, "--error")
+        status, payload = "failed", normalize_error(raw)
+    workspace, settings = open_settings(directory, db)
+    store = open_store(settings, workspace)
+    try:
+        opc = _resolve(store, target, op_name, item)
+        interaction = store.get_interaction(opc) if opc else None
+        if interaction is None:
+            click.echo(f"txcl: {ANSWERS['unknown'][1]}: {target}", err=True)
+            sys.exit(1)
+        unit = store.get_unit(interaction.unit_id)
+        if status == "completed" and unit is not None and unit.kind != "itemized" and not unit.into \
+                and not isinstance(payload, dict):
+            fail("--output must be a JSON object for an op without into")
+        service = open_service(settings, workspace, store)
+        result = asyncio.run(_complete(service, opc, status, payload))
+    finally:
+        store.close()
+    outcome, data = result
+    if outcome in ANSWERS:
+        code, message = ANSWERS[outcome]
+        click.echo(f"txcl: {message}", err=True)
+        echo_json({"status": outcome, "opc": opc})
+        sys.exit(code)
+    echo_json(data)
+    sys.exit(0)
+
+
+def _resolve(store: Any, target: str, op_name: str | None, item: int) -> str | None:
+    if target.startswith("opc_"):
+        return target
+    record = store.get_run_by_rcid(target) if target.startswith("rc_") else store.get_run(target)
+    if record is None:
+        return None
+    found = store.find_interaction(record.run_id, op_name, item)
+    return found.opc if found is not None else None
+
+
+async def _complete(service: Any, opc: str, status: str, payload: Any) -> tuple[str, dict]:
+    try:
+        admit, release = await service.complete(opc, status, payload, source="cli")
+        data: dict[str, Any] = {"opc": opc, "run_id": admit.run_id}
+        if admit.outcome == "duplicate":
+            data["status"] = "recorded"
+            data["duplicate"] = True
+        elif admit.outcome != "admitted":
+            return admit.outcome, data
+        elif release is not None and release.won and release.claim is not None:
+            data["status"] = "resumed"
+            await service.drive_resume(release.claim)
+            await service.drain_tasks(30.0)
+        else:
+            data["status"] = "recorded"
+        record = service.store.get_run(admit.run_id) if admit.run_id else None
+        if record is not None:
+            data["run_status"] = record.status
+            data["continuation"] = record.rcid
+            if record.status not in ("completed", "failed", "expired"):
+                data["stage"] = record.cur_stage
+        return "ok", data
+    finally:
+        await service.aclose()

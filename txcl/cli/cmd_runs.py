@@ -1,0 +1,113 @@
+"""`txcl runs [list|show ID] [--state S] [--json]`: durable runs and their states
+(CONTINUATIONS.md §4.4). Bare `txcl runs` lists. `show` accepts a run id or an rcid; exit 1
+when no such run exists."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+
+def _ms(value: int | None) -> str:
+    if not value:
+        return "-"
+    import datetime as _dt
+
+    return _dt.datetime.fromtimestamp(value / 1000, tz=_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def run_json(store: Any, record: Any, detail: bool) -> dict:
+    data: dict[str, Any] = {
+        "run_id": record.run_id, "continuation": record.rcid, "status": record.status,
+        "origin_rid": record.origin_rid, "entry_stack": record.entry_stack, "stage": record.cur_stage,
+        "visit": record.cur_visit, "created_ms": record.created_ms, "updated_ms": record.updated_ms,
+        "finished_ms": record.finished_ms, "expires_ms": record.expires_ms, "fail_reason": record.fail_reason,
+    }
+    if not detail:
+        return data
+    data["suspends"] = [{"stage": s.stage, "visit": s.visit, "kind": s.kind, "status": s.status,
+                         "members": [m[0] for m in s.members]} for s in store.list_suspends(record.run_id)]
+    units = []
+    for u in store.list_units(record.run_id):
+        interactions = store.list_interactions(u.unit_id)
+        units.append({"unit_id": u.unit_id, "kind": u.kind, "op": f"{u.op_stack}/{u.op_name}", "status": u.status,
+                      "stage": u.dispatch_stage, "join_at_scope": u.join_at_scope, "items": u.expected,
+                      "interactions": [{"opc": i.opc, "item_index": i.item_index, "status": i.status,
+                                        "attempts": i.attempts} for i in interactions]})
+    data["units"] = units
+    data["result"] = record.result
+    data["error"] = record.error
+    return data
+
+
+def _print_list(runs: list[dict]) -> None:
+    if not runs:
+        click.echo("no runs")
+        return
+    for r in runs:
+        where = f"{r['stage']} v{r['visit']}" if r["stage"] else "-"
+        click.echo(f"{r['run_id']}  {r['status']:<9}  {where:<24}  {_ms(r['created_ms'])}  {r['entry_stack']}")
+
+
+def _print_show(r: dict) -> None:
+    click.echo(f"run {r['run_id']}  {r['status']}" + (f" ({r['fail_reason']})" if r["fail_reason"] else ""))
+    click.echo(f"  continuation {r['continuation']}  origin {r['origin_rid']}  stack {r['entry_stack']}")
+    click.echo(f"  stage {r['stage'] or '-'} visit {r['visit'] or '-'}  created {_ms(r['created_ms'])}  "
+               f"expires {_ms(r['expires_ms'])}")
+    for s in r["suspends"]:
+        click.echo(f"  suspend {s['stage']} v{s['visit']}  {s['kind']}  {s['status']}")
+    for u in r["units"]:
+        items = f"  items {u['items']}" if u["kind"] == "itemized" else ""
+        click.echo(f"  unit {u['unit_id']}  {u['kind']}  {u['op']}  {u['status']}{items}")
+        for i in u["interactions"][:20]:
+            click.echo(f"    {i['opc']}  [{i['item_index']}]  {i['status']}")
+    if r["status"] == "completed":
+        from txcl.values.jsonio import dumps
+
+        click.echo("  result " + dumps({k: v for k, v in (r["result"] or {}).items() if not k.startswith("_")}))
+    elif r["error"] is not None:
+        from txcl.values.jsonio import dumps
+
+        click.echo("  error " + dumps(r["error"]))
+
+
+@click.command("runs")
+@click.argument("action", required=False, type=click.Choice(["list", "show"]))
+@click.argument("ident", required=False)
+@click.option("--state", "state", default=None, help="Only runs in this state (list).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--limit", default=100, show_default=True, help="At most this many runs (list).")
+@click.option("--db", default=None, help="Database file (default <workspace>/.txcl/txcl.db).")
+@click.option("--workspace", "directory", default=".", help="The workspace.")
+def command(action: str | None, ident: str | None, state: str | None, as_json: bool, limit: int, db: str | None,
+            directory: str) -> None:
+    """List durable runs, or show one run (by run id or rcid)."""
+    from txcl.cli.common import fail
+    from txcl.continuations.cli_support import echo_json, open_settings, open_store
+
+    action = action or "list"
+    if action == "show" and not ident:
+        fail("runs show needs a RUN_ID or RCID")
+    if action == "list" and ident:
+        fail("runs list takes no argument (use --state)")
+    workspace, settings = open_settings(directory, db)
+    store = open_store(settings, workspace)
+    try:
+        if action == "list":
+            runs = [run_json(store, r, False) for r in store.list_runs(status=state, limit=limit)]
+            echo_json(runs) if as_json else _print_list(runs)
+            code = 0
+        else:
+            record = store.get_run_by_rcid(ident) if ident.startswith("rc_") else store.get_run(ident)
+            if record is None:
+                click.echo(f"txcl: no run {ident}", err=True)
+                code = 1
+            else:
+                data = run_json(store, record, True)
+                echo_json(data) if as_json else _print_show(data)
+                code = 0
+    finally:
+        store.close()
+    sys.exit(code)

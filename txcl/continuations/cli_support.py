@@ -1,0 +1,121 @@
+"""Shared pieces of the continuation commands (`txcl run` suspends, `runs`, `complete`, `sweep`)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import click
+
+from txcl.cli.common import fail
+
+
+def open_settings(directory: str, db: str | None, flags: dict[str, Any] | None = None) -> tuple[Path, Any]:
+    """(workspace, settings); the workspace falls back to DIR when no OPS/ is found."""
+    from txcl.ops.tree import WorkspaceNotFound, find_workspace
+    from txcl.runtime.config import ConfigError, load_settings
+
+    try:
+        workspace, _ = find_workspace(directory)
+    except WorkspaceNotFound:
+        workspace = Path(directory).resolve()
+    try:
+        settings = load_settings(workspace, {**(flags or {}), "db": db})
+    except ConfigError as exc:
+        fail(str(exc))
+    return workspace, settings
+
+
+def open_store(settings: Any, workspace: Path) -> Any:
+    from txcl.continuations.service import open_durable_store
+
+    path = settings.db_path(workspace)
+    if path.startswith(("postgresql://", "postgres://")):
+        fail("--db: the PostgreSQL backend is not available in this build")
+    try:
+        return open_durable_store(path, settings)
+    except Exception as exc:  # noqa: BLE001 - a store that cannot be opened is a usage problem
+        fail(f"--db {path}: cannot open the database: {exc}")
+
+
+def open_service(settings: Any, workspace: Path, store: Any = None) -> Any:
+    from txcl.continuations.service import ContinuationService
+
+    return ContinuationService(store if store is not None else open_store(settings, workspace), settings,
+                               workspace=workspace)
+
+
+async def wait_for_finish(service: Any, run_id: str, timeout_ms: int) -> Any:
+    """The run record once it is finished, or the latest record when `timeout_ms` passes."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout_ms / 1000.0
+    while True:
+        record = await asyncio.to_thread(service.store.get_run, run_id)
+        if record is None or record.status in ("completed", "failed", "expired"):
+            return record
+        left = end - loop.time()
+        if left <= 0:
+            return record
+        await service.wait_for_run(run_id, min(0.2, left))
+
+
+def error_payload(record: Any) -> dict:
+    """The error payload of a failed or expired run (RUNTIME.md §6.4 shape)."""
+    error = record.error if record.error is not None else {"message": record.fail_reason or record.status}
+    if isinstance(error, dict) and ("code" in error and ("fuel_used" in error or "ttl" in error)):
+        return error  # a budget payload is already top level (§4.3)
+    if record.status == "expired" and isinstance(error, dict):
+        error = {"code": "txcl_run_expired", **error}
+    return {"error": error}
+
+
+def echo_json(value: Any, compact: bool = False) -> None:
+    from txcl.values.jsonio import dumps
+
+    click.echo(dumps(value, indent=None if compact else 2))
+
+
+def run_command_walk(tree: Any, store: Any, settings: Any, workspace: Path, envelope: dict, stack: str | None,
+                     mocks: list[str] | None, wait_ms: int | None) -> tuple[Any, Any]:
+    """`txcl run`'s walk with the continuation hooks: (outcome, finished run record or None).
+
+    With `wait_ms`, a suspended run is watched in the same event loop (so a promoted
+    continuable op keeps running) until it finishes or the wait ends."""
+    import logging
+
+    from txcl.runtime.interpreter import Suspended
+
+    service = open_service(settings, workspace, store)
+    if not service.callback_base_url:
+        logging.getLogger("txcl").debug("no callback base url")
+    warned = {"done": False}
+
+    def warn_once() -> None:
+        if not warned["done"]:
+            warned["done"] = True
+            click.echo("txcl: warning: no --callback-base-url; async workers get callback_url: null "
+                       "(complete them with `txcl complete`)", err=True)
+
+    service.before_dispatch = None if service.callback_base_url else warn_once
+    interp = service.interpreter(tree)
+
+    async def go() -> tuple[Any, Any]:
+        try:
+            outcome = await interp.run(envelope, stack, src="cli", mocks=mocks)
+            finished = None
+            if isinstance(outcome, Suspended) and wait_ms is not None:
+                record = await wait_for_finish(service, outcome.run_id, wait_ms)
+                if record is not None and record.status in ("completed", "failed", "expired"):
+                    finished = record
+            await service.drain_tasks(0 if wait_ms is None else 1.0)
+            for task in list(service.tasks):
+                task.cancel()
+            return outcome, finished
+        finally:
+            await service.aclose()
+
+    try:
+        return asyncio.run(go())
+    finally:
+        interp.close()
