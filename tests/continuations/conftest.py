@@ -149,3 +149,32 @@ def store_at():
     yield open_
     for store in stores:
         store.close()
+
+
+def http_get(url: str, accept: str = "application/json", timeout: float = 30.0) -> tuple[int, dict, bytes]:
+    """GET returning (status, lower-case headers, body) without following redirects."""
+    import urllib.request
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args, **kwargs):  # noqa: ANN002
+            return None
+
+    opener = urllib.request.build_opener(NoRedirect)
+    req = urllib.request.Request(url, headers={"Accept": accept})
+    try:
+        with opener.open(req, timeout=timeout) as resp:
+            return resp.status, {k.lower(): v for k, v in resp.headers.items()}, resp.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, {k.lower(): v for k, v in exc.headers.items()}, exc.read()
+
+
+def barrier_tree(worker_url: str, *, extra: dict[str, str] | None = None, stack: str = "shop",
+                 with_: str = 'mode = "async", timeout = "1m"') -> dict[str, str]:
+    """100: an async op (barrier) beside a sync sibling; 200: reads the merged answer."""
+    files = {
+        f"OPS/{stack}/100/enrich.txcl": f'WITH {with_}\nEXEC "{worker_url}"',
+        f"OPS/{stack}/100/side.txcl": "EMIT .side = 1",
+        f"OPS/{stack}/200/after.txcl": "EMIT .after = .enriched",
+    }
+    files.update(extra or {})
+    return files

@@ -1,0 +1,163 @@
+"""The callback endpoint against a real `txcl serve` and a real worker (CONTINUATIONS.md §3.4):
+T1 duplicates, T2 conflicts, T13 every rejected callback leaves the store unchanged."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import barrier_tree, http_get, wait_until
+from contworker import post_json
+
+
+def _suspend(serve, workspace, worker, **kw):
+    ws = workspace(barrier_tree(worker.url(), **kw))
+    srv = serve(ws)
+    status, headers, body = http_get(srv.url + "/go")
+    assert status == 202, body
+    job = worker.wait_job()
+    return ws, srv, headers, job
+
+
+def _snapshot(store, run_id):
+    """Everything a callback could change, for 'no state change' checks."""
+    run = store.get_run(run_id)
+    units = store.list_units(run_id)
+    rows = [(run.status, run.version)]
+    for u in units:
+        rows.append((u.unit_id, u.status, u.version, u.provider_done, u.continuation_done))
+        for i in store.list_interactions(u.unit_id):
+            rows.append((i.opc, i.status, i.version, store.get_terminal(i.opc) is not None))
+        rows.append(tuple(store.list_facts(u.unit_id)))
+        rows.append(tuple((c.item_index, c.status, c.version) for c in store.list_children(u.unit_id)))
+    rows.append(len(store.list_run_events(run_id)))
+    return rows
+
+
+def test_t1_duplicate_callback_ten_times(serve, workspace, worker, store_at):
+    """T1 / EC-1: first 200 resumed, then 200 duplicate; one terminal, one fact, one release."""
+    ws, srv, headers, job = _suspend(serve, workspace, worker)
+    answers = [worker.callback(job, {"enriched": {"n": 1}}) for _ in range(10)]
+    assert answers[0] == (200, {"status": "resumed"})
+    assert all(a == (200, {"status": "recorded", "duplicate": True}) for a in answers[1:])
+    store = store_at(ws / ".txcl" / "txcl.db")
+    run_id = job.body["_txc"]["run_id"]
+    run = wait_until(lambda: (r := store.get_run(run_id)) and r.status == "completed" and r)
+    assert run.result["enriched"] == {"n": 1} and run.result["after"] == {"n": 1}  # merged once: no list growth
+    unit = store.list_units(run_id)[0]
+    facts = store.list_facts(unit.unit_id)
+    assert facts.count(("provider", 0)) == 1 and facts.count(("continuation", 0)) == 1
+    assert unit.provider_done == 1 and unit.continuation_done == 1
+    kinds = [e.kind for e in store.list_run_events(run_id)]
+    assert kinds.count("run.released") == 1 and kinds.count("run.completed") == 1
+    status, _, body = http_get(srv.url + headers["location"])
+    assert status == 200 and json.loads(body)["after"] == {"n": 1}
+
+
+@pytest.mark.parametrize("second", ["other-output", "failed"])
+def test_t2_conflicting_callback_keeps_the_first(serve, workspace, worker, store_at, second):
+    """T2 / EC-2: a different second outcome is 409 and the first is merged."""
+    ws, srv, headers, job = _suspend(serve, workspace, worker)
+    assert worker.callback(job, {"enriched": "first"})[0] == 200
+    if second == "failed":
+        answer = worker.callback(job, status="failed", error="nope")
+    else:
+        answer = worker.callback(job, {"enriched": "second"})
+    assert answer == (409, {"error": "conflicting completion"})
+    store = store_at(ws / ".txcl" / "txcl.db")
+    run_id = job.body["_txc"]["run_id"]
+    run = wait_until(lambda: (r := store.get_run(run_id)) and r.status == "completed" and r)
+    assert run.result["after"] == "first"
+
+
+def test_t2_callback_after_an_ack_failure_terminal_conflicts(serve, workspace, store_at):
+    """T2: the worker answered 500 to the dispatch (a failed `ack` terminal); its later
+    completion conflicts (409) and the run stays failed with the ack error."""
+    from contworker import TestWorker
+
+    with TestWorker(mode="status:500") as bad:
+        ws = workspace(barrier_tree(bad.url()))
+        srv = serve(ws)
+        status, _, body = http_get(srv.url + "/go")
+        assert status == 502, body  # drained inline: every ack failed
+        assert json.loads(body)["error"]["code"] == "txcl_op_failed"
+        assert "expected 202, got 500" in body.decode()
+        job = bad.wait_job()
+        answer = bad.callback(job, {"enriched": 1})
+        assert answer == (409, {"error": "conflicting completion"}) or answer[0] == 410
+        store = store_at(ws / ".txcl" / "txcl.db")
+        assert store.get_run(job.body["_txc"]["run_id"]).status == "failed"
+
+
+def test_t13_bad_callbacks_change_nothing(serve, workspace, worker, store_at):
+    """T13: 401 / 401 / 404 / 413 / 400 / 400 / 400, each leaving the store as it was."""
+    ws, srv, headers, job = _suspend(serve, workspace, worker)
+    store = store_at(ws / ".txcl" / "txcl.db")
+    run_id = job.body["_txc"]["run_id"]
+    before = _snapshot(store, run_id)
+    url = job.callback_url
+    ok_body = {"status": "completed", "output": {"x": 1}}
+    assert post_json(url, ok_body, "wrong-token") == (401, {"error": "bad token"})
+    assert post_json(url, ok_body, None) == (401, {"error": "bad token"})
+    unknown = url.replace(job.opc, "opc_" + "1" * 22)
+    assert post_json(unknown, ok_body, job.token) == (404, {"error": "unknown op continuation"})
+    big = {"status": "completed", "output": {"x": "y" * (1024 * 1024 + 10)}}
+    status, body = post_json(url, big, job.token)
+    assert status == 413 and body["error"] == "body too large" and body["limit"] == 1024 * 1024
+    assert post_json(url, None, job.token, raw=b"{not json")[0] == 400
+    status, body = post_json(url, {"status": "done", "output": {}}, job.token)
+    assert status == 400 and "unknown status" in body["error"]
+    status, body = post_json(url, {"status": "completed", "output": [1, 2]}, job.token)
+    assert status == 400 and "object" in body["error"]
+    # the token travels as X-Txco-Continuation-Token too
+    assert post_json(url, ok_body, None, headers={"X-Txco-Continuation-Token": "nope"})[0] == 401
+    assert _snapshot(store, run_id) == before
+    # and the good callback still works afterwards
+    assert post_json(url, {"status": "completed", "output": {"enriched": 2}},
+                     None, headers={"X-Txco-Continuation-Token": job.token}) == (200, {"status": "resumed"})
+
+
+def test_t13_cancelled_and_expired_interactions_are_gone(serve, workspace, store_at):
+    """T13: a cancelled interaction (fail-fast sibling) and an expired one answer 410."""
+    from contworker import TestWorker
+
+    with TestWorker() as w:
+        files = barrier_tree(w.url(), with_='mode = "async", timeout = "1s"')
+        files["OPS/shop/100/second.txcl"] = f'WITH mode = "async", timeout = "1m"\nEXEC "{w.url("/two")}"'
+        ws = workspace(files)
+        srv = serve(ws)
+        status, _, _ = http_get(srv.url + "/go")
+        assert status == 202
+        jobs = {j.path: j for j in (w.wait_job(), w.wait_job())}
+        fast, slow = jobs["/jobs"], jobs["/two"]
+        # the 1 s budget passes: the callback is past its deadline -> timed out now, 410 expired
+        import time
+
+        time.sleep(1.3)
+        assert w.callback(fast, {"enriched": 1}) == (410, {"error": "gone", "reason": "expired"})
+        # the run expired with it: the sibling's interaction is gone too
+        answer = w.callback(slow, {"x": 1})
+        assert answer[0] == 410
+        store = store_at(ws / ".txcl" / "txcl.db")
+        assert store.get_run(fast.body["_txc"]["run_id"]).status == "expired"
+
+
+def test_t13_fail_fast_sibling_is_cancelled(serve, workspace, worker, store_at):
+    """T13: one member fails -> released at once (fail-fast), the other's callback is 410
+    cancelled, and polling shows the run failed with the worker's error (txcl_op_failed)."""
+    files = barrier_tree(worker.url())
+    files["OPS/shop/100/second.txcl"] = f'WITH mode = "async", timeout = "1m"\nEXEC "{worker.url("/two")}"'
+    ws = workspace(files)
+    srv = serve(ws)
+    status, headers, _ = http_get(srv.url + "/go")
+    assert status == 202
+    jobs = {j.path: j for j in (worker.wait_job(), worker.wait_job())}
+    assert worker.callback(jobs["/jobs"], status="failed", error="boom") == (200, {"status": "resumed"})
+    assert worker.callback(jobs["/two"], {"x": 1}) == (410, {"error": "gone", "reason": "cancelled"})
+    store = store_at(ws / ".txcl" / "txcl.db")
+    run_id = jobs["/jobs"].body["_txc"]["run_id"]
+    wait_until(lambda: store.get_run(run_id).status == "failed")
+    status, _, body = http_get(srv.url + headers["location"])
+    data = json.loads(body)
+    assert status == 502 and data["status"] == "failed"
+    assert data["error"]["code"] == "txcl_op_failed" and data["error"]["detail"] == {"message": "boom"}
