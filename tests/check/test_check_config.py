@@ -106,3 +106,16 @@ def test_broken_toml_is_a_config_error(tmp_path) -> None:
     (tmp_path / "txcl.toml").write_text("[check\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="invalid TOML"):
         load_config(tmp_path)
+
+
+def test_loop_ceiling_comes_from_the_serve_table(tmp_path) -> None:
+    _tree(tmp_path, {"OPS/s/0100/a.txcl": 'EXEC "https://api.example.net/p"\nLOOP UNTIL .done == true MAX 1500\n'})
+    assert _codes(tmp_path) == [("a.txcl", "TX211")]
+    (tmp_path / "pyproject.toml").write_text("[tool.txcl.serve]\nop-loop-max = 2000\n", encoding="utf-8")
+    assert load_config(tmp_path).loop_max == 2000
+    assert _codes(tmp_path) == []
+    (tmp_path / "txcl.toml").write_text("[serve]\nop_loop_max = 1200\n", encoding="utf-8")
+    result = run_check([str(tmp_path)], load_config(tmp_path), cache_dir=False)
+    assert [d.message for d in result.diagnostics] == [
+        "LOOP MAX 1500 is above the configured ceiling (op-loop-max) 1200; "
+        "the runtime refuses this loop unless --op-loop-max is raised"]

@@ -38,6 +38,7 @@ class CheckConfig:
     severity: dict[str, str] = attrs.field(factory=dict)
     exclude: tuple[str, ...] = ()
     allow: tuple[str, ...] = ()
+    loop_max: int | None = None  # `op-loop-max` of [tool.txcl.serve] in the same file (TX211)
     root: Path | None = None  # directory of the config file (patterns are relative to it)
     source: str | None = None  # the file it came from, for messages
 
@@ -150,13 +151,24 @@ def load_config(start: str | Path = ".") -> CheckConfig:
         raise ConfigError(f"{path}: cannot read: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-    if kind == "pyproject":
-        table = data.get("tool", {}).get("txcl", {}).get("check", {})
+    return config_from_document(data, path)
+
+
+def config_from_document(data: dict, path: Path) -> CheckConfig:
+    """The check settings of a parsed txcl.toml or pyproject.toml."""
+    if path.name == "pyproject.toml":
+        tool = data.get("tool", {}).get("txcl", {})
+        table, serve = tool.get("check", {}), tool.get("serve", {})
         where = f"{path} [tool.txcl.check]"
     else:
-        table = data.get("check", {})
+        table, serve = data.get("check", {}), data.get("serve", {})
         where = f"{path} [check]"
-    return config_from_table(table, where, path.parent)
+    cfg = config_from_table(table, where, path.parent.resolve())
+    if isinstance(serve, dict):
+        raw = serve.get("op-loop-max", serve.get("op_loop_max"))
+        if isinstance(raw, int) and not isinstance(raw, bool) and raw >= 0:
+            cfg.loop_max = raw
+    return cfg
 
 
 def config_from_table(table: Any, where: str, root: Path | None) -> CheckConfig:

@@ -15,6 +15,7 @@ from txcl.check.config import CheckConfig
 from txcl.check.discover import discover
 from txcl.check.noqa import apply_noqa
 from txcl.check.rules import base as _base
+from txcl.check.rules.loop import loop_max_findings
 from txcl.check.tree import Member, TreeContext
 from txcl.errors import Diagnostic
 
@@ -65,6 +66,7 @@ def check_source(text: str | bytes, filename: str = "<string>", config: CheckCon
         cache.put(key, analysis)
     source = _decode(data)
     diags = analysis.materialize(filename, source)
+    diags += loop_max_findings(analysis.facts, config.loop_max, filename, source)
     out = finalize(diags, source, filename, config)
     out.sort(key=lambda d: (d.line, d.column, d.code))
     return out
@@ -203,7 +205,9 @@ def run_check(paths: list[str | Path], config: CheckConfig | None = None, *,
             continue
         reported.add(shown)
         result.files_checked += 1
-        per_file.setdefault(shown, []).extend(analysis.materialize(shown, result.sources.get(shown)))
+        source = result.sources.get(shown)
+        per_file.setdefault(shown, []).extend(analysis.materialize(shown, source))
+        per_file[shown].extend(loop_max_findings(analysis.facts, config.loop_max, shown, source))
 
     for ops_dir, job in work.trees.items():
         scan = tree_scans[ops_dir]

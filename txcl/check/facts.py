@@ -57,6 +57,15 @@ def read_text(segments: tuple[str, ...], at_sugar: bool) -> str:
     return ast.Path(tuple(segments), at_sugar).source_text
 
 
+def _loop_max(rule: ast.Rule):
+    """(MAX, span of the MAX modifier) of a LOOP with an explicit MAX, else None."""
+    loop = rule.loop
+    if loop is None or loop.max is None:
+        return None
+    span = next((m.span for m in loop.modifiers if m.kind == "max"), loop.span)
+    return loop.max, span_t(span)
+
+
 def extract(rule: ast.Rule) -> dict[str, Any]:
     pairs = with_map(rule)
     halt_emit = any(a.target.segments == ("_txc", "halt") and truthy_literal(a.value) for a in rule.emit)
@@ -94,6 +103,7 @@ def extract(rule: ast.Rule) -> dict[str, Any]:
         "gotos": gotos,
         "exec": exec_target,
         "loop": span_t(rule.loop.span) if rule.loop is not None else None,
+        "loop_max": _loop_max(rule),
         "mode": mode if isinstance(mode, str) else None,
         "join": join if isinstance(join, int) and not isinstance(join, bool) else None,
         "join_span": join_span,

@@ -91,7 +91,7 @@ def statistics(diagnostics) -> str:
 def command(paths, output_format, select, ignore, config_path, strict, exit_zero, show_stats, fix,
             show_diff, no_cache, color, quiet, jobs) -> None:
     """Check TXCL rule files and OPS trees (default: the current directory)."""
-    from txcl.check.config import ConfigError, config_from_table, load_config, parse_code_list
+    from txcl.check.config import ConfigError, load_config, parse_code_list
     from txcl.check.engine import run_check
     from txcl.check.fix import FIXABLE
 
@@ -145,6 +145,8 @@ def command(paths, output_format, select, ignore, config_path, strict, exit_zero
         if out:
             click.echo(out, nl=False, color=use_color)
     if not quiet:
+        if result.files_checked == 0 and not diagnostics:
+            click.echo("txcl: warning: no rule files (.txcl) found under the given paths", err=True)
         line = summary_line(diagnostics, result.files_checked, fixable)
         machine = output_format in ("json", "sarif", "github")
         click.echo(line, err=machine)
@@ -155,17 +157,14 @@ def command(paths, output_format, select, ignore, config_path, strict, exit_zero
 
 def _explicit_config(path: Path):
     import tomllib
-    from txcl.check.config import ConfigError, config_from_table
+    from txcl.check.config import ConfigError, config_from_document
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-    if path.name == "pyproject.toml":
-        return config_from_table(data.get("tool", {}).get("txcl", {}).get("check", {}),
-                                 f"{path} [tool.txcl.check]", path.parent.resolve())
-    return config_from_table(data.get("check", {}), f"{path} [check]", path.parent.resolve())
+    return config_from_document(data, path)
 
 
 def _apply_fixes(result, cfg, write: bool, diff: bool) -> int:

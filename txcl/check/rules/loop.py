@@ -31,15 +31,20 @@ def until_true_when_missing(ctx: FileContext) -> Iterator[Diagnostic]:
                            hint='test a value only the op sets when it is finished, such as .status == "done"')
 
 
-@file_rule("TX211")
-def max_above_ceiling(ctx: FileContext) -> Iterator[Diagnostic]:
-    loop = ctx.rule.loop
-    if loop is None or loop.max is None or loop.max <= DEFAULT_LOOP_CEILING:
-        return
-    span = next((m.span for m in loop.modifiers if m.kind == "max"), loop.span)
-    yield ctx.diag("TX211", span,
-                   f"LOOP MAX {loop.max} is above the default ceiling {DEFAULT_LOOP_CEILING}; "
-                   "the runtime refuses this loop unless --op-loop-max is raised")
+def loop_max_findings(facts, ceiling: int | None, file: str, source: str | None) -> list[Diagnostic]:
+    """TX211 for one file. It depends on the configured ceiling (`op-loop-max` of
+    [tool.txcl.serve]), so it is computed from the cached facts, not cached itself."""
+    from txcl.check.facts import span_of
+    limit = DEFAULT_LOOP_CEILING if ceiling is None else ceiling
+    if not facts or facts.get("loop_max") is None:
+        return []
+    value, span = facts["loop_max"]
+    if value <= limit:
+        return []
+    which = "default ceiling" if ceiling is None else "configured ceiling (op-loop-max)"
+    return [Diagnostic("TX211", f"LOOP MAX {value} is above the {which} {limit}; the runtime refuses "
+                       "this loop unless --op-loop-max is raised", file=file, span=span_of(span),
+                       source=source)]
 
 
 @file_rule("TX212")
