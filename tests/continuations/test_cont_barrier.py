@@ -1,0 +1,130 @@
+"""The barrier (CONTINUATIONS.md §2.2): T27 drain without a 202, T23 duplicate release,
+T20 the frozen ops snapshot across a restart, and the in-process API."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+
+from conftest import barrier_tree, http_get, wait_until
+from contworker import TestWorker
+
+
+def test_t27_every_ack_fails_answers_the_failure_inline(serve, workspace):
+    """T27: no 202 — the request drains its own suspend and answers 502 at once."""
+    with TestWorker(mode="status:503") as bad:
+        files = barrier_tree(bad.url())
+        files["OPS/shop/100/second.txcl"] = f'WITH mode = "async"\nEXEC "{bad.url("/two")}"'
+        srv = serve(workspace(files))
+        status, headers, body = http_get(srv.url + "/go")
+    assert status == 502
+    error = json.loads(body)["error"]
+    assert error["code"] == "txcl_op_failed" and "expected 202, got 503" in error["message"]
+    assert "location" not in headers
+
+
+def test_t27_callbacks_before_the_202_give_the_final_answer(serve, workspace):
+    """T27: the worker calls back before it acks; the parking request wins the drain and
+    answers the final envelope synchronously (no 202)."""
+    with TestWorker(mode="callback-first", callback_output={"enriched": {"early": True}}) as w:
+        srv = serve(workspace(barrier_tree(w.url())))
+        status, headers, body = http_get(srv.url + "/go")
+        assert w.callbacks and w.callbacks[0][0] == 200
+    assert status == 200, body
+    assert json.loads(body) == {"enriched": {"early": True}, "side": 1, "after": {"early": True}}
+
+
+def test_t20_resume_runs_the_rules_frozen_at_the_suspend(serve, workspace, worker, store_at):
+    """T20: change the rules and restart the server while the run waits: the resume runs the
+    old rules (the snapshot); new requests run the new ones."""
+    ws = workspace(barrier_tree(worker.url()))
+    srv = serve(ws)
+    status, headers, _ = http_get(srv.url + "/go")
+    assert status == 202
+    job = worker.wait_job()
+    srv.stop()
+    (ws / "OPS/shop/200/after.txcl").write_text('EMIT .after = "new rules"\n')
+    srv2 = serve(ws)
+    assert worker.callback(job, {"enriched": "old-path"}, url=job.callback_url.replace(srv.url, srv2.url)) \
+        == (200, {"status": "resumed"})
+    store = store_at(ws / ".txcl" / "txcl.db")
+    run_id = job.body["_txc"]["run_id"]
+    run = wait_until(lambda: (r := store.get_run(run_id)) and r.status == "completed" and r)
+    assert run.result["after"] == "old-path"
+    status, _, body = http_get(srv2.url + headers["location"])
+    assert status == 200 and json.loads(body)["after"] == "old-path"
+
+
+def test_t23_two_threads_release_one_suspend(tmp_path, workspace, worker):
+    """T23 / EC-6: two threads run P5 on the same ready suspend: one winner, one resume."""
+    from txcl.continuations.service import ContinuationService, open_durable_store
+    from txcl.ops.tree import load_ops
+    from txcl.runtime.config import Settings
+    from txcl.runtime.interpreter import Completed, Suspended
+
+    ws = workspace(barrier_tree(worker.url()))
+    store = open_durable_store(ws / ".txcl" / "txcl.db")
+    service = ContinuationService(store, Settings(), workspace=ws)
+
+    async def main():
+        outcome = await service.interpreter(load_ops(ws)).run({"q": 1}, "shop")
+        assert isinstance(outcome, Suspended)
+        job = worker.wait_job()
+        admit = store.admit_terminal(job.opc, "completed", {"enriched": 7}, source="cli")
+        assert admit.outcome == "admitted"
+        results = []
+        gate = threading.Barrier(2)
+
+        def release():
+            gate.wait()
+            results.append(store.continue_release(job.opc, child_version=admit.child_version,
+                                                  materialize=service.materialize))
+
+        threads = [threading.Thread(target=release) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        winners = [r for r in results if r.won]
+        assert len(winners) == 1 and sorted(r.outcome for r in results) == ["recorded", "resumed"]
+        final = await service.drive_resume(winners[0].claim)
+        assert isinstance(final, Completed) and final.envelope["after"] == 7
+        kinds = [e.kind for e in store.list_run_events(outcome.run_id)]
+        assert kinds.count("run.released") == 1 and kinds.count("run.completed") == 1
+        await service.aclose()
+
+    try:
+        asyncio.run(main())
+    finally:
+        store.close()
+
+
+def test_sync_sibling_error_is_best_effort(tmp_path, workspace, worker):
+    """§2.2 step 3: a failing sync sibling does not fail the stage; the async answer merges."""
+    from txcl.continuations.service import ContinuationService, open_durable_store
+    from txcl.ops.tree import load_ops
+    from txcl.runtime.config import Settings
+
+    files = barrier_tree(worker.url())
+    files["OPS/shop/100/side.txcl"] = 'EXEC "py://cont_failing_op:fn"'
+    files["cont_failing_op.py"] = "def fn(op_input, ctx):\n    raise ValueError('side failed')\n"
+    ws = workspace(files)
+    store = open_durable_store(ws / ".txcl" / "txcl.db")
+    service = ContinuationService(store, Settings(), workspace=ws)
+
+    async def main():
+        outcome = await service.interpreter(load_ops(ws)).run({}, "shop")
+        job = worker.wait_job()
+        _, release = await service.complete(job.opc, "completed", {"enriched": 1}, source="cli")
+        final = await service.drive_resume(release.claim)
+        assert final.status == "completed" and final.envelope["after"] == 1 and "side" not in final.envelope
+        units = {u.op_name: u for u in store.list_units(outcome.run_id)}
+        assert units["side"].kind == "sync" and units["side"].status == "completed"
+        assert units["side"].error is not None
+        await service.aclose()
+
+    try:
+        asyncio.run(main())
+    finally:
+        store.close()
