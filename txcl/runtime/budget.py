@@ -99,7 +99,9 @@ class Budget:
             envelope["_txc"] = txc
         txc["ttl"] = self.ttl
         txc["fuel_used"] = self.fuel_used
-        txc["_seen"] = list(self.seen)
+        seen = txc.get("_seen")
+        if type(seen) is not list or len(seen) != len(self.seen):
+            txc["_seen"] = list(self.seen)
 
     def to_json(self) -> dict[str, Any]:
         return {"max_fuel": self.max_fuel, "max_ttl": self.max_ttl, "ttl": self.ttl,

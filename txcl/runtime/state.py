@@ -114,3 +114,7 @@ class Frame:
     ran: list[Any] = attrs.Factory(list)  # OpRules whose SET POST applies, any order
     outcomes: dict[str, OpOutcome] = attrs.Factory(dict)
     halt_event: Any = None  # asyncio.Event when a LOOP runs in this frame
+    special: bool = False  # an op resolved mode async/continuable (§3.2 steps 8–11)
+    penalty: float = 0.0  # seconds to sleep for a repeated transition (§4.2)
+    ttl_raise_ignored: bool = False
+    rec: Any = None  # the segment's TraceRecorder (for continuation hooks)

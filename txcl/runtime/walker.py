@@ -98,7 +98,7 @@ class Walker:
         frame.rec = rec
         self.select_ops(run, frame, rec)
         ops = frame.ops
-        if ops and any(p.mode != "sync" for p in ops):
+        if frame.special:
             ops = await self.hooks.dispatch_special(self, run, frame, ops)
             if run.finished:
                 return
@@ -164,23 +164,25 @@ class Walker:
                 raw_mode = prepared.directives.get("mode")
                 if raw_mode in ("async", "continuable"):
                     mode = raw_mode
+                    frame.special = True
             ops.append(PreparedOp(op, prepared, mode))
         frame.ops = ops
 
     # ================================================================ dispatch
     async def dispatch_sync(self, run: Run, frame: Frame, ops: list[PreparedOp], rec: TraceRecorder) -> None:
         """§3.2 step 12: every op concurrently, each under its own timeout, then its tail."""
-        penalty = getattr(frame, "penalty", None)
-        if penalty:
-            await self.services.sleep(penalty)
-        if any(p.op.rule.loop is not None for p in ops) and len(ops) > 1:
+        if frame.penalty:
+            await self.services.sleep(frame.penalty)
+        if len(ops) > 1 and any(p.op.rule.loop is not None for p in ops):
             frame.halt_event = asyncio.Event()
-        inline: list[PreparedOp] = []
         remote: list[PreparedOp] = []
+        timed = rec.enabled
         for pop in ops:
-            (remote if pop.op.target is not None else inline).append(pop)
-        for pop in inline:
-            self._finish_op(run, frame, pop, {}, True, "noop", time.time(), time.perf_counter(), rec)
+            if pop.op.target is not None:
+                remote.append(pop)
+            else:
+                self._finish_op(run, frame, pop, {}, True, "noop", time.time() if timed else 0.0,
+                                time.perf_counter() if timed else 0.0, rec)
         if len(remote) == 1:
             await self.run_op(run, frame, remote[0], rec)
         elif remote:
@@ -357,7 +359,7 @@ class Walker:
                    http_info: Any = None, extra: dict | None = None) -> None:
         output, error, dropped = self.tail(run, frame, pop, raw, trusted, http_info)
         self._note_drops(rec, pop, dropped)
-        if getattr(frame, "ttl_raise_ignored", False):
+        if frame.ttl_raise_ignored:
             rec.event("budget.ttl_raise_ignored", {"op": pop.name, "ttl": run.budget.ttl})
             frame.ttl_raise_ignored = False
         if output is None:
@@ -420,15 +422,18 @@ class Walker:
         """§3.2 steps 13–16: merge in op-name order, SET POST, deletes, control, next."""
         envelope = run.envelope
         outcomes = frame.outcomes
-        for name in sorted(outcomes):
+        for name in (sorted(outcomes) if len(outcomes) > 1 else outcomes):
             output = outcomes[name].output
             if output:
                 merge_into(envelope, output)
         ran = sorted(frame.ran, key=_by_name) if len(frame.ran) > 1 else frame.ran
+        set_post = False
         for op in ran:
-            if op.target is None and self.facts(op).writes_goto:
+            facts = self.facts(op)
+            if op.target is None and facts.writes_goto:
                 run.budget.charge(DISPATCH_FUEL)
-        if any(self.facts(op).has_set_post for op in ran):
+            set_post = set_post or facts.has_set_post
+        if set_post:
             result = apply_set_post([op.rule for op in ran], envelope)
             envelope = result.envelope
             if rec.enabled:

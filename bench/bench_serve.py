@@ -1,0 +1,190 @@
+"""Requests/s through `txcl serve` on loopback (a 3-scope synchronous stack) beside a bare
+Starlette endpoint served by the same uvicorn settings, measured in the same run.
+
+    python bench/bench_serve.py [--seconds 5] [--connections 8] [--rounds 3] [--python-load]
+
+Load comes from wrk when installed (`apt-get install wrk`), else from a small asyncio+httpx
+generator (several keep-alive connections, bounded by count and time). Both servers run as
+subprocesses; each round measures them back to back after a warm-up. Prints the median
+rates and the ratio (target: txcl >= 50% of bare). `txcl serve` runs with its defaults
+(trace mode summary: every request's trace is written, off the request path); the figure
+with `--trace-mode off` is printed too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVING_RE = re.compile(r"(http://127\.0\.0\.1:\d+)")
+
+STACK = {
+    "OPS/shop/0100/mark.txcl": """
+        WHEN @web.req.method == "GET"
+        EMIT .order.id = 42, .order.items = ["a", "b"]
+    """,
+    "OPS/shop/0200/copy.txcl": """
+        WITH from = "order.id", to = "copied"
+        EXEC "txco://copy"
+    """,
+    "OPS/shop/0300/answer.txcl": """
+        WHEN .copied == 42
+        EMIT .status = &concat("O", "K"), @web.res.headers.cache-control = "no-store"
+    """,
+}
+
+BARE_BODY = b'{"order":{"id":42,"items":["a","b"]},"copied":42,"status":"OK"}'
+
+
+# ---------------------------------------------------------------- the bare server (subprocess mode)
+
+def run_bare_server() -> None:
+    from starlette.applications import Starlette
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    from txcl.serve.server import bind_socket, uvicorn_config
+    import uvicorn
+
+    async def endpoint(request):
+        await request.body()
+        return Response(BARE_BODY, media_type="application/json", headers={"cache-control": "no-store"})
+
+    app = Starlette(routes=[Route("/{path:path}", endpoint, methods=["GET", "POST", "HEAD"])])
+    sock = bind_socket("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    print(f"bare serving on http://127.0.0.1:{port}", file=sys.stderr, flush=True)
+    server = uvicorn.Server(uvicorn_config(app, grace_s=1.0, log_level="warning"))
+    server.run(sockets=[sock])
+
+
+# ---------------------------------------------------------------- helpers
+
+def start(cmd: list[str], cwd: Path) -> tuple[subprocess.Popen, str]:
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen(cmd, cwd=cwd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env)
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        m = SERVING_RE.search(line)
+        if m and "serving" in line:
+            # drain stderr in the background so the server never blocks on a full pipe
+            import threading
+
+            threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()  # type: ignore[union-attr]
+            return proc, m.group(1)
+    raise SystemExit(f"server did not start: {' '.join(cmd)} (exit {proc.wait()})")
+
+
+def stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def wrk_rate(url: str, seconds: float, connections: int) -> float:
+    out = subprocess.run(["wrk", "-t1", f"-c{connections}", f"-d{max(1, round(seconds))}s", url + "/bench"],
+                         capture_output=True, text=True, check=True).stdout
+    m = re.search(r"Requests/sec:\s*([0-9.]+)", out)
+    non2xx = re.search(r"Non-2xx or 3xx responses:\s*(\d+)", out)
+    if non2xx:
+        raise SystemExit(f"{url}: {non2xx.group(1)} error answers during the run")
+    if not m:
+        raise SystemExit(f"cannot read wrk output:\n{out}")
+    return float(m.group(1))
+
+
+def python_rate(url: str, seconds: float, connections: int, max_requests: int = 200_000) -> float:
+    import httpx
+
+    async def main() -> float:
+        limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+        async with httpx.AsyncClient(base_url=url, limits=limits, timeout=30) as client:
+            done = 0
+            deadline = time.perf_counter() + seconds
+
+            async def worker() -> None:
+                nonlocal done
+                while time.perf_counter() < deadline and done < max_requests:
+                    r = await client.get("/bench")
+                    if r.status_code != 200:
+                        raise SystemExit(f"{url}: answer {r.status_code}")
+                    done += 1
+
+            started = time.perf_counter()
+            await asyncio.gather(*(worker() for _ in range(connections)))
+            return done / (time.perf_counter() - started)
+
+    return asyncio.run(main())
+
+
+def measure(url: str, seconds: float, connections: int, use_wrk: bool) -> float:
+    fn = wrk_rate if use_wrk else python_rate
+    fn(url, min(1.0, seconds), connections)  # warm-up
+    return fn(url, seconds, connections)
+
+
+# ---------------------------------------------------------------- main
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--connections", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--python-load", action="store_true", help="use the Python load generator even if wrk exists")
+    parser.add_argument("--bare-server", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.bare_server:
+        run_bare_server()
+        return
+    use_wrk = shutil.which("wrk") is not None and not args.python_load
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = Path(tmp)
+        for rel, text in STACK.items():
+            path = ws / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(textwrap.dedent(text).strip() + "\n", encoding="utf-8")
+        py = sys.executable
+        servers = {
+            "bare": [py, str(Path(__file__).resolve()), "--bare-server"],
+            "txcl": [py, "-m", "txcl", "serve", str(ws), "--port", "0"],
+            "txcl (trace off)": [py, "-m", "txcl", "serve", str(ws), "--port", "0", "--trace-mode", "off"],
+        }
+        rates: dict[str, list[float]] = {name: [] for name in servers}
+        for _ in range(args.rounds):
+            for name, cmd in servers.items():
+                proc, url = start(cmd, ws)
+                try:
+                    import httpx
+
+                    check = httpx.get(url + "/bench", timeout=10)
+                    if check.status_code != 200:
+                        raise SystemExit(f"{name}: {check.status_code} {check.text}")
+                    rates[name].append(measure(url, args.seconds, args.connections, use_wrk))
+                finally:
+                    stop(proc)
+    load = f"wrk -t1 -c{args.connections}" if use_wrk else f"httpx asyncio, {args.connections} connections"
+    print(f"load: {load}, {args.seconds:g}s per measurement, {args.rounds} rounds, medians")
+    med = {name: statistics.median(values) for name, values in rates.items()}
+    for name, value in med.items():
+        print(f"{name:<22} {value:>10.0f} requests/s   (rounds: {', '.join(f'{v:.0f}' for v in rates[name])})")
+    print(f"{'ratio txcl / bare':<22} {med['txcl'] / med['bare'] * 100:>10.1f} %   (target >= 50%)")
+    print(f"{'ratio trace off / bare':<22} {med['txcl (trace off)'] / med['bare'] * 100:>10.1f} %")
+
+
+if __name__ == "__main__":
+    main()
