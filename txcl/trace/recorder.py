@@ -14,13 +14,18 @@ from txcl.store.base import TraceRecord
 from txcl.trace.redact import Redactor
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
+
+
 def _json_size(value: Any) -> int | None:
+    """Size in bytes of the compact JSON text of `value` (None when it has none)."""
     if value is None:
         return None
     try:
-        return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+        text = _ENCODER.encode(value)
     except (TypeError, ValueError):
         return None
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
 
 
 def _cap(value: Any, cap: int) -> str | None:
@@ -37,17 +42,22 @@ def _cap(value: Any, cap: int) -> str | None:
     return text
 
 
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
 class TraceRecorder:
     """Collects one segment's trace. Cheap no-ops when the mode is `off`."""
 
     def __init__(self, mode: str, rid: str, src: str, entry_stack: str, *, body_cap: int = 65_536,
                  origin_rid: str | None = None, run_id: str | None = None,
                  clock_ms: Callable[[], int] | None = None):
+        """`clock_ms` returns epoch milliseconds (tests may inject one)."""
         self.mode = mode
         self.enabled = mode != "off"
         self.full = mode == "full"
         self.body_cap = body_cap
-        self.clock_ms = clock_ms or (lambda: int(time.time() * 1000))
+        self.clock_ms = clock_ms or _now_ms
         self.request: dict[str, Any] = {
             "rid": rid, "origin_rid": origin_rid, "run_id": run_id, "src": src, "entry_stack": entry_stack,
             "started_ms": self.clock_ms(), "finished_ms": None, "status": None, "http_status": None,
@@ -68,7 +78,8 @@ class TraceRecorder:
 
     def event(self, kind: str, data: dict[str, Any] | None = None) -> None:
         if self.enabled:
-            self.events.append({"seq": self.next_seq(), "at_ms": self.clock_ms(), "kind": kind, "data": data})
+            self._seq += 1
+            self.events.append({"seq": self._seq, "at_ms": self.clock_ms(), "kind": kind, "data": data})
 
     def step(self, step: dict[str, Any], *, detail: bool = False, rule: str | None = None,
              input_value: Any = None, output_value: Any = None) -> None:
