@@ -69,6 +69,8 @@ def main() -> None:
         shutil.rmtree(root / ".txcl", ignore_errors=True)
         run_cli(root)  # fills the cache
         warm = [run_cli(root) for _ in range(args.runs)]
+        if os.environ.get("TXCL_BENCH_VERBOSE"):
+            print("warm samples:", " ".join(f"{w * 1000:.0f}" for w in warm))
 
         sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
         os.chdir(root)

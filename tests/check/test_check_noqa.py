@@ -47,3 +47,9 @@ def test_scan_comments_skips_strings_regexes_and_quoted_segments() -> None:
     assert [c[3] for c in scan_comments(text)] == [" real", " two"]
     assert [(d.line, d.codes) for d in parse_directives("EMIT .a = 1 # noqa: TX201 TX202\n")] == [
         (1, ("TX201", "TX202"))]
+
+
+def test_noqa_in_a_file_that_does_not_parse_is_not_unused() -> None:
+    assert _codes("EMIT .a = 012  # noqa: TX201\nEMIT .b 1\n") == [("TX014", 2)]
+    assert _codes("EMIT .a = 12  # noqa\nEMIT .b 1\n") == [("TX014", 2)]
+    assert _codes("EMIT .a = 12  # noqa: TX001\nEMIT .b 1\n") == [("TX303", 1), ("TX014", 2)]

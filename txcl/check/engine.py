@@ -67,14 +67,17 @@ def check_source(text: str | bytes, filename: str = "<string>", config: CheckCon
     source = _decode(data)
     diags = analysis.materialize(filename, source)
     diags += loop_max_findings(analysis.facts, config.loop_max, filename, source)
-    out = finalize(diags, source, filename, config)
+    out = finalize(diags, source, filename, config, complete=analysis.facts is not None)
     out.sort(key=lambda d: (d.line, d.column, d.code))
     return out
 
 
 def finalize(diags: Iterable[Diagnostic], source: str | None, path: str | Path,
-             config: CheckConfig, display: str | None = None) -> list[Diagnostic]:
-    """Severity overrides, select/ignore, per-file-ignores and noqa for one file's findings."""
+             config: CheckConfig, display: str | None = None, complete: bool = True) -> list[Diagnostic]:
+    """Severity overrides, select/ignore, per-file-ignores and noqa for one file's findings.
+
+    `complete` is False for a file that did not parse: its TX1xx–TX3xx rules did not run,
+    so a `# noqa` for them (or a blanket one) is not reported as unused."""
     out: list[Diagnostic] = []
     for d in diags:
         if not config.enabled(d.code) or config.ignored_for(d.code, path):
@@ -83,8 +86,14 @@ def finalize(diags: Iterable[Diagnostic], source: str | None, path: str | Path,
         if sev is not None and sev != d.severity:
             d = attrs.evolve(d, severity=sev)
         out.append(d)
-    enabled = lambda code: config.enabled(code) and not config.ignored_for(code, path)
-    out = apply_noqa(out, source, report_unused=enabled("TX303"), enabled=enabled)
+    def enabled(code: str) -> bool:
+        if code == "*":  # a blanket directive
+            return complete
+        if not complete and code >= "TX100":
+            return False
+        return config.enabled(code) and not config.ignored_for(code, path)
+    report = config.enabled("TX303") and not config.ignored_for("TX303", path)
+    out = apply_noqa(out, source, report_unused=report, enabled=enabled)
     for i, d in enumerate(out):
         if d.code == "TX303":
             out[i] = attrs.evolve(d, file=display or str(path),
@@ -197,6 +206,7 @@ def run_check(paths: list[str | Path], config: CheckConfig | None = None, *,
 
     per_file: dict[str, list[Diagnostic]] = {}
     reported: set[str] = set()
+    complete_of = {shown: analysis.facts is not None for analysis, shown in analyses.values()}
     for path, stack, job in jobs:
         if path not in analyses:
             continue
@@ -235,7 +245,8 @@ def run_check(paths: list[str | Path], config: CheckConfig | None = None, *,
 
     for shown, diags in per_file.items():
         where = _abs(shown) if config.per_file_ignores else shown
-        result.diagnostics.extend(finalize(diags, result.sources.get(shown), where, config, shown))
+        complete = complete_of.get(shown, True)
+        result.diagnostics.extend(finalize(diags, result.sources.get(shown), where, config, shown, complete))
     result.diagnostics.sort(key=lambda d: (d.file, d.line, d.column, d.code))
     return result
 

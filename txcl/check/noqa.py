@@ -163,7 +163,9 @@ def _suppress(diag: Diagnostic, directives: Iterable[Directive]) -> bool:
 def _unused_message(d: Directive, enabled) -> str | None:
     kind = "file-wide '# txcl: noqa'" if d.file_level else "'# noqa'"
     if d.codes is None:
-        return None if d.used_blanket else f"unused {kind} directive: it suppresses nothing"
+        if d.used_blanket or not enabled("*"):
+            return None
+        return f"unused {kind} directive: it suppresses nothing"
     unused = [c for c in d.codes if c not in d.used and enabled(c)]
     if not unused:
         return None
