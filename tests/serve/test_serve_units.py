@@ -271,3 +271,18 @@ def test_extension_modules_that_do_not_exist_are_skipped(small_ws: Path, monkeyp
         assert len(extensions.load_extensions(Settings(), small_ws)) == 1 and calls == [small_ws]
     finally:
         extensions.unregister(factory)
+
+
+def test_poll_fallback_when_continuation_result_fails(small_ws: Path, monkeypatch):
+    from txcl.runtime.dispatch import OpError
+    from txcl.runtime.schemes import txco
+
+    def broken(op_input, directives, ctx):
+        raise OpError("store unavailable")
+
+    monkeypatch.setitem(txco.BUILTINS, "continuation-result", broken)
+    state = build_state(small_ws, Settings(trace_mode="off"), extensions=[])
+    with TestClient(create_app(state)) as c:
+        r = c.get("/x?_txc.continuation=rc_zz")
+        assert r.status_code == 503 and r.json()["error"]["code"] == "txcl_store_unavailable"
+        assert r.headers["retry-after"] == "3"

@@ -38,6 +38,8 @@ from txcl.serve.traces import TraceWriter
 
 log = logging.getLogger("txcl.serve")
 
+DISCONNECT_WATCH_AFTER = 0.05  # seconds
+
 
 @attrs.define(slots=False)
 class ServeState:
@@ -130,7 +132,12 @@ class TxclHandler:
         state.inflight += 1
         self._idle.clear()
         try:
-            answer = await self._handle(scope, receive, send, head, rid)
+            try:
+                answer = await self._handle(scope, receive, send, head, rid)
+            except Exception:  # noqa: BLE001 - never a traceback to the client
+                log.exception("txcl: request %s failed", rid)
+                answer = error_answer(error_payload("txcl_internal_error", "internal error; see the server log",
+                                                    rid=rid), 500)
             if answer is not None:
                 await _send(send, finish(answer, head.method, rid))
         finally:
@@ -180,9 +187,14 @@ class TxclHandler:
         return error_answer(error_payload("txcl_internal_error", f"unexpected outcome {outcome!r}"), 500)
 
     async def _walk(self, envelope: dict, stack: str | None, rid: str, receive: Any) -> Any:
-        """Run the walk; a client disconnect cancels it (in-flight ops see CancelledError)."""
+        """Run the walk; a client disconnect cancels it (in-flight ops see CancelledError).
+
+        The disconnect watcher starts only when the walk outlives DISCONNECT_WATCH_AFTER, so
+        quick requests pay one timer instead of a task."""
         task = asyncio.current_task()
+        loop = asyncio.get_running_loop()
         gone = False
+        watcher: asyncio.Task | None = None
 
         async def watch() -> None:
             nonlocal gone
@@ -194,7 +206,11 @@ class TxclHandler:
             if task is not None:
                 task.cancel()
 
-        watcher = asyncio.ensure_future(watch())
+        def start_watch() -> None:
+            nonlocal watcher
+            watcher = loop.create_task(watch())
+
+        timer = loop.call_later(DISCONNECT_WATCH_AFTER, start_watch)
         try:
             return await self.state.interp.run(envelope, stack, src="http", rid=rid)
         except asyncio.CancelledError:
@@ -204,7 +220,9 @@ class TxclHandler:
                 return None
             raise
         finally:
-            watcher.cancel()
+            timer.cancel()
+            if watcher is not None:
+                watcher.cancel()
 
     async def _callback(self, scope: dict, receive: Any, send: Any, opc: str, rid: str) -> Answer | None:
         handler = ext_mod.first(self.state.extensions, "callback")
@@ -237,6 +255,23 @@ async def _send(send: Any, answer: Answer) -> None:
 
 
 # ---------------------------------------------------------------- the app
+
+class TxclApp(Starlette):
+    """Starlette (lifespan, state, routes for extensions) with HTTP requests handed straight
+    to the handler: the handler answers every error itself, so the middleware stack would
+    only add cost on the hot path."""
+
+    def __init__(self, handler: TxclHandler, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.handler = handler
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            scope["app"] = self
+            await self.handler(scope, receive, send)
+        else:
+            await super().__call__(scope, receive, send)
+
 
 def create_app(state: ServeState) -> Starlette:
     """A Starlette app serving `state`; its lifespan runs the extensions and --watch."""
@@ -271,7 +306,7 @@ def create_app(state: ServeState) -> Starlette:
                         log.warning("txcl: extension shutdown failed: %s", exc)
             await state.aclose()
 
-    app = Starlette(routes=[Mount("", app=handler)], lifespan=lifespan)
+    app = TxclApp(handler, routes=[Mount("", app=handler)], lifespan=lifespan)
     app.state.txcl = state
     app.state.handler = handler
     return app

@@ -26,7 +26,9 @@ log = logging.getLogger("txcl.serve")
 def bind_socket(host: str, port: int) -> socket.socket:
     """A listening-ready TCP socket bound to (host, port); OSError when that fails."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # proto must be IPPROTO_TCP (not 0): asyncio only sets TCP_NODELAY on accepted sockets
+    # whose proto says TCP, and without it keep-alive answers wait ~40 ms for delayed ACKs.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
