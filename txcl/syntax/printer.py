@@ -42,7 +42,6 @@ class _Clause:
     units: list[_Unit]
     seps: list[str]  # separator after unit i (len = len(units) - 1); "" for LOOP
     leading: list = attrs.field(factory=list)
-    blank_before: bool = False
     start: int = 0
 
 
