@@ -84,8 +84,15 @@ def _resolve(store: Any, target: str, op_name: str | None, item: int) -> str | N
     record = store.get_run_by_rcid(target) if target.startswith("rc_") else store.get_run(target)
     if record is None:
         return None
-    found = store.find_interaction(record.run_id, op_name, item)
-    return found.opc if found is not None else None
+    # the newest awaited (non-sync) unit of the op, preferring one still waiting
+    units = [u for u in store.list_units(record.run_id)
+             if u.kind != "sync" and (op_name is None or u.op_name == op_name)]
+    units.sort(key=lambda u: (u.status == "waiting", u.created_seq), reverse=True)
+    for unit in units:
+        for interaction in store.list_interactions(unit.unit_id):
+            if interaction.item_index == item:
+                return interaction.opc
+    return None
 
 
 async def _complete(service: Any, opc: str, status: str, payload: Any) -> tuple[str, dict]:

@@ -1,0 +1,83 @@
+"""Non-web callers (CONTINUATIONS.md §4.4), T30: `txcl run` exits 3 on an op whose worker
+only acks, `txcl complete` resumes it, `txcl run --wait`, `callback_url: null` without a
+base URL; `txcl runs` and `txcl sweep`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from conftest import TXCL, barrier_tree
+
+
+def txcl(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([TXCL, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def test_t30_run_exits_3_then_complete_resumes(workspace, worker):
+    ws = workspace(barrier_tree(worker.url()))
+    ran = txcl("run", str(ws), "--input", '{"q": 1}')
+    assert ran.returncode == 3, ran.stderr
+    printed = json.loads(ran.stdout)
+    assert printed["status"] == "running" and printed["run_id"].startswith("run_")
+    assert printed["continuation"].startswith("rc_")
+    assert "callback_url: null" in ran.stderr and ran.stderr.count("warning") == 1
+    job = worker.wait_job()
+    assert job.body["_txc"]["callback_url"] is None and job.token  # only `txcl complete` can finish it
+    listed = json.loads(txcl("runs", "--workspace", str(ws), "--json").stdout)
+    assert [(r["run_id"], r["status"]) for r in listed] == [(printed["run_id"], "waiting")]
+    done = txcl("complete", printed["run_id"], "--workspace", str(ws), "--output", '{"enriched": "by hand"}')
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["status"] == "resumed" and result["run_status"] == "completed"
+    shown = json.loads(txcl("runs", "show", printed["continuation"], "--workspace", str(ws), "--json").stdout)
+    assert shown["status"] == "completed" and shown["result"]["after"] == "by hand"
+    assert shown["units"][0]["interactions"][0]["status"] == "completed"
+    again = txcl("complete", job.opc, "--workspace", str(ws), "--output", '{"enriched": "other"}')
+    assert again.returncode == 1 and json.loads(again.stdout)["status"] == "conflict"
+    same = txcl("complete", job.opc, "--workspace", str(ws), "--output", '{"enriched": "by hand"}')
+    assert same.returncode == 0 and json.loads(same.stdout)["duplicate"] is True
+
+
+def test_t30_run_wait_prints_the_result(workspace, worker):
+    ws = workspace(barrier_tree(worker.url()))
+    proc = subprocess.Popen([TXCL, "run", str(ws), "--wait", "30s", "--compact"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        job = worker.wait_job(timeout=20)
+        done = txcl("complete", job.opc, "--workspace", str(ws), "--output", '{"enriched": 3}')
+        assert done.returncode == 0, done.stderr
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert json.loads(out) == {"enriched": 3, "side": 1, "after": 3}
+
+
+def test_t30_run_wait_failure_and_timeout(workspace, worker):
+    ws = workspace(barrier_tree(worker.url()))
+    ran = txcl("run", str(ws), "--wait", "300ms")
+    assert ran.returncode == 3 and json.loads(ran.stdout)["status"] == "running"
+    job = worker.wait_job()
+    failed = txcl("complete", job.opc, "--workspace", str(ws), "--fail", "--error", '{"message": "denied"}')
+    assert failed.returncode == 0
+    shown = json.loads(txcl("runs", "show", json.loads(ran.stdout)["run_id"], "--workspace", str(ws),
+                            "--json").stdout)
+    assert shown["status"] == "failed" and shown["error"]["code"] == "txcl_op_failed"
+    assert shown["error"]["detail"] == {"message": "denied"}
+    assert txcl("runs", "show", "run_01M8MQ00000000000000000000", "--workspace", str(ws)).returncode == 1
+
+
+def test_t30_complete_usage_errors(workspace, worker):
+    ws = workspace(barrier_tree(worker.url()))
+    assert txcl("complete", "opc_x", "--workspace", str(ws)).returncode == 2
+    assert txcl("complete", "opc_x", "--workspace", str(ws), "--output", "{}", "--fail").returncode == 2
+    unknown = txcl("complete", "opc_" + "1" * 22, "--workspace", str(ws), "--output", "{}")
+    assert unknown.returncode == 1
+
+
+def test_t30_sweep_once_from_the_command_line(workspace, worker):
+    ws = workspace(barrier_tree(worker.url()))
+    swept = txcl("sweep", "--workspace", str(ws), "--json")
+    assert swept.returncode == 0
+    assert json.loads(swept.stdout.strip().splitlines()[-1])["expired"] == 0
