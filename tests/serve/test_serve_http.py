@@ -154,7 +154,8 @@ def test_routes_by_host_path_and_method(client):
 
 def test_envelope_from_request(client, main_server):
     r = client.post("/some%20where/x?b=2&a=1&a=&c=%C3%A9", content=b"\x00\x01body",
-                    headers={"x-multi": "1", "cookie": "s=1; t=2; s=3", "content-type": "application/octet-stream"})
+                    headers={"x-multi": "1", "cookie": "s=1; t=2; s=3", "content-type": "application/octet-stream",
+                             "x-forwarded-for": "10.9.9.9"})
     assert r.status_code == 200
     out = r.json()
     assert "_hidden" not in out and "_txc" not in out and "_ts" not in out

@@ -286,3 +286,8 @@ def test_poll_fallback_when_continuation_result_fails(small_ws: Path, monkeypatc
         r = c.get("/x?_txc.continuation=rc_zz")
         assert r.status_code == 503 and r.json()["error"]["code"] == "txcl_store_unavailable"
         assert r.headers["retry-after"] == "3"
+
+
+def test_informational_status_cannot_be_final():
+    answer = shape_completed({"_txc": {"web": {"res": {"status": 103}}}, "a": 1})
+    assert answer.status == 500 and b"txcl_bad_response_status" in answer.body

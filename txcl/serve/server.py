@@ -102,7 +102,9 @@ def uvicorn_config(app: Any, *, grace_s: float, log_level: str = "info") -> uvic
     """The uvicorn settings serve uses (the benchmark serves its bare endpoint with these too)."""
     return uvicorn.Config(app, lifespan="on", access_log=False, log_config=None,
                           log_level="warning" if log_level != "debug" else "debug",
-                          timeout_graceful_shutdown=grace_s, server_header=False)  # type: ignore[arg-type]
+                          timeout_graceful_shutdown=grace_s, server_header=False,
+                          # remote_addr is the TCP peer (RUNTIME §7.1), never X-Forwarded-For
+                          proxy_headers=False)  # type: ignore[arg-type]
 
 
 def run_server(state: ServeState, sock: socket.socket, *, log_level: str = "info") -> None:

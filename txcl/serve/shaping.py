@@ -118,6 +118,10 @@ def shape_completed(envelope: dict, *, private: bool = False) -> Answer:
     web = txc.get("web") if isinstance(txc, dict) else None
     res = web.get("res") if isinstance(web, dict) else None
     status = response_status(res)
+    if status < 200:
+        # HTTP/1.1 has no final 1xx answer (uvicorn/h11 refuse to send one): say so clearly
+        return error_answer({"error": {"code": "txcl_bad_response_status",
+                                       "message": f"_txc.web.res.status {status} cannot be a final answer"}}, 500)
     headers = rule_headers(res)
     if isinstance(res, dict) and "body" in res:
         raw = res["body"]
