@@ -30,6 +30,7 @@ class Candidate:
     start: int  # negative: how many characters before the cursor are replaced
     display: str
     meta: str = ""
+    kind: str = ""  # keyword | function | path | with-key | scheme | command | stack | file
 
 
 def _match_case(word: str, typed: str) -> str:
@@ -82,7 +83,7 @@ def path_candidates(prefix: str, envelope: Any) -> list[Candidate]:
         text = path_text(segments)
         if text.startswith(prefix) and _segment_count(text) == depth:
             seen.setdefault(text, None)
-    return [Candidate(t, -len(prefix), t, "path") for t in seen]
+    return [Candidate(t, -len(prefix), t, "path", "path") for t in seen]
 
 
 def function_candidates(prefix: str) -> list[Candidate]:
@@ -90,7 +91,8 @@ def function_candidates(prefix: str) -> list[Candidate]:
     out = []
     for info in vocabulary.functions():
         if info.name.startswith(name):
-            out.append(Candidate(f"&{info.name}(", -len(prefix), f"&{info.signature}", info.doc))
+            out.append(Candidate(f"&{info.name}(", -len(prefix), f"&{info.signature}", info.doc,
+                                 "function"))
     return out
 
 
@@ -101,11 +103,12 @@ def keyword_candidates(prefix: str, clause: str | None) -> list[Candidate]:
         words = [w for w in words if w not in ("EVERY", "MAX", "UNTIL")]
     for word in words:
         if word.startswith(prefix.upper()):
-            out.append(Candidate(_match_case(word, prefix), -len(prefix), word, "keyword"))
+            out.append(Candidate(_match_case(word, prefix), -len(prefix), word, "keyword", "keyword"))
     if clause == "WITH":
         for key in vocabulary.WITH_KEYS:
             if key.name.startswith(prefix):
-                out.append(Candidate(key.name, -len(prefix), key.name, f"WITH key: {key.value}"))
+                out.append(Candidate(key.name, -len(prefix), key.name, f"WITH key: {key.value}",
+                                     "with-key"))
     return out
 
 
@@ -122,7 +125,7 @@ def file_candidates(prefix: str) -> list[Candidate]:
             full = (directory + "/" if directory else "") + name
             if os.path.isdir(os.path.join(base or "/", name)):
                 full += "/"
-            out.append(Candidate(full, -len(prefix), full, "file"))
+            out.append(Candidate(full, -len(prefix), full, "file", "file"))
     return out
 
 
@@ -138,7 +141,7 @@ def complete(before: str, envelope: Any = None, stacks: Iterable[str] = (),
         if found and found.group(1) in META_COMMANDS:
             command, arg = found.group(1), found.group(2)
             if command == ".run":
-                return [Candidate(s, -len(arg), s, "stack") for s in stacks if s.startswith(arg)]
+                return [Candidate(s, -len(arg), s, "stack", "stack") for s in stacks if s.startswith(arg)]
             if command in (".load", ".save"):
                 return file_candidates(arg)
             if " " not in arg:
@@ -149,7 +152,7 @@ def complete(before: str, envelope: Any = None, stacks: Iterable[str] = (),
     inside = _open_string(before)
     if inside is not None:
         if re.search(r'(?i)\bEXEC\s*"$', before[: len(before) - len(inside)]) and "/" not in inside:
-            return [Candidate(s, -len(inside), s, doc) for s, doc in vocabulary.EXEC_SCHEMES
+            return [Candidate(s, -len(inside), s, doc, "scheme") for s, doc in vocabulary.EXEC_SCHEMES
                     if s.startswith(inside)]
         return []
     match = _WORD.search(before)
@@ -159,7 +162,7 @@ def complete(before: str, envelope: Any = None, stacks: Iterable[str] = (),
     if word.startswith((".", "@")):
         out = path_candidates(word, envelope)
         if meta and line_start == 0 and line.strip() == word and re.fullmatch(r"\.[a-z]*", word):
-            out = [Candidate(c, -len(word), c, "command") for c in META_COMMANDS
+            out = [Candidate(c, -len(word), c, "command", "command") for c in META_COMMANDS
                    if c.startswith(word) and c != ".exit"] + out
         return out
     if word:

@@ -1,0 +1,80 @@
+"""The language server's analysis functions, without a client."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from txcl.lsp import analysis, vocabulary
+from txcl.functions.registry import REGISTRY
+
+
+def test_diagnostics_come_from_the_checker_with_config_and_stack(tmp_path: Path) -> None:
+    rule = tmp_path / "OPS" / "shop" / "0100" / "r.txcl"
+    rule.parent.mkdir(parents=True)
+    text = "WHEN .a == 012\nEXEC \"txco://noop\"\n"  # TX201: leading zero (a checker warning)
+    codes = [d.code for d in analysis.diagnostics_for(text, str(rule))]
+    assert "TX201" in codes
+    errors = analysis.diagnostics_for("WHEN .a ==\n", str(rule))
+    assert errors and errors[0].severity == "error"
+    assert analysis.stack_for_path(rule) == "shop"
+    assert analysis.stack_for_path(tmp_path / "x.txcl") is None
+
+
+def test_hover_texts() -> None:
+    text = 'WITH timeout = "3s", custom = 1\nEMIT @ttl = &try_json(b64"e30=")'
+    now = analysis.hover(text, text.index("try_json"))
+    assert now is not None and "try_json" in now.markdown and REGISTRY["try_json"].doc in now.markdown
+    assert "WITH timeout" in analysis.hover(text, text.index("timeout") + 2).markdown
+    assert "op itself" in analysis.hover(text, text.index("custom")).markdown
+    assert "._txc.ttl" in analysis.hover(text, text.index("@ttl")).markdown
+    assert "base64" in analysis.hover(text, text.index("b64")).markdown
+    assert analysis.hover(text, text.index("3s")) is None
+    with_kw = analysis.hover(text, 0)
+    assert with_kw is not None and with_kw.span.as_list() == [1, 1, 1, 5]
+
+
+def test_every_keyword_and_function_has_documentation() -> None:
+    for word in vocabulary.keywords():
+        assert vocabulary.keyword_markdown(word), word
+    names = [info.name for info in vocabulary.functions()]
+    assert names == sorted(REGISTRY)
+    for info in vocabulary.functions():
+        assert info.doc and info.signature.startswith(info.name + "(")
+
+
+def test_with_keys_cover_the_runtime_table() -> None:
+    keys = {k.name for k in vocabulary.WITH_KEYS}
+    assert {"timeout", "mode", "continue_after", "join_at_scope", "each", "window", "on_item_error",
+            "max_duration", "into", "method", "url", "status_into", "headers", "body_encoding",
+            "body_path", "redact", "omit", "debug"} == keys
+
+
+def test_outline_from_clause_marks() -> None:
+    text = ("WHEN .a == 1\nSET .x = 1\nSELECT .a AS .b, .c\nSET .post = 2\nWITH into = \"r\"\n"
+            "EXEC \"https://x.example\"\nLOOP UNTIL .done == true MAX 3\nEMIT .y = 2\n")
+    symbols = analysis.outline(text)
+    assert [(s.name, s.kind) for s in symbols] == [
+        ("WHEN", "when"), ("SET", "set_pre"), ("SELECT", "select"), ("SET", "set_post"),
+        ("WITH", "with"), ("EXEC", "exec"), ("LOOP", "loop"), ("EMIT", "emit")]
+    assert [c.name for c in symbols[2].children] == [".b", ".c"]
+    assert [c.name for c in symbols[3].children] == [".post"]
+    assert [c.name for c in symbols[6].children] == ["UNTIL", "MAX"]
+
+
+def test_outline_of_a_broken_file_uses_the_keywords() -> None:
+    symbols = analysis.outline("WHEN .a ==\nSET .x = 1 LOOP UNTIL .a == 1 SET .b = 2\nEMIT")
+    assert [s.name for s in symbols] == ["WHEN", "SET", "LOOP", "EMIT"]
+    assert symbols[2].span.as_list() == [2, 12, 2, 41]
+
+
+def test_formatting_is_txcl_fmt() -> None:
+    assert analysis.format_document("when .a==1   emit .b=2") == "WHEN .a == 1\nEMIT .b = 2\n"
+
+
+def test_completion_offers_schemes_and_document_paths() -> None:
+    text = 'WHEN .user.name == "x"\nEXEC "'
+    assert [c.text for c in analysis.completions(text, len(text))][:2] == ["txco://", "https://"]
+    text = 'WHEN .user.name == "x"\nEMIT .copy = .user.'
+    assert [c.text for c in analysis.completions(text, len(text))] == [".user.name"]
+    # no meta-commands in an editor
+    assert all(c.kind != "command" for c in analysis.completions(".r", 2))

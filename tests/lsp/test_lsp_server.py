@@ -1,0 +1,157 @@
+"""End to end: `txcl lsp` in a subprocess driven by pytest-lsp."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient
+
+SERVER = [sys.executable, "-m", "txcl", "lsp"]
+FN_DOC_MARK = "takes 0 or 1 argument"
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER), scope="module", loop_scope="module")
+async def client(lsp_client: LanguageClient):
+    lsp_client.init_result = await lsp_client.initialize_session(types.InitializeParams(
+        capabilities=pytest_lsp.client_capabilities("visual-studio-code"),
+        root_uri=Path.cwd().as_uri(),
+    ))
+    yield
+    await lsp_client.shutdown_session()
+
+
+def _open(client: LanguageClient, uri: str, text: str, version: int = 1) -> None:
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id="txcl", version=version, text=text)))
+
+
+async def _diagnostics(client: LanguageClient, uri: str) -> list[types.Diagnostic]:
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    return list(client.diagnostics[uri])
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_initialize_advertises_features(client: LanguageClient) -> None:
+    caps = client.init_result.capabilities  # type: ignore[attr-defined]
+    assert caps.hover_provider
+    assert caps.completion_provider is not None
+    assert "&" in caps.completion_provider.trigger_characters
+    assert caps.document_symbol_provider
+    assert caps.document_formatting_provider
+    assert caps.position_encoding in (types.PositionEncodingKind.Utf16, "utf-16")
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_diagnostic_range_counts_utf16_units(client: LanguageClient) -> None:
+    # Two non-BMP characters (2 UTF-16 units each) sit before the error on line 2.
+    uri = "file:///tmp/lsp-test/OPS/shop/0100/emoji.txcl"
+    text = 'WHEN .a == 1\nSET .s = "😀😀" .x  "EUR"\n'
+    _open(client, uri, text)
+    diags = await _diagnostics(client, uri)
+    assert len(diags) == 1
+    d = diags[0]
+    assert d.code == "TX014"
+    assert d.severity == types.DiagnosticSeverity.Error
+    assert d.source == "txcl"
+    # "EUR" (with quotes) starts at code point 18 of the line (0-based) = UTF-16 unit 20.
+    assert d.range == types.Range(types.Position(1, 20), types.Position(1, 25))
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_diagnostics_follow_changes(client: LanguageClient) -> None:
+    uri = "file:///tmp/lsp-test/change.txcl"
+    _open(client, uri, "WHEN .a ==\n")
+    diags = await _diagnostics(client, uri)
+    assert diags and diags[0].severity == types.DiagnosticSeverity.Error
+    # end-of-input error: clamped into the document
+    assert diags[0].range.start.line in (0, 1)
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text="WHEN .a == 1\n")]))
+    diags = await _diagnostics(client, uri)
+    assert not [d for d in diags if d.severity == types.DiagnosticSeverity.Error]
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_hover_on_function_and_keyword(client: LanguageClient) -> None:
+    uri = "file:///tmp/lsp-test/hover.txcl"
+    text = 'SET .s = "😀"\nEMIT .t = &now("rfc3339")\n'
+    _open(client, uri, text)
+    await _diagnostics(client, uri)
+    result = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(1, 12)))
+    assert result is not None
+    assert "&now([fmt])" in result.contents.value
+    assert FN_DOC_MARK in result.contents.value
+    assert result.range == types.Range(types.Position(1, 10), types.Position(1, 14))
+    result = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(0, 1)))
+    assert result is not None and "SET" in result.contents.value and "SET PRE" in result.contents.value
+    # after the emoji on line 0: a position inside the string has no hover
+    result = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(0, 11)))
+    assert result is None
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_completion(client: LanguageClient) -> None:
+    uri = "file:///tmp/lsp-test/complete.txcl"
+    text = 'WHEN .order.total > 1\nWITH tim\nEMIT .x = &no\nEXEC "ht'
+    _open(client, uri, text)
+    await _diagnostics(client, uri)
+
+    async def labels(line: int, character: int) -> dict[str, types.CompletionItem]:
+        result = await client.text_document_completion_async(types.CompletionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            position=types.Position(line, character)))
+        items = result.items if isinstance(result, types.CompletionList) else result
+        return {item.label: item for item in items}
+
+    found = await labels(1, 8)
+    assert "timeout" in found
+    assert found["timeout"].kind == types.CompletionItemKind.Property
+    found = await labels(2, 13)
+    assert "&now()" in found
+    item = found["&now()"]
+    assert item.kind == types.CompletionItemKind.Function
+    assert item.detail == "&now([fmt])"
+    assert item.text_edit.new_text == "&now($0)"
+    assert item.text_edit.range == types.Range(types.Position(2, 10), types.Position(2, 13))
+    found = await labels(3, 8)
+    assert {"https://", "http://"} <= set(found)
+    found = await labels(1, 2)
+    assert "WITH" in found or "with" in {k.lower() for k in found}
+    # paths used elsewhere in the document complete one level at a time
+    uri2 = "file:///tmp/lsp-test/paths.txcl"
+    _open(client, uri2, 'WHEN .order.total > 1 && @web.req.path == "/"\nSET .y = .order.')
+    await _diagnostics(client, uri2)
+    result = await client.text_document_completion_async(types.CompletionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri2), position=types.Position(1, 16)))
+    assert [item.label for item in result.items] == [".order.total"]
+    assert result.items[0].kind == types.CompletionItemKind.Variable
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_document_symbols_and_formatting(client: LanguageClient) -> None:
+    uri = "file:///tmp/lsp-test/outline.txcl"
+    text = 'when .a==1   emit .b=2 , .c = "😀"\nexec "txco://noop"\n'
+    _open(client, uri, text)
+    await _diagnostics(client, uri)
+    symbols = await client.text_document_document_symbol_async(types.DocumentSymbolParams(
+        text_document=types.TextDocumentIdentifier(uri=uri)))
+    assert [s.name for s in symbols] == ["WHEN", "EMIT", "EXEC"]
+    emit = symbols[1]
+    assert [c.name for c in emit.children] == [".b", ".c"]
+    assert emit.range.start == types.Position(0, 13)
+    assert emit.range.end == types.Position(0, 34)  # 33 code points; the emoji counts 2 units
+    edits = await client.text_document_formatting_async(types.DocumentFormattingParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        options=types.FormattingOptions(tab_size=2, insert_spaces=True)))
+    assert edits and len(edits) == 1
+    assert edits[0].range.start == types.Position(0, 0)
+    assert edits[0].new_text.startswith("WHEN .a == 1\n")
+    assert "EMIT .b = 2" in edits[0].new_text

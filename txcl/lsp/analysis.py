@@ -1,0 +1,296 @@
+"""What the language server knows about one document, as plain functions over its text.
+
+Diagnostics come from the checker (`txcl.check.check_source`), falling back to the parser;
+hover and completion read the vocabulary (keywords, the function registry, WITH keys, EXEC
+schemes); the outline comes from the rule's clause marks; formatting is `txcl fmt`.
+Everything here uses txcl positions (1-based lines and code-point columns) and code-point
+offsets; `txcl.lsp.server` converts to LSP units.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+from typing import Any
+
+import attrs
+from pygments.token import Keyword, Name, String
+
+from txcl.errors import Diagnostic, Position, Span, TxclSyntaxError
+from txcl.highlight import CLAUSE_KEYWORDS, TxclLexer
+from txcl.lsp import vocabulary
+from txcl.repl.completion import Candidate, complete
+
+log = logging.getLogger(__name__)
+
+
+# ---------------------------------------------------------------- positions in text
+
+
+def position_at(text: str, offset: int) -> Position:
+    offset = min(max(offset, 0), len(text))
+    before = text[:offset]
+    line = before.count("\n") + 1
+    return Position(line, offset - (before.rfind("\n") + 1) + 1, offset)
+
+
+def span_of(text: str, start: int, end: int) -> Span:
+    return Span(position_at(text, start), position_at(text, end))
+
+
+# ---------------------------------------------------------------- diagnostics
+
+
+def stack_for_path(path: str | Path | None) -> str | None:
+    """The stack of a rule file inside an OPS tree (`OPS/shop/eu/0100/x.txcl` → `shop/eu`)."""
+    if path is None:
+        return None
+    parts = Path(path).parts
+    if "OPS" not in parts:
+        return None
+    after = parts[len(parts) - 1 - parts[::-1].index("OPS") + 1:-1]
+    stack = []
+    for segment in after:
+        if re.fullmatch(r"[0-9]+([ _-].*)?", segment):
+            return "/".join(stack) or None
+        stack.append(segment)
+    return None
+
+
+def _check_config(path: str | None) -> Any:
+    from txcl.check.config import CheckConfig, load_config
+
+    if path is None:
+        return CheckConfig()
+    try:
+        return load_config(Path(path).parent)
+    except Exception as exc:  # a broken config file must not silence diagnostics
+        log.warning("txcl check configuration ignored: %s", exc)
+        return CheckConfig()
+
+
+def diagnostics_for(text: str, path: str | None = None) -> list[Diagnostic]:
+    """Every per-file finding of `text`: the checker's when available, else the parser's."""
+    filename = path or "<buffer>"
+    try:
+        from txcl.check import check_source
+    except ImportError:
+        check_source = None
+    if check_source is not None:
+        try:
+            return list(check_source(text, filename, _check_config(path), stack=stack_for_path(path)))
+        except Exception:  # never lose diagnostics to a checker bug: fall back to the parser
+            log.exception("txcl check failed on %s; showing parser diagnostics", filename)
+    from txcl.syntax.parser import parse_rule
+
+    try:
+        parse_rule(text, filename=filename)
+    except TxclSyntaxError as exc:
+        return list(exc.diagnostics)
+    return []
+
+
+# ---------------------------------------------------------------- tokens, hover
+
+
+@attrs.frozen
+class Token:
+    start: int
+    end: int
+    type: Any
+    value: str
+
+
+def tokens(text: str) -> list[Token]:
+    out = []
+    for start, token, value in TxclLexer().get_tokens_unprocessed(text):
+        out.append(Token(start, start + len(value), token, value))
+    return out
+
+
+def token_at(text: str, offset: int) -> Token | None:
+    """The token under the cursor; at a token's end (cursor right after a word) that token."""
+    found = None
+    for tok in tokens(text):
+        if tok.start <= offset < tok.end:
+            return tok
+        if tok.end == offset and tok.value.strip():
+            found = tok
+    return found
+
+
+@attrs.frozen
+class Hover:
+    markdown: str
+    span: Span
+
+
+def hover(text: str, offset: int) -> Hover | None:
+    tok = token_at(text, offset)
+    if tok is None:
+        return None
+    span = span_of(text, tok.start, tok.end)
+    if tok.type in Name.Function:
+        info = vocabulary.function_info(tok.value[1:])
+        if info is None:
+            return Hover(f"`{tok.value}` is not a TXCL function", span)
+        return Hover(vocabulary.function_markdown(info), span)
+    if tok.type in Keyword:
+        doc = vocabulary.keyword_markdown(tok.value)
+        return Hover(doc, span) if doc else None
+    if tok.type in Name.Attribute:
+        key = vocabulary.WITH_KEY_DOCS.get(tok.value.split(".")[0])
+        if key is None:
+            return Hover(f"`{tok.value}`: a WITH key the op itself reads", span)
+        return Hover(f"**WITH {key.name}** ({key.value}) — {key.doc}", span)
+    if tok.type in Name.Variable.Magic:
+        return Hover(f"`{tok.value}` is `._txc.{tok.value[1:]}` (the runtime's namespace)", span)
+    if tok.type in String.Affix:
+        return Hover('`b64"…"`: the value is the base64 of the string\'s UTF-8 bytes', span)
+    return None
+
+
+# ---------------------------------------------------------------- completion
+
+
+def _document_paths(text: str) -> dict:
+    """A skeleton envelope of every path written in the document, for path completion."""
+    from txcl.values.paths import PathError, has, write
+
+    skeleton: dict = {}
+    for tok in tokens(text):
+        if tok.type in Name.Variable:
+            segments = _segments(tok.value)
+            if not segments or has(skeleton, segments):
+                continue
+            try:
+                skeleton = write(skeleton, segments, {})
+            except PathError:
+                continue
+    return skeleton
+
+
+def _segments(path: str) -> tuple[str, ...]:
+    head = ("_txc",) if path.startswith("@") else ()
+    parts = re.findall(r'"([^"]*)"|([^.]+)', path[1:])
+    return head + tuple(q or plain for q, plain in parts)
+
+
+def completions(text: str, offset: int) -> list[Candidate]:
+    before = text[:offset]
+    return complete(before, _document_paths(text[:offset] + " " + text[offset:]), meta=False)
+
+
+# ---------------------------------------------------------------- outline
+
+
+@attrs.frozen
+class Symbol:
+    name: str
+    detail: str
+    kind: str  # a clause kind ("when", "set_pre", ...), "loop_modifier", "item"
+    span: Span
+    selection: Span
+    children: tuple["Symbol", ...] = ()
+
+
+_CLAUSE_LABEL = {
+    "when": "WHEN", "set_pre": "SET", "select": "SELECT", "set_post": "SET", "with": "WITH",
+    "priority": "PRIORITY", "exec": "EXEC", "loop": "LOOP", "emit": "EMIT",
+}
+_CLAUSE_DETAIL = {"set_pre": "SET PRE", "set_post": "SET POST"}
+
+
+def _summary(text: str, span: Span, limit: int = 60) -> str:
+    body = " ".join(text[span.start.offset:span.end.offset].split())
+    return body if len(body) <= limit else body[: limit - 1] + "…"
+
+
+def _within(inner: Span, outer: Span) -> bool:
+    return outer.start.offset <= inner.start.offset and inner.end.offset <= outer.end.offset
+
+
+def _children(rule: Any, kind: str, span: Span, text: str) -> tuple[Symbol, ...]:
+    items: list[tuple[str, Span]] = []
+    if kind in ("set_pre", "set_post", "emit"):
+        attr = {"set_pre": "set_pre", "set_post": "set_post", "emit": "emit"}[kind]
+        items = [(a.target.text, a.span) for a in getattr(rule, attr)]
+    elif kind == "with":
+        items = [(p.key_text, p.span) for p in rule.with_]
+    elif kind == "select" and rule.select is not None:
+        items = [(i.target.text, i.span) for i in rule.select.items]
+    elif kind == "loop" and rule.loop is not None:
+        return tuple(
+            Symbol(m.kind.upper(), _summary(text, m.span), "loop_modifier", m.span, m.span)
+            for m in rule.loop.modifiers)
+    return tuple(Symbol(name, _summary(text, s), "item", s, s) for name, s in items
+                 if _within(s, span))
+
+
+def outline(text: str, filename: str = "<buffer>") -> list[Symbol]:
+    """One symbol per clause keyword, in source order, with the items it holds."""
+    rule = _parse_for_outline(text, filename)
+    if rule is None:
+        return _lexical_outline(text)
+    out = []
+    for mark in rule.clauses:
+        label = _CLAUSE_LABEL[mark.kind]
+        keyword_end = mark.span.start.offset + len(label)
+        selection = span_of(text, mark.span.start.offset, keyword_end)
+        out.append(Symbol(label, _summary(text, mark.span), mark.kind, mark.span, selection,
+                          _children(rule, mark.kind, mark.span, text)))
+    return out
+
+
+def _parse_for_outline(text: str, filename: str) -> Any:
+    try:
+        from txcl.check.analyze import parse
+
+        rule, _ = parse(text, filename)
+        return rule
+    except ImportError:
+        pass
+    except Exception:
+        log.exception("outline parse failed")
+        return None
+    from txcl.syntax.parser import parse_rule
+
+    try:
+        return parse_rule(text, filename=filename)
+    except TxclSyntaxError:
+        return None
+
+
+def _lexical_outline(text: str) -> list[Symbol]:
+    """Outline of a file that does not parse: each clause keyword up to the next one."""
+    marks = []
+    in_loop = False
+    for tok in tokens(text):
+        if tok.type is not Keyword:
+            continue
+        word = tok.value.upper()
+        if word == "LOOP":
+            in_loop = True
+        elif word in CLAUSE_KEYWORDS and word != "SET":
+            in_loop = False
+        if word in CLAUSE_KEYWORDS and not (word == "SET" and in_loop and marks and marks[-1][0] == "LOOP"):
+            marks.append((word, tok.start))
+    out = []
+    for i, (word, start) in enumerate(marks):
+        end = marks[i + 1][1] if i + 1 < len(marks) else len(text)
+        end = start + len(text[start:end].rstrip())
+        span = span_of(text, start, end)
+        out.append(Symbol(word, _summary(text, span), word.lower(), span,
+                          span_of(text, start, start + len(word))))
+    return out
+
+
+# ---------------------------------------------------------------- formatting
+
+
+def format_document(text: str, filename: str = "<buffer>") -> str:
+    """The `txcl fmt` form of the text; raises TxclSyntaxError or txcl.fmt.FormatError."""
+    from txcl.fmt import format_text
+
+    return format_text(text, filename)

@@ -1,0 +1,217 @@
+"""`txcl lsp`: the TXCL language server on pygls.
+
+Features: diagnostics as you type (open/change/save), hover on functions, keywords, WITH keys
+and `@` paths, completion (keywords, functions, WITH keys, EXEC schemes, paths used in the
+document), document symbols (clauses and their items) and formatting through `txcl fmt`.
+The work happens in `txcl.lsp.analysis`; this module converts positions (negotiated
+encoding, UTF-16 by default) and LSP types.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+
+from txcl import __version__
+from txcl.errors import Diagnostic, Span, TxclError, TxclSyntaxError
+from txcl.lsp import analysis, positions
+
+log = logging.getLogger(__name__)
+
+SEVERITY = {
+    "error": types.DiagnosticSeverity.Error,
+    "warning": types.DiagnosticSeverity.Warning,
+    "info": types.DiagnosticSeverity.Information,
+}
+SYMBOL_KIND = {
+    "when": types.SymbolKind.Event,
+    "set_pre": types.SymbolKind.Property,
+    "set_post": types.SymbolKind.Property,
+    "select": types.SymbolKind.Struct,
+    "with": types.SymbolKind.Object,
+    "priority": types.SymbolKind.Number,
+    "exec": types.SymbolKind.Function,
+    "loop": types.SymbolKind.Operator,
+    "emit": types.SymbolKind.Property,
+    "loop_modifier": types.SymbolKind.Key,
+    "item": types.SymbolKind.Field,
+}
+COMPLETION_KIND = {
+    "keyword": types.CompletionItemKind.Keyword,
+    "function": types.CompletionItemKind.Function,
+    "path": types.CompletionItemKind.Variable,
+    "with-key": types.CompletionItemKind.Property,
+    "scheme": types.CompletionItemKind.Module,
+}
+
+
+class TxclLanguageServer(LanguageServer):
+    def encoding(self) -> str:
+        """The negotiated position encoding as "utf-8" / "utf-16" / "utf-32"."""
+        value = str(getattr(self.workspace, "position_encoding", None) or "utf-16")
+        return value if value in (positions.UTF8, positions.UTF32) else positions.UTF16
+
+    def lsp_range(self, lines: list[str], span: Span) -> types.Range:
+        enc = self.encoding()
+        sl, sc = positions.to_lsp(lines, span.start.line, span.start.column, enc)
+        el, ec = positions.to_lsp(lines, span.end.line, span.end.column, enc)
+        if (el, ec) < (sl, sc):
+            el, ec = sl, sc
+        return types.Range(types.Position(sl, sc), types.Position(el, ec))
+
+    def offset(self, text: str, position: types.Position) -> int:
+        return positions.from_lsp(positions.split_lines(text), position.line, position.character,
+                                  self.encoding())
+
+
+server = TxclLanguageServer("txcl", __version__)
+
+
+def _path(uri: str) -> str | None:
+    try:
+        return to_fs_path(uri) if uri.startswith("file:") else None
+    except Exception:
+        return None
+
+
+def to_lsp_diagnostic(ls: TxclLanguageServer, lines: list[str], diag: Diagnostic) -> types.Diagnostic:
+    message = diag.message if not diag.hint else f"{diag.message}\nhint: {diag.hint}"
+    return types.Diagnostic(
+        range=ls.lsp_range(lines, diag.span),
+        message=message,
+        severity=SEVERITY.get(diag.severity, types.DiagnosticSeverity.Error),
+        code=diag.code,
+        source="txcl",
+    )
+
+
+def publish(ls: TxclLanguageServer, uri: str, version: int | None = None) -> None:
+    doc = ls.workspace.get_text_document(uri)
+    text = doc.source
+    try:
+        found = analysis.diagnostics_for(text, _path(uri))
+    except Exception:  # never let one bad buffer take the server down
+        log.exception("diagnostics failed for %s", uri)
+        found = []
+    lines = positions.split_lines(text)
+    ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+        uri=uri, version=version, diagnostics=[to_lsp_diagnostic(ls, lines, d) for d in found]))
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+def did_open(ls: TxclLanguageServer, params: types.DidOpenTextDocumentParams) -> None:
+    publish(ls, params.text_document.uri, params.text_document.version)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+def did_change(ls: TxclLanguageServer, params: types.DidChangeTextDocumentParams) -> None:
+    publish(ls, params.text_document.uri, params.text_document.version)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+def did_save(ls: TxclLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
+    publish(ls, params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+def did_close(ls: TxclLanguageServer, params: types.DidCloseTextDocumentParams) -> None:
+    ls.text_document_publish_diagnostics(
+        types.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[]))
+
+
+@server.feature(types.TEXT_DOCUMENT_HOVER)
+def hover(ls: TxclLanguageServer, params: types.HoverParams) -> types.Hover | None:
+    text = ls.workspace.get_text_document(params.text_document.uri).source
+    found = analysis.hover(text, ls.offset(text, params.position))
+    if found is None:
+        return None
+    return types.Hover(
+        contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=found.markdown),
+        range=ls.lsp_range(positions.split_lines(text), found.span),
+    )
+
+
+@server.feature(types.TEXT_DOCUMENT_COMPLETION,
+                types.CompletionOptions(trigger_characters=["&", ".", "@", '"']))
+def completion(ls: TxclLanguageServer, params: types.CompletionParams) -> types.CompletionList:
+    text = ls.workspace.get_text_document(params.text_document.uri).source
+    offset = ls.offset(text, params.position)
+    lines = positions.split_lines(text)
+    items = []
+    for cand in analysis.completions(text, offset):
+        start = analysis.position_at(text, offset + cand.start)
+        end = analysis.position_at(text, offset)
+        edit_range = ls.lsp_range(lines, Span(start, end))
+        item = types.CompletionItem(
+            label=cand.display if cand.kind != "function" else cand.text + ")",
+            kind=COMPLETION_KIND.get(cand.kind, types.CompletionItemKind.Text),
+            detail=cand.display if cand.kind == "function" else (cand.meta or None),
+            text_edit=types.TextEdit(range=edit_range, new_text=cand.text),
+            filter_text=cand.text,
+        )
+        if cand.kind == "function":
+            item.text_edit = types.TextEdit(range=edit_range, new_text=cand.text + "$0)")
+            item.insert_text_format = types.InsertTextFormat.Snippet
+            info = analysis.vocabulary.function_info(cand.text[1:-1])
+            if info is not None:
+                item.documentation = types.MarkupContent(
+                    kind=types.MarkupKind.Markdown, value=analysis.vocabulary.function_markdown(info))
+        elif cand.kind == "keyword":
+            doc = analysis.vocabulary.keyword_markdown(cand.display)
+            if doc:
+                item.documentation = types.MarkupContent(kind=types.MarkupKind.Markdown, value=doc)
+            item.label = cand.text
+        elif cand.kind == "with-key":
+            key = analysis.vocabulary.WITH_KEY_DOCS.get(cand.text)
+            if key is not None:
+                item.documentation = key.doc
+        items.append(item)
+    return types.CompletionList(is_incomplete=False, items=items)
+
+
+def _symbol(ls: TxclLanguageServer, lines: list[str], sym: analysis.Symbol) -> types.DocumentSymbol:
+    return types.DocumentSymbol(
+        name=sym.name,
+        detail=sym.detail,
+        kind=SYMBOL_KIND.get(sym.kind, types.SymbolKind.Field),
+        range=ls.lsp_range(lines, sym.span),
+        selection_range=ls.lsp_range(lines, sym.selection),
+        children=[_symbol(ls, lines, child) for child in sym.children] or None,
+    )
+
+
+@server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
+def document_symbol(ls: TxclLanguageServer, params: types.DocumentSymbolParams) -> list[types.DocumentSymbol]:
+    doc = ls.workspace.get_text_document(params.text_document.uri)
+    text = doc.source
+    lines = positions.split_lines(text)
+    return [_symbol(ls, lines, sym) for sym in analysis.outline(text, _path(doc.uri) or "<buffer>")]
+
+
+@server.feature(types.TEXT_DOCUMENT_FORMATTING)
+def formatting(ls: TxclLanguageServer, params: types.DocumentFormattingParams) -> list[types.TextEdit] | None:
+    doc = ls.workspace.get_text_document(params.text_document.uri)
+    text = doc.source
+    try:
+        new = analysis.format_document(text, _path(doc.uri) or "<buffer>")
+    except TxclSyntaxError:
+        return None  # the diagnostics already say why
+    except (TxclError, ImportError) as exc:
+        ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning,
+                                                       message=f"txcl fmt: {exc}"))
+        return None
+    if new == text:
+        return []
+    lines = positions.split_lines(text)
+    end_line, end_char = positions.to_lsp(lines, len(lines), len(lines[-1]) + 1, ls.encoding())
+    return [types.TextEdit(range=types.Range(types.Position(0, 0), types.Position(end_line, end_char)),
+                           new_text=new)]
+
+
+def main(argv: Any = None) -> None:
+    """Serve over stdio until the client disconnects."""
+    server.start_io()
