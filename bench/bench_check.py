@@ -76,6 +76,12 @@ def main() -> None:
         os.chdir(root)
         from txcl.check import check_paths
         check_paths(["."], cache_dir=False)
+        from txcl.ops.scan import scan_ops
+        scan = []
+        for _ in range(args.runs):
+            t = time.perf_counter()
+            scan_ops(root / "OPS")
+            scan.append(time.perf_counter() - t)
         lib = []
         for _ in range(args.runs):
             t = time.perf_counter()
@@ -86,7 +92,8 @@ def main() -> None:
         for label, samples, target in (("cold (fresh process, no cache)", cold, 1.0),
                                        ("cold, one process (--jobs 1)", cold1, 1.0),
                                        ("warm (fresh process, disk cache)", warm, 0.25),
-                                       ("library, warm in memory", lib, None)):
+                                       ("library, warm in memory", lib, None),
+                                       ("  of which the OPS tree scan", scan, None)):
             med = statistics.median(samples)
             ratio = f"  {med / target:.2f}x of target {target * 1000:.0f} ms" if target else ""
             print(f"{label:36s} median {med * 1000:7.1f} ms  {n / med:8.0f} files/s{ratio}")
