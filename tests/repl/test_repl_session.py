@@ -140,3 +140,31 @@ def test_diff_rendering() -> None:
     assert render_diff({"a": 1}, {"a": 1}, colour=False) == "(no change)"
     assert path_text(("labels", "app.kubernetes.io/name")) == '.labels."app.kubernetes.io/name"'
     assert path_text(("items", "0")) == ".items.0"
+
+
+def test_run_walks_a_stack_of_the_ops_tree(tmp_path: Path) -> None:
+    pytest.importorskip("txcl.runtime.interpreter")
+    ops = tmp_path / "OPS" / "main"
+    (ops / "0100").mkdir(parents=True)
+    (ops / "0200").mkdir()
+    (ops / "0100" / "a.txcl").write_text("WHEN .n > 0\nEMIT .first = true\n")
+    (ops / "0200" / "b.txcl").write_text("EMIT .second = &add(.n, 1)\n")
+    session = ReplSession({"n": 1}, ops_dir=tmp_path)
+    assert session.stacks() == ["main"]
+    reply = session.submit(".run main")
+    assert reply.ok, reply.text
+    assert "+ .first = true" in reply.text and "+ .second = 2" in reply.text
+    assert session.envelope["second"] == 2
+    reply = session.submit(".run nope")
+    assert not reply.ok and 'unknown stack "nope"' in reply.text
+
+
+def test_broken_ops_tree_is_reported_not_raised(tmp_path: Path) -> None:
+    pytest.importorskip("txcl.ops.tree")
+    rule = tmp_path / "OPS" / "main" / "0100" / "bad.txcl"
+    rule.parent.mkdir(parents=True)
+    rule.write_text("WHEN .a ==\n")
+    session = ReplSession({}, ops_dir=tmp_path)
+    assert session.ops is None and session.ops_error and "TX0" in session.ops_error
+    reply = session.submit(".run main")
+    assert not reply.ok and "TX0" in reply.text
