@@ -156,3 +156,58 @@ async def _run_sync_member(engine: "ContinuationEngine", walker: "Walker", run: 
     if release is not None and release.won and release.claim is not None:
         return [release.claim]
     return []
+
+
+async def rerun_sync_member(service: Any, opc: str) -> None:
+    """§5.9: a barrier's sync sibling whose outcome was never recorded (the parking process
+    died) is re-run here from its stored input against the run's snapshot (at-least-once)
+    and admitted like the original would have been."""
+    from txcl.continuations.resume import rebuild_op
+    from txcl.runtime.state import Frame, Run
+    from txcl.values.merge import deep_copy
+
+    store = service.store
+    interaction = await asyncio.to_thread(store.get_interaction, opc)
+    if interaction is None or store.get_terminal(opc) is not None:
+        return
+    unit = store.get_unit(interaction.unit_id)
+    run_record = store.get_run(interaction.run_id)
+    if unit is None or run_record is None or unit.status != "waiting":
+        return
+    suspend = next((s for s in store.list_suspends(run_record.run_id)
+                    if any(m[0] == unit.unit_id for m in s.members)), None)
+    if suspend is None:
+        return
+    tree = service.tree_for_snapshot(run_record.snapshot_id)
+    walker = service.interpreter(tree).walker
+    state = dict(suspend.budgets or {})
+    info = state.pop("frame", None) or {}
+    state["envelope"] = deep_copy(suspend.envelope)
+    run = Run.from_json(state)
+    run.status = "running"
+    pop = rebuild_op(walker, run, unit)
+    if pop is None:
+        return
+    if isinstance(interaction.input, dict):
+        import attrs
+
+        pop.prepared = attrs.evolve(pop.prepared, dispatched=interaction.input)
+    frame = Frame(info.get("stack", run.stack), int(info.get("scope", unit.op_scope or 0)),
+                  info.get("stage", suspend.stage), int(info.get("visit", 1)))
+    from txcl.trace.recorder import TraceRecorder
+
+    frame.rec = TraceRecorder("off", "", "", "")
+    dispatch = Dispatch(opc=opc, token=None, run_id=run_record.run_id, unit_id=unit.unit_id, op_name=unit.op_name,
+                        op_stack=unit.op_stack, stage=suspend.stage, exec_target=unit.exec_target,
+                        directives=unit.directives, item_index=0, item_count=1, kind="sync",
+                        input=interaction.input, deadline_ms=None, attempts=interaction.attempts)
+    claims = await _run_sync_member(_EngineRef(service), walker, run, frame, pop, dispatch)
+    for claim in claims:
+        service.start_resume(claim)
+
+
+class _EngineRef:
+    """The little of an engine `_run_sync_member` needs."""
+
+    def __init__(self, service: Any):
+        self.service = service

@@ -49,6 +49,11 @@ async def sweep_once(service: Any) -> SweepReport:
         service.send_later(outgoing)
     for claim in report.resumes_to_drive:
         service.start_resume(claim)
+    if report.sync_to_rerun:
+        from txcl.continuations.barrier import rerun_sync_member
+
+        for opc in report.sync_to_rerun:
+            service.spawn(rerun_sync_member(service, opc))
     return report
 
 
