@@ -60,7 +60,7 @@ async def park_barrier(engine: "ContinuationEngine", walker: "Walker", run: "Run
     except RunLost as exc:
         run_lost(run, exc)
         return
-    adopt_run(run, park.run)
+    adopt_run(run, park.run, rec)
     by_unit = dict(zip(park.unit_ids, members))
     origin = run.origin_rid or run.rid
     loop = asyncio.get_running_loop()

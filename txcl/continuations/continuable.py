@@ -121,7 +121,7 @@ async def run_continuable(engine: "ContinuationEngine", walker: "Walker", run: "
         task.cancel()
         run_lost(run, exc)
         return []
-    adopt_run(run, park.run)
+    adopt_run(run, park.run, rec)
     opc = park.dispatches[0].opc if park.dispatches else None
     rec.event("stage.promote-to-continuation", {"stage": frame.stage, "op": pop.name, "run_id": run.run_id,
                                                 "continue_after_ms": continue_after})

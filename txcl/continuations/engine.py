@@ -202,8 +202,10 @@ def run_state(run: "Run", frame: "Frame") -> dict:
     return data
 
 
-def adopt_run(run: "Run", record: Any) -> None:
-    """Copy the store's run identity onto the Run after P1/P2."""
+def adopt_run(run: "Run", record: Any, rec: "TraceRecorder | None" = None) -> None:
+    """Copy the store's run identity onto the Run (and its trace) after P1/P2."""
+    if rec is not None and rec.enabled and rec.request.get("run_id") is None:
+        rec.request["run_id"] = record.run_id
     run.run_id = record.run_id
     run.rcid = record.rcid
     run.origin_rid = record.origin_rid
