@@ -63,3 +63,35 @@ def test_t8_barrier_survives_a_kill_at(point, serve, workspace, worker, store_at
     rcid = run.rcid
     status, _, body = http_get(second.url + f"/go?_txc.continuation={rcid}")
     assert status == 200 and json.loads(body)["after"] == ["x"]
+
+
+CONT_PY = '''
+import time
+
+def slow(op_input, ctx):
+    time.sleep(0.6)
+    return {"v": "slow"}
+'''
+
+
+@pytest.mark.parametrize("point", ["admit", pytest.param("release", marks=pytest.mark.slow)])
+def test_t8_continuable_after_promotion_survives_a_kill_at(point, serve, workspace, store_at):
+    """The promoted task admitted its terminal (or won the release) and the process died: the
+    restarted server's sweeper finishes the same steps; the result is merged once."""
+    module = f"cont_fault_{point}"
+    ws = workspace({f"{module}.py": CONT_PY,
+                    "OPS/site/100/work.txcl": 'WITH mode = "continuable", continue_after = "150ms", timeout = "30s"\n'
+                                              f'EXEC "py://{module}:slow"',
+                    "OPS/site/200/after.txcl": "EMIT .after = .v, .count = &len(.v)"})
+    first = serve(ws, *FLAGS, env={"TXCL_TESTING": "1", "TXCL_FAULT": point})
+    status, headers, _ = http_get(first.url + "/", dead_ok=True)
+    assert status == 202
+    assert first.wait_dead() is not None
+    second = serve(ws, *FLAGS)
+    store = store_at(ws / ".txcl" / "txcl.db")
+    run_id = store.list_runs()[0].run_id
+    run = wait_until(lambda: (r := store.get_run(run_id)) and r.status != "waiting" and r.status != "resuming"
+                     and r, timeout=25)
+    assert run.status == "completed" and run.result["after"] == "slow" and run.result["count"] == 4
+    status, _, body = http_get(second.url + headers["location"])
+    assert status == 200 and json.loads(body)["after"] == "slow"

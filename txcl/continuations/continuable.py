@@ -86,7 +86,13 @@ async def run_continuable(engine: "ContinuationEngine", walker: "Walker", run: "
         return raw
 
     task = asyncio.get_running_loop().create_task(call())
-    done, _ = await asyncio.wait({task}, timeout=continue_after / 1000.0)
+    try:
+        done, _ = await asyncio.wait({task}, timeout=continue_after / 1000.0)
+    except asyncio.CancelledError:  # the client went away before promotion: cancel the op (step 5)
+        task.cancel()
+        walker._record(run, frame, pop, "cancelled", "continuable", started_wall, started, rec,
+                       error="cancelled", input_value=op_input)
+        raise
     if task in done:
         try:
             raw = task.result()

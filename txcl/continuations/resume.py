@@ -221,7 +221,27 @@ async def resume_run(service: "ContinuationService", claim: ClaimRecord) -> Any:
                  reason="unsupported_suspend")
     else:
         await resumer(service, walker, run, frame, bundle, rec)
-    return await interp.drive(run, rec)
+    beat = asyncio.get_running_loop().create_task(_heartbeat_loop(service, run.run_id, claim.claim_token))
+    try:
+        return await interp.drive(run, rec)
+    finally:
+        beat.cancel()
+
+
+async def _heartbeat_loop(service: "ContinuationService", run_id: str | None, token: str) -> None:
+    """P11 at least every quarter of the stale period while the segment runs (frame entries
+    heartbeat too), so a long op inside a resume never looks stale."""
+    period = service.settings.continuation_stale_resume_after / 4000.0
+    if not run_id or period <= 0:
+        return
+    while True:
+        await asyncio.sleep(period)
+        try:
+            await asyncio.to_thread(service.store.heartbeat, run_id, token)
+        except RunLost:
+            return
+        except Exception:  # noqa: BLE001 - the next fenced write decides
+            log.warning("txcl: heartbeat of %s failed", run_id)
 
 
 __all__ = ["resume_run", "apply_members", "rebuild_op", "register_resumer", "RESUMERS", "heartbeat_at_frame",
