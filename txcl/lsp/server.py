@@ -78,6 +78,24 @@ def _path(uri: str) -> str | None:
         return None
 
 
+def _guarded(default: Any) -> Any:
+    """Log a handler's unexpected exception and answer `default` instead of an error."""
+
+    def wrap(fn: Any) -> Any:
+        def handler(ls: TxclLanguageServer, params: Any) -> Any:
+            try:
+                return fn(ls, params)
+            except Exception:
+                log.exception("%s failed", fn.__name__)
+                return default
+
+        handler.__name__ = fn.__name__
+        handler.__doc__ = fn.__doc__
+        return handler
+
+    return wrap
+
+
 def to_lsp_diagnostic(ls: TxclLanguageServer, lines: list[str], diag: Diagnostic) -> types.Diagnostic:
     message = diag.message if not diag.hint else f"{diag.message}\nhint: {diag.hint}"
     return types.Diagnostic(
@@ -124,6 +142,7 @@ def did_close(ls: TxclLanguageServer, params: types.DidCloseTextDocumentParams) 
 
 
 @server.feature(types.TEXT_DOCUMENT_HOVER)
+@_guarded(None)
 def hover(ls: TxclLanguageServer, params: types.HoverParams) -> types.Hover | None:
     text = ls.workspace.get_text_document(params.text_document.uri).source
     found = analysis.hover(text, ls.offset(text, params.position))
@@ -137,6 +156,7 @@ def hover(ls: TxclLanguageServer, params: types.HoverParams) -> types.Hover | No
 
 @server.feature(types.TEXT_DOCUMENT_COMPLETION,
                 types.CompletionOptions(trigger_characters=["&", ".", "@", '"']))
+@_guarded(types.CompletionList(is_incomplete=False, items=[]))
 def completion(ls: TxclLanguageServer, params: types.CompletionParams) -> types.CompletionList:
     text = ls.workspace.get_text_document(params.text_document.uri).source
     offset = ls.offset(text, params.position)
@@ -185,6 +205,7 @@ def _symbol(ls: TxclLanguageServer, lines: list[str], sym: analysis.Symbol) -> t
 
 
 @server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
+@_guarded([])
 def document_symbol(ls: TxclLanguageServer, params: types.DocumentSymbolParams) -> list[types.DocumentSymbol]:
     doc = ls.workspace.get_text_document(params.text_document.uri)
     text = doc.source
@@ -193,6 +214,7 @@ def document_symbol(ls: TxclLanguageServer, params: types.DocumentSymbolParams) 
 
 
 @server.feature(types.TEXT_DOCUMENT_FORMATTING)
+@_guarded(None)
 def formatting(ls: TxclLanguageServer, params: types.DocumentFormattingParams) -> list[types.TextEdit] | None:
     doc = ls.workspace.get_text_document(params.text_document.uri)
     text = doc.source
