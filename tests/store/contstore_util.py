@@ -101,7 +101,7 @@ def proc_join_checks(path: str, run_ids: list[str], rids: list[str], seed: int, 
     barrier.wait()
     merged = []
     for run_id, rid in zip(run_ids, rids):
-        time.sleep(rng.random() * 0.001)
+        time.sleep(rng.random() * 0.003)  # the request side is a little slower: both orders occur
         res = store.join_check(run_id, Fence(rid), stage="shop/200", stack="shop", scope=200,
                                build_park=lambda m: ({"parked": True}, {}))
         if res.merged:
