@@ -126,6 +126,8 @@ CASES = [
      'write b64"..." in lower case with no space'),
     ('SET .x = b64 "x"', "TX015", (1, 10, 1, 13), f"{VALUE} identifier b64",
      'write b64"..." in lower case with no space'),
+    ("SET .x = now()", "TX015", (1, 10, 1, 13), f"{VALUE} identifier now",
+     "calls are written &now(...)"),
     ("SET .x =", "TX015", (1, 9, 1, 9), f"{VALUE} end of input", None),
     ("SET .x = &f(1,)", "TX015", (1, 15, 1, 16), f"{VALUE} ')'", None),
     ("SELECT .a DEFAULT AS", "TX015", (1, 19, 1, 21), f"{VALUE} keyword AS", None),

@@ -255,6 +255,12 @@ def test_parse_source_bytes():
     assert info.value.diagnostics[0].line == 2
 
 
+def test_parse_rule_accepts_bytes():
+    assert parse_rule(b"WHEN .a == 1").when is not None
+    with pytest.raises(TxclSyntaxError):
+        parse_rule(b"\xff")
+
+
 def test_public_api_export():
     import txcl
 

@@ -325,6 +325,8 @@ class _Explainer:
                                    tok.span, hint), self.pos)
         elif tok.type == "NAME" and tok.value.lower() == "b64":
             hint = 'write b64"..." in lower case with no space'
+        elif tok.type == "NAME" and self.peek2().type == "LPAR":
+            hint = f"calls are written &{tok.value}(...)"
         self.fail("TX015", _value_message(describe(tok)), tok, hint)
 
     def array(self) -> None:

@@ -448,7 +448,9 @@ def parse_rule(text: str, filename: str = "<string>") -> ast.Rule:
             return hit
         raise TxclSyntaxError(hit)
     if not isinstance(text, str):
-        raise TypeError(f"parse_rule() needs str, not {type(text).__name__}")
+        if isinstance(text, (bytes, bytearray, memoryview)):
+            return parse_source(bytes(text), filename)
+        raise TypeError(f"parse_rule() needs str or bytes, not {type(text).__name__}")
     problem = _encoding_problem(text, filename)
     if problem is not None:
         result: Any = _with_source([problem], text)
