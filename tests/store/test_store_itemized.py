@@ -117,7 +117,9 @@ def test_collect_policy_errors_at_their_index_t25(store, clock):
     complete(store, d[1], {"message": "bad"}, status="failed")
     complete(store, d[3], {"ok": 3})
     clock.advance(1_001)
-    assert store.time_out_interaction(d[2].opc) == "timed_out"  # collect: item 2 becomes an error
+    timeout = store.time_out_interaction(d[2].opc)  # collect: item 2 becomes an error
+    assert timeout.outcome == "timed_out" and not timeout.expired
+    assert timeout.claim is not None  # the timeout completed the unit and released the run
     unit = store.get_unit(park.unit_ids[0])
     assert unit.status == "completed"
     assert unit.output[0] == {"ok": 0} and unit.output[1] == {"error": {"message": "bad"}}
@@ -235,3 +237,16 @@ def test_burst_t7(store, n):
     assert in_flight(store, unit_id) == 0
     assert store.get_unit(unit_id).output == [{"i": i} for i in range(n)]
     assert sum(e.kind.startswith("reconcile.") for e in store.list_run_events(park.run.run_id)) == 0
+
+
+def test_late_callback_on_last_collect_item_releases_and_reports_claim(store, clock):
+    """§3.4 row 6 under collect: the overdue callback times the item out; if that completes the unit
+    the release claim comes back with the 410 answer so the receiver can drive the resume."""
+    park = park_barrier(store, units=[itemized(n=2, window=2, policy="collect", budget_ms=1_000)])
+    d0, d1 = park.dispatches
+    complete(store, d0, {"ok": 0})
+    clock.advance(1_001)
+    res = store.admit_terminal(d1.opc, "completed", {"ok": 1}, source="callback", token=d1.token)
+    assert res.outcome == "expired" and res.claim is not None
+    assert store.get_run(park.run.run_id).claim_token == res.claim.claim_token
+    assert store.get_unit(park.unit_ids[0]).output[1]["error"]["message"] == "item 1 timed out"

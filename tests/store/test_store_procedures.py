@@ -363,18 +363,20 @@ def test_finish_fence_rejects_old_claim(store):
 def test_p8_timeout_of_member_expires_parked_run_au14(store, clock):
     park = park_barrier(store, units=[unary("a", budget_ms=1_000)])
     clock.advance(1_001)
-    assert store.time_out_interaction(park.dispatches[0].opc) == "timed_out"
+    result = store.time_out_interaction(park.dispatches[0].opc)
+    assert result.outcome == "timed_out" and result.expired and result.claim is None
     run = store.get_run(park.run.run_id)
     assert run.status == "expired" and run.error["code"] == "txcl_run_expired"
     assert store.get_unit(park.unit_ids[0]).status == "timed_out"
     assert store.get_suspend(run.run_id, "shop/100", 1).status == "expired"
-    assert store.time_out_interaction(park.dispatches[0].opc) == "timed_out"  # already closed: reports it
+    assert store.time_out_interaction(park.dispatches[0].opc).outcome == "timed_out"  # closed: reports it
 
 
 def test_p8_timeout_of_unjoined_deferred_unit_only_records_au14(store, clock):
     disp = store.dispatch_deferred(run_spec(), Fence("rid-1"), [unary("x", join_at=200, budget_ms=1_000)])
     clock.advance(1_001)
-    assert store.time_out_interaction(disp.dispatches[0].opc) == "timed_out"
+    result = store.time_out_interaction(disp.dispatches[0].opc)
+    assert result.outcome == "timed_out" and not result.expired
     assert store.get_unit(disp.unit_ids[0]).status == "timed_out"
     assert store.get_run(disp.run.run_id).status == "active"  # the flow meets it at its join
     res = store.join_check(disp.run.run_id, Fence("rid-1"), stage="shop/200", stack="shop", scope=200)
@@ -383,7 +385,7 @@ def test_p8_timeout_of_unjoined_deferred_unit_only_records_au14(store, clock):
 
 def test_p8_not_due_does_nothing(store):
     park = park_barrier(store)
-    assert store.time_out_interaction(park.dispatches[0].opc) == "not_due"
+    assert store.time_out_interaction(park.dispatches[0].opc).outcome == "not_due"
     assert store.get_interaction(park.dispatches[0].opc).status == "dispatching"
 
 

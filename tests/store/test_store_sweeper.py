@@ -221,3 +221,14 @@ def test_parked_run_nobody_released_is_released_by_sweeper(store, clock):
     report = sweep(store, CFG)
     assert len(report.released) == 1
     assert "reconcile.release" in [e.kind for e in store.list_run_events(park.run.run_id)]
+
+
+def test_collect_timeout_release_is_handed_to_drive_resume(store, clock):
+    park = park_barrier(store, units=[itemized(n=2, window=2, policy="collect", budget_ms=1_000)])
+    complete(store, park.dispatches[0])
+    clock.advance(1_001)
+    driven = []
+    report = sweep(store, CFG, drive_resume=driven.append)
+    assert report.timed_out == [park.dispatches[1].opc]
+    assert [c.run_id for c in driven] == [park.run.run_id]
+    assert store.get_run(park.run.run_id).status == "resuming"

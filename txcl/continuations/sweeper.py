@@ -95,8 +95,11 @@ def sweep(
 
     # 1. timeouts (P8)
     for opc in store.due_interactions(limit=batch):
-        if store.time_out_interaction(opc, materialize=materialize) == "timed_out":
+        result = store.time_out_interaction(opc, materialize=materialize)
+        if result.outcome == "timed_out":
             report.timed_out.append(opc)
+            if result.claim is not None:  # a collect unit completed by the timeout released its run
+                report.released.append(result.claim)
 
     # 2. expiry (P9)
     for run_id in store.expirable_runs(limit=batch):

@@ -394,6 +394,18 @@ class AdmitResult:
     child_version: int | None = None
     dispatches: tuple[Dispatch, ...] = ()
     terminal: TerminalRecord | None = None
+    claim: ClaimRecord | None = None  # set when an overdue interaction timed out (row 6) released the run
+
+
+@dataclass(frozen=True)
+class TimeoutResult:
+    """P8: ``timed_out`` (this call closed it), ``not_due``, ``unknown`` or the closed status.
+    ``claim`` is set when the timeout (``on_item_error = "collect"``) completed the unit and
+    released the run: the caller drives that resume. ``expired`` tells that the run expired."""
+
+    outcome: str
+    claim: ClaimRecord | None = None
+    expired: bool = False
 
 
 @dataclass(frozen=True)
@@ -513,7 +525,7 @@ class ContinuationStore(Protocol):
         self, run_id: str, fence: Fence, *, status: str, result: Any = None, error: Any = None, fail_reason: str | None = None
     ) -> RunRecord: ...
     # P8, P9
-    def time_out_interaction(self, opc: str, *, materialize: Materializer | None = None) -> str: ...
+    def time_out_interaction(self, opc: str, *, materialize: Materializer | None = None) -> TimeoutResult: ...
     def expire_run(self, run_id: str) -> bool: ...
     # P10, P11
     def take_over_claim(self, run_id: str, *, stale_after_ms: int, max_attempts: int, owner: str | None = None) -> TakeoverResult: ...

@@ -60,6 +60,7 @@ from txcl.store.continuations_base import (
     SuspendRecord,
     TakeoverResult,
     TerminalRecord,
+    TimeoutResult,
     UnitRecord,
     UnitSpec,
     UnknownRun,
@@ -834,8 +835,8 @@ class SqliteContinuationStore:
             if it["status"] == "timed_out":
                 return AdmitResult("expired", **base)
             if it["status"] in INTERACTION_OPEN and it["deadline_ms"] is not None and it["deadline_ms"] < t.now:
-                self._p8(t, it, default_materialize)
-                return AdmitResult("expired", **base)
+                claim, _ = self._p8(t, it, default_materialize)
+                return AdmitResult("expired", claim=claim, **base)
             inserted = t.returning(
                 "INSERT INTO terminals (opc, status, payload_json, payload_sha256, source, best_effort, transport, "
                 "fuel_used, recorded_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING opc",
@@ -1064,27 +1065,28 @@ class SqliteContinuationStore:
         self._event(t, run_id, f"run.{status}", f"finish:{status}", {"fail_reason": fail_reason})
 
     # P8
-    def time_out_interaction(self, opc: str, *, materialize: Materializer | None = None) -> str:
-        """Returns 'timed_out', 'not_due' (open, deadline ahead) or the interaction's closed status."""
+    def time_out_interaction(self, opc: str, *, materialize: Materializer | None = None) -> TimeoutResult:
+        """P8 for one interaction whose deadline has passed (the sweeper's timeout pass)."""
         with self._cs_tx() as t:
             it = t.one("SELECT * FROM interactions WHERE opc = ?", (opc,))
             if it is None:
-                return "unknown"
+                return TimeoutResult("unknown")
             if it["status"] not in INTERACTION_OPEN:
-                return it["status"]
+                return TimeoutResult(it["status"])
             if it["deadline_ms"] is None or it["deadline_ms"] >= t.now:
-                return "not_due"
-            self._p8(t, it, materialize or default_materialize)
-            return "timed_out"
+                return TimeoutResult("not_due")
+            claim, expired = self._p8(t, it, materialize or default_materialize)
+            return TimeoutResult("timed_out", claim, expired)
 
-    def _p8(self, t: _Tx, it: sqlite3.Row, materialize: Materializer) -> None:
+    def _p8(self, t: _Tx, it: sqlite3.Row, materialize: Materializer) -> tuple[ClaimRecord | None, bool]:
+        """Returns (the release claim if a collect timeout completed the unit, whether the run expired)."""
         opc, unit_id, index, run_id = it["opc"], it["unit_id"], it["item_index"], it["run_id"]
         if t.run(f"UPDATE interactions SET status = 'timed_out', closed_ms = ?, version = version + 1 "
                  f"WHERE opc = ? AND status IN {_OPEN}", (t.now, opc)) != 1:
-            return
+            return None, False
         unit = t.one("SELECT * FROM await_units WHERE unit_id = ?", (unit_id,))
         if unit["status"] != "waiting":
-            return
+            return None, False
         error = {"message": f"item {index} timed out" if unit["kind"] == "itemized" else "timed out",
                  "timeout": True}
         if unit["kind"] == "itemized" and unit["on_item_error"] == "collect":
@@ -1097,8 +1099,7 @@ class SqliteContinuationStore:
             )
             self._record_continuation_fact(t, unit, index, "failed")
             self._settle_unit(t, unit_id)
-            self._try_release_in_tx(t, run_id)
-            return
+            return self._try_release_in_tx(t, run_id), False
         t.run("UPDATE await_units SET error_json = ? WHERE unit_id = ?", (_dumps(error), unit_id))
         self._close_units(t, [unit_id], "cancelled", unit_status="timed_out")
         run = t.one("SELECT * FROM runs WHERE run_id = ?", (run_id,))
@@ -1110,6 +1111,8 @@ class SqliteContinuationStore:
         )
         if run["status"] == "waiting" and member is not None:
             self._expire_in_tx(t, run, reason="timed_out", detail={"unit_id": unit_id, "opc": opc})
+            return None, True
+        return None, False
 
     # P9
     def expire_run(self, run_id: str) -> bool:
