@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -66,3 +67,12 @@ def test_arbitrary_bytes(data):
 def test_cache_can_be_cleared():
     clear_cache()
     assert parse_rule("WHEN *").when is not None
+
+
+@pytest.mark.slow
+@settings(max_examples=20000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(TOKENS), max_size=40), st.sampled_from([" ", "", "\n"]))
+def test_token_soup_stress(tokens, sep):
+    before = get_parser().mismatches
+    _check(sep.join(tokens))
+    assert get_parser().mismatches == before
