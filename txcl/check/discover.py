@@ -67,7 +67,9 @@ def discover(paths: list[str | Path], config: CheckConfig) -> Work:
 
 
 def _add_tree(work: Work, ops: Path, root: Path | None) -> None:
-    ops = ops.absolute()
+    # the scanner reports resolved paths: compare like with like (symlinked checkouts)
+    ops = ops.resolve()
+    root = root.resolve() if root is not None else None
     job = work.trees.get(ops)
     if job is None:
         job = work.trees[ops] = TreeJob(ops, ops.parent)
