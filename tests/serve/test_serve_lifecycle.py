@@ -197,3 +197,26 @@ def test_client_disconnect_cancels_in_flight_ops(workspace, serve):
     srv.wait_for("cancelled: the client disconnected")
     r = httpx.get(srv.url + "/_txc/healthz", timeout=5)
     assert r.status_code == 200
+
+
+def test_extension_startup_failure_exits_2_without_traceback(workspace, tmp_path):
+    import subprocess
+    import sys
+
+    ws = workspace({"OPS/s/0100/a.txcl": "EMIT .a = 1"})
+    script = tmp_path / "bad_ext_serve.py"
+    script.write_text(
+        "import sys\n"
+        "from txcl.serve import extensions\n"
+        "class Bad:\n"
+        "    async def startup(self, state):\n"
+        "        raise RuntimeError('sweeper cannot start')\n"
+        "extensions.register(lambda settings, ws: Bad())\n"
+        "from txcl.cli.main import main\n"
+        "sys.exit(main(['serve', sys.argv[1], '--port', '0']))\n", encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TXCL_")}
+    res = subprocess.run([sys.executable, str(script), str(ws)], capture_output=True, text=True, timeout=60,
+                         env=env, cwd=ws)
+    assert res.returncode == 2
+    assert "startup failed: RuntimeError: sweeper cannot start" in res.stderr
+    _no_traceback(res.stderr)

@@ -291,3 +291,16 @@ def test_poll_fallback_when_continuation_result_fails(small_ws: Path, monkeypatc
 def test_informational_status_cannot_be_final():
     answer = shape_completed({"_txc": {"web": {"res": {"status": 103}}}, "a": 1})
     assert answer.status == 500 and b"txcl_bad_response_status" in answer.body
+
+
+def test_tree_installed_hook_sees_reloads(small_ws: Path):
+    seen = []
+
+    class Ext:
+        def tree_installed(self, state, tree):
+            seen.append(len(tree))
+
+    state = build_state(small_ws, Settings(trace_mode="off"), extensions=[Ext()])
+    state.install_tree(load_serve_tree(small_ws))
+    assert seen == [len(state.tree)]
+    state.interp.close()

@@ -81,9 +81,11 @@ def command(directory: str | None, workspace: str | None, log_level: str, **flag
         settings = settings.evolve(callback_base_url=base_url(host, port))
     state = _build_state(ws, settings, sock)
     try:
-        run_server(state, sock, log_level=log_level)
+        started = run_server(state, sock, log_level=log_level)
     except KeyboardInterrupt:
-        pass
+        started = True
+    if not started:
+        fail("the server could not start (see the message above)")
 
 
 def _build_state(ws: Any, settings: Any, sock: Any) -> Any:

@@ -12,10 +12,9 @@ in through `extensions.py`.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 import attrs
 from starlette.applications import Starlette
@@ -72,6 +71,10 @@ class ServeState:
         self.tree = tree
         self.router = router
         self.generation += 1
+        for ext in self.extensions:
+            hook = getattr(ext, "tree_installed", None)
+            if callable(hook):
+                hook(self, tree)
 
     async def aclose(self) -> None:
         await self.interp.aclose_http()
@@ -257,56 +260,81 @@ async def _send(send: Any, answer: Answer) -> None:
 # ---------------------------------------------------------------- the app
 
 class TxclApp(Starlette):
-    """Starlette (lifespan, state, routes for extensions) with HTTP requests handed straight
-    to the handler: the handler answers every error itself, so the middleware stack would
-    only add cost on the hot path."""
+    """Starlette (state, routes for extensions) with HTTP requests handed straight to the
+    handler — it answers every error itself, so the middleware stack would only add cost on
+    the hot path — and a lifespan that reports failures as one clean log line (uvicorn
+    would print a traceback for an exception escaping a lifespan context manager)."""
 
     def __init__(self, handler: TxclHandler, **kwargs: Any):
         super().__init__(**kwargs)
         self.handler = handler
+        self.txcl_state: ServeState = handler.state
+        self.startup_error: BaseException | None = None
+        self._watch_task: asyncio.Task | None = None
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
+        kind = scope["type"]
+        if kind == "http":
             scope["app"] = self
             await self.handler(scope, receive, send)
+        elif kind == "lifespan":
+            await self._lifespan(receive, send)
         else:
             await super().__call__(scope, receive, send)
 
+    async def _lifespan(self, receive: Any, send: Any) -> None:
+        await receive()  # lifespan.startup
+        try:
+            await self.startup()
+        except Exception as exc:  # noqa: BLE001 - reported, then the server exits
+            self.startup_error = exc
+            log.error("txcl: startup failed: %s: %s", type(exc).__name__, exc)
+            await self.txcl_state.aclose()
+            await send({"type": "lifespan.startup.failed", "message": ""})
+            return
+        await send({"type": "lifespan.startup.complete"})
+        await receive()  # lifespan.shutdown
+        try:
+            await self.shutdown()
+        except Exception as exc:  # noqa: BLE001
+            log.error("txcl: shutdown failed: %s: %s", type(exc).__name__, exc)
+            await send({"type": "lifespan.shutdown.failed", "message": ""})
+            return
+        await send({"type": "lifespan.shutdown.complete"})
 
-def create_app(state: ServeState) -> Starlette:
-    """A Starlette app serving `state`; its lifespan runs the extensions and --watch."""
-    handler = TxclHandler(state)
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        watch_task = None
+    async def startup(self) -> None:
+        state = self.txcl_state
         if state.settings.watch:
             from txcl.serve.watch import Watcher
 
             state.watcher = Watcher(state)
-            watch_task = asyncio.ensure_future(state.watcher.run())
+            self._watch_task = asyncio.ensure_future(state.watcher.run())
         for ext in state.extensions:
             start = getattr(ext, "startup", None)
             if callable(start):
                 await start(state)
-        try:
-            yield
-        finally:
-            state.draining = True
-            grace = state.settings.shutdown_grace / 1000.0
-            await handler.wait_idle(grace)
-            if watch_task is not None:
-                watch_task.cancel()
-            for ext in reversed(state.extensions):
-                stop = getattr(ext, "shutdown", None)
-                if callable(stop):
-                    try:
-                        await asyncio.wait_for(stop(state, grace), grace + 1.0)
-                    except Exception as exc:  # noqa: BLE001
-                        log.warning("txcl: extension shutdown failed: %s", exc)
-            await state.aclose()
 
-    app = TxclApp(handler, routes=[Mount("", app=handler)], lifespan=lifespan)
+    async def shutdown(self) -> None:
+        state = self.txcl_state
+        state.draining = True
+        grace = state.settings.shutdown_grace / 1000.0
+        await self.handler.wait_idle(grace)
+        if self._watch_task is not None:
+            self._watch_task.cancel()
+        for ext in reversed(state.extensions):
+            stop = getattr(ext, "shutdown", None)
+            if callable(stop):
+                try:
+                    await asyncio.wait_for(stop(state, grace), grace + 1.0)
+                except Exception as exc:  # noqa: BLE001
+                    log.warning("txcl: extension shutdown failed: %s: %s", type(exc).__name__, exc)
+        await state.aclose()
+
+
+def create_app(state: ServeState) -> TxclApp:
+    """A Starlette app serving `state`; its lifespan runs the extensions and --watch."""
+    handler = TxclHandler(state)
+    app = TxclApp(handler, routes=[Mount("", app=handler)])
     app.state.txcl = state
     app.state.handler = handler
     return app

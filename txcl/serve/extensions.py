@@ -11,6 +11,9 @@ these methods (all optional; missing ones fall back to the defaults described):
     async startup(state) / async shutdown(state, grace_s)
         Lifespan: start/stop background work (sweeper, resumes). `shutdown` is awaited after
         uvicorn has drained in-flight requests; it should finish within `grace_s`.
+    tree_installed(state, tree)
+        Called after a --watch reload put `tree` in use for new requests (e.g. to freeze
+        its ops snapshot).
     async callback(request, opc, state) -> starlette Response | Answer
         `POST /_txc/continuations/op/<opc>/complete` (CONTINUATIONS.md §3.4). The body is
         unread: the handler reads it under --callback-max-bytes. Default: 404

@@ -107,10 +107,16 @@ def uvicorn_config(app: Any, *, grace_s: float, log_level: str = "info") -> uvic
                           proxy_headers=False)  # type: ignore[arg-type]
 
 
-def run_server(state: ServeState, sock: socket.socket, *, log_level: str = "info") -> None:
-    """Serve until a shutdown signal; blocks."""
+def run_server(state: ServeState, sock: socket.socket, *, log_level: str = "info") -> bool:
+    """Serve until a shutdown signal; blocks. False when the application failed to start
+    (the reason is already logged)."""
     host, port = sock.getsockname()[:2]
     app = create_app(state)
     config = uvicorn_config(app, grace_s=state.settings.shutdown_grace / 1000.0, log_level=log_level)
     server = TxclServer(config, state, base_url(host, port))
-    server.run(sockets=[sock])
+    try:
+        server.run(sockets=[sock])
+    except SystemExit:  # uvicorn exits 3 on a failed startup; the caller decides the status
+        if app.startup_error is None:
+            raise
+    return app.startup_error is None

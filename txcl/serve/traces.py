@@ -10,17 +10,20 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from typing import Any
 
 log = logging.getLogger("txcl.serve")
 
 _STOP = object()
-MAX_BATCH = 256
+MAX_BATCH = 2000
+LINGER_S = 0.1  # collect for this long after the first record: fewer, larger commits
 
 
 class TraceWriter:
-    def __init__(self, store: Any):
+    def __init__(self, store: Any, linger_s: float = LINGER_S):
         self.store = store
+        self.linger_s = linger_s
         self._queue: queue.Queue = queue.Queue()
         self._thread = threading.Thread(target=self._loop, name="txcl-traces", daemon=True)
         self._thread.start()
@@ -42,6 +45,8 @@ class TraceWriter:
     def _loop(self) -> None:
         while True:
             item = self._queue.get()
+            if self.linger_s and not isinstance(item, threading.Event) and item is not _STOP:
+                time.sleep(self.linger_s)  # sleeping releases the GIL: the requests go on
             batch: list[Any] = []
             signals: list[threading.Event] = []
             stop = False
