@@ -304,3 +304,19 @@ def test_tree_installed_hook_sees_reloads(small_ws: Path):
     state.install_tree(load_serve_tree(small_ws))
     assert seen == [len(state.tree)]
     state.interp.close()
+
+
+def test_loopback_detection_and_base_url():
+    from txcl.serve.server import base_url, bind_socket, is_loopback
+
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("example.com")
+    assert base_url("::1", 80) == "http://[::1]:80" and base_url("127.0.0.1", 8) == "http://127.0.0.1:8"
+    import socket
+
+    sock = bind_socket("127.0.0.1", 0)
+    try:
+        assert sock.proto == socket.IPPROTO_TCP  # asyncio sets TCP_NODELAY only then
+        assert sock.getsockname()[1] > 0
+    finally:
+        sock.close()
