@@ -98,7 +98,7 @@ class TxclLexer(RegexLexer):
             (r"[(),\[\]]", Punctuation),
             (_NUMBER_RUN_RE, _number),
             (_kw(CONSTANTS), Keyword.Constant),
-            (_kw(RESERVED_WORDS), Keyword.Reserved),
+            (_kw(RESERVED_WORDS), Error),  # FN LET IF ELSE RETURN may not be used (TX012)
         ],
         "root": [
             include("common"),

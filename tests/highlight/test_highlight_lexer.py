@@ -189,7 +189,7 @@ def test_constants(word: str) -> None:
     assert lex(word) == [(Keyword.Constant, word)]
 
 
-@pytest.mark.parametrize("text", ["{", ";", "- 5", "é", "'x'"])
+@pytest.mark.parametrize("text", ["{", ";", "- 5", "é", "'x'", "if", "RETURN", "Let"])
 def test_invalid_characters_are_errors(text: str) -> None:
     assert any(tok in Error for tok, _ in lex(text))
 
