@@ -487,3 +487,31 @@ def test_drain_wins_release_inline_when_callbacks_beat_the_ack_t27(store):
     assert rel.won and rel.claim.segment_id == seg == "rid-2/v1"
     assert store.get_run(park2.run.run_id).segment_id == seg
     assert store.claim_resume(park2.run.run_id, rel.claim.claim_token).members[0].output == {"v": 1}
+
+
+def test_reads_for_cli_and_polls(store):
+    """`txcl runs`, `txcl complete RUN_ID --op --item`, polls by rcid."""
+    park = park_barrier(store, units=[unary("a"), itemized("pay", n=4, window=2)])
+    other = park_barrier(store, "rid-2")
+    run = park.run
+    assert store.get_run_by_rcid(run.rcid).run_id == run.run_id
+    assert store.get_run_by_origin("rid-1").run_id == run.run_id
+    assert {r.run_id for r in store.list_runs(status="waiting")} == {run.run_id, other.run.run_id}
+    assert store.list_runs(status="completed") == []
+    it = store.find_interaction(run.run_id, "pay", 3)
+    assert it.item_index == 3 and it.status == "queued"
+    assert store.find_interaction(run.run_id, "a").opc == park.dispatches[0].opc
+    assert store.find_interaction(run.run_id, "nope") is None
+    susp = store.list_suspends(run.run_id)
+    assert [(s.stage, s.visit) for s in susp] == [("shop/100", 1)]
+    assert [u.op_name for u in store.list_units(run.run_id)] == ["a", "pay"]
+
+
+def test_record_join_is_fenced_and_first_wins(store):
+    disp = store.dispatch_deferred(run_spec(), Fence("rid-1"), [unary("x", join_at=200)])
+    uid = disp.unit_ids[0]
+    with pytest.raises(RunLost):
+        store.record_join(uid, Fence("intruder"))
+    assert store.record_join(uid, Fence("rid-1")) is True
+    assert store.record_join(uid, Fence("rid-1")) is False
+    assert store.get_joined_marker(uid).segment_id == "rid-1"
