@@ -18,6 +18,7 @@ too. Per-rule TX1xx checks (txcl.syntax.validate) run only on texts without TX0x
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import sys
@@ -80,14 +81,18 @@ def _load_lark() -> Lark:
             pass
     built = Lark(grammar, parser="lalr", lexer=_NoLexer, maybe_placeholders=True)
     if cache is not None:
+        tmp = None
         try:
             cache.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             fd, tmp = tempfile.mkstemp(dir=cache.parent, prefix=".grammar-")
             with os.fdopen(fd, "wb") as fh:
                 built.save(fh)
             os.replace(tmp, cache)
-        except OSError:
-            pass
+            tmp = None
+        except Exception:  # noqa: BLE001 - caching is an optimisation only
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
     return built
 
 
