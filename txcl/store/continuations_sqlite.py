@@ -1,9 +1,15 @@
 """SQLite implementation of the continuation store (CONTINUATIONS.md §5).
 
-:class:`SqliteContinuationStore` is a mixin. The class it is mixed into provides ``db_path``
-(the SQLite file) and may provide ``clock`` (a callable returning ms since the epoch),
-``node_id`` and ``busy_timeout_ms``. Every thread gets its own connection opened with
-:func:`txcl.store.connection.open_sqlite` (WAL, synchronous=FULL, busy timeout, foreign keys).
+:class:`SqliteContinuationStore` is a mixin. The class it is mixed into provides either a
+``db()`` method returning the calling thread's ``sqlite_utils.Database`` (as
+:class:`txcl.store.sqlite.SqliteStore` does; mix this class in *first* so its
+``schema_components`` adds the continuation tables) or a ``db_path``; it may provide ``clock``
+(a callable returning ms since the epoch), ``node_id`` and ``busy_timeout_ms``. Every thread
+uses its own connection opened with :func:`txcl.store.connection.open_sqlite` (WAL,
+synchronous=FULL, busy timeout, foreign keys). :class:`SqliteContinuations` is a standalone
+store on one file (tests, benchmarks).
+
+Materializers run inside the P5 transaction: they must be pure (no store calls).
 
 Every procedure is one ``BEGIN IMMEDIATE`` transaction. Coordination is by unique keys and
 compare-and-swap only (``UPDATE … WHERE status = ? AND version = ?``, ``INSERT … ON CONFLICT DO

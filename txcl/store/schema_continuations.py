@@ -226,7 +226,12 @@ def migrate(db: sqlite_utils.Database) -> int:
 
 
 def ddl_statements() -> list[str]:
-    """Every statement of the current schema (for a host store's own migration loop)."""
+    """Every statement of the current schema (for a host store's own migration loop).
+
+    The host (txcl.store.sqlite.SqliteStore) re-runs these at every open, so they must stay
+    idempotent (CREATE … IF NOT EXISTS). A later version that needs ALTERs must return only
+    the idempotent part here and leave the stepwise upgrade to :func:`migrate`, which runs at
+    the first use of the continuation tables in each process."""
     return [stmt for v in range(1, SCHEMA_VERSION + 1) for stmt in _split(MIGRATIONS[v])]
 
 
