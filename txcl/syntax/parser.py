@@ -55,12 +55,17 @@ class _NoLexer(Lexer):
         raise NotImplementedError
 
 
+# Part of the cache key: change it whenever the Lark(...) options below change.
+_LARK_OPTIONS_KEY = "lalr;custom-lexer;maybe_placeholders=True"
+
+
 def _cache_file(grammar: str) -> Path | None:
     """Where the analysed grammar is kept between processes (None: do not cache)."""
     if os.environ.get("TXCL_NO_GRAMMAR_CACHE"):
         return None
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    key = hashlib.sha256("\0".join((grammar, lark.__version__, sys.version)).encode(
+    key = hashlib.sha256("\0".join((grammar, _LARK_OPTIONS_KEY, lark.__version__,
+                                    sys.version)).encode(
         "utf-8", "surrogatepass")).hexdigest()[:24]
     return Path(base) / "txcl" / f"grammar-{key}.lark"
 
