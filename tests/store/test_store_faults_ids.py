@@ -117,3 +117,23 @@ def test_mixes_into_the_trace_and_kv_store(tmp_path):
     components = dict(store.db().conn.execute("SELECT component, version FROM txcl_schema").fetchall())
     assert components["continuations"] == SCHEMA_VERSION and "kv" in components
     store.close()
+
+
+def test_upgrade_from_v1_adds_the_fact_counter_trigger(tmp_path):
+    from txcl.store.connection import open_sqlite, transaction
+    from txcl.store.schema_continuations import MIGRATIONS, _split
+
+    db = open_sqlite(tmp_path / "old.db")
+    with transaction(db) as conn:
+        conn.execute("CREATE TABLE txcl_schema (component TEXT PRIMARY KEY, version INTEGER NOT NULL)")
+        for stmt in _split(MIGRATIONS[1]):
+            conn.execute(stmt)
+        conn.execute("INSERT INTO txcl_schema VALUES ('continuations', 1)")
+    db.conn.close()
+    store = SqliteContinuations(tmp_path / "old.db")
+    triggers = [r[0] for r in store._cs_db().conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")]
+    assert triggers == ["continuation_facts_count"]
+    version = store._cs_db().conn.execute(
+        "SELECT version FROM txcl_schema WHERE component = 'continuations'").fetchone()[0]
+    assert version == SCHEMA_VERSION == 2
+    store.close()

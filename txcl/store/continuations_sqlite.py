@@ -589,14 +589,12 @@ class SqliteContinuationStore:
         ok = child_status == "succeeded" or (
             child_status == "failed" and (unit["on_item_error"] == "collect" or unit["kind"] == "sync")
         )
-        if ok and unit["status"] == "waiting":
-            if t.returning(
+        if ok and unit["status"] == "waiting":  # the trigger raises continuation_done if inserted
+            t.run(
                 "INSERT INTO continuation_facts (unit_id, kind, item_index, recorded_ms) "
-                "VALUES (?, 'continuation', ?, ?) ON CONFLICT DO NOTHING RETURNING item_index",
+                "VALUES (?, 'continuation', ?, ?) ON CONFLICT DO NOTHING",
                 (unit["unit_id"], item_index, t.now),
-            ):
-                t.run("UPDATE await_units SET continuation_done = continuation_done + 1 WHERE unit_id = ?",
-                      (unit["unit_id"],))
+            )
 
     def _settle_unit(self, t: _Tx, unit_id: str, *, reconcile: bool = False) -> str:
         """P5 step 4 from a fresh read. Returns the unit's status afterwards."""
@@ -637,8 +635,7 @@ class SqliteContinuationStore:
                 (t.now, unit_id),
             )
             if repaired:
-                done += len(repaired)
-                t.run("UPDATE await_units SET continuation_done = ? WHERE unit_id = ?", (done, unit_id))
+                done += len(repaired)  # (the trigger counted them)
                 self._event(t, unit["run_id"], "reconcile.facts",
                             f"reconcile.facts:{unit_id}:{done}",
                             {"unit_id": unit_id, "items": sorted(r[0] for r in repaired)})
@@ -859,12 +856,11 @@ class SqliteContinuationStore:
                 (status, t.now, opc),
             )
             unit_id, index = it["unit_id"], it["item_index"]
-            if t.returning(
+            t.run(  # provider_done is raised by the trigger only when the fact is new (EC-1)
                 "INSERT INTO continuation_facts (unit_id, kind, item_index, recorded_ms) VALUES (?, 'provider', ?, ?) "
-                "ON CONFLICT DO NOTHING RETURNING item_index",
+                "ON CONFLICT DO NOTHING",
                 (unit_id, index, t.now),
-            ):
-                t.run("UPDATE await_units SET provider_done = provider_done + 1 WHERE unit_id = ?", (unit_id,))
+            )
             made = t.returning(
                 "INSERT INTO item_children (unit_id, item_index, opc, status, version, created_ms, updated_ms) "
                 "VALUES (?, ?, ?, 'queued', 0, ?, ?) ON CONFLICT DO NOTHING RETURNING version",
