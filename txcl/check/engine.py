@@ -127,8 +127,10 @@ def _analyze_all(todo: list[tuple[bytes, str, str | None]], jobs: int) -> list[A
     get_parser()  # built once here, inherited by the workers
     size = -(-len(todo) // jobs)
     chunks = [todo[i:i + size] for i in range(0, len(todo), size)]
-    with ctx.Pool(len(chunks)) as pool:
-        parts = pool.map(_analyze_chunk, chunks)
+    # the parent analyses the first chunk itself while the workers do the rest
+    with ctx.Pool(len(chunks) - 1) as pool:
+        pending = pool.map_async(_analyze_chunk, chunks[1:])
+        parts = [_analyze_chunk(chunks[0])] + pending.get()
     return [a for part in parts for a in part]
 
 
