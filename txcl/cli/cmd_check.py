@@ -44,6 +44,13 @@ class _ProgressBar:
             sys.stderr.flush()
 
 
+def _default_jobs() -> int:
+    """Worker processes for uncached files. On one or two CPUs (often shared with other work)
+    forking did not pay off in bench/bench_check.py, so stay in one process there."""
+    cpus = os.cpu_count() or 1
+    return min(cpus, 8) if cpus >= 4 else 1
+
+
 def summary_line(diagnostics, files: int, fixable: int) -> str:
     counts = Counter(d.severity for d in diagnostics)
     if not diagnostics:
@@ -87,7 +94,7 @@ def statistics(diagnostics) -> str:
 @click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto")
 @click.option("--quiet", "-q", is_flag=True, help="No summary line.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
-              help="Worker processes for uncached files (default: the number of CPUs).")
+              help="Worker processes for uncached files (default: the number of CPUs when 4 or more, else 1).")
 def command(paths, output_format, select, ignore, config_path, strict, exit_zero, show_stats, fix,
             show_diff, no_cache, color, quiet, jobs) -> None:
     """Check TXCL rule files and OPS trees (default: the current directory)."""
@@ -112,7 +119,7 @@ def command(paths, output_format, select, ignore, config_path, strict, exit_zero
     bar = _ProgressBar(sys.stderr.isatty())
     try:
         result = run_check(paths, cfg, cache_dir=False if no_cache else None, progress=bar,
-                           jobs=jobs or min(os.cpu_count() or 1, 8))
+                           jobs=jobs or _default_jobs())
         bar.clear()
         if result.missing:
             fail(f"no such file or directory: {', '.join(result.missing)}")
