@@ -254,8 +254,13 @@ class ContinuationEngine:
                 install(self)
         except ImportError:
             pass
+        self.class_filters: list[Callable[..., Any]] = []  # run before the mechanisms (itemized: empty arrays)
         try:
-            import txcl.continuations.itemized  # noqa: F401  (registers the itemized builder)
+            from txcl.continuations import itemized as _itemized  # registers the itemized builder
+
+            install = getattr(_itemized, "install", None)
+            if install is not None:
+                install(self)
         except ImportError:
             pass
 
@@ -273,6 +278,8 @@ class ContinuationEngine:
     async def dispatch_special(self, walker: "Walker", run: "Run", frame: "Frame",
                                ops: list["PreparedOp"]) -> list["PreparedOp"]:
         classes = [(pop, classify(pop, frame.scope)) for pop in ops]
+        for class_filter in self.class_filters:  # e.g. itemized ops over an empty array finish at once
+            classes = class_filter(walker, run, frame, classes)
         deferred = [(p, c) for p, c in classes if c.kind == "deferred"]
         if deferred:
             if self.deferred is not None:
@@ -305,8 +312,8 @@ class ContinuationEngine:
             if len(self.service.suspended_envelopes) > 10_000:  # never answered: forget the oldest
                 self.service.suspended_envelopes.pop(next(iter(self.service.suspended_envelopes)))
             return
-        if run.run_id is None or run.status == "running":
-            return
+        if run.run_id is None or run.status == "running" or run.__dict__.get("finished_in_store"):
+            return  # (finished_in_store: the join check's P6 already failed the run in its transaction)
         try:
             self._finish(run)
         finally:
