@@ -21,7 +21,7 @@ test may interrupt are followed by :func:`txcl.testing.faults.fault_point`.
 
 from __future__ import annotations
 
-import contextlib
+import dataclasses
 import json
 import os
 import socket
@@ -165,12 +165,14 @@ def _claim(r: sqlite3.Row) -> ClaimRecord:
 class _Tx:
     """Small query helpers bound to one connection inside one transaction."""
 
-    __slots__ = ("conn", "now", "fired")
+    __slots__ = ("conn", "now", "fired", "next_seq", "parked")
 
     def __init__(self, conn: sqlite3.Connection, now: int) -> None:
         self.conn = conn
         self.now = now
         self.fired: list[str] = []  # fault points to mark after the commit
+        self.next_seq = 0
+        self.parked: RunRecord | None = None  # the run as a park in this transaction left it
 
     def all(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
         cur = self.conn.cursor()
@@ -333,8 +335,10 @@ class SqliteContinuationStore:
         return row, created
 
     def _insert_units(
-        self, t: _Tx, run: sqlite3.Row, units: Sequence[UnitSpec], segment_id: str | None
+        self, t: _Tx, run: sqlite3.Row, units: Sequence[UnitSpec], segment_id: str | None, *, write_seq: bool = True
     ) -> tuple[list[str], list[Dispatch], int | None]:
+        """Insert units and interactions (first window ``dispatching``); ``t.next_seq`` gets the
+        run's next ``created_seq`` (written here unless the caller folds it into its own UPDATE)."""
         seq = run["next_seq"]
         node = self._cs_node()
         unit_ids: list[str] = []
@@ -391,8 +395,9 @@ class SqliteContinuationStore:
                 )
                 if deadline is not None:
                     max_deadline = deadline if max_deadline is None else max(max_deadline, deadline)
-        if units:
+        if units and write_seq:
             t.run("UPDATE runs SET next_seq = ? WHERE run_id = ?", (seq, run["run_id"]))
+        t.next_seq = seq
         return unit_ids, dispatches, max_deadline
 
     def _promote(self, t: _Tx, unit_id: str) -> tuple[list[Dispatch], int | None]:
@@ -475,7 +480,7 @@ class SqliteContinuationStore:
             "dispatch_complete, suspended_ms) VALUES (?, ?, ?, ?, 'open', ?, ?, ?, 1, ?)",
             (run_id, stage, visit, kind, _dumps(envelope), _dumps(budgets), fence.segment_id, t.now),
         )
-        unit_ids, dispatches, deadline = self._insert_units(t, run, units, fence.segment_id)
+        unit_ids, dispatches, deadline = self._insert_units(t, run, units, fence.segment_id, write_seq=False)
         rows = [(run_id, stage, visit, uid, spec.role or _DEFAULT_ROLE.get(spec.kind, "op"))
                 for uid, spec in zip(unit_ids, units)]
         rows += [(run_id, stage, visit, uid, role) for uid, role in members]
@@ -490,15 +495,19 @@ class SqliteContinuationStore:
             t.run("DELETE FROM resume_claims WHERE run_id = ? AND claim_token = ?", (run_id, fence.claim_token))
         changed = t.run(
             "UPDATE runs SET status = 'waiting', cur_stage = ?, cur_visit = ?, claim_token = NULL, "
-            "segment_id = NULL, version = version + 1, updated_ms = ?, "
+            "segment_id = NULL, version = version + 1, updated_ms = ?, next_seq = ?, "
             "expires_ms = CASE WHEN ? IS NULL THEN expires_ms ELSE MAX(COALESCE(expires_ms, 0), ?) END "
             "WHERE run_id = ? AND version = ?",
-            (stage, visit, t.now, deadline, deadline, run_id, run["version"]),
+            (stage, visit, t.now, t.next_seq, deadline, deadline, run_id, run["version"]),
         )
         if changed != 1:  # cannot happen under the write lock; guard the CAS anyway
             raise RunLost(f"run {run_id} changed under the park")
         self._event(t, run_id, "stage.suspended", f"suspend:{stage}:{visit}",
                     {"stage": stage, "visit": visit, "kind": kind, "units": unit_ids})
+        expires = run["expires_ms"] if deadline is None else max(run["expires_ms"] or 0, deadline)
+        t.parked = dataclasses.replace(
+            _run(run), status="waiting", cur_stage=stage, cur_visit=visit, claim_token=None, segment_id=None,
+            version=run["version"] + 1, updated_ms=t.now, next_seq=t.next_seq, expires_ms=expires)
         return visit, unit_ids, dispatches
 
     def _close_units(self, t: _Tx, unit_ids: Sequence[str], interaction_status: str, unit_status: str = "cancelled") -> None:
@@ -524,22 +533,28 @@ class SqliteContinuationStore:
                 (unit_status, t.now, *chunk),
             )
 
-    def _terminal_parent_path(self, t: _Tx, run_id: str, *, expired: bool, keep_unjoined_deferred: bool) -> None:
+    def _terminal_parent_path(self, t: _Tx, run: sqlite3.Row, *, expired: bool, keep_unjoined_deferred: bool) -> None:
         """EC-8: let go of interactions, children, units and claims of a finished run."""
-        sql = "SELECT unit_id FROM await_units u WHERE run_id = ? AND status = 'waiting'"
-        if keep_unjoined_deferred:
-            sql += (" AND NOT (join_at_scope IS NOT NULL AND NOT EXISTS "
-                    "(SELECT 1 FROM joined_markers m WHERE m.unit_id = u.unit_id))")
-        unit_ids = [r["unit_id"] for r in t.all(sql, (run_id,))]
-        self._close_units(t, unit_ids, "timed_out" if expired else "cancelled")
-        if keep_unjoined_deferred:
+        run_id = run["run_id"]
+        rows = t.all(
+            "SELECT unit_id, (join_at_scope IS NOT NULL AND NOT EXISTS "
+            "(SELECT 1 FROM joined_markers m WHERE m.unit_id = u.unit_id)) AS unjoined "
+            "FROM await_units u WHERE run_id = ? AND status = 'waiting'",
+            (run_id,),
+        )
+        kept = [r["unit_id"] for r in rows if keep_unjoined_deferred and r["unjoined"]]
+        self._close_units(t, [r["unit_id"] for r in rows if r["unit_id"] not in kept],
+                          "timed_out" if expired else "cancelled")
+        for start in range(0, len(kept), 500):
             # DJ-F4 survivors: what was sent stays open until its deadline; what was never sent never will be
+            chunk = kept[start:start + 500]
             t.run(
                 "UPDATE interactions SET status = 'cancelled', closed_ms = ?, version = version + 1 "
-                "WHERE run_id = ? AND status = 'queued'",
-                (t.now, run_id),
+                f"WHERE unit_id IN ({_placeholders(len(chunk))}) AND status = 'queued'",
+                (t.now, *chunk),
             )
-        t.run("DELETE FROM resume_claims WHERE run_id = ?", (run_id,))
+        if run["status"] == "resuming":  # only a resuming run holds a claim
+            t.run("DELETE FROM resume_claims WHERE run_id = ?", (run_id,))
 
     # ----------------------------------------------------------------------------------------
     # P5 building blocks
@@ -782,8 +797,7 @@ class SqliteContinuationStore:
                 members=[(u, "join") for u in member_unit_ids],
             )
             t.fired.append("promote" if kind == "promotion" else "park")
-            final = self._lock_run(t, row["run_id"])
-        return ParkResult(_run(final), created, stage, visit, tuple(unit_ids), tuple(dispatches))
+        return ParkResult(t.parked, created, stage, visit, tuple(unit_ids), tuple(dispatches))
 
     # P3
     def mark_ack(self, acks: Sequence[tuple[str, Any]]) -> int:
@@ -827,7 +841,8 @@ class SqliteContinuationStore:
             raise ValueError(f"terminal status must be completed or failed, not {status!r}")
         sha = payload_sha256(payload)
         with self._cs_tx() as t:
-            it = t.one("SELECT * FROM interactions WHERE opc = ?", (opc,))
+            it = t.one("SELECT i.*, u.kind AS unit_kind, u.on_item_error AS unit_policy FROM interactions i "
+                       "JOIN await_units u ON u.unit_id = i.unit_id WHERE i.opc = ?", (opc,))
             if it is None:
                 return AdmitResult("unknown", opc)
             base = dict(opc=opc, run_id=it["run_id"], unit_id=it["unit_id"], item_index=it["item_index"])
@@ -869,8 +884,7 @@ class SqliteContinuationStore:
             child_version = made[0][0] if made else t.one(
                 "SELECT version FROM item_children WHERE unit_id = ? AND item_index = ?", (unit_id, index))["version"]
             dispatches: list[Dispatch] = []
-            unit = t.one("SELECT kind, on_item_error FROM await_units WHERE unit_id = ?", (unit_id,))
-            if unit["kind"] == "itemized" and (status == "completed" or unit["on_item_error"] == "collect"):
+            if it["unit_kind"] == "itemized" and (status == "completed" or it["unit_policy"] == "collect"):
                 # a failed item under fail-fast is about to fail the unit: promote nothing to send
                 dispatches, deadline = self._promote(t, unit_id)
                 self._raise_expiry(t, it["run_id"], deadline)
@@ -992,8 +1006,7 @@ class SqliteContinuationStore:
             visit, _, _ = self._park_in_tx(t, run, fence, stage=stage, kind="join", envelope=envelope,
                                            budgets=budgets, units=(), members=[(u, "join") for u in waiting])
             t.fired.append("park")
-            final = self._lock_run(t, run_id)
-            park = ParkResult(_run(final), False, stage, visit, (), ())
+            park = ParkResult(t.parked, False, stage, visit, (), ())
             return JoinResult("parked", tuple(merged), None, park)
 
     def _insert_marker(self, t: _Tx, unit_id: str, run_id: str, segment_id: str) -> bool:
@@ -1017,20 +1030,23 @@ class SqliteContinuationStore:
         """Load a released suspend for the claim holder. A read: the release (or takeover) that
         created the claim stamped its heartbeat, and every later write of the segment is fenced."""
         t = self._cs_read()
-        with _read_snapshot(t.conn):
-            run = self._lock_run(t, run_id)
-            if run["status"] != "resuming" or run["claim_token"] != claim_token:
-                raise RunLost(f"claim on run {run_id} is not current")
-            claim = t.one("SELECT * FROM resume_claims WHERE run_id = ? AND claim_token = ?", (run_id, claim_token))
-            susp = self._suspend(t, run_id, run["cur_stage"], run["cur_visit"])
-            members = [
-                _unit(r) for r in t.all(
-                    "SELECT u.* FROM suspend_members m JOIN await_units u ON u.unit_id = m.unit_id "
-                    "WHERE m.run_id = ? AND m.stage = ? AND m.visit = ? ORDER BY u.op_name, u.created_seq",
-                    (run_id, run["cur_stage"], run["cur_visit"]),
-                )
-            ]
-            return ResumeBundle(_run(run), susp, _claim(claim), tuple(members))
+        # No read transaction is needed: while the claim is current only its holder writes the
+        # run, its suspend and its (terminal) member units; the check below is repeated by
+        # every fenced write the segment makes later.
+        run = self._lock_run(t, run_id)
+        if run["status"] != "resuming" or run["claim_token"] != claim_token:
+            raise RunLost(f"claim on run {run_id} is not current")
+        claim = t.one("SELECT * FROM resume_claims WHERE run_id = ? AND claim_token = ?", (run_id, claim_token))
+        if claim is None:
+            raise RunLost(f"claim on run {run_id} is not current")
+        rows = t.all(
+            "SELECT u.*, m.role AS member_role FROM suspend_members m JOIN await_units u ON u.unit_id = m.unit_id "
+            "WHERE m.run_id = ? AND m.stage = ? AND m.visit = ? ORDER BY u.op_name, u.created_seq",
+            (run_id, run["cur_stage"], run["cur_visit"]),
+        )
+        susp = self._suspend(t, run_id, run["cur_stage"], run["cur_visit"], members=tuple(
+            (r["unit_id"], r["member_role"]) for r in sorted(rows, key=lambda r: r["created_seq"])))
+        return ResumeBundle(_run(run), susp, _claim(claim), tuple(_unit(r) for r in rows))
 
     # P7
     def finish_segment(
@@ -1044,7 +1060,9 @@ class SqliteContinuationStore:
             self._check_fence(run, fence)
             self._finish_in_tx(t, run, fence, status=status, result=result, error=error, fail_reason=fail_reason)
             t.fired.append("finish")
-            return _run(self._lock_run(t, run_id))
+            return dataclasses.replace(
+                _run(run), status=status, result=result, error=error, fail_reason=fail_reason, finished_ms=t.now,
+                updated_ms=t.now, claim_token=None, segment_id=None, version=run["version"] + 1)
 
     def _finish_in_tx(self, t: _Tx, run: sqlite3.Row, fence: Fence, *, status: str, result: Any, error: Any,
                       fail_reason: str | None) -> None:
@@ -1063,7 +1081,7 @@ class SqliteContinuationStore:
         )
         if changed != 1:
             raise RunLost(f"run {run_id} changed under finish")
-        self._terminal_parent_path(t, run_id, expired=False, keep_unjoined_deferred=(status == "completed"))
+        self._terminal_parent_path(t, run, expired=False, keep_unjoined_deferred=(status == "completed"))
         self._event(t, run_id, f"run.{status}", f"finish:{status}", {"fail_reason": fail_reason})
 
     # P8
@@ -1139,7 +1157,7 @@ class SqliteContinuationStore:
             "claim_token = NULL, segment_id = NULL, version = version + 1 WHERE run_id = ?",
             (reason, _dumps(error), t.now, t.now, run_id),
         )
-        self._terminal_parent_path(t, run_id, expired=True, keep_unjoined_deferred=False)
+        self._terminal_parent_path(t, run, expired=True, keep_unjoined_deferred=False)
         self._event(t, run_id, "run.expired", "expired", {"reason": reason})
 
     # P10
@@ -1270,11 +1288,12 @@ class SqliteContinuationStore:
     # ----------------------------------------------------------------------------------------
     # reads
 
-    def _suspend(self, t: _Tx, run_id: str, stage: str, visit: int) -> SuspendRecord | None:
+    def _suspend(self, t: _Tx, run_id: str, stage: str, visit: int,
+                 members: tuple[tuple[str, str], ...] | None = None) -> SuspendRecord | None:
         r = t.one("SELECT * FROM suspends WHERE run_id = ? AND stage = ? AND visit = ?", (run_id, stage, visit))
         if r is None:
             return None
-        members = tuple(
+        members = members if members is not None else tuple(
             (m["unit_id"], m["role"]) for m in t.all(
                 "SELECT m.unit_id, m.role FROM suspend_members m JOIN await_units u ON u.unit_id = m.unit_id "
                 "WHERE m.run_id = ? AND m.stage = ? AND m.visit = ? ORDER BY u.created_seq", (run_id, stage, visit))
@@ -1454,19 +1473,6 @@ class SqliteContinuationStore:
 def _default_join_error(unit: UnitRecord) -> Any:
     return {"code": "txcl_join_failed", "message": f"deferred op {unit.op_name} {unit.status.replace('_', ' ')}",
             "unit_id": unit.unit_id, "detail": unit.error}
-
-
-@contextlib.contextmanager
-def _read_snapshot(conn: sqlite3.Connection):
-    """Several SELECTs seeing one consistent WAL snapshot (a deferred read transaction)."""
-    if conn.in_transaction:
-        yield
-        return
-    conn.execute("BEGIN")
-    try:
-        yield
-    finally:
-        conn.execute("COMMIT")
 
 
 class _TxContext:
