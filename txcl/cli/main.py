@@ -1,7 +1,8 @@
 """The `txcl` command line: a click group whose commands live one per module.
 
-Every module `txcl/cli/cmd_<name>.py` that defines a click command named `command` is
-added automatically, so a new command never edits this file.
+Every module `txcl/cli/cmd_<name>.py` defines a click command named `command` whose name
+is `<name>`. Commands are discovered from the module names and imported only when used,
+so `txcl check` does not pay for importing the server, the REPL or the language server.
 """
 
 from __future__ import annotations
@@ -15,23 +16,32 @@ import click
 import txcl.cli as _cli_pkg
 from txcl import __version__
 
+_PREFIX = "cmd_"
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+
+class LazyGroup(click.Group):
+    """A group that imports `txcl.cli.cmd_<name>` when command `<name>` is asked for."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        names = [
+            info.name[len(_PREFIX):]
+            for info in pkgutil.iter_modules(_cli_pkg.__path__)
+            if info.name.startswith(_PREFIX)
+        ]
+        return sorted(names)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if not cmd_name.isidentifier() or cmd_name not in self.list_commands(ctx):
+            return None
+        module = importlib.import_module(f"txcl.cli.{_PREFIX}{cmd_name}")
+        command = getattr(module, "command", None)
+        return command if isinstance(command, click.Command) else None
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="txcl")
 def cli() -> None:
     """txcl: parse, check, format and run TXCL rules."""
-
-
-def _register_commands() -> None:
-    for info in sorted(pkgutil.iter_modules(_cli_pkg.__path__), key=lambda m: m.name):
-        if info.name.startswith("cmd_"):
-            module = importlib.import_module(f"txcl.cli.{info.name}")
-            command = getattr(module, "command", None)
-            if isinstance(command, click.Command):
-                cli.add_command(command)
-
-
-_register_commands()
 
 
 def main(argv: list[str] | None = None) -> int:
