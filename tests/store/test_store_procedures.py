@@ -515,3 +515,16 @@ def test_record_join_is_fenced_and_first_wins(store):
     assert store.record_join(uid, Fence("rid-1")) is True
     assert store.record_join(uid, Fence("rid-1")) is False
     assert store.get_joined_marker(uid).segment_id == "rid-1"
+
+
+def test_backward_loop_units_join_in_op_name_then_dispatch_order_djf5_t18(store):
+    fence = Fence("rid-1")
+    first = store.dispatch_deferred(run_spec(), fence, [unary("b", join_at=200)])
+    run_id = first.run.run_id
+    second = store.dispatch_deferred(run_id, fence, [unary("a", join_at=200)])
+    third = store.dispatch_deferred(run_id, fence, [unary("a", join_at=200)])  # the loop re-dispatches "a"
+    for disp in (third, first, second):  # completions in another order
+        complete(store, disp.dispatches[0], {"from": disp.unit_ids[0]})
+    res = store.join_check(run_id, fence, stage="shop/200", stack="shop", scope=200)
+    assert [u.unit_id for u in res.merged] == [second.unit_ids[0], third.unit_ids[0], first.unit_ids[0]]
+    assert [u.created_seq for u in res.merged] == [2, 3, 1]

@@ -220,3 +220,33 @@ def test_crash_at_every_store_fault_point_recovers_once_t8(tmp_path, point):
     assert max(i.attempts for i in its) <= 2
     assert sum(e.kind == "run.released" for e in store.list_run_events(run.run_id)) == 1
     store.close()
+
+
+DEFERRED = r"""
+import sys
+sys.path.insert(0, {here!r})
+from contstore_util import open_store, run_spec, unary
+from txcl.store.continuations_base import Fence
+store = open_store({path!r}, node="doomed")
+store.dispatch_deferred(run_spec("rid-9"), Fence("rid-9"), [unary("x", join_at=200, budget_ms=1_000)])
+print("survived", flush=True)
+"""
+
+
+def test_crash_at_deferred_dispatch_expires_the_run_t9_djf6(tmp_path):
+    path = tmp_path / "txcl.db"
+    env = dict(os.environ, TXCL_TESTING="1", TXCL_FAULT="deferred-dispatch")
+    proc = subprocess.run([sys.executable, "-c", DEFERRED.format(here=str(HERE), path=str(path))], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    clock = FakeClock()
+    store = open_store(path, clock)
+    run = store.list_runs()[0]
+    clock.now = run.created_ms  # the child ran on the real clock
+    assert run.status == "active"  # nobody drives it again
+    assert not sweep(store, SweepConfig()).expired
+    clock.now = run.expires_ms + 1
+    assert sweep(store, SweepConfig()).expired == [run.run_id]
+    opc = store.list_interactions(store.list_units(run.run_id)[0].unit_id)[0].opc
+    assert store.admit_terminal(opc, "completed", {}, source="cli").outcome == "expired"  # 410
+    store.close()
