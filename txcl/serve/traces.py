@@ -43,8 +43,14 @@ class TraceWriter:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             loop = None
-        if loop is None or (self._loop is not None and loop is not self._loop):
-            owner = self._loop
+        owner = self._loop
+        if owner is not None and loop is not None and loop is not owner and (
+                owner.is_closed() or not owner.is_running()):
+            owner = None  # the previous loop is gone: adopt this one (its timer never fires)
+            if self._timer is not None:
+                self._timer = None
+            self._loop = None
+        if loop is None or (owner is not None and loop is not owner):
             if owner is not None and owner.is_running() and not owner.is_closed():
                 owner.call_soon_threadsafe(self._queue, record, owner)
             else:
