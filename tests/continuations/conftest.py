@@ -183,3 +183,31 @@ def barrier_tree(worker_url: str, *, extra: dict[str, str] | None = None, stack:
     }
     files.update(extra or {})
     return files
+
+
+@pytest.fixture(scope="module")
+def shared_barrier(tmp_path_factory):
+    """One worker and one `txcl serve` (barrier tree) for a whole test module: (ws, srv, worker).
+
+    Tests must consume the jobs they cause; the queue is drained before each use."""
+    with TestWorker() as w:
+        ws = write_tree(tmp_path_factory.mktemp("shared"), barrier_tree(w.url()))
+        srv = ServeProcess(ws, ws / ".txcl" / "txcl.db",
+                           [*FAST_FLAGS, "--continuation-longpoll-ms", "8000", "--op-timeout", "10s"]).start()
+        try:
+            yield ws, srv, w
+        finally:
+            srv.stop()
+
+
+@pytest.fixture
+def shared(shared_barrier):
+    import queue as _queue
+
+    ws, srv, w = shared_barrier
+    while True:
+        try:
+            w.queue.get_nowait()
+        except _queue.Empty:
+            break
+    return shared_barrier

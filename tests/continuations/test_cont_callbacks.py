@@ -10,9 +10,8 @@ from conftest import barrier_tree, http_get, wait_until
 from contworker import post_json
 
 
-def _suspend(serve, workspace, worker, **kw):
-    ws = workspace(barrier_tree(worker.url(), **kw))
-    srv = serve(ws)
+def _suspend(shared):
+    ws, srv, worker = shared
     status, headers, body = http_get(srv.url + "/go")
     assert status == 202, body
     job = worker.wait_job()
@@ -34,9 +33,10 @@ def _snapshot(store, run_id):
     return rows
 
 
-def test_t1_duplicate_callback_ten_times(serve, workspace, worker, store_at):
+def test_t1_duplicate_callback_ten_times(shared, store_at):
     """T1 / EC-1: first 200 resumed, then 200 duplicate; one terminal, one fact, one release."""
-    ws, srv, headers, job = _suspend(serve, workspace, worker)
+    worker = shared[2]
+    ws, srv, headers, job = _suspend(shared)
     answers = [worker.callback(job, {"enriched": {"n": 1}}) for _ in range(10)]
     assert answers[0] == (200, {"status": "resumed"})
     assert all(a == (200, {"status": "recorded", "duplicate": True}) for a in answers[1:])
@@ -55,9 +55,10 @@ def test_t1_duplicate_callback_ten_times(serve, workspace, worker, store_at):
 
 
 @pytest.mark.parametrize("second", ["other-output", "failed"])
-def test_t2_conflicting_callback_keeps_the_first(serve, workspace, worker, store_at, second):
+def test_t2_conflicting_callback_keeps_the_first(shared, store_at, second):
     """T2 / EC-2: a different second outcome is 409 and the first is merged."""
-    ws, srv, headers, job = _suspend(serve, workspace, worker)
+    worker = shared[2]
+    ws, srv, headers, job = _suspend(shared)
     assert worker.callback(job, {"enriched": "first"})[0] == 200
     if second == "failed":
         answer = worker.callback(job, status="failed", error="nope")
@@ -89,9 +90,9 @@ def test_t2_callback_after_an_ack_failure_terminal_conflicts(serve, workspace, s
         assert store.get_run(job.body["_txc"]["run_id"]).status == "failed"
 
 
-def test_t13_bad_callbacks_change_nothing(serve, workspace, worker, store_at):
+def test_t13_bad_callbacks_change_nothing(shared, store_at):
     """T13: 401 / 401 / 404 / 413 / 400 / 400 / 400, each leaving the store as it was."""
-    ws, srv, headers, job = _suspend(serve, workspace, worker)
+    ws, srv, headers, job = _suspend(shared)
     store = store_at(ws / ".txcl" / "txcl.db")
     run_id = job.body["_txc"]["run_id"]
     before = _snapshot(store, run_id)

@@ -12,8 +12,8 @@ import pytest
 from conftest import barrier_tree, http_get
 
 
-def test_t29_suspend_answer_headers_and_body(serve, workspace, worker):
-    srv = serve(workspace(barrier_tree(worker.url())))
+def test_t29_suspend_answer_headers_and_body(shared):
+    _, srv, worker = shared
     status, headers, body = http_get(srv.url + "/orders/7?a=1&b=2")
     assert status == 202
     data = json.loads(body)
@@ -23,10 +23,11 @@ def test_t29_suspend_answer_headers_and_body(serve, workspace, worker):
     assert headers["retry-after"] == "1" and headers["cache-control"] == "no-store"
     assert headers["x-request-id"]
     assert not any(k.startswith("_") for k in data)
+    worker.wait_job()
 
 
-def test_t29_browser_gets_303_then_the_wait_page(serve, workspace, worker):
-    srv = serve(workspace(barrier_tree(worker.url())))
+def test_t29_browser_gets_303_then_the_wait_page(shared):
+    _, srv, worker = shared
     status, headers, body = http_get(srv.url + "/go", accept="text/html,application/xhtml+xml")
     assert status == 303
     location = headers["location"]
@@ -40,10 +41,12 @@ def test_t29_browser_gets_303_then_the_wait_page(serve, workspace, worker):
     # format=json wins over the Accept header
     status, headers, body = http_get(srv.url + "/go?format=json", accept="text/html")
     assert status == 202 and json.loads(body)["status"] == "running"
+    worker.wait_job()
+    worker.wait_job()
 
 
-def test_t29_json_long_poll_returns_when_the_run_completes(serve, workspace, worker):
-    srv = serve(workspace(barrier_tree(worker.url())), "--continuation-longpoll-ms", "8000", "--op-timeout", "10s")
+def test_t29_json_long_poll_returns_when_the_run_completes(shared):
+    _, srv, worker = shared
     status, headers, _ = http_get(srv.url + "/go")
     job = worker.wait_job()
     result: dict = {}
@@ -79,8 +82,8 @@ def test_t29_running_json_poll_answers_202_after_the_long_poll(serve, workspace,
     ("_txc.continuation=not-an-rcid", "malformed_rcid"),
     ("_txc.continuation=rc_" + "1" * 22, "unknown_or_expired"),
 ])
-def test_t29_unknown_continuations_are_404_with_a_reason(serve, workspace, worker, query, reason):
-    srv = serve(workspace(barrier_tree(worker.url())))
+def test_t29_unknown_continuations_are_404_with_a_reason(shared, query, reason):
+    _, srv, _ = shared
     status, headers, body = http_get(srv.url + "/any/path?" + query)
     assert status == 404
     data = json.loads(body)
@@ -101,9 +104,9 @@ def _chromium(url: str, tmp_path, budget_ms: int | None = None) -> str:
 
 @pytest.mark.browser
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="headless chromium is not installed")
-def test_t29_wait_page_in_headless_chromium_becomes_the_answer(serve, workspace, worker, tmp_path):
+def test_t29_wait_page_in_headless_chromium_becomes_the_answer(shared, tmp_path):
     """The browser shows the wait page while the run waits; its refresh shows the answer."""
-    srv = serve(workspace(barrier_tree(worker.url())))
+    _, srv, worker = shared
     _, headers, _ = http_get(srv.url + "/go", accept="text/html")
     poll_url = srv.url + headers["location"]
     waiting = _chromium(poll_url, tmp_path)

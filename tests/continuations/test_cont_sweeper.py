@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import subprocess
 
+import pytest
+
 from conftest import TXCL, barrier_tree, http_get, wait_until
 
 CRASH_FLAGS = ["--async-ack-timeout", "1s", "--reconcile-after", "2s", "--continuation-sweep-period", "500ms",
@@ -61,6 +63,7 @@ def test_t11_stale_claim_is_taken_over_on_another_process(serve, workspace, work
     assert status == 200 and json.loads(body)["after"] == ["once"]
 
 
+@pytest.mark.slow
 def test_t11_resume_max_attempts_fails_the_run(serve, workspace, worker, store_at):
     ws = workspace(barrier_tree(worker.url()))
     flags = [*CRASH_FLAGS, "--resume-max-attempts", "2"]
