@@ -84,6 +84,9 @@ def test_no_workspace_and_busy_port_exit_2(tmp_path, workspace):
         res = run_serve_expect_exit(ws, "--port", str(port))
     assert res.returncode == 2 and "cannot listen on 127.0.0.1" in res.stderr
     _no_traceback(res.stderr)
+    res = run_serve_expect_exit(ws, "--port", "70000")
+    assert res.returncode == 2 and "port must be 0-65535" in res.stderr
+    _no_traceback(res.stderr)
 
 
 # ------------------------------------------------------------------ --watch

@@ -71,8 +71,8 @@ def command(directory: str | None, workspace: str | None, log_level: str, **flag
         fail(str(exc))
     try:
         sock = bind_socket(settings.host, settings.port)
-    except OSError as exc:
-        fail(f"cannot listen on {settings.host}:{settings.port}: {exc.strerror or exc}")
+    except (OSError, OverflowError) as exc:
+        fail(f"cannot listen on {settings.host}:{settings.port}: {getattr(exc, 'strerror', None) or exc}")
     host, port = sock.getsockname()[:2]
     if settings.callback_base_url is None:
         if not is_loopback(settings.host):
