@@ -8,7 +8,7 @@ import re
 import httpx
 import pytest
 
-from conftest import ServeProcess, write_files
+from serve_helpers import ServeProcess, write_files
 
 ULID_RE = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
 

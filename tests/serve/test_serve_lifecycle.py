@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from conftest import ServeProcess, run_serve_expect_exit
+from serve_helpers import ServeProcess, run_serve_expect_exit
 
 
 def _no_traceback(text: str) -> None:
