@@ -15,7 +15,6 @@ import logging
 import re
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any, Callable
 
 import attrs
@@ -23,7 +22,7 @@ import attrs
 from txcl.evaluate.control import apply_delete, read_control
 from txcl.evaluate.rule import Prepared, apply_set_post, finish_output, nest_into, prepare
 from txcl.evaluate.when import when_matches
-from txcl.ops.layout import NAME_RE, is_system_stack
+from txcl.ops.layout import is_system_stack
 from txcl.ops.tree import OpRule, OpsTree
 from txcl.runtime.budget import DISPATCH_FUEL
 from txcl.runtime.config import Settings
@@ -556,9 +555,3 @@ def _json_type(value: Any) -> str:
         return "array"
     return type(value).__name__
 
-
-def stage_name_ok(stack: str) -> bool:
-    return all(NAME_RE.match(seg) for seg in stack.split("/"))
-
-
-_ = Path
