@@ -110,3 +110,28 @@ def test_hmac_key_never_in_trace(workspace, run_tree):
     step = store.get_trace(outcome.rid).steps[0]
     assert "topsecret" not in step["rule"] and '"[redacted]"' in step["rule"]
     assert "Bearer abc" not in json.dumps(store.get_trace(outcome.rid).request["in_json"])
+
+
+def test_v1_trace_tables_are_migrated(tmp_path):
+    import sqlite3
+
+    from txcl.store.sqlite import SqliteStore
+
+    db = tmp_path / "old.db"
+    conn = sqlite3.connect(db)
+    conn.executescript("""
+        CREATE TABLE txcl_schema (component TEXT PRIMARY KEY, version INTEGER NOT NULL);
+        INSERT INTO txcl_schema VALUES ('traces', 1), ('kv', 1);
+        CREATE TABLE traces (rid TEXT PRIMARY KEY, origin_rid TEXT, run_id TEXT, src TEXT, entry_stack TEXT,
+            started_ms INTEGER, finished_ms INTEGER, status TEXT, http_status INTEGER, fuel_used INTEGER,
+            bytes_in INTEGER, bytes_out INTEGER, mode TEXT, in_json TEXT, out_json TEXT, error_json TEXT);
+        CREATE TABLE trace_steps (rid TEXT, seq INTEGER);
+        INSERT INTO traces (rid, started_ms, status) VALUES ('old', 1, 'completed');
+    """)
+    conn.commit()
+    conn.close()
+    store = SqliteStore(db)
+    record = store.get_trace("old")
+    assert record.request["status"] == "completed" and record.steps == [] and record.events == []
+    assert store.conn().execute("SELECT version FROM txcl_schema WHERE component = 'traces'").fetchone()[0] == 2
+    store.close()

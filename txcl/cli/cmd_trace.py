@@ -44,7 +44,12 @@ def command(rid: str, run_id: str | None, as_json: bool, step: int | None, grep:
     if not Path(path).exists():
         click.echo(f"txcl: no trace database at {path}", err=True)
         sys.exit(1)
-    store = SqliteStore(db)
+    import sqlite3
+
+    try:
+        store = SqliteStore(db)
+    except (sqlite3.Error, RuntimeError, OSError) as exc:
+        fail(f"--db {path}: cannot open the database: {exc}")
     try:
         if run_id is not None:
             rids = store.trace_rids_for_run(run_id)
@@ -54,6 +59,8 @@ def command(rid: str, run_id: str | None, as_json: bool, step: int | None, grep:
         else:
             rids = [rid]
         records = [r for r in (store.get_trace(x) for x in rids) if r is not None]
+    except sqlite3.Error as exc:
+        fail(f"--db {path}: cannot read traces: {exc}")
     finally:
         store.close()
     if not records:

@@ -73,7 +73,19 @@ class SqliteStore:
 
     def schema_components(self) -> dict[str, tuple[int, Iterable[str]]]:
         """component -> (version, DDL statements). Extend in subclasses and mixins."""
-        return {"traces": (1, TRACE_SCHEMA), "kv": (1, KV_SCHEMA)}
+        return {"traces": (2, TRACE_SCHEMA), "kv": (1, KV_SCHEMA)}
+
+    def schema_migrations(self) -> dict[tuple[str, int], Iterable[str]]:
+        """(component, from_version) -> statements run before the component's DDL."""
+        return {
+            # v1 kept steps and events in their own tables; v2 packs them into the row.
+            ("traces", 1): (
+                "DROP TABLE IF EXISTS trace_steps",
+                "DROP TABLE IF EXISTS trace_events",
+                "ALTER TABLE traces ADD COLUMN steps_json TEXT NOT NULL DEFAULT '[]'",
+                "ALTER TABLE traces ADD COLUMN events_json TEXT NOT NULL DEFAULT '[]'",
+            ),
+        }
 
     def _migrate(self) -> None:
         with self.write() as conn:
@@ -83,6 +95,11 @@ class SqliteStore:
                 have = current.get(component)
                 if have is not None and have > version:
                     raise RuntimeError(f"{self.path}: database schema {component} v{have} is newer than this txcl (v{version})")
+                migrations = getattr(self, "schema_migrations", dict)()
+                while have is not None and have < version:
+                    for statement in migrations.get((component, have), ()):
+                        conn.execute(statement)
+                    have += 1
                 for statement in statements:
                     conn.execute(statement)
                 conn.execute("INSERT INTO txcl_schema (component, version) VALUES (?, ?) "
