@@ -338,3 +338,15 @@ def test_set_pre_and_select_writes_never_leak_into_siblings(workspace, run_tree)
     assert env["saw"] == 2
     assert env["b_saw_c"] is None and env["b_saw_copy"] is None and env["b_saw_x"] is None
     assert env["a"] == {"b": 1, "copy": 1} and env["list"] == [{"y": 1}]
+
+
+def test_emit_ttl_raise_is_ignored_and_recorded(workspace, run_tree):
+    ws = workspace({
+        "OPS/s/0100/a.txcl": "EMIT @ttl = 100000",
+        "OPS/s/0100/b.txcl": 'EMIT @ttl = "lots"',
+        "OPS/s/0200/c.txcl": "EMIT .c = true",
+    })
+    outcome, store = run_tree(ws, {})
+    assert outcome.envelope["c"] is True
+    events = [e for e in store.get_trace(outcome.rid).events if e["kind"] == "budget.ttl_raise_ignored"]
+    assert [e["data"]["op"] for e in events] == ["a"]

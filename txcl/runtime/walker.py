@@ -336,8 +336,8 @@ class Walker:
         dropped.extend(finished.dropped)
         if finished.output is None:
             return None, finished.error, dropped
-        if self.facts(pop.op).emits_ttl:
-            if finished.ttl is not None and finished.ttl < ttl_before:
+        if self.facts(pop.op).emits_ttl and finished.ttl is not None:  # None: not numeric, ignored
+            if finished.ttl < ttl_before:
                 run.budget.lower_ttl(finished.ttl)
             else:
                 frame.ttl_raise_ignored = True
