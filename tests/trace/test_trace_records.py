@@ -135,3 +135,20 @@ def test_v1_trace_tables_are_migrated(tmp_path):
     assert record.request["status"] == "completed" and record.steps == [] and record.events == []
     assert store.conn().execute("SELECT version FROM txcl_schema WHERE component = 'traces'").fetchone()[0] == 2
     store.close()
+
+
+def test_group_commit_writer(workspace):
+    from txcl.ops.tree import load_ops
+    from txcl.runtime.config import Settings
+    from txcl.runtime.interpreter import Interpreter
+    from txcl.store.sqlite import SqliteStore
+
+    ws = workspace({"OPS/s/0100/a.txcl": "EMIT .a = 1"})
+    store = SqliteStore(ws / "t.db")
+    interp = Interpreter(load_ops(ws), store=store, settings=Settings(), trace_batch=3, trace_batch_delay_s=3600)
+    rids = [interp.run_sync({}, "s").rid for _ in range(4)]
+    # three traces went out together in one batch; the fourth waits for close()
+    assert [store.get_trace(r) is not None for r in rids] == [True, True, True, False]
+    interp.close()
+    assert store.get_trace(rids[3]) is not None
+    store.close()
