@@ -25,6 +25,10 @@ class Budget:
     fuel_used: int = 0
     seen: list[str] = attrs.field(factory=list)  # "from->to" transitions, in first-seen order
     transitions: list[str] = attrs.field(factory=list)  # every transition taken (last few kept)
+    _index: set[str] = attrs.field(factory=set, init=False, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        self._index = set(self.seen)
 
     @classmethod
     def fresh(cls, max_fuel: int, max_ttl: int) -> "Budget":
@@ -39,22 +43,17 @@ class Budget:
         repeated = False
         if previous_stage is not None:
             transition = f"{previous_stage}->{stage}"
-            if transition in self._seen_set():
+            if transition in self._index:
                 self.fuel_used += REPEAT_FUEL
                 repeated = True
             else:
                 self.seen.append(transition)
-                self._seen_cache = None
-            self.transitions.append(transition)
-            del self.transitions[:-3]
+                self._index.add(transition)
+            transitions = self.transitions
+            transitions.append(transition)
+            if len(transitions) > 3:
+                del transitions[0]
         return repeated
-
-    def _seen_set(self) -> set[str]:
-        cache = getattr(self, "_seen_cache", None)
-        if cache is None or len(cache) != len(self.seen):
-            cache = set(self.seen)
-            object.__setattr__(self, "_seen_cache", cache)
-        return cache
 
     def charge(self, fuel: int) -> None:
         self.fuel_used += fuel

@@ -114,8 +114,8 @@ class Walker:
         if repeated:
             rec.event("stage.penalty", {"transition": f"{run.previous_stage}->{stage}",
                                         "fuel": 50, "sleep_ms": self.settings.op_repeat_penalty_ms})
-        payload = budget.exhaustion_payload(stage)
-        if payload is not None:
+        if (budget.max_ttl and budget.ttl <= 0) or (budget.max_fuel and budget.fuel_used > budget.max_fuel):
+            payload = budget.exhaustion_payload(stage)
             run.fail(payload, 500, reason=payload["code"])
             return None
         if scope is None:
@@ -126,8 +126,8 @@ class Walker:
             omit, redact = self._redaction_paths(stack)
             if omit or redact:
                 rec.add_redactions(omit, redact)
-        visit = run.visits.get(stage, 0) + 1
-        run.visits[stage] = visit
+        visits = run.visits
+        visit = visits[stage] = visits.get(stage, 0) + 1
         run.last_stage = stage
         budget.write_into(run.envelope)
         if rec.enabled:
