@@ -1,1 +1,13 @@
+"""The interpreter (RUNTIME.md §2–§6, §9).
 
+- `interpreter.Interpreter` — the Python API: `await run(envelope, stack=...)` /
+  `run_sync(...)` return `Completed`, `Failed` or `Suspended`; `drive(run)` steps an existing
+  `Run` (a resume) to the end of its segment.
+- `walker.Walker` — the scope walk as a state machine: `step(run, rec)` performs one frame;
+  `enter`, `select_ops`, `dispatch_sync`, `tail` and `complete_scope` are the frame's pieces.
+- `state` — `Run` (JSON-serialisable position, envelope, budgets, joins), `Frame`,
+  `PreparedOp`, `OpOutcome`.
+- `hooks.WalkHooks` — where the continuation layer plugs in (steps 3 and 8–11).
+- `budget`, `loop`, `cow` (copy-on-write op inputs), `kv`, `config` (the §9 settings).
+- `dispatch` + `schemes/` — EXEC classification and the txco/http/py/goto transports.
+"""
