@@ -53,6 +53,7 @@ class OpRule:
     fixture_text: dict[str, str]
     target: Any = None  # txcl.syntax.targets.ExecTarget or None (no EXEC)
     func: Callable[..., Any] | None = None  # resolved py:// callable
+    facts: Any = attrs.field(default=None, eq=False, repr=False)  # the walker's per-rule cache
 
     @property
     def key(self) -> str:

@@ -72,12 +72,13 @@ class Walker:
         self.settings = services.settings
         self.hooks: WalkHooks = hooks or NoHooks()
         self._redactions: dict[str, tuple[set, set]] = {}
-        self._facts: dict[int, _Facts] = {}  # id(OpRule) -> static facts (the tree pins the rules)
 
-    def facts(self, op: OpRule) -> "_Facts":
-        found = self._facts.get(id(op))
+    @staticmethod
+    def facts(op: OpRule) -> "_Facts":
+        found = op.facts
         if found is None:
-            found = self._facts[id(op)] = _Facts.of(op)
+            found = _Facts.of(op)
+            object.__setattr__(op, "facts", found)  # pure function of the rule: safe to share
         return found
 
     # ================================================================ frames
@@ -87,9 +88,10 @@ class Walker:
         if frame is None or run.finished:
             return
         frame.rec = rec  # for the continuation hooks (trace steps and events)
-        await self.hooks.join_check(self, run, frame)
-        if run.finished:
-            return
+        if type(self.hooks) is not NoHooks:
+            await self.hooks.join_check(self, run, frame)
+            if run.finished:
+                return
         await self.run_frame(run, frame, rec)
 
     async def run_frame(self, run: Run, frame: Frame, rec: TraceRecorder) -> None:
