@@ -4,7 +4,7 @@ Every run ends as CONTINUATIONS.md §5.7 says: completed with the result merged 
 `promote` loss expires instead, tested in test_cont_continuable.py), no run stuck past its
 expiry, at most two worker calls per interaction.
 
-The default run covers park, admit and release; the other points are slow-marked."""
+The default run covers park and the callback's admit; the other points are slow-marked."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ FLAGS = ["--async-ack-timeout", "1s", "--reconcile-after", "2s", "--continuation
          "--continuation-stale-resume-after", "2s"]
 # `admit`/`materialize` without a count hit the sync sibling's outcome inside the request;
 # `:2` is the worker's callback
-FAST = ["park", "admit:2", "release"]
-SLOW = ["ack", "admit", "materialize", "materialize:2", "resume-frame", "finish"]
+FAST = ["park", "admit:2"]
+SLOW = ["ack", "admit", "materialize", "materialize:2", "release", "resume-frame", "finish"]
 IN_REQUEST = ("park", "ack", "admit", "materialize")
 
 

@@ -54,7 +54,7 @@ async def park_barrier(engine: "ContinuationEngine", walker: "Walker", run: "Run
     members = sorted(classes, key=lambda pc: pc[0].name)
     specs = [member_spec(engine, run, frame, pop, c) for pop, c in members]
     try:
-        park = await asyncio.to_thread(
+        park = await service.run_store(
             store.park_suspend, run_spec(engine, walker, run), fence_of(run), stage=frame.stage, kind="barrier",
             envelope=run.envelope, budgets=run_state(run, frame), units=specs)
     except RunLost as exc:
@@ -71,12 +71,21 @@ async def park_barrier(engine: "ContinuationEngine", walker: "Walker", run: "Run
         workers = [d for d in park.dispatches if d.kind != "sync"]
         syncs = [d for d in park.dispatches if d.kind == "sync"]
         started_wall, started = time.time(), time.perf_counter()
-        results = await asyncio.gather(
-            service.send(workers, origin),
-            *(_run_sync_member(engine, walker, run, frame, by_unit[d.unit_id][0], d) for d in syncs))
-        acks, claims = results[0]
-        for extra in results[1:]:
-            claims.extend(extra)
+        run_id = run.run_id
+
+        def drain() -> Any:  # the release check of step 4, in the ack marking's thread hop
+            return store.try_release(run_id, materialize=service.materialize)
+
+        if syncs:
+            results = await asyncio.gather(
+                service.send_then(workers, origin),
+                *(_run_sync_member(engine, walker, run, frame, by_unit[d.unit_id][0], d) for d in syncs))
+            acks, claims, _ = results[0]
+            for extra in results[1:]:
+                claims.extend(extra)
+            drained = None
+        else:
+            acks, claims, drained = await service.send_then(workers, origin, after=drain)
         ack_by_opc = {a.opc: a for a in acks}
         for d in workers:
             pop = by_unit[d.unit_id][0]
@@ -96,7 +105,7 @@ async def park_barrier(engine: "ContinuationEngine", walker: "Walker", run: "Run
         # dispatch, with no interactions, are released by the drain below)
         claim = claims[0] if claims else None
         if claim is None:
-            release = await asyncio.to_thread(store.try_release, run.run_id, materialize=service.materialize)
+            release = drained if drained is not None else await service.run_store(drain)
             if release.won:
                 claim = release.claim
         if claim is None and handoff.done():
@@ -125,7 +134,7 @@ async def continue_inline(engine: "ContinuationEngine", walker: "Walker", run: "
                                       "attempt": claim.attempt, "inline": True})
     set_claim(run, claim.segment_id, claim.claim_token)
     try:
-        bundle = await asyncio.to_thread(store.claim_resume, claim.run_id, claim.claim_token)
+        bundle = store.claim_resume(claim.run_id, claim.claim_token)  # a short read
     except RunLost as exc:
         run_lost(run, exc)
         return

@@ -42,8 +42,10 @@ def open_store(settings: Any, workspace: Path) -> Any:
 def open_service(settings: Any, workspace: Path, store: Any = None) -> Any:
     from txcl.continuations.service import ContinuationService
 
-    return ContinuationService(store if store is not None else open_store(settings, workspace), settings,
-                               workspace=workspace)
+    service = ContinuationService(store if store is not None else open_store(settings, workspace), settings,
+                                  workspace=workspace)
+    service.inline_store = True  # one-shot commands: no event loop to keep responsive
+    return service
 
 
 async def wait_for_finish(service: Any, run_id: str, timeout_ms: int) -> Any:

@@ -120,7 +120,7 @@ async def run_continuable(engine: "ContinuationEngine", walker: "Walker", run: "
     # promotion (step 4)
     spec = _base_spec(run, frame, pop, "local", [op_input], deadline_ms=start_ms + timeout)
     try:
-        park = await asyncio.to_thread(
+        park = await engine.service.run_store(
             engine.service.store.park_suspend, run_spec(engine, walker, run), fence_of(run), stage=frame.stage,
             kind="promotion", envelope=run.envelope, budgets=run_state(run, frame), units=[spec])
     except RunLost as exc:

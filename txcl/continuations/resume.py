@@ -191,7 +191,7 @@ async def resume_run(service: "ContinuationService", claim: ClaimRecord) -> Any:
 
     store = service.store
     try:
-        bundle = await asyncio.to_thread(store.claim_resume, claim.run_id, claim.claim_token)
+        bundle = store.claim_resume(claim.run_id, claim.claim_token)  # a short read
     except RunLost as exc:
         log.info("txcl: resume of %s abandoned: %s", claim.run_id, exc)
         return None

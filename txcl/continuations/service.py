@@ -107,6 +107,10 @@ class ContinuationService:
         self._run_waiters: dict[str, list[asyncio.Future]] = {}
         self.suspended_envelopes: dict[str, dict] = {}  # rid -> envelope at the suspend (202 body)
         self.before_dispatch: Callable[[], None] | None = None  # e.g. `txcl run`'s one-time warning
+        # Store calls run in a worker thread so a commit's fsync (or a busy wait on another
+        # process's write lock) never stalls the event loop of `txcl serve`; one-shot commands
+        # (`txcl run`, `complete`, `sweep`) run them inline and save the thread hand-offs.
+        self.inline_store = False
 
     # ------------------------------------------------------------------ trees and snapshots
     def snapshot_of(self, tree: Any) -> tuple[str, bytes]:
@@ -154,6 +158,12 @@ class ContinuationService:
         else:
             self.store.write_traces([record])
 
+    async def run_store(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Call a (blocking) store procedure: in a worker thread, or inline (`inline_store`)."""
+        if self.inline_store:
+            return fn(*args, **kwargs)
+        return await asyncio.to_thread(fn, *args, **kwargs)
+
     # ------------------------------------------------------------------ worker dispatch
     def http(self) -> Any:
         import httpx
@@ -178,24 +188,40 @@ class ContinuationService:
                    ) -> tuple[list[AckResult], list[ClaimRecord]]:
         """POST every dispatch concurrently; mark acks (P3); a failed ack is a failed terminal
         (P4, source `ack`) followed by P5. Returns the ack results and any claims won."""
-        if not dispatches:
-            return [], []
-        if self.before_dispatch is not None:
-            self.before_dispatch()
-        client = self.http()
-        results = await asyncio.gather(*(
-            post_dispatch(client, d, base_url=self.callback_base_url, ack_timeout_ms=self.settings.async_ack_timeout,
-                          origin_rid=origin_rid) for d in dispatches))
+        acks, claims, _ = await self.send_then(dispatches, origin_rid)
+        return acks, claims
+
+    async def send_then(self, dispatches: list[Dispatch] | tuple[Dispatch, ...], origin_rid: str | None = None,
+                        after: Callable[[], Any] | None = None) -> tuple[list[AckResult], list[ClaimRecord], Any]:
+        """`send`, then `after()` (a store call) in the same worker-thread hop as the ack
+        marking; returns its result too (the barrier's drain check rides along)."""
+        results: list[AckResult] = []
+        if dispatches:
+            if self.before_dispatch is not None:
+                self.before_dispatch()
+            client = self.http()
+            results = list(await asyncio.gather(*(
+                post_dispatch(client, d, base_url=self.callback_base_url,
+                              ack_timeout_ms=self.settings.async_ack_timeout, origin_rid=origin_rid)
+                for d in dispatches)))
         acked = [(r.opc, r.ack) for r in results if r.ok]
-        if acked:
-            await asyncio.to_thread(self.store.mark_ack, acked)
+        failed = [r for r in results if not r.ok]
+        after_result = None
+        if acked or (after is not None and not failed):
+            def step() -> Any:
+                if acked:
+                    self.store.mark_ack(acked)
+                return after() if after is not None and not failed else None
+
+            after_result = await self.run_store(step)
         claims: list[ClaimRecord] = []
-        for r in results:
-            if not r.ok:
-                _, release = await self.complete(r.opc, "failed", {"message": r.error}, source="ack")
-                if release is not None and release.won and release.claim is not None:
-                    claims.append(release.claim)
-        return list(results), claims
+        for r in failed:
+            _, release = await self.complete(r.opc, "failed", {"message": r.error}, source="ack")
+            if release is not None and release.won and release.claim is not None:
+                claims.append(release.claim)
+        if after is not None and failed:
+            after_result = await self.run_store(after)
+        return results, claims, after_result
 
     def send_later(self, dispatches: list[Dispatch] | tuple[Dispatch, ...], origin_rid: str | None = None) -> None:
         """Send in a background task; any release won there is driven here."""
@@ -214,12 +240,19 @@ class ContinuationService:
                        best_effort: bool = False, transport: str | None = None
                        ) -> tuple[AdmitResult, ReleaseResult | None]:
         """P4 then (when admitted) P5 for one interaction; promoted items are sent."""
-        admit = await asyncio.to_thread(self.store.admit_terminal, opc, status, payload, source=source, token=token,
-                                        best_effort=best_effort, transport=transport)
-        if admit.outcome != "admitted":
+        store = self.store
+
+        def admit_and_release() -> tuple[AdmitResult, ReleaseResult | None]:  # one thread hop, two transactions
+            admitted = store.admit_terminal(opc, status, payload, source=source, token=token,
+                                            best_effort=best_effort, transport=transport)
+            if admitted.outcome != "admitted":
+                return admitted, None
+            return admitted, store.continue_release(opc, child_version=admitted.child_version,
+                                                    materialize=self.materialize)
+
+        admit, release = await self.run_store(admit_and_release)
+        if release is None:
             return admit, None
-        release = await asyncio.to_thread(self.store.continue_release, opc, child_version=admit.child_version,
-                                          materialize=self.materialize)
         if admit.dispatches:
             self.send_later(admit.dispatches)
         return admit, release
