@@ -13,6 +13,7 @@ from txcl.runtime.interpreter import Completed
 
 class _Handler(BaseHTTPRequestHandler):
     server_version = "testworker"
+    hits = 0
     release: threading.Event
 
     def log_message(self, *args):  # keep test output quiet
@@ -47,6 +48,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, json.dumps({"blob": "x" * 5000}).encode())
         elif path == "/text":
             self._send(200, b"hello there", "text/plain")
+        elif path == "/echo":
+            self._send(200, json.dumps({"raw": body.decode(), "ctype": self.headers.get("Content-Type")}).encode())
+        elif path == "/counter":
+            _Handler.hits += 1
+            self._send(200, json.dumps({"count": _Handler.hits}).encode())
         elif path == "/empty":
             self.send_response(204)
             self.end_headers()
@@ -169,3 +175,20 @@ def test_connection_refused_is_op_error(workspace, run_tree):
     outcome, store = run_tree(ws, {})
     assert isinstance(outcome, Completed)
     assert _steps(store, outcome)["call"]["status"] == "error"
+
+
+def test_urlencoded_body(workspace, run_tree, server):
+    ws = workspace({"OPS/s/0100/call.txcl": (f'WITH body_encoding = "urlencoded", body_path = "form", into = "r"\n'
+                                             f'EXEC "{server}/echo"')})
+    env = run_tree(ws, {"form": {"a": "1 2", "b": True}})[0].envelope
+    assert env["r"] == {"raw": "a=1+2&b=true", "ctype": "application/x-www-form-urlencoded"}
+
+
+def test_loop_over_http(workspace, run_tree, server):
+    _Handler.hits = 0
+    ws = workspace({"OPS/s/0100/poll.txcl": f'EXEC "{server}/counter"\nLOOP UNTIL .count >= 3 EVERY 2'})
+    outcome, store = run_tree(ws, {})
+    assert outcome.envelope["count"] == 3
+    assert outcome.envelope["_txc"]["runtime"]["loop"]["poll"]["passes"] == 3
+    step = store.get_trace(outcome.rid).steps[0]
+    assert step["transport"] == "http" and step["stop"] == "done"
