@@ -4,7 +4,7 @@ Every run ends as CONTINUATIONS.md §5.7 says: completed with the result merged 
 `promote` loss expires instead, tested in test_cont_continuable.py), no run stuck past its
 expiry, at most two worker calls per interaction.
 
-The default run covers park and the callback's admit; the other points are slow-marked."""
+The default run covers park (the sweeper resends and re-runs the sync sibling); the other points are slow-marked."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ FLAGS = ["--async-ack-timeout", "1s", "--reconcile-after", "2s", "--continuation
          "--continuation-stale-resume-after", "2s"]
 # `admit`/`materialize` without a count hit the sync sibling's outcome inside the request;
 # `:2` is the worker's callback
-FAST = ["park", "admit:2"]
-SLOW = ["ack", "admit", "materialize", "materialize:2", "release", "resume-frame", "finish"]
+FAST = ["park"]
+SLOW = ["ack", "admit", "admit:2", "materialize", "materialize:2", "release", "resume-frame", "finish"]
 IN_REQUEST = ("park", "ack", "admit", "materialize")
 
 
@@ -74,7 +74,8 @@ def slow(op_input, ctx):
 '''
 
 
-@pytest.mark.parametrize("point", ["admit", pytest.param("release", marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize("point", ["admit", "release"])
 def test_t8_continuable_after_promotion_survives_a_kill_at(point, serve, workspace, store_at):
     """The promoted task admitted its terminal (or won the release) and the process died: the
     restarted server's sweeper finishes the same steps; the result is merged once."""
