@@ -132,10 +132,24 @@ def python_rate(url: str, seconds: float, connections: int, max_requests: int = 
     return asyncio.run(main())
 
 
-def measure(url: str, seconds: float, connections: int, use_wrk: bool) -> float:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (all its threads), from /proc."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measure(url: str, pid: int, seconds: float, connections: int, use_wrk: bool) -> tuple[float, float]:
+    """(requests/s, requests per CPU-second of the server process)."""
     fn = wrk_rate if use_wrk else python_rate
     fn(url, min(1.0, seconds), connections)  # warm-up
-    return fn(url, seconds, connections)
+    cpu0 = cpu_seconds(pid)
+    rate = fn(url, seconds, connections)
+    cpu = cpu_seconds(pid) - cpu0
+    total = rate * max(1, round(seconds)) if use_wrk else rate * seconds
+    return rate, total / cpu if cpu > 0 else float("nan")
 
 
 # ---------------------------------------------------------------- main
@@ -165,6 +179,7 @@ def main() -> None:
             "txcl (trace off)": [py, "-m", "txcl", "serve", str(ws), "--port", "0", "--trace-mode", "off"],
         }
         rates: dict[str, list[float]] = {name: [] for name in servers}
+        per_cpu: dict[str, list[float]] = {name: [] for name in servers}
         for _ in range(args.rounds):
             for name, cmd in servers.items():
                 proc, url = start(cmd, ws)
@@ -174,16 +189,22 @@ def main() -> None:
                     check = httpx.get(url + "/bench", timeout=10)
                     if check.status_code != 200:
                         raise SystemExit(f"{name}: {check.status_code} {check.text}")
-                    rates[name].append(measure(url, args.seconds, args.connections, use_wrk))
+                    rate, cpu_rate = measure(url, proc.pid, args.seconds, args.connections, use_wrk)
+                    rates[name].append(rate)
+                    per_cpu[name].append(cpu_rate)
                 finally:
                     stop(proc)
     load = f"wrk -t1 -c{args.connections}" if use_wrk else f"httpx asyncio, {args.connections} connections"
     print(f"load: {load}, {args.seconds:g}s per measurement, {args.rounds} rounds, medians")
-    med = {name: statistics.median(values) for name, values in rates.items()}
-    for name, value in med.items():
-        print(f"{name:<22} {value:>10.0f} requests/s   (rounds: {', '.join(f'{v:.0f}' for v in rates[name])})")
-    print(f"{'ratio txcl / bare':<22} {med['txcl'] / med['bare'] * 100:>10.1f} %   (target >= 50%)")
-    print(f"{'ratio trace off / bare':<22} {med['txcl (trace off)'] / med['bare'] * 100:>10.1f} %")
+    print(f"{'':<22} {'requests/s':>12} {'req/CPU-s':>12}   per-round requests/s")
+    for name in servers:
+        print(f"{name:<22} {statistics.median(rates[name]):>12.0f} {statistics.median(per_cpu[name]):>12.0f}   "
+              + ", ".join(f"{v:.0f}" for v in rates[name]))
+    for name in ("txcl", "txcl (trace off)"):
+        round_ratios = [t / b for t, b in zip(rates[name], rates["bare"])]
+        cpu_ratio = statistics.median(per_cpu[name]) / statistics.median(per_cpu["bare"])
+        print(f"ratio {name} / bare: {statistics.median(round_ratios) * 100:.1f} % of requests/s "
+              f"(median of per-round ratios), {cpu_ratio * 100:.1f} % per server CPU-second   (target >= 50%)")
 
 
 if __name__ == "__main__":
