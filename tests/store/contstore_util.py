@@ -126,3 +126,16 @@ def proc_callbacks(path: str, jobs: list[tuple[str, str, str]], seed: int, barri
             won.append(run_id)
     out.put(("callback", won))
     store.close()
+
+
+def proc_complete_items(path: str, jobs: list[tuple[str, str, int]], barrier, out) -> None:
+    """Complete itemized interactions (P4 then P5) from another process; report releases won."""
+    store = open_store(path, node="proc")
+    barrier.wait()
+    won = 0
+    for opc, token, index in jobs:
+        admit = store.admit_terminal(opc, "completed", {"i": index}, source="callback", token=token)
+        assert admit.outcome == "admitted", admit
+        won += store.continue_release(opc, child_version=admit.child_version).won
+    out.put(won)
+    store.close()

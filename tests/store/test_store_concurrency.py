@@ -13,7 +13,7 @@ import time
 
 import pytest
 from contstore_util import (complete, itemized, open_store, park_barrier, proc_admit, proc_callbacks,
-                            proc_continue, proc_join_checks, proc_try_release, run_spec, unary)
+                            proc_complete_items, proc_continue, proc_join_checks, proc_try_release, run_spec, unary)
 
 from txcl.store.continuations_base import Fence
 
@@ -242,4 +242,18 @@ def test_join_check_racing_callbacks_across_processes_t4_dj5(tmp_path):
         marker = store.get_joined_marker(unit_id)
         expected = rid if run_id in in_request else store.get_claim(run_id).segment_id
         assert marker.segment_id == expected
+    store.close()
+
+
+def test_itemized_completions_from_several_processes_one_release(tmp_path):
+    """AU-4/EC-6 across processes: 4 processes complete 48 items in parallel; one release, item order."""
+    path = tmp_path / "txcl.db"
+    store = open_store(path)
+    park = park_barrier(store, units=[itemized(n=48, window=48)])
+    jobs = [(d.opc, d.token, d.item_index) for d in park.dispatches]
+    won = _spawn(proc_complete_items, [(str(path), jobs[i::N_PROCS]) for i in range(N_PROCS)])
+    assert sum(won) == 1
+    unit = store.get_unit(park.unit_ids[0])
+    assert unit.status == "completed" and unit.output == [{"i": i} for i in range(48)]
+    assert unit.provider_done == unit.continuation_done == 48
     store.close()
