@@ -80,6 +80,9 @@ async def run_continuable(engine: "ContinuationEngine", walker: "Walker", run: "
     started_wall, started = time.time(), time.perf_counter()
     start_ms = int(started_wall * 1000)
     op_input = walker.stamped_input(frame, pop, target, pop.prepared.dispatched)
+    from txcl.runtime.budget import DISPATCH_FUEL
+
+    run.budget.charge(DISPATCH_FUEL)  # a continuable op is a normal EXEC until it is promoted
 
     async def call() -> Any:
         raw, _info = await walker.call_target(run, frame, pop, target, op_input, directives, timeout)
