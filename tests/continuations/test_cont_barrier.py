@@ -128,3 +128,26 @@ def test_sync_sibling_error_is_best_effort(tmp_path, workspace, worker):
         asyncio.run(main())
     finally:
         store.close()
+
+
+def test_python_api_run_complete_wait(workspace, worker):
+    """§4.4 Python API: Suspended from run, `complete` resumes, `wait` returns the record."""
+    from txcl.continuations.api import complete, durable_interpreter, wait
+    from txcl.runtime.interpreter import Suspended
+
+    ws = workspace(barrier_tree(worker.url()))
+    interp, service = durable_interpreter(ws)
+    try:
+        outcome = interp.run_sync({"q": 1}, "shop")
+        assert isinstance(outcome, Suspended) and outcome.rcid.startswith("rc_")
+        job = worker.wait_job()
+        assert wait(service.store, outcome.run_id, timeout=0.1).status == "waiting"
+        result = complete(service.store, job.opc, {"status": "completed", "output": {"enriched": "api"}},
+                          workspace=ws)
+        assert result == {"run_id": outcome.run_id, "status": "resumed", "run_status": "completed"}
+        record = wait(service.store, outcome.run_id, timeout=5)
+        assert record.status == "completed" and record.result["after"] == "api"
+        assert complete(service.store, job.opc, {"status": "failed"})["status"] == "conflict"
+    finally:
+        interp.close()
+        service.store.close()
