@@ -151,3 +151,42 @@ def test_python_api_run_complete_wait(workspace, worker):
     finally:
         interp.close()
         service.store.close()
+
+
+def test_barrier_parks_twice_at_one_stage_with_visits(workspace, worker):
+    """A @goto loop re-enters a barrier scope: suspends (run, stage, visit 1) and (…, visit 2)."""
+    import asyncio
+
+    from txcl.continuations.service import ContinuationService, open_durable_store
+    from txcl.ops.tree import load_ops
+    from txcl.runtime.config import Settings
+
+    files = {
+        "OPS/shop/100/ask.txcl": f'WITH mode = "async"\nEXEC "{worker.url()}"',
+        "OPS/shop/200/loop.txcl": 'WHEN .finished != true\nEMIT @goto = "100"',
+        "OPS/shop/300/done.txcl": "EMIT .n = &len(.answers)",
+    }
+    ws = workspace(files)
+    store = open_durable_store(ws / ".txcl" / "txcl.db")
+    service = ContinuationService(store, Settings(), workspace=ws)
+
+    async def main():
+        outcome = await service.interpreter(load_ops(ws)).run({}, "shop")
+        final = None
+        for n in (1, 2):
+            job = worker.wait_job()
+            _, release = await service.complete(job.opc, "completed", {"answers": [f"a{n}"], "finished": n == 2},
+                                                source="cli")
+            final = await service.drive_resume(release.claim)
+        assert final.status == "completed" and final.envelope["answers"] == ["a1", "a2"] and final.envelope["n"] == 2
+        suspends = store.list_suspends(outcome.run_id)
+        assert [(s.stage, s.visit, s.status) for s in suspends] == [("shop/100", 1, "resumed"),
+                                                                  ("shop/100", 2, "resumed")]
+        traces = store.trace_rids_for_run(outcome.run_id)
+        assert traces[1:] == [f"resume-{outcome.run_id}-shop_100-v1", f"resume-{outcome.run_id}-shop_100-v2"]
+        await service.aclose()
+
+    try:
+        asyncio.run(main())
+    finally:
+        store.close()
