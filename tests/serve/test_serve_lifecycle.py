@@ -223,3 +223,27 @@ def test_extension_startup_failure_exits_2_without_traceback(workspace, tmp_path
     assert res.returncode == 2
     assert "startup failed: RuntimeError: sweeper cannot start" in res.stderr
     _no_traceback(res.stderr)
+
+
+def test_watch_reload_leaves_in_flight_requests_on_their_tree(workspace, serve):
+    files = dict(SLOW_FILES)
+    files["OPS/s/0200/v.txcl"] = "EMIT .v = 1"
+    ws = workspace(files)
+    srv = serve(ws, "--watch")
+    srv.wait_for("watching")
+    result: dict = {}
+
+    def call() -> None:
+        with httpx.Client(base_url=srv.url, timeout=30) as c:
+            result["r"] = c.get("/")
+
+    t = threading.Thread(target=call)
+    t.start()
+    _wait_file(ws / "marks" / "started")
+    mark = len(srv.lines)
+    (ws / "OPS/s/0200/v.txcl").write_text("EMIT .v = 22", encoding="utf-8")
+    srv.wait_for(r"reloaded the OPS tree", start=mark)
+    (ws / "marks" / "release").write_text("1")
+    t.join(30)
+    assert result["r"].json() == {"done": True, "v": 1}  # started on the old tree, finished on it
+    assert httpx.get(srv.url + "/", timeout=30).json() == {"done": True, "v": 22}
