@@ -110,6 +110,12 @@ async def park_barrier(engine: "ContinuationEngine", walker: "Walker", run: "Run
                 claim = release.claim
         if claim is None and handoff.done():
             claim = handoff.result()
+    except BaseException:
+        # cancelled (client gone) or failed while a callback handed us its release: let a
+        # background resume drive it instead of waiting for the claim to go stale
+        if handoff.done() and not handoff.cancelled():
+            service.start_resume(handoff.result())
+        raise
     finally:
         service.inflight.pop(run.run_id, None)
     if claim is None:
