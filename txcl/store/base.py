@@ -26,7 +26,9 @@ class TraceRecord:
 
     request: dict[str, Any]  # rid, origin_rid, run_id, src, entry_stack, started_ms, finished_ms, status, …
     steps: list[dict[str, Any]] = attrs.Factory(list)
-    events: list[dict[str, Any]] = attrs.Factory(list)
+    # Events are {"seq", "at_ms", "kind", "data"} dicts, or (seq, at_ms, kind, data) tuples
+    # as the recorder makes them; the store reads them back as dicts.
+    events: list[Any] = attrs.Factory(list)
 
 
 @runtime_checkable

@@ -137,7 +137,8 @@ class SqliteStore:
             return None
         request = dict(zip(TRACE_COLUMNS, row))
         steps = [{f: s.get(f) for f in STEP_FIELDS} | s for s in json.loads(row[-2])]
-        events = json.loads(row[-1])
+        events = [e if isinstance(e, dict) else {"seq": e[0], "at_ms": e[1], "kind": e[2], "data": e[3]}
+                  for e in json.loads(row[-1])]
         return TraceRecord(request, steps, events)
 
     def last_trace_rid(self) -> str | None:

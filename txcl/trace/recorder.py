@@ -67,7 +67,7 @@ class TraceRecorder:
         self._out: Any = None
         self._error: Any = None
         self.steps: list[dict[str, Any]] = []
-        self.events: list[dict[str, Any]] = []
+        self.events: list[tuple] = []  # (seq, at_ms, kind, data): packed as arrays by the store
         self._seq = 0
         self.omit: set[tuple[str, ...]] = set()
         self.redact: set[tuple[str, ...]] = set()
@@ -79,7 +79,7 @@ class TraceRecorder:
     def event(self, kind: str, data: dict[str, Any] | None = None) -> None:
         if self.enabled:
             self._seq += 1
-            self.events.append({"seq": self._seq, "at_ms": self.clock_ms(), "kind": kind, "data": data})
+            self.events.append((self._seq, self.clock_ms(), kind, data))
 
     def step(self, step: dict[str, Any], *, detail: bool = False, rule: str | None = None,
              input_value: Any = None, output_value: Any = None) -> None:
