@@ -62,7 +62,7 @@ async def _rounds(interp: Interpreter, n: int, rounds: int) -> list[tuple[float,
     for _ in range(rounds):
         start, cpu = time.perf_counter(), time.process_time()
         for _ in range(n):
-            outcome = await interp.run(json.loads(template), "bench")
+            outcome = await interp.run(json.loads(template), "bench", bytes_in=len(template))
         interp.flush_traces()
         elapsed, cpu_used = time.perf_counter() - start, time.process_time() - cpu
         assert isinstance(outcome, Completed) and outcome.envelope["s5"]["done"] is True

@@ -166,10 +166,13 @@ class Interpreter:
 
     # ------------------------------------------------------------ running
     async def run(self, envelope: dict, stack: str | None = None, *, src: str = "api", rid: str | None = None,
-                  mocks: list[str] | None = None) -> Outcome:
-        """Walk one request to its outcome (Completed, Failed or Suspended)."""
+                  mocks: list[str] | None = None, bytes_in: int | None = None) -> Outcome:
+        """Walk one request to its outcome (Completed, Failed or Suspended).
+
+        `bytes_in` is the size of the received input when the caller knows it (an inlet that
+        parsed a body); otherwise the trace measures the envelope."""
         run = self.new_run(envelope, stack, src=src, rid=rid, mocks=mocks)
-        return await self.drive(run)
+        return await self.drive(run, bytes_in=bytes_in)
 
     def run_sync(self, envelope: dict, stack: str | None = None, **kwargs: Any) -> Outcome:
         """Blocking twin of `run` (starts its own event loop)."""
@@ -181,7 +184,7 @@ class Interpreter:
         finally:
             await self.aclose_http()
 
-    async def drive(self, run: Run, rec: TraceRecorder | None = None) -> Outcome:
+    async def drive(self, run: Run, rec: TraceRecorder | None = None, *, bytes_in: int | None = None) -> Outcome:
         """Step `run` until its segment ends; write the trace; return the outcome."""
         self._pool()
         settings = self.settings
@@ -190,7 +193,7 @@ class Interpreter:
                                 run.rid, run.src, run.entry_stack, body_cap=settings.trace_body_cap_bytes,
                                 origin_rid=run.origin_rid, run_id=run.run_id)
         if rec.enabled:
-            rec.set_input(run.envelope)
+            rec.set_input(run.envelope, bytes_in)
             rec.event("request.start", {"stack": run.entry_stack, "src": run.src})
         started = time.perf_counter()
         walker = self.walker
