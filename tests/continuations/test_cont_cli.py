@@ -83,3 +83,22 @@ def test_t30_sweep_once_from_the_command_line(workspace, worker):
     swept = txcl("sweep", "--workspace", str(ws), "--json")
     assert swept.returncode == 0
     assert json.loads(swept.stdout.strip().splitlines()[-1])["expired"] == 0
+
+
+def test_t30_run_wait_keeps_a_promoted_continuable_op_running(workspace):
+    """`txcl run --wait`: the promoted op finishes in the same process and the run completes;
+    without --wait the command exits 3 and the run is left waiting."""
+    ws = workspace({
+        "cli_slowop.py": "import time\ndef slow(op_input, ctx):\n    time.sleep(0.8)\n    return {'v': 'slow'}\n",
+        "OPS/site/100/work.txcl": 'WITH mode = "continuable", continue_after = "150ms", timeout = "10s"\n'
+                                  'EXEC "py://cli_slowop:slow"',
+        "OPS/site/200/after.txcl": "EMIT .after = .v",
+    })
+    waited = txcl("run", str(ws), "--wait", "20s", "--compact")
+    assert waited.returncode == 0, waited.stderr
+    assert json.loads(waited.stdout) == {"v": "slow", "after": "slow"}
+    left = txcl("run", str(ws), "--compact")
+    assert left.returncode == 3
+    run_id = json.loads(left.stdout)["run_id"]
+    shown = json.loads(txcl("runs", "show", run_id, "--workspace", str(ws), "--json").stdout)
+    assert shown["status"] == "waiting" and shown["suspends"][0]["kind"] == "promotion"
