@@ -391,10 +391,10 @@ def test_p8_not_due_does_nothing(store):
 
 def test_p9_expire_run_marks_interactions_timed_out(store, clock):
     park = park_barrier(store, units=[itemized(n=6, window=2, budget_ms=1_000)])
-    assert store.expire_run(park.run.run_id) is False  # not yet
+    assert not store.expire_run(park.run.run_id)  # not yet
     clock.advance(1_001)
-    assert store.expire_run(park.run.run_id) is True
-    assert store.expire_run(park.run.run_id) is False  # idempotent
+    assert store.expire_run(park.run.run_id).expired
+    assert not store.expire_run(park.run.run_id)  # idempotent
     its = store.list_interactions(park.unit_ids[0])
     assert {i.status for i in its if i.item_index < 2} == {"timed_out"}
     assert {i.status for i in its if i.item_index >= 2} == {"timed_out"}

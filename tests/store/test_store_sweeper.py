@@ -232,3 +232,16 @@ def test_collect_timeout_release_is_handed_to_drive_resume(store, clock):
     assert report.timed_out == [park.dispatches[1].opc]
     assert [c.run_id for c in driven] == [park.run.run_id]
     assert store.get_run(park.run.run_id).status == "resuming"
+
+
+def test_run_whose_outcomes_were_all_admitted_in_time_is_released_not_expired(store, clock):
+    """P9 drains first: a child left unmaterialised by a crash is not the worker's lateness (EC-7)."""
+    park = park_barrier(store, units=[itemized(n=2, window=2, budget_ms=1_000)])
+    for d in park.dispatches:
+        store.admit_terminal(d.opc, "completed", {"i": d.item_index}, source="callback", token=d.token)
+    store.continue_release(park.dispatches[0].opc)  # item 0 fully continued; item 1's P5 "crashed"
+    clock.advance(1_001)  # past the run's expiry, before --reconcile-after
+    driven = []
+    report = sweep(store, CFG, drive_resume=driven.append)
+    assert report.expired == [] and [c.run_id for c in driven] == [park.run.run_id]
+    assert store.get_unit(park.unit_ids[0]).output == [{"i": 0}, {"i": 1}]

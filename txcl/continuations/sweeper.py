@@ -98,13 +98,17 @@ def sweep(
         result = store.time_out_interaction(opc, materialize=materialize)
         if result.outcome == "timed_out":
             report.timed_out.append(opc)
+            report.promoted.extend(result.dispatches)  # collect: the freed slot's next items
             if result.claim is not None:  # a collect unit completed by the timeout released its run
                 report.released.append(result.claim)
 
     # 2. expiry (P9)
     for run_id in store.expirable_runs(limit=batch):
-        if store.expire_run(run_id):
+        result = store.expire_run(run_id, materialize=materialize)
+        if result.expired:
             report.expired.append(run_id)
+        elif result.claim is not None:  # its outcomes were all in: released instead of expired
+            report.released.append(result.claim)
 
     # 3. stale claims (P10)
     for run_id in store.stale_claims(stale_after_ms=config.stale_after_ms, limit=batch):

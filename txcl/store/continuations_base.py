@@ -398,14 +398,30 @@ class AdmitResult:
 
 
 @dataclass(frozen=True)
+class ExpireResult:
+    """P9. ``expired``: the run is now ``expired``. A parked run whose every awaited outcome was
+    admitted in time is not expired for the store's own lag (a child not yet materialised after a
+    crash): P9 first drains its suspend, and if that releases it, ``claim`` is set instead."""
+
+    expired: bool
+    claim: ClaimRecord | None = None
+
+    def __bool__(self) -> bool:
+        return self.expired
+
+
+@dataclass(frozen=True)
 class TimeoutResult:
     """P8: ``timed_out`` (this call closed it), ``not_due``, ``unknown`` or the closed status.
     ``claim`` is set when the timeout (``on_item_error = "collect"``) completed the unit and
-    released the run: the caller drives that resume. ``expired`` tells that the run expired."""
+    released the run: the caller drives that resume. ``expired`` tells that the run expired.
+    ``dispatches`` are queued items promoted into the slot the timed-out item freed (collect):
+    the caller sends them, as after an admitted completion."""
 
     outcome: str
     claim: ClaimRecord | None = None
     expired: bool = False
+    dispatches: tuple[Dispatch, ...] = ()  # collect: the freed window slot promoted the next items
 
 
 @dataclass(frozen=True)
@@ -526,7 +542,7 @@ class ContinuationStore(Protocol):
     ) -> RunRecord: ...
     # P8, P9
     def time_out_interaction(self, opc: str, *, materialize: Materializer | None = None) -> TimeoutResult: ...
-    def expire_run(self, run_id: str) -> bool: ...
+    def expire_run(self, run_id: str, *, materialize: Materializer | None = None) -> ExpireResult: ...
     # P10, P11
     def take_over_claim(self, run_id: str, *, stale_after_ms: int, max_attempts: int, owner: str | None = None) -> TakeoverResult: ...
     def heartbeat(self, run_id: str, claim_token: str) -> None: ...

@@ -48,6 +48,7 @@ from txcl.store.continuations_base import (
     CreateRunResult,
     Dispatch,
     DispatchResult,
+    ExpireResult,
     Fence,
     InteractionRecord,
     JoinedMarker,
@@ -853,8 +854,8 @@ class SqliteContinuationStore:
             if it["status"] == "timed_out":
                 return AdmitResult("expired", **base)
             if it["status"] in INTERACTION_OPEN and it["deadline_ms"] is not None and it["deadline_ms"] < t.now:
-                claim, _ = self._p8(t, it, default_materialize)
-                return AdmitResult("expired", claim=claim, **base)
+                claim, _, promoted = self._p8(t, it, default_materialize)
+                return AdmitResult("expired", claim=claim, dispatches=tuple(promoted), **base)
             inserted = t.returning(
                 "INSERT INTO terminals (opc, status, payload_json, payload_sha256, source, best_effort, transport, "
                 "fuel_used, recorded_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING opc",
@@ -1095,18 +1096,20 @@ class SqliteContinuationStore:
                 return TimeoutResult(it["status"])
             if it["deadline_ms"] is None or it["deadline_ms"] >= t.now:
                 return TimeoutResult("not_due")
-            claim, expired = self._p8(t, it, materialize or default_materialize)
-            return TimeoutResult("timed_out", claim, expired)
+            claim, expired, promoted = self._p8(t, it, materialize or default_materialize)
+            return TimeoutResult("timed_out", claim, expired, tuple(promoted))
 
-    def _p8(self, t: _Tx, it: sqlite3.Row, materialize: Materializer) -> tuple[ClaimRecord | None, bool]:
-        """Returns (the release claim if a collect timeout completed the unit, whether the run expired)."""
+    def _p8(self, t: _Tx, it: sqlite3.Row, materialize: Materializer
+            ) -> tuple[ClaimRecord | None, bool, list[Dispatch]]:
+        """Returns (the release claim if a collect timeout completed the unit, whether the run
+        expired, the items promoted into the freed window slot under collect)."""
         opc, unit_id, index, run_id = it["opc"], it["unit_id"], it["item_index"], it["run_id"]
         if t.run(f"UPDATE interactions SET status = 'timed_out', closed_ms = ?, version = version + 1 "
                  f"WHERE opc = ? AND status IN {_OPEN}", (t.now, opc)) != 1:
-            return None, False
+            return None, False, []
         unit = t.one("SELECT * FROM await_units WHERE unit_id = ?", (unit_id,))
         if unit["status"] != "waiting":
-            return None, False
+            return None, False, []
         error = {"message": f"item {index} timed out" if unit["kind"] == "itemized" else "timed out",
                  "timeout": True}
         if unit["kind"] == "itemized" and unit["on_item_error"] == "collect":
@@ -1118,8 +1121,12 @@ class SqliteContinuationStore:
                 (unit_id, index, opc, _dumps(error), t.now, t.now),
             )
             self._record_continuation_fact(t, unit, index, "failed")
+            # the timed-out item has its outcome: its window slot goes to the next queued item,
+            # exactly as after an admitted completion (§2.5), raising the run's expiry with it
+            promoted, deadline = self._promote(t, unit_id)
+            self._raise_expiry(t, run_id, deadline)
             self._settle_unit(t, unit_id)
-            return self._try_release_in_tx(t, run_id), False
+            return self._try_release_in_tx(t, run_id), False, promoted
         t.run("UPDATE await_units SET error_json = ? WHERE unit_id = ?", (_dumps(error), unit_id))
         self._close_units(t, [unit_id], "cancelled", unit_status="timed_out")
         run = t.one("SELECT * FROM runs WHERE run_id = ?", (run_id,))
@@ -1131,19 +1138,30 @@ class SqliteContinuationStore:
         )
         if run["status"] == "waiting" and member is not None:
             self._expire_in_tx(t, run, reason="timed_out", detail={"unit_id": unit_id, "opc": opc})
-            return None, True
-        return None, False
+            return None, True, []
+        return None, False, []
 
     # P9
-    def expire_run(self, run_id: str) -> bool:
+    def expire_run(self, run_id: str, *, materialize: Materializer | None = None) -> ExpireResult:
         with self._cs_tx() as t:
             run = t.one("SELECT * FROM runs WHERE run_id = ?", (run_id,))
             if run is None or run["status"] not in ("active", "waiting"):
-                return False
+                return ExpireResult(False)
             if run["expires_ms"] is None or run["expires_ms"] >= t.now:
-                return False
+                return ExpireResult(False)
+            if run["status"] == "waiting":
+                # everything admitted before the deadline counts: finish the store's own pending
+                # work (children not yet materialised) before deciding the run is late
+                for m in t.all("SELECT unit_id FROM suspend_members WHERE run_id = ? AND stage = ? AND visit = ?",
+                               (run_id, run["cur_stage"], run["cur_visit"])):
+                    self._drain_unit(t, m["unit_id"], materialize or default_materialize)
+                claim = self._try_release_in_tx(t, run_id)
+                if claim is not None:
+                    self._event(t, run_id, "reconcile.release", f"reconcile.release:{claim.stage}:{claim.visit}",
+                                {"run_id": run_id, "at_expiry": True})
+                    return ExpireResult(False, claim)
             self._expire_in_tx(t, run, reason="expired", detail=None)
-            return True
+            return ExpireResult(True)
 
     def _expire_in_tx(self, t: _Tx, run: sqlite3.Row, *, reason: str, detail: Any) -> None:
         run_id = run["run_id"]
