@@ -26,7 +26,7 @@ from txcl.continuations.engine import (
     run_spec,
     run_state,
 )
-from txcl.store.continuations_base import ClaimRecord, Dispatch, RunLost, UnitSpec
+from txcl.store.continuations_base import UNIT_BAD, ClaimRecord, Dispatch, RunLost, UnitSpec
 
 if TYPE_CHECKING:
     from txcl.continuations.engine import ContinuationEngine
@@ -73,7 +73,15 @@ async def park_barrier(engine: "ContinuationEngine", walker: "Walker", run: "Run
         started_wall, started = time.time(), time.perf_counter()
         run_id = run.run_id
 
+        member_ids = park.unit_ids
+
         def drain() -> Any:  # the release check of step 4, in the ack marking's thread hop
+            # A member still waiting for a terminal makes the suspend unreleasable now, and that
+            # terminal's own P5 will release it: skip the write transaction (a read decides).
+            units = [store.get_unit(u) for u in member_ids]
+            if not any(u is not None and u.status in UNIT_BAD for u in units) and any(
+                    u is not None and u.status == "waiting" and u.provider_done < u.expected for u in units):
+                return None
             return store.try_release(run_id, materialize=service.materialize)
 
         if syncs:
@@ -105,8 +113,8 @@ async def park_barrier(engine: "ContinuationEngine", walker: "Walker", run: "Run
         # dispatch, with no interactions, are released by the drain below)
         claim = claims[0] if claims else None
         if claim is None:
-            release = drained if drained is not None else await service.run_store(drain)
-            if release.won:
+            release = drained if (drained is not None or not syncs) else await service.run_store(drain)
+            if release is not None and release.won:
                 claim = release.claim
         if claim is None and handoff.done():
             claim = handoff.result()
