@@ -144,3 +144,72 @@ def test_random_interleavings_many(tmp_path):
         one_trial(tmp_path, seed)
     # the trials reach every ending: fail-fast failures, collect errors, expiry, clean completion
     assert {k[1:] for k in OUTCOMES} >= {("resuming", "completed"), ("resuming", "failed"), ("expired", "timed_out")}
+
+
+def multi_unit_trial(tmp_path, seed):
+    """A barrier with several members (unary, itemized, sync): fail-fast and one release."""
+    from contstore_util import unary
+
+    from txcl.store.continuations_base import UnitSpec
+
+    rng = random.Random(seed)
+    clock = FakeClock()
+    store = open_store(tmp_path / f"m{seed}.db", clock)
+    units = [unary("a", budget_ms=rng.choice([2_000, 50_000])),
+             itemized("b", n=rng.randint(1, 6), window=rng.randint(1, 3), policy=rng.choice(["fail", "collect"]),
+                      budget_ms=rng.choice([2_000, 50_000])),
+             UnitSpec(kind="sync", op_name="c", items=[{}], budget_ms=50_000)]
+    park = park_barrier(store, f"m-{seed}", units=units)
+    tokens = {d.opc: d.token for d in park.dispatches}
+    releases = 0
+    for _ in range(80):
+        run = store.get_run(park.run.run_id)
+        if run.status != "waiting":
+            break
+        live = [i for u in park.unit_ids for i in store.list_interactions(u)
+                if i.status in ("dispatching", "dispatched")]
+        if live and rng.random() < 0.7:
+            it = rng.choice(live)
+            kind = store.get_unit(it.unit_id).kind
+            failed = rng.random() < 0.1
+            status, payload = ("failed", {"message": "x"}) if failed else ("completed", {"v": it.item_index})
+            source = "sync" if kind == "sync" else "callback"
+            admit = store.admit_terminal(it.opc, status, payload, source=source, token=tokens.get(it.opc),
+                                         best_effort=(kind == "sync"))
+            tokens.update({d.opc: d.token for d in admit.dispatches})
+            releases += admit.claim is not None
+            if admit.outcome == "admitted" and rng.random() < 0.9:
+                releases += store.continue_release(it.opc, child_version=admit.child_version).won
+        else:
+            clock.advance(rng.choice([100, 1_500]))
+            report = sweep(store, CFG)
+            releases += len(report.released)
+            tokens.update({d.opc: d.token for d in [*report.resent, *report.promoted]})
+        assert releases <= 1
+    run = store.get_run(park.run.run_id)
+    statuses = {u: store.get_unit(u).status for u in park.unit_ids}
+    if run.status == "resuming":
+        assert releases == 1
+        bad = [s for s in statuses.values() if s in ("failed", "timed_out", "cancelled")]
+        # released: everything terminal, or fail-fast with the rest cancelled
+        assert all(s != "waiting" for s in statuses.values()), statuses
+        if not bad:
+            assert all(s == "completed" for s in statuses.values())
+        open_left = [i for u in park.unit_ids for i in store.list_interactions(u)
+                     if i.status in ("queued", "dispatching", "dispatched")]
+        assert not open_left  # EC-8 for the released members
+        assert statuses[park.unit_ids[2]] in ("completed", "cancelled")  # sync: best effort, never fails
+    elif run.status == "expired":
+        assert releases == 0
+    store.close()
+
+
+@pytest.mark.parametrize("seed", range(15))
+def test_random_multi_unit_barriers(tmp_path, seed):
+    multi_unit_trial(tmp_path, seed)
+
+
+@pytest.mark.slow
+def test_random_multi_unit_barriers_many(tmp_path):
+    for seed in range(1000, 1400):
+        multi_unit_trial(tmp_path, seed)
