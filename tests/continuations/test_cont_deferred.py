@@ -98,6 +98,9 @@ def test_t3_callback_before_the_join_merges_in_request_no_202(serve, workspace, 
     trace = wait_until(lambda: store.get_trace(headers["x-request-id"]))
     kinds = _events(trace)
     assert ("continuation.join", {"where": "request", "stage": "site/200", "ops": ["research"]}) in kinds
+    dispatch = [d for k, d in kinds if k == "continuation.dispatch"]
+    assert len(dispatch) == 1 and dispatch[0]["op"] == "research" and dispatch[0]["join_at_scope"] == 200
+    assert dispatch[0]["stage"] == "site/100" and dispatch[0]["run_id"] == run.run_id
     assert not [k for k, _ in kinds if k == "continuation.suspend"]
     pending = [s for s in trace.steps if s["name"] == "research"]
     assert len(pending) == 1 and pending[0]["status"] == "pending" and pending[0]["transport"] == "async"
@@ -523,3 +526,26 @@ def test_dj1_resumed_flow_runs_the_rules_frozen_at_dispatch(serve, workspace, wo
     store = store_at(ws / ".txcl" / "txcl.db")
     run = wait_until(lambda: (r := store.get_run(_run_id(job))) and r.status == "completed" and r)
     assert run.result["rendered"] == "P"
+
+
+def test_au14_deadline_passed_before_the_join_fails_the_request_there(serve, workspace, worker, store_at):
+    """AU-14 / DJ-3: the deferred unit times out while the flow is still before its floor (the
+    run is not parked on it: the timeout is only recorded); the flow meets the timed-out unit at
+    the join and the request ends with txcl_join_failed."""
+    files = seed_tree(worker.url(), timeout="300ms", extra={
+        "dj_au14_nap.py": SLOW_PY, "OPS/site/120/nap.txcl": 'EXEC "py://dj_au14_nap:nap"',
+        # a second join with a longer budget keeps the run's expiry ahead of the first deadline
+        "OPS/site/100/zlong.txcl": f'WITH mode = "async", join_at_scope = 200, timeout = "1m"\nEXEC "{worker.url()}"'})
+    ws = workspace(files)
+    srv = serve(ws, "--deferred-join-slack", "0s", "--continuation-sweep-period", "100ms")
+    status, _, body = http_get(srv.url + "/go?nap=1.5")
+    assert status == 502, body
+    error = json.loads(body)["error"]
+    assert error["code"] == "txcl_join_failed" and "timed out" in error["message"]
+    jobs = {j.body["_txc"]["op"]: j for j in (worker.wait_job(), worker.wait_job())}
+    job = jobs["site/research"]
+    store = store_at(ws / ".txcl" / "txcl.db")
+    assert store.get_interaction(job.opc).status == "timed_out"
+    run = store.get_run(_run_id(job))
+    assert run.status == "failed" and run.fail_reason == "join_failed"
+    assert worker.callback(job, RESULT)[0] == 410

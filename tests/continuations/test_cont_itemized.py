@@ -382,3 +382,50 @@ def test_item_outputs_are_sanitised(serve, workspace, worker, store_at):
     receipt = run.result["receipts"][0]
     assert receipt["id"] == 0 and "rid" not in receipt.get("_txc", {}) and "src" not in receipt.get("_txc", {})
 
+
+
+def test_au12_await_in_the_last_scope_resumes_through_the_full_path(serve, workspace, worker, store_at):
+    """AU-11 / AU-12: the await sits in the last scope: the resume still runs the tail (EMIT),
+    the merge, SET POST and control fields before the result is published by the finishing
+    transaction (no extra op or worker call)."""
+    files = {
+        "OPS/pay/50/items.txcl": "EMIT .items = [1, 2]",
+        "OPS/pay/100/charge.txcl": 'WITH mode = "async", each = .items, window = 2, into = "out"\n'
+                                   'SELECT *\nSET .post_ran = true\n'
+                                   f'EXEC "{worker.url()}"\nEMIT .n_out = &len(.out)',
+    }
+    ws = workspace(files)
+    srv = serve(ws)
+    status, headers, _ = http_get(srv.url + "/go")
+    assert status == 202
+    for _ in range(2):
+        job = worker.wait_job()
+        worker.callback(job, {"v": job.body["input"]})
+    store = store_at(ws / ".txcl" / "txcl.db")
+    run = wait_until(lambda: (r := store.get_run(_run_id(job))) and r.status == "completed" and r)
+    assert run.result["out"] == [{"v": 1}, {"v": 2}] and run.result["n_out"] == 2 and run.result["post_ran"] is True
+    assert len(worker.jobs) == 2
+    status, _, body = http_get(srv.url + headers["location"])
+    assert status == 200 and json.loads(body)["n_out"] == 2
+
+
+def test_au13_unary_await_over_a_collection_is_one_aggregate_unit(serve, workspace, worker, store_at):
+    """AU-13: a unary async op whose input is a list is one indivisible unit: one interaction
+    storing the whole input, one terminal with the whole output."""
+    files = {
+        "OPS/pay/50/items.txcl": "EMIT .batch = [1, 2, 3]",
+        "OPS/pay/100/bulk.txcl": f'WITH mode = "async"\nSELECT .batch\nEXEC "{worker.url()}"',
+    }
+    ws = workspace(files)
+    srv = serve(ws)
+    status, _, _ = http_get(srv.url + "/go")
+    assert status == 202
+    job = worker.wait_job()
+    assert job.body["input"]["batch"] == [1, 2, 3] and "item_index" not in job.body["_txc"]
+    store = store_at(ws / ".txcl" / "txcl.db")
+    unit = store.list_units(_run_id(job))[0]
+    interactions = store.list_interactions(unit.unit_id)
+    assert unit.kind == "unary" and len(interactions) == 1 and interactions[0].input["batch"] == [1, 2, 3]
+    assert worker.callback(job, {"done": [10, 20, 30]}) == (200, {"status": "resumed"})
+    run = wait_until(lambda: (r := store.get_run(_run_id(job))) and r.status == "completed" and r)
+    assert run.result["done"] == [10, 20, 30]

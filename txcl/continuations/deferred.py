@@ -22,7 +22,6 @@ op (it parks again as visit v+1, DJ-8) and a `@goto` loop may park at one stage 
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -159,7 +158,7 @@ class DeferredJoin:
             else:
                 specs.append(builder(engine, run, frame, pop, opclass))
         try:
-            result = await asyncio.to_thread(service.store.dispatch_deferred, run_spec(engine, walker, run),
+            result = await service.run_store(service.store.dispatch_deferred, run_spec(engine, walker, run),
                                              fence_of(run), specs)
         except RunLost as exc:
             run_lost(run, exc)
@@ -219,7 +218,7 @@ class DeferredJoin:
             return run.envelope, run_state(run, frame)
 
         try:
-            result = await asyncio.to_thread(
+            result = await service.run_store(
                 service.store.join_check, run.run_id, fence_of(run), stage=frame.stage, stack=frame.stack,
                 scope=frame.scope, build_park=build_park, materialize=service.materialize, join_error=join_error)
         except RunLost as exc:
