@@ -70,3 +70,4 @@ def run_tree(tmp_path: Path):
     yield run
     for store in stores:
         store.close()
+

@@ -4,11 +4,11 @@ long-poll returning on completion, 404 reasons, and the wait page in headless Ch
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import threading
 
 import pytest
+from testtools import require_tool
 from conftest import barrier_tree, http_get
 
 
@@ -103,9 +103,9 @@ def _chromium(url: str, tmp_path, budget_ms: int | None = None) -> str:
 
 
 @pytest.mark.browser
-@pytest.mark.skipif(shutil.which("chromium") is None, reason="headless chromium is not installed")
 def test_t29_wait_page_in_headless_chromium_becomes_the_answer(shared, tmp_path):
     """The browser shows the wait page while the run waits; its refresh shows the answer."""
+    require_tool("chromium")
     _, srv, worker = shared
     _, headers, _ = http_get(srv.url + "/go", accept="text/html")
     poll_url = srv.url + headers["location"]

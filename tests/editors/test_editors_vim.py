@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
 
+from testtools import require_tool
 from editors_support import REPO, SAMPLES, char_categories, valid_txcl_files
 
 VIM_DIR = REPO / "editors" / "vim"
@@ -29,9 +28,7 @@ GROUPS = {
 
 
 def probe(files: list[Path], tmp_path: Path) -> dict:
-    vim = shutil.which("vim")
-    if vim is None:
-        pytest.skip("vim not installed")
+    vim = require_tool("vim")
     listing = tmp_path / "files.txt"
     listing.write_text("\n".join(str(f) for f in files) + "\n", encoding="utf-8")
     out = tmp_path / "out.json"

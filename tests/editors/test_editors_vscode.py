@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from testtools import require_tool
 from editors_support import REPO, SAMPLES, char_categories, valid_txcl_files
 
 EXT = REPO / "editors" / "vscode"
@@ -39,9 +39,8 @@ SCOPES = [
 @pytest.fixture(scope="module")
 def node_modules() -> Path:
     """Install the extension's npm packages once (CI runs this on a fresh checkout)."""
-    npm = shutil.which("npm")
-    if shutil.which("node") is None or npm is None:
-        pytest.skip("node/npm not installed")
+    require_tool("node")
+    npm = require_tool("npm")
     modules = EXT / "node_modules"
     if not (modules / "vscode-tmgrammar-test").is_dir():
         subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=EXT, check=True,
@@ -78,10 +77,8 @@ def test_snippets_expand_to_valid_rules() -> None:
     for name, text in bodies.items():
         assert snippets[name]["prefix"] and snippets[name]["description"], name
         assert "$" not in text, name
-    try:
-        from txcl.syntax.parser import parse_rule
-    except ImportError:
-        pytest.skip("parser not available yet")
+    from txcl.syntax.parser import parse_rule
+
     for name, text in bodies.items():
         parse_rule(text, filename=name)
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +10,8 @@ from pathlib import Path
 import pytest
 from pygments.lexers import get_lexer_by_name, get_lexer_for_filename
 from pygments.token import Error, Keyword, Name, Number, Operator, String, Whitespace
+
+from testtools import require_tool
 
 from txcl.highlight import TxclLexer
 
@@ -28,7 +29,7 @@ def repo_txcl_files() -> list[Path]:
     skip = {"node_modules", ".git", "build", "dist", ".venv", "venv"}
     found = []
     for path in REPO.rglob("*.txcl"):
-        if not skip.intersection(path.relative_to(REPO).parts):
+        if path.is_file() and not skip.intersection(path.relative_to(REPO).parts):
             found.append(path)
     return sorted(found)
 
@@ -48,13 +49,10 @@ def significant(text: str) -> list[tuple[str, str]]:
     return [(str(tok), val) for tok, val in lex(text) if tok is not Whitespace]
 
 
-def lexically_valid(path: Path, text: str) -> bool | None:
-    """True/False from the parser's diagnostics; None when the parser is not there yet."""
-    try:
-        from txcl.syntax.parser import parse_rule
-    except ImportError:
-        return None
+def lexically_valid(path: Path, text: str) -> bool:
+    """Whether the parser reports none of the lexical problems the lexer marks as errors."""
     from txcl.errors import TxclSyntaxError
+    from txcl.syntax.parser import parse_rule
 
     try:
         parse_rule(text, filename=str(path))
@@ -64,6 +62,10 @@ def lexically_valid(path: Path, text: str) -> bool | None:
 
 
 ALL_FILES = repo_txcl_files()
+# Encoding fixtures (not UTF-8) cannot be lexed as text; lexically invalid fixtures are
+# expected to produce error tokens.
+TEXT_FILES = [p for p in ALL_FILES if read_text(p) is not None]
+VALID_FILES = [p for p in TEXT_FILES if lexically_valid(p, read_text(p))]
 
 
 def test_repo_has_samples() -> None:
@@ -71,35 +73,28 @@ def test_repo_has_samples() -> None:
     assert set(SAMPLES) <= set(ALL_FILES)
 
 
-@pytest.mark.parametrize("path", ALL_FILES, ids=lambda p: str(p.relative_to(REPO)))
+def test_file_lists_are_not_empty() -> None:
+    assert len(TEXT_FILES) >= 20 and len(VALID_FILES) >= 10
+    assert set(SAMPLES) <= set(VALID_FILES)
+
+
+@pytest.mark.parametrize("path", TEXT_FILES, ids=lambda p: str(p.relative_to(REPO)))
 def test_tokens_concatenate_back_to_input(path: Path) -> None:
     text = read_text(path)
-    if text is None:
-        pytest.skip("not UTF-8 (an encoding fixture)")
     assert "".join(val for _, val in lex(text)) == text
     # get_tokens() normalises line breaks; the text must still survive apart from that.
     normalised = text.replace("\r\n", "\n").replace("\r", "\n")
     assert "".join(val for _, val in TxclLexer().get_tokens(text)) == normalised
 
 
-@pytest.mark.parametrize("path", ALL_FILES, ids=lambda p: str(p.relative_to(REPO)))
+@pytest.mark.parametrize("path", VALID_FILES, ids=lambda p: str(p.relative_to(REPO)))
 def test_no_error_tokens_on_valid_files(path: Path) -> None:
     text = read_text(path)
-    if text is None:
-        pytest.skip("not UTF-8 (an encoding fixture)")
-    valid = lexically_valid(path, text)
-    if valid is None:
-        if path not in SAMPLES and "examples" not in path.parts:
-            pytest.skip("parser not available to tell valid from invalid fixtures")
-        valid = True
-    if not valid:
-        pytest.skip("fixture is lexically invalid on purpose")
     errors = [val for tok, val in lex(text) if tok in Error]
     assert errors == []
 
 
 def test_samples_are_valid_rules() -> None:
-    pytest.importorskip("txcl.syntax.parser")
     from txcl.syntax.parser import parse_rule
 
     for path in SAMPLES:
@@ -202,10 +197,7 @@ def test_registered_with_pygments() -> None:
 def test_pygmentize_command(tmp_path: Path) -> None:
     exe = Path(sys.executable).parent / "pygmentize"
     if not exe.exists():
-        found = shutil.which("pygmentize")
-        if found is None:
-            pytest.skip("pygmentize not installed")
-        exe = Path(found)
+        exe = Path(require_tool("pygmentize"))
     rule = HERE / "samples" / "pricing.txcl"
     out = subprocess.run([str(exe), "-l", "txcl", "-f", "html", str(rule)],
                          capture_output=True, text=True, check=True).stdout
