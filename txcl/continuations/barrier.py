@@ -76,11 +76,14 @@ async def park_barrier(engine: "ContinuationEngine", walker: "Walker", run: "Run
         member_ids = park.unit_ids
 
         def drain() -> Any:  # the release check of step 4, in the ack marking's thread hop
-            # A member still waiting for a terminal makes the suspend unreleasable now, and that
-            # terminal's own P5 will release it: skip the write transaction (a read decides).
+            # When every open member still lacks terminals (and none failed), draining can change
+            # nothing and each missing terminal's own P5 will settle and release: skip the write
+            # transaction (a read decides). A member that could settle now — all terminals in,
+            # or zero items — is drained.
             units = [store.get_unit(u) for u in member_ids]
-            if not any(u is not None and u.status in UNIT_BAD for u in units) and any(
-                    u is not None and u.status == "waiting" and u.provider_done < u.expected for u in units):
+            open_units = [u for u in units if u is not None and u.status == "waiting"]
+            if open_units and not any(u is not None and u.status in UNIT_BAD for u in units) and all(
+                    u.provider_done < u.expected for u in open_units):
                 return None
             return store.try_release(run_id, materialize=service.materialize)
 

@@ -269,7 +269,7 @@ class ContinuationEngine:
         if run.__dict__.get("claim_token") is not None:
             from txcl.continuations.resume import heartbeat_at_frame
 
-            if not heartbeat_at_frame(self.service, run):
+            if not await heartbeat_at_frame(self.service, run):
                 return
         if self.deferred is not None and run.run_id is not None and run.joins:
             await self.deferred.join_check(self, walker, run, frame)
@@ -315,11 +315,11 @@ class ContinuationEngine:
         if run.run_id is None or run.status == "running" or run.__dict__.get("finished_in_store"):
             return  # (finished_in_store: the join check's P6 already failed the run in its transaction)
         try:
-            self._finish(run)
+            await self._finish(run)
         finally:
             self.service.notify_run(run.run_id)
 
-    def _finish(self, run: "Run") -> None:
+    async def _finish(self, run: "Run") -> None:
         from txcl.runtime.budget import strip_budget_fields
         from txcl.values.merge import deep_copy
 
@@ -329,15 +329,16 @@ class ContinuationEngine:
             if run.status in ("completed", "halted"):
                 result = deep_copy(run.envelope)
                 strip_budget_fields(result)
-                store.finish_segment(run.run_id, fence, status="completed", result=result)
+                await self.service.run_store(store.finish_segment, run.run_id, fence, status="completed",
+                                             result=result)
             elif run.reason == "txcl_run_lost":
                 return
             else:
                 error = run.error
                 if isinstance(error, dict) and isinstance(error.get("error"), dict) and len(error) == 1:
                     error = error["error"]
-                store.finish_segment(run.run_id, fence, status="failed", error=error,
-                                     fail_reason=run.reason or "failed")
+                await self.service.run_store(store.finish_segment, run.run_id, fence, status="failed", error=error,
+                                             fail_reason=run.reason or "failed")
         except RunLost as exc:
             log.warning("txcl: %s", exc)
             run.fail({"error": {"code": "txcl_run_lost", "message": str(exc)}}, 503, reason="txcl_run_lost")

@@ -152,13 +152,13 @@ register_resumer("promotion", resume_members)
 # driving a resume
 
 
-def heartbeat_at_frame(service: "ContinuationService", run: "Run") -> bool:
+async def heartbeat_at_frame(service: "ContinuationService", run: "Run") -> bool:
     """P11 at a frame entry of a resumed segment; False (run lost) when the fence failed."""
     token = run.__dict__.get("claim_token")
     if token is None or run.run_id is None:
         return True
     try:
-        service.store.heartbeat(run.run_id, token)
+        await service.run_store(service.store.heartbeat, run.run_id, token)
     except RunLost as exc:
         run_lost(run, exc)
         return False
