@@ -14,6 +14,7 @@ from typing import Any, Iterable
 
 from txcl.store.base import KvEntry, KvError, TraceRecord
 from txcl.store.connection import DEFAULT_BUSY_TIMEOUT_MS, open_sqlite, resolve_db_path, transaction
+from txcl.trace.packing import pack_events, pack_steps
 
 TRACE_SCHEMA = (
     # One row per segment: steps and timeline events are packed as JSON arrays, so writing a
@@ -126,7 +127,7 @@ class SqliteStore:
         rows = []
         for trace in traces:
             req = trace.request
-            rows.append((*(req.get(c) for c in TRACE_COLUMNS), _pack(trace.steps), _pack(trace.events)))
+            rows.append((*[req.get(c) for c in TRACE_COLUMNS], pack_steps(trace.steps), pack_events(trace.events)))
         with self.write() as conn:
             conn.executemany(sql, rows)
 
@@ -219,13 +220,6 @@ class SqliteStore:
             (ns, len(prefix), prefix, now_ms, limit + 1)).fetchall()
         items = [KvEntry(r[0], _loads(r[1]), r[2]) for r in rows[:limit]]
         return items, len(rows) > limit
-
-
-_PACK = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
-
-
-def _pack(records: list[dict]) -> str:
-    return _PACK.encode(records)
 
 
 def _dumps(value: Any) -> str:

@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 from txcl.store.base import TraceRecord
 from txcl.trace.redact import Redactor
+from txcl.values.merge import deep_copy
 
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
@@ -69,6 +70,7 @@ class TraceRecorder:
         self.steps: list[dict[str, Any]] = []
         self.events: list[tuple] = []  # (seq, at_ms, kind, data): packed as arrays by the store
         self._seq = 0
+        self._detailed = False  # a step holds bodies (full mode, WITH debug = true)
         self.omit: set[tuple[str, ...]] = set()
         self.redact: set[tuple[str, ...]] = set()
 
@@ -91,12 +93,13 @@ class TraceRecorder:
             step["rule"] = rule
             step["_input"] = input_value
             step["_output"] = output_value
+            self._detailed = True
         self.steps.append(step)
 
     def set_input(self, envelope: Any, size: int | None = None) -> None:
         self.request["bytes_in"] = size if size is not None else (_json_size(envelope) if self.enabled else None)
         if self.full:
-            self._in = envelope
+            self._in = deep_copy(envelope)  # the walk changes the envelope in place
 
     def finish(self, status: str, *, http_status: int | None, fuel_used: int, out: Any = None,
                error: Any = None, bytes_out: int | None = None) -> None:
@@ -118,14 +121,19 @@ class TraceRecorder:
             return None
         red = Redactor(self.omit, self.redact)
         request = dict(self.request)
-        request["in_json"] = _cap(red.apply(self._in), self.body_cap) if self.full else None
+        request["in_json"] = _cap(red.apply(self._in, owned=True), self.body_cap) if self.full else None
         request["out_json"] = _cap(red.apply(self._out), self.body_cap) if self.full else None
         request["error_json"] = json.dumps(self._error) if self._error is not None else None
-        steps = []
-        for step in self.steps:
-            row = {k: v for k, v in step.items() if v is not None and not k.startswith("_")}
-            if "_input" in step:
-                row["input_json"] = _cap(red.apply(step["_input"]), self.body_cap)
-                row["output_json"] = _cap(red.apply(step["_output"]), self.body_cap)
-            steps.append(row)
-        return TraceRecord(request, steps, list(self.events))
+        steps = self.steps
+        if self._detailed:
+            steps = []
+            for step in self.steps:
+                if "_input" in step:
+                    row = {k: v for k, v in step.items() if v is not None and not k.startswith("_")}
+                    row["input_json"] = _cap(red.apply(step["_input"], owned=True), self.body_cap)
+                    row["output_json"] = _cap(red.apply(step["_output"], owned=True), self.body_cap)
+                    step = row
+                steps.append(step)
+        # Summary steps go out as recorded: keys holding None are left out when the store
+        # packs them (txcl.trace.packing), as the readers treat a missing key as None.
+        return TraceRecord(request, list(steps), list(self.events))

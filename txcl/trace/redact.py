@@ -53,11 +53,12 @@ class Redactor:
         self.omit = sorted(set(omit))
         self.redact = sorted(set(redact))
 
-    def apply(self, value: Any) -> Any:
-        """A redacted deep copy of `value` (the original is untouched)."""
+    def apply(self, value: Any, owned: bool = False) -> Any:
+        """A redacted deep copy of `value` (the original is untouched); with `owned` the
+        caller hands over a private copy, which is redacted in place instead."""
         if value is None:
             return None
-        out = deep_copy(value)
+        out = value if owned else deep_copy(value)
         if isinstance(out, dict):
             for segs in self.omit:
                 delete(out, segs)
