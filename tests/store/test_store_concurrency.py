@@ -67,9 +67,14 @@ def test_release_race_threads_one_winner_t23_ec6(store):
 
 
 def test_try_release_race_threads_one_winner_t23(store):
-    park = _admitted_barrier(store)
+    """A suspend that is releasable as parked (a member failed at dispatch): N drains, one winner."""
+    from txcl.store.continuations_base import UnitSpec
+
+    bad = UnitSpec(kind="itemized", op_name="pay", items=[1], failed_error={"message": "each is not an array"})
+    park = park_barrier(store, units=[unary("a"), bad])
     wins = run_threads(N_THREADS, lambda i: store.try_release(park.run.run_id).won)
     assert wins.count(True) == 1
+    assert store.get_interaction(park.dispatches[0].opc).status == "cancelled"  # fail-fast
 
 
 def test_duplicate_completions_concurrent_threads_ec1(store):

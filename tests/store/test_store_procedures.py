@@ -478,15 +478,27 @@ def test_drain_wins_release_inline_when_callbacks_beat_the_ack_t27(store):
     # the live P5 of the last callback already released; a second drain changes nothing
     assert store.get_run(park.run.run_id).status == "resuming"
     assert store.try_release(park.run.run_id).outcome == "recorded"
-    # when only P4 ran before the drain, the drain materialises, settles and wins inline
+    # when only P4 ran before the drain, the member is not terminal yet: the callback's own P5
+    # keeps the release (§2.2 step 4 runs P5 steps 4–5 only)
     park2 = park_barrier(store, "rid-2", units=[unary("a")])
     d = park2.dispatches[0]
-    store.admit_terminal(d.opc, "completed", {"v": 1}, source="callback", token=d.token)
+    admit = store.admit_terminal(d.opc, "completed", {"v": 1}, source="callback", token=d.token)
     seg = inline_segment_id("rid-2", park2.visit)
-    rel = store.try_release(park2.run.run_id, segment_id=seg)
-    assert rel.won and rel.claim.segment_id == seg == "rid-2/v1"
-    assert store.get_run(park2.run.run_id).segment_id == seg
-    assert store.claim_resume(park2.run.run_id, rel.claim.claim_token).members[0].output == {"v": 1}
+    assert store.try_release(park2.run.run_id, segment_id=seg).outcome == "recorded"
+    assert store.continue_release(d.opc, child_version=admit.child_version).won
+    # the drain with a segment id: every member already terminal before the drain
+    park4 = park_barrier(store, "rid-4", units=[UnitSpec(kind="sync", op_name="s", items=[{}], budget_ms=5_000)])
+    s4 = park4.dispatches[0].opc
+    store.admit_terminal(s4, "completed", {"v": 4}, source="sync")
+    conn = store._cs_db().conn  # P5 materialised the child but "crashed" before releasing: emulate
+    conn.execute("UPDATE item_children SET status = 'succeeded', output_json = '{\"v\": 4}', version = 1 "
+                 "WHERE opc = ?", (s4,))
+    conn.execute("INSERT INTO continuation_facts VALUES (?, 'continuation', 0, 0)", (park4.unit_ids[0],))
+    seg = inline_segment_id("rid-4", park4.visit)
+    rel = store.try_release(park4.run.run_id, segment_id=seg)
+    assert rel.won and rel.claim.segment_id == seg == "rid-4/v1"
+    assert store.get_run(park4.run.run_id).segment_id == seg
+    assert store.claim_resume(park4.run.run_id, rel.claim.claim_token).members[0].output == {"v": 4}
 
 
 def test_reads_for_cli_and_polls(store):

@@ -56,14 +56,17 @@ def test_reopening_the_file_reconstructs_everything_ec7(tmp_path):
     # a fresh process (store) decides only from stored records
     s2 = open_store(path, clock, node="node-b")
     assert s2.get_run(park.run.run_id).status == "waiting"
-    rel = s2.try_release(park.run.run_id)  # the drain / sweeper path
-    assert rel.won and rel.claim.owner == "node-b"
-    bundle = s2.claim_resume(park.run.run_id, rel.claim.claim_token)
+    assert not s2.try_release(park.run.run_id).won  # b's children are not materialised yet
+    report = sweep(s2, SweepConfig(reconcile_after_ms=0))  # the sweeper finishes the work
+    assert len(report.released) == 1
+    claim = report.released[0]
+    assert claim.owner == "node-b"
+    bundle = s2.claim_resume(park.run.run_id, claim.claim_token)
     assert bundle.suspend.envelope == {"e": 0}
     assert {u.op_name: u.output for u in bundle.members} == {"a": {"ok": 0}, "b": [{"b": 0}, {"b": 1}, {"b": 2}]}
     s2.close()
     s3 = open_store(path, clock)
-    assert s3.get_claim(park.run.run_id).claim_token == rel.claim.claim_token
+    assert s3.get_claim(park.run.run_id).claim_token == claim.claim_token
     s3.close()
 
 

@@ -915,21 +915,27 @@ class SqliteContinuationStore:
 
     def try_release(self, run_id: str, *, materialize: Materializer | None = None,
                     reconcile: bool = False, segment_id: str | None = None) -> ReleaseResult:
-        """The drain (§2.2 step 4) and the sweeper's release check: P5 steps 2–5 for a suspend.
+        """The drain (§2.2 step 4) and the sweeper's release check: P5 steps 4–5 for a suspend.
+
+        Only stored progress counts: each member unit is settled from its facts and children
+        (repairing facts of succeeded children, AU-9) and the run released if that makes it
+        releasable. Children are *not* materialised here: a completion admitted (P4) whose P5 is
+        still on its way keeps its own release (it answers ``resumed``); one whose P5 never
+        comes is materialised by the sweeper's stuck-children pass after ``--reconcile-after``.
+        (``materialize`` is accepted for symmetry with the other P5 entry points.)
 
         ``reconcile=True`` (the sweeper) records a ``reconcile.release`` event when it wins: a
         parked run that nobody released is a repair; the drain is part of the healthy path.
         ``segment_id`` names the segment that will hold the claim when it is not a background
         resume — a request that drains its own suspend continues inline as ``<rid>/v<visit>``
         (see :func:`inline_segment_id`)."""
-        materialize = materialize or default_materialize
         with self._cs_tx() as t:
             run = t.one("SELECT * FROM runs WHERE run_id = ?", (run_id,))
             if run is None or run["status"] != "waiting":
                 return ReleaseResult("recorded", run_id)
             for m in t.all("SELECT unit_id FROM suspend_members WHERE run_id = ? AND stage = ? AND visit = ?",
                            (run_id, run["cur_stage"], run["cur_visit"])):
-                self._drain_unit(t, m["unit_id"], materialize)
+                self._settle_unit(t, m["unit_id"])
             claim = self._try_release_in_tx(t, run_id, segment_id)
             if claim is not None and reconcile:
                 self._event(t, run_id, "reconcile.release", f"reconcile.release:{claim.stage}:{claim.visit}",
@@ -938,14 +944,15 @@ class SqliteContinuationStore:
                                  materialized="materialize" in t.fired)
 
     def settle_and_release(self, unit_id: str, *, materialize: Materializer | None = None) -> ReleaseResult:
-        """P5 steps 2–5 for one unit from stored records only (reconciliation, §5.9)."""
-        materialize = materialize or default_materialize
+        """P5 steps 4–5 for one unit from stored records only (reconciliation, §5.9): repair
+        missing facts of succeeded children, settle, release. Children still ``queued`` are left
+        to the stuck-children pass (claimed with a lease, then materialised), so a live P5 on its
+        way is never overtaken. (``materialize`` is accepted for symmetry.)"""
         with self._cs_tx() as t:
             unit = t.one("SELECT * FROM await_units WHERE unit_id = ?", (unit_id,))
             if unit is None:
                 return ReleaseResult("recorded")
             before = unit["continuation_done"]
-            self._drain_unit(t, unit_id, materialize)
             status = self._settle_unit(t, unit_id, reconcile=True)
             claim = self._try_release_in_tx(t, unit["run_id"])
             if claim is not None:
