@@ -7,7 +7,7 @@ import asyncio
 import json
 import threading
 
-from conftest import barrier_tree, http_get, wait_until
+from cont_support import barrier_tree, http_get, wait_until
 from contworker import TestWorker
 
 

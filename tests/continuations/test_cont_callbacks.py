@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import barrier_tree, http_get, wait_until
+from cont_support import barrier_tree, http_get, wait_until
 from contworker import post_json
 
 

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from conftest import TXCL, barrier_tree
+from cont_support import TXCL, barrier_tree
 
 
 def txcl(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 from testtools import require_tool
-from conftest import barrier_tree, http_get
+from cont_support import barrier_tree, http_get
 
 
 def test_t29_suspend_answer_headers_and_body(shared):

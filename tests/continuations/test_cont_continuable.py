@@ -8,7 +8,7 @@ import json
 import time
 
 import pytest
-from conftest import http_get, wait_until
+from cont_support import http_get, wait_until
 
 PY = '''
 import time

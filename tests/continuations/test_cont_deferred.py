@@ -7,7 +7,7 @@ import json
 import threading
 import time
 
-from conftest import http_get, wait_until
+from cont_support import http_get, wait_until
 from contworker import TestWorker, post_json
 
 SLOW_PY = '''

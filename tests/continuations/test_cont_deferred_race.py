@@ -21,7 +21,7 @@ import types
 from collections import Counter
 
 import pytest
-from conftest import write_tree
+from cont_support import write_tree
 from contworker import TestWorker
 
 GATE = "dj_t4_gate"

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import TXCL
+from cont_support import TXCL
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "approval"
 

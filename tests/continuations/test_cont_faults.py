@@ -12,7 +12,7 @@ import json
 from collections import Counter
 
 import pytest
-from conftest import barrier_tree, http_get, wait_until
+from cont_support import barrier_tree, http_get, wait_until
 from contworker import post_json
 
 FLAGS = ["--async-ack-timeout", "1s", "--reconcile-after", "2s", "--continuation-sweep-period", "500ms",

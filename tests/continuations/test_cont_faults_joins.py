@@ -13,7 +13,7 @@ import json
 from collections import Counter
 
 import pytest
-from conftest import http_get, wait_until
+from cont_support import http_get, wait_until
 from contworker import post_json
 from itemworker import ItemWorker
 

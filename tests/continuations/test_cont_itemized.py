@@ -9,7 +9,7 @@ import random
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from conftest import http_get, wait_until
+from cont_support import http_get, wait_until
 from contworker import TestWorker, post_json
 from itemworker import ItemWorker
 

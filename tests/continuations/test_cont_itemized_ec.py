@@ -8,7 +8,7 @@ import asyncio
 import threading
 
 import pytest
-from conftest import write_tree
+from cont_support import write_tree
 from itemworker import ItemWorker
 
 

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from conftest import TXCL, barrier_tree, http_get, wait_until
+from cont_support import TXCL, barrier_tree, http_get, wait_until
 
 CRASH_FLAGS = ["--async-ack-timeout", "1s", "--reconcile-after", "2s", "--continuation-sweep-period", "500ms",
                "--continuation-stale-resume-after", "2s"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import barrier_tree, http_get, wait_until
+from cont_support import barrier_tree, http_get, wait_until
 
 
 def _events(trace) -> list[tuple[str, dict]]:
