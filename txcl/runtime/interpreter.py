@@ -86,15 +86,31 @@ class Suspended:
 Outcome = Completed | Failed | Suspended
 
 
+_second_text: tuple[int, str] = (-1, "")
+
+
 def _now_rfc3339() -> str:
-    now = _dt.datetime.now(_dt.timezone.utc)
-    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+    """UTC now as `YYYY-MM-DDTHH:MM:SS.mmmZ` (the date part is formatted once per second)."""
+    global _second_text
+    ms = time.time_ns() // 1_000_000
+    second, milli = divmod(ms, 1000)
+    cached_second, text = _second_text
+    if cached_second != second:
+        text = _dt.datetime.fromtimestamp(second, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.")
+        _second_text = (second, text)
+    return f"{text}{milli:03d}Z"
+
+
+_ulid: Callable[[], str] | None = None
 
 
 def new_rid() -> str:
-    from txcl.continuations.ids import ulid
+    global _ulid
+    if _ulid is None:
+        from txcl.continuations.ids import ulid
 
-    return ulid()
+        _ulid = ulid
+    return _ulid()
 
 
 class Interpreter:

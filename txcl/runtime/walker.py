@@ -19,9 +19,9 @@ from typing import Any, Callable
 
 import attrs
 
-from txcl.evaluate.control import apply_delete, read_control
+from txcl.evaluate.control import Control, apply_delete, read_control
 from txcl.evaluate.rule import Prepared, apply_set_post, finish_output, nest_into, prepare
-from txcl.evaluate.when import when_matches
+from txcl.evaluate.when import compile_condition
 from txcl.ops.layout import is_system_stack
 from txcl.ops.tree import OpRule, OpsTree
 from txcl.runtime.budget import DISPATCH_FUEL
@@ -38,6 +38,9 @@ from txcl.values.merge import deep_copy, merge_into
 from txcl.values.reserved import sanitize_untrusted
 
 log = logging.getLogger("txcl.ops")
+
+_SCOPE_CACHE_LIMIT = 4096
+_NO_CONTROL = Control()
 
 GOTO_SEGMENTS = ("_txc", "goto")
 TTL_SEGMENTS = ("_txc", "ttl")
@@ -72,6 +75,9 @@ class Walker:
         self.settings = services.settings
         self.hooks: WalkHooks = hooks or NoHooks()
         self._redactions: dict[str, tuple[set, set]] = {}
+        # (stack, requested scope) -> (resolved scope or None, stage text): the tree is pinned.
+        self._scopes: dict[tuple[str, int], tuple[int | None, str]] = {}
+        self._plain_hooks = type(self.hooks) is NoHooks
 
     @staticmethod
     def facts(op: OpRule) -> "_Facts":
@@ -88,7 +94,7 @@ class Walker:
         if frame is None or run.finished:
             return
         frame.rec = rec  # for the continuation hooks (trace steps and events)
-        if type(self.hooks) is not NoHooks:
+        if not self._plain_hooks:
             await self.hooks.join_check(self, run, frame)
             if run.finished:
                 return
@@ -109,8 +115,7 @@ class Walker:
     def enter(self, run: Run, rec: TraceRecorder) -> Frame | None:
         """§3.2 steps 1–2: budget entry, then the scope. None when the stack has ended."""
         stack = run.stack
-        scope = self.tree.next_scope(stack, run.requested_scope)
-        stage = f"{stack}/{scope if scope is not None else run.requested_scope}"
+        scope, stage = self._resolve(stack, run.requested_scope)
         budget = run.budget
         repeated = budget.enter_frame(run.previous_stage, stage)
         if repeated:
@@ -139,20 +144,45 @@ class Walker:
             frame.penalty = self.settings.op_repeat_penalty_ms / 1000.0  # slept by dispatch_sync
         return frame
 
+    def _resolve(self, stack: str, requested: int) -> tuple[int | None, str]:
+        """§3.2 step 2 (cached): the scope entered for `requested` and its stage text."""
+        key = (stack, requested)
+        found = self._scopes.get(key)
+        if found is None:
+            scope = self.tree.next_scope(stack, requested)
+            found = (scope, f"{stack}/{scope if scope is not None else requested}")
+            if len(self._scopes) >= _SCOPE_CACHE_LIMIT:
+                self._scopes.clear()
+            self._scopes[key] = found
+        return found
+
     def select_ops(self, run: Run, frame: Frame, rec: TraceRecorder) -> None:
         """§3.2 steps 4–8: WHEN on E0, PRIORITY, per-rule SET PRE / WITH / SELECT, mode."""
         e0 = run.envelope
         rules = self.tree.rules_at(frame.stack, frame.scope)
-        matched = [op for op in rules if when_matches(op.rule, e0)]
-        if matched:
-            top = max(op.rule.priority_value for op in matched)
-            if top > 0:
-                matched = [op for op in matched if op.rule.priority_value == top]
+        matched = []
+        top = 0
+        if isinstance(e0, dict):  # no envelope object matches nothing (when_matches)
+            facts_of = self.facts
+            for op in rules:
+                facts = op.facts or facts_of(op)
+                when = facts.when
+                if when is not None:
+                    try:
+                        if not when(e0):
+                            continue
+                    except Exception:  # noqa: BLE001 - evaluation never raises (§6.5)
+                        continue
+                matched.append(op)
+                if facts.priority > top:
+                    top = facts.priority
+        if top > 0:
+            matched = [op for op in matched if op.facts.priority == top]
         frame.rules = tuple(matched)
         ops: list[PreparedOp] = []
         for op in matched:
             rule = op.rule
-            paths = self.facts(op).write_paths
+            paths = op.facts.write_paths
             if paths is None:
                 op_input = deep_copy(e0)
             elif paths:
@@ -338,7 +368,7 @@ class Walker:
         dropped.extend(finished.dropped)
         if finished.output is None:
             return None, finished.error, dropped
-        if self.facts(pop.op).emits_ttl and finished.ttl is not None:  # None: not numeric, ignored
+        if (pop.op.facts or self.facts(pop.op)).emits_ttl and finished.ttl is not None:  # None: not numeric, ignored
             if finished.ttl < ttl_before:
                 run.budget.lower_ttl(finished.ttl)
             else:
@@ -359,7 +389,8 @@ class Walker:
                    started_wall: float, started: float, rec: TraceRecorder, *, input_value: Any = None,
                    http_info: Any = None, extra: dict | None = None) -> None:
         output, error, dropped = self.tail(run, frame, pop, raw, trusted, http_info)
-        self._note_drops(rec, pop, dropped)
+        if dropped:
+            self._note_drops(rec, pop, dropped)
         if frame.ttl_raise_ignored:
             rec.event("budget.ttl_raise_ignored", {"op": pop.name, "ttl": run.budget.ttl})
             frame.ttl_raise_ignored = False
@@ -401,10 +432,12 @@ class Walker:
         if not rec.enabled:
             return
         duration = (time.perf_counter() - started) * 1000.0
-        detail = bool(pop.directives.get("debug") is True) if pop.directives else False
+        directives = pop.prepared.directives
+        detail = directives.get("debug") is True if directives else False
+        op = pop.op
         step = {
-            "stage": frame.stage, "stack": frame.stack, "scope": frame.scope, "name": pop.name,
-            "operation": pop.op.exec_text, "transport": transport, "status": status,
+            "stage": frame.stage, "stack": frame.stack, "scope": frame.scope, "name": op.name,
+            "operation": (op.facts or self.facts(op)).operation, "transport": transport, "status": status,
             "started_ms": int(started_wall * 1000), "finished_ms": int(started_wall * 1000 + duration),
             "duration_ms": round(duration, 3), "error": error,
         }
@@ -413,10 +446,12 @@ class Walker:
             step["output_bytes"] = _json_size(output_value)
         if extra:
             step.update(extra)
-        full = rec.full or detail
-        rec.step(step, detail=detail, rule=self.facts(pop.op).trace_source if (rec.full or detail) else None,
-                 input_value=deep_copy(input_value if input_value is not None else pop.prepared.dispatched) if full else None,
-                 output_value=deep_copy(output_value) if full else None)
+        if rec.full or detail:
+            rec.step(step, detail=detail, rule=self.facts(op).trace_source,
+                     input_value=deep_copy(input_value if input_value is not None else pop.prepared.dispatched),
+                     output_value=deep_copy(output_value))
+        else:
+            rec.step(step)
 
     # ================================================================ end of scope
     def complete_scope(self, run: Run, frame: Frame, rec: TraceRecorder) -> None:
@@ -429,8 +464,9 @@ class Walker:
                 merge_into(envelope, output)
         ran = sorted(frame.ran, key=_by_name) if len(frame.ran) > 1 else frame.ran
         set_post = False
+        facts_of = self.facts
         for op in ran:
-            facts = self.facts(op)
+            facts = op.facts or facts_of(op)
             if op.target is None and facts.writes_goto:
                 run.budget.charge(DISPATCH_FUEL)
             set_post = set_post or facts.has_set_post
@@ -443,10 +479,14 @@ class Walker:
             if result.error is not None:
                 rec.event("envelope.set_post_failed", {"stage": frame.stage, "error": result.error})
             run.envelope = envelope
-        refused = apply_delete(envelope)
-        for path in refused:
-            rec.event("envelope.delete_refused", {"path": path})
-        control = read_control(envelope, frame.stack)
+        txc = envelope.get("_txc")
+        if type(txc) is dict and "delete" not in txc and "halt" not in txc and "goto" not in txc:
+            control = _NO_CONTROL  # what apply_delete and read_control would find: nothing to do
+        else:
+            refused = apply_delete(envelope)
+            for path in refused:
+                rec.event("envelope.delete_refused", {"path": path})
+            control = read_control(envelope, frame.stack)
         if rec.enabled:
             rec.event("stage.merge", {"stage": frame.stage, "ops": [op.name for op in ran]})
         self.next_position(run, frame, control, rec)
@@ -477,7 +517,7 @@ class Walker:
             run.requested_scope = scope
             run.previous_stage = frame.stage
             return
-        following = self.tree.next_scope(frame.stack, frame.scope + 1)
+        following = self._resolve(frame.stack, frame.scope + 1)[0]
         if following is None:
             run.status = "completed"
             return
@@ -505,6 +545,9 @@ class _Facts:
     """What the walk needs to know about a rule, computed once per loaded rule."""
 
     write_paths: list | None
+    when: Callable[[Any], Any] | None  # the compiled WHEN; None matches (no WHEN)
+    priority: int
+    operation: str | None  # the EXEC text, for trace steps
     emits_ttl: bool
     writes_goto: bool
     has_set_post: bool
@@ -515,11 +558,29 @@ class _Facts:
         rule = op.rule
         return cls(
             write_paths=write_paths(rule),
+            when=_compiled_when(rule),
+            priority=rule.priority_value,
+            operation=op.exec_text,
             emits_ttl=any(a.target.segments == TTL_SEGMENTS for a in rule.emit),
             writes_goto=any(a.target.segments == GOTO_SEGMENTS for a in (*rule.emit, *rule.set_post)),
             has_set_post=bool(rule.set_post),
             trace_source=_mask_hmac_keys(op),
         )
+
+
+def _never(envelope: Any) -> bool:
+    return False
+
+
+def _compiled_when(rule: Any) -> Callable[[Any], Any] | None:
+    """The WHEN predicate (None when the rule has no WHEN); a condition that cannot be
+    compiled matches nothing, as `when_matches` has it."""
+    if rule.when is None:
+        return None
+    try:
+        return compile_condition(rule.when.condition)
+    except Exception:  # noqa: BLE001 - evaluation never raises (§6.5)
+        return _never
 
 
 def _mask_hmac_keys(op: OpRule) -> str:

@@ -88,7 +88,8 @@ class TraceRecorder:
         """Record one step; bodies kept in full mode or when `detail` (WITH debug = true)."""
         if not self.enabled:
             return
-        step["seq"] = self.next_seq()
+        self._seq += 1
+        step["seq"] = self._seq
         if self.full or detail:
             step["rule"] = rule
             step["_input"] = input_value
