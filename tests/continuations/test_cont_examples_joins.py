@@ -1,7 +1,8 @@
 """The issue-5 examples run with one command each (their README's): examples/deferred-join
 (an in-request merge, then a join suspend and its resume) and examples/payments (40 CSV
 records through an out-of-order provider, joined in record order into an output file).
-Each starts its worker on a fixed 127.0.0.1 port; the test is skipped when that port is busy."""
+Each starts its worker on a fixed 127.0.0.1 port (named in the example's rules); the test
+fails with a clear message when something else holds that port."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ def _port_free(port: int) -> bool:
 
 def test_deferred_join_example_runs_with_one_command():
     if not _port_free(8767):
-        pytest.skip("port 8767 busy")
+        pytest.fail("127.0.0.1:8767 is busy; the example's worker needs it")
     result = subprocess.run([sys.executable, str(ROOT / "examples/deferred-join/run.py")], capture_output=True,
                             text=True, timeout=90)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -38,7 +39,7 @@ def test_deferred_join_example_runs_with_one_command():
 
 def test_payments_example_runs_with_one_command():
     if not _port_free(8768):
-        pytest.skip("port 8768 busy")
+        pytest.fail("127.0.0.1:8768 is busy; the example's provider needs it")
     out = ROOT / "examples/payments/out/payments-results.csv"
     out.unlink(missing_ok=True)
     result = subprocess.run([sys.executable, str(ROOT / "examples/payments/run.py")], capture_output=True,
