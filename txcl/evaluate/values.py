@@ -12,18 +12,13 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from txcl.errors import TxclEvalError
+from txcl.evaluate.nodecache import NodeCache
 from txcl.functions.registry import call as call_function
 from txcl.syntax import ast
 from txcl.values.merge import deep_copy
 from txcl.values.paths import MISSING, read
 
 ValueFn = Callable[[Any, Any], Any]
-
-# Compiled closures keyed by node identity; the node is kept alive beside its closure so
-# an id can never be reused while its entry exists.
-_CACHE: dict[int, tuple[object, ValueFn]] = {}
-_CACHE_LIMIT = 200_000
-
 
 def literal_value(node: Any) -> Any:
     """The Python value of a literal node (arrays recursively, as a new list)."""
@@ -35,14 +30,8 @@ def literal_value(node: Any) -> Any:
 
 
 def compile_value(node: Any) -> ValueFn:
-    entry = _CACHE.get(id(node))
-    if entry is not None and entry[0] is node:
-        return entry[1]
-    fn = _compile(node)
-    if len(_CACHE) >= _CACHE_LIMIT:
-        _CACHE.clear()
-    _CACHE[id(node)] = (node, fn)
-    return fn
+    """The closure of a value node (compiled once per node)."""
+    return _CACHE.get(node)
 
 
 def resolve(node: Any, doc: Any, fallback: Any = None) -> Any:
@@ -89,5 +78,7 @@ def _compile_call(node: ast.Call) -> ValueFn:
 
     return run_call
 
+
+_CACHE: NodeCache[ValueFn] = NodeCache(_compile)
 
 __all__ = ["compile_value", "resolve", "literal_value", "TxclEvalError"]

@@ -12,6 +12,7 @@ import operator
 from typing import Any, Callable
 
 from txcl.errors import TxclEvalError
+from txcl.evaluate.nodecache import NodeCache
 from txcl.functions.registry import call as call_function
 from txcl.functions.registry import lookup
 from txcl.syntax import ast
@@ -29,9 +30,6 @@ _ORDER_OPS: dict[ast.CmpOp, Callable[[Any, Any], bool]] = {
     ast.CmpOp.GE: operator.ge,
 }
 
-_CACHE: dict[int, tuple[object, Predicate]] = {}
-_CACHE_LIMIT = 200_000
-
 
 def _always(_envelope: Any) -> bool:
     return True
@@ -39,14 +37,7 @@ def _always(_envelope: Any) -> bool:
 
 def compile_condition(node: Any) -> Predicate:
     """The predicate of a condition node (or `Star`), cached by node identity."""
-    entry = _CACHE.get(id(node))
-    if entry is not None and entry[0] is node:
-        return entry[1]
-    pred = _compile(node)
-    if len(_CACHE) >= _CACHE_LIMIT:
-        _CACHE.clear()
-    _CACHE[id(node)] = (node, pred)
-    return pred
+    return _CACHE.get(node)
 
 
 def condition_matches(node: Any, envelope: Any) -> bool:
@@ -189,6 +180,9 @@ def _compile_call_comparison(segments: tuple[str, ...], op: ast.CmpOp, call: ast
         return False
 
     return predicate
+
+
+_CACHE: NodeCache[Predicate] = NodeCache(_compile)
 
 
 def _all_deterministic(call: ast.Call) -> bool:
