@@ -98,7 +98,24 @@ class Walker:
             await self.hooks.join_check(self, run, frame)
             if run.finished:
                 return
-        await self.run_frame(run, frame, rec)
+        # run_frame, inlined: scopes of local rules only (no EXEC) take no coroutine at all
+        self.select_ops(run, frame, rec)
+        ops = frame.ops
+        if frame.special:
+            ops = await self.hooks.dispatch_special(self, run, frame, ops)
+            if run.finished:
+                return
+        waits = frame.penalty
+        if not waits:
+            for pop in ops:
+                if pop.op.target is not None:
+                    waits = True
+                    break
+        if waits:
+            await self.dispatch_sync(run, frame, ops, rec)
+        else:
+            self._dispatch_local(frame, ops, run, rec)
+        self.complete_scope(run, frame, rec)
 
     async def run_frame(self, run: Run, frame: Frame, rec: TraceRecorder) -> None:
         """§3.2 steps 4–16 of an entered frame (a join resume re-enters a scope here)."""
@@ -204,6 +221,15 @@ class Walker:
         """§3.2 step 12: every op concurrently, each under its own timeout, then its tail."""
         if frame.penalty:
             await self.services.sleep(frame.penalty)
+        remote = self._dispatch_local(frame, ops, run, rec)
+        if len(remote) == 1:
+            await self.run_op(run, frame, remote[0], rec)
+        elif remote:
+            await asyncio.gather(*(self.run_op(run, frame, pop, rec) for pop in remote))
+
+    def _dispatch_local(self, frame: Frame, ops: list[PreparedOp], run: Run, rec: TraceRecorder) -> list[PreparedOp]:
+        """The part of step 12 that needs no waiting: rules without EXEC get their tail now.
+        Returns the ops that must be dispatched."""
         if len(ops) > 1 and any(p.op.rule.loop is not None for p in ops):
             frame.halt_event = asyncio.Event()
         remote: list[PreparedOp] = []
@@ -214,10 +240,7 @@ class Walker:
             else:
                 self._finish_op(run, frame, pop, {}, True, "noop", time.time() if timed else 0.0,
                                 time.perf_counter() if timed else 0.0, rec)
-        if len(remote) == 1:
-            await self.run_op(run, frame, remote[0], rec)
-        elif remote:
-            await asyncio.gather(*(self.run_op(run, frame, pop, rec) for pop in remote))
+        return remote
 
     def _op_timeout(self, directives: dict, default_ms: int) -> tuple[int, str | None]:
         raw = directives.get("timeout") if directives else None
@@ -448,8 +471,8 @@ class Walker:
             step.update(extra)
         if rec.full or detail:
             rec.step(step, detail=detail, rule=self.facts(op).trace_source,
-                     input_value=deep_copy(input_value if input_value is not None else pop.prepared.dispatched),
-                     output_value=deep_copy(output_value))
+                     input_value=input_value if input_value is not None else pop.prepared.dispatched,
+                     output_value=output_value)  # the recorder takes its own snapshot
         else:
             rec.step(step)
 

@@ -11,7 +11,7 @@ import time
 from typing import Any, Callable
 
 from txcl.store.base import TraceRecord
-from txcl.trace.redact import Redactor
+from txcl.trace.redact import ALWAYS_KEYS, Redactor
 from txcl.values.merge import deep_copy
 
 
@@ -36,11 +36,56 @@ def _cap(value: Any, cap: int) -> str | None:
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     except (TypeError, ValueError):
         text = json.dumps(str(value))
+    return _cap_text(text, cap)
+
+
+def _cap_text(text: str, cap: int) -> str:
+    if len(text) * 4 <= cap:  # even at four bytes a character it fits
+        return text
     data = text.encode("utf-8")
     if len(data) > cap:
         return json.dumps({"_truncated": True, "bytes": len(data),
                            "head": data[:cap].decode("utf-8", errors="ignore")})
     return text
+
+
+class _Snapshot:
+    """A body kept for a full-mode trace as its JSON text, taken when it is recorded (the
+    walk goes on changing the live objects). Cheaper than a deep copy, and the text is what
+    the trace stores when no redaction applies."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str):
+        self.text = text
+
+
+# Keys `Redactor` always masks, as they appear (lowercased) in JSON text.
+_SECRET_KEYS = tuple(f'"{key}"' for key in ALWAYS_KEYS)
+
+
+def _snapshot(value: Any) -> Any:
+    """A private copy of a body: its JSON text, or a deep copy when it has none."""
+    if value is None:
+        return None
+    try:
+        return _Snapshot(_ENCODER.encode(value))
+    except (TypeError, ValueError):
+        return deep_copy(value)
+
+
+def _body_json(snapshot: Any, red: Redactor, cap: int) -> str | None:
+    """The stored text of a recorded body, redacted (§8.3) and capped."""
+    if snapshot is None:
+        return None
+    if type(snapshot) is _Snapshot:
+        text = snapshot.text
+        if not red.omit and not red.redact:
+            lowered = text.lower()
+            if not any(key in lowered for key in _SECRET_KEYS):
+                return _cap_text(text, cap)  # nothing to mask: the text as recorded
+        snapshot = json.loads(text)
+    return _cap(red.apply(snapshot, owned=True), cap)
 
 
 def _now_ms() -> int:
@@ -59,6 +104,7 @@ class TraceRecorder:
         self.full = mode == "full"
         self.body_cap = body_cap
         self.clock_ms = clock_ms or _now_ms
+        self._wall_clock = clock_ms is None  # event() reads the clock inline
         self.request: dict[str, Any] = {
             "rid": rid, "origin_rid": origin_rid, "run_id": run_id, "src": src, "entry_stack": entry_stack,
             "started_ms": self.clock_ms(), "finished_ms": None, "status": None, "http_status": None,
@@ -81,7 +127,8 @@ class TraceRecorder:
     def event(self, kind: str, data: dict[str, Any] | None = None) -> None:
         if self.enabled:
             self._seq += 1
-            self.events.append((self._seq, self.clock_ms(), kind, data))
+            self.events.append((self._seq, time.time_ns() // 1_000_000 if self._wall_clock else self.clock_ms(),
+                                kind, data))
 
     def step(self, step: dict[str, Any], *, detail: bool = False, rule: str | None = None,
              input_value: Any = None, output_value: Any = None) -> None:
@@ -92,25 +139,30 @@ class TraceRecorder:
         step["seq"] = self._seq
         if self.full or detail:
             step["rule"] = rule
-            step["_input"] = input_value
-            step["_output"] = output_value
+            step["_input"] = _snapshot(input_value)
+            step["_output"] = _snapshot(output_value)
             self._detailed = True
         self.steps.append(step)
 
     def set_input(self, envelope: Any, size: int | None = None) -> None:
         self.request["bytes_in"] = size if size is not None else (_json_size(envelope) if self.enabled else None)
         if self.full:
-            self._in = deep_copy(envelope)  # the walk changes the envelope in place
+            self._in = _snapshot(envelope)  # the walk changes the envelope in place
 
     def finish(self, status: str, *, http_status: int | None, fuel_used: int, out: Any = None,
                error: Any = None, bytes_out: int | None = None) -> None:
         self.request.update(status=status, http_status=http_status, fuel_used=fuel_used,
                             finished_ms=self.clock_ms())
-        if self.enabled:
-            payload = out if error is None else error
-            self.request["bytes_out"] = bytes_out if bytes_out is not None else _json_size(payload)
         if self.full:
-            self._out = out
+            self._out = _snapshot(out)
+        if self.enabled:
+            if bytes_out is None:
+                if error is None and type(self._out) is _Snapshot:
+                    text = self._out.text
+                    bytes_out = len(text) if text.isascii() else len(text.encode("utf-8"))
+                else:
+                    bytes_out = _json_size(out if error is None else error)
+            self.request["bytes_out"] = bytes_out
         self._error = error
 
     def add_redactions(self, omit: set[tuple[str, ...]], redact: set[tuple[str, ...]]) -> None:
@@ -120,19 +172,22 @@ class TraceRecorder:
     def build(self) -> TraceRecord | None:
         if not self.enabled:
             return None
-        red = Redactor(self.omit, self.redact)
+        red = Redactor(self.omit, self.redact) if self.full or self._detailed else None
         request = dict(self.request)
-        request["in_json"] = _cap(red.apply(self._in, owned=True), self.body_cap) if self.full else None
-        request["out_json"] = _cap(red.apply(self._out), self.body_cap) if self.full else None
+        if red is not None and self.full:
+            request["in_json"] = _body_json(self._in, red, self.body_cap)
+            request["out_json"] = _body_json(self._out, red, self.body_cap)
+        else:
+            request["in_json"] = request["out_json"] = None
         request["error_json"] = json.dumps(self._error) if self._error is not None else None
         steps = self.steps
-        if self._detailed:
+        if red is not None and self._detailed:
             steps = []
             for step in self.steps:
                 if "_input" in step:
                     row = {k: v for k, v in step.items() if v is not None and not k.startswith("_")}
-                    row["input_json"] = _cap(red.apply(step["_input"], owned=True), self.body_cap)
-                    row["output_json"] = _cap(red.apply(step["_output"], owned=True), self.body_cap)
+                    row["input_json"] = _body_json(step["_input"], red, self.body_cap)
+                    row["output_json"] = _body_json(step["_output"], red, self.body_cap)
                     step = row
                 steps.append(step)
         # Summary steps go out as recorded: keys holding None are left out when the store
