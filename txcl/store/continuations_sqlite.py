@@ -35,7 +35,7 @@ from typing import Any, Iterable, Sequence
 import sqlite_utils
 
 from txcl.continuations import ids
-from txcl.store.connection import DEFAULT_BUSY_TIMEOUT_MS, open_sqlite, transaction
+from txcl.store.connection import DEFAULT_BUSY_TIMEOUT_MS, open_sqlite
 from txcl.store.continuations_base import (
     CHILD_PENDING,
     INTERACTION_OPEN,
@@ -124,6 +124,59 @@ def _unit(r: sqlite3.Row) -> UnitRecord:
         window=r["window_size"], on_item_error=r["on_item_error"], into=r["into_path"],
         exec_target=r["exec_target"], directives=_loads(r["directives_json"]),
         input_view=_loads(r["input_view_json"]), output=_loads(r["output_json"]),
+        error=_loads(r["error_json"]), fuel_used=r["fuel_used"], budget_ms=r["budget_ms"],
+        deadline_ms=r["deadline_ms"], created_ms=r["created_ms"], closed_ms=r["closed_ms"],
+    )
+
+
+class _RawJson:
+    """A JSON column's text handed to :class:`_LazyUnitRecord`, decoded on first access."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str | None) -> None:
+        self.text = text
+
+
+def _lazy_field(name: str) -> property:
+    slot = "_lazy_" + name
+
+    def get(self: Any) -> Any:
+        value = getattr(self, slot)
+        if isinstance(value, _RawJson):
+            value = _loads(value.text)
+            object.__setattr__(self, slot, value)
+        return value
+
+    def set_(self: Any, value: Any) -> None:  # the dataclass __init__ (and dataclasses.replace)
+        object.__setattr__(self, slot, value)
+
+    return property(get, set_)
+
+
+class _LazyUnitRecord(UnitRecord):
+    """A unit record whose ``directives`` and ``input_view`` are decoded on first access only.
+    For an itemized op both hold the whole array (``each`` and the op's input), so decoding
+    them for every completion made each item cost O(n). Used for the records the hot paths
+    hand out (materialisers, callback checks); it reads like any ``UnitRecord``."""
+
+    __slots__ = ("_lazy_directives", "_lazy_input_view")
+
+    directives = _lazy_field("directives")  # type: ignore[assignment]
+    input_view = _lazy_field("input_view")  # type: ignore[assignment]
+
+
+def _lazy_unit(r: sqlite3.Row) -> UnitRecord:
+    return _LazyUnitRecord(
+        unit_id=r["unit_id"], run_id=r["run_id"], created_seq=r["created_seq"], kind=r["kind"],
+        op_name=r["op_name"], op_stack=r["op_stack"], op_scope=r["op_scope"],
+        dispatch_stage=r["dispatch_stage"], dispatch_stack=r["dispatch_stack"],
+        join_at_scope=r["join_at_scope"], segment_id=r["segment_id"], status=r["status"],
+        version=r["version"], expected=r["expected"], dispatch_complete=bool(r["dispatch_complete"]),
+        provider_done=r["provider_done"], continuation_done=r["continuation_done"],
+        window=r["window_size"], on_item_error=r["on_item_error"], into=r["into_path"],
+        exec_target=r["exec_target"], directives=_RawJson(r["directives_json"]),
+        input_view=_RawJson(r["input_view_json"]), output=_loads(r["output_json"]),
         error=_loads(r["error_json"]), fuel_used=r["fuel_used"], budget_ms=r["budget_ms"],
         deadline_ms=r["deadline_ms"], created_ms=r["created_ms"], closed_ms=r["closed_ms"],
     )
@@ -264,6 +317,23 @@ class SqliteContinuationStore:
                     pass
             state["all"].clear()
             state["local"] = threading.local()
+
+    def _cs_directives(self, unit_id: str, text: str | None) -> Any:
+        """A unit's decoded directives for its dispatches, cached per unit (they never change
+        after the unit's insert; the cached text is compared, so the cache cannot go stale).
+        An itemized unit's directives hold its whole `each` array: decoding them for every
+        promoted item made each completion cost O(n). Dispatches share the (read-only) value."""
+        cache = self.__dict__.get("_cs_directives_cache")
+        if cache is None:
+            cache = self.__dict__.setdefault("_cs_directives_cache", {})
+        hit = cache.get(unit_id)
+        if hit is not None and hit[0] == text:
+            return hit[1]
+        value = _loads(text)
+        if len(cache) >= 64:
+            cache.pop(next(iter(cache)), None)
+        cache[unit_id] = (text, value)
+        return value
 
     def _cs_tx(self):
         return _TxContext(self)
@@ -427,6 +497,7 @@ class SqliteContinuationStore:
             deadline = None
         node = self._cs_node()
         stage = unit["dispatch_stage"]
+        directives = self._cs_directives(unit_id, unit["directives_json"])
         out: list[Dispatch] = []
         updates = []
         for r in rows:
@@ -436,7 +507,7 @@ class SqliteContinuationStore:
                 Dispatch(
                     opc=r["opc"], token=token, run_id=r["run_id"], unit_id=unit_id, op_name=unit["op_name"],
                     op_stack=unit["op_stack"], stage=stage, exec_target=unit["exec_target"],
-                    directives=_loads(unit["directives_json"]), item_index=r["item_index"],
+                    directives=directives, item_index=r["item_index"],
                     item_count=unit["expected"], kind=unit["kind"], input=_loads(r["input_json"]),
                     deadline_ms=deadline, attempts=1,
                 )
@@ -580,7 +651,7 @@ class SqliteContinuationStore:
             return child["child_status"]
         if child["opc"] is None:  # no terminal yet
             return child["child_status"]
-        m: Materialized = materialize(_unit(unit), _interaction(it), _terminal(child))
+        m: Materialized = materialize(_lazy_unit(unit), _interaction(it), _terminal(child))
         version = child["child_version"] if carried_version is None else carried_version
         for _attempt in range(2):
             changed = t.run(
@@ -824,7 +895,7 @@ class SqliteContinuationStore:
         if not ids.token_matches(token, row["token_hash"]):
             return CallbackTarget("bad_token")
         unit = t.one("SELECT * FROM await_units WHERE unit_id = ?", (row["unit_id"],))
-        return CallbackTarget("ok", _interaction(row), _unit(unit))
+        return CallbackTarget("ok", _interaction(row), _lazy_unit(unit))
 
     def admit_terminal(
         self,
@@ -1277,7 +1348,8 @@ class SqliteContinuationStore:
                         {"opc": opc, "attempts": attempts})
             return Dispatch(opc=opc, token=token, run_id=it["run_id"], unit_id=unit["unit_id"],
                             op_name=unit["op_name"], op_stack=unit["op_stack"], stage=unit["dispatch_stage"],
-                            exec_target=unit["exec_target"], directives=_loads(unit["directives_json"]),
+                            exec_target=unit["exec_target"],
+                            directives=self._cs_directives(unit["unit_id"], unit["directives_json"]),
                             item_index=it["item_index"], item_count=unit["expected"], kind=unit["kind"],
                             input=_loads(it["input_json"]), deadline_ms=it["deadline_ms"], attempts=attempts)
 
@@ -1501,22 +1573,50 @@ def _default_join_error(unit: UnitRecord) -> Any:
 
 
 class _TxContext:
-    """``with store._cs_tx() as t``: BEGIN IMMEDIATE … COMMIT, then the fault points."""
+    """``with store._cs_tx() as t``: BEGIN IMMEDIATE … COMMIT, then the fault points.
 
-    __slots__ = ("store", "_cm", "tx")
+    Writers of one store object in this process queue on an in-process lock before BEGIN
+    IMMEDIATE: SQLite's own busy handler polls with sleeps of 1–100 ms, which serialised the
+    store's worker threads far more slowly than the transactions themselves take. Other
+    processes still meet at SQLite's write lock (busy timeout), as before."""
+
+    __slots__ = ("store", "lock", "conn", "tx")
 
     def __init__(self, store: SqliteContinuationStore) -> None:
         self.store = store
 
     def __enter__(self) -> _Tx:
-        db = self.store._cs_db()
-        self._cm = transaction(db)
-        conn = self._cm.__enter__()
-        self.tx = _Tx(conn, self.store.now_ms())
+        store = self.store
+        lock = store.__dict__.get("_cs_write_lock")
+        if lock is None:
+            with store._cs_init_lock:
+                lock = store.__dict__.setdefault("_cs_write_lock", threading.RLock())
+        lock.acquire()
+        try:
+            conn = store._cs_db().conn
+            conn.execute("BEGIN IMMEDIATE")
+        except BaseException:
+            lock.release()
+            raise
+        self.lock = lock
+        self.conn = conn
+        self.tx = _Tx(conn, store.now_ms())
         return self.tx
 
     def __exit__(self, exc_type, exc, tb) -> bool:
-        self._cm.__exit__(exc_type, exc, tb)
+        conn = self.conn
+        try:
+            if exc_type is None:
+                try:
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+            elif conn.in_transaction:
+                conn.execute("ROLLBACK")
+        finally:
+            self.lock.release()
         if exc_type is None:
             for point in self.tx.fired:
                 fault_point(point)
