@@ -417,14 +417,16 @@ class Walker:
         if frame.ttl_raise_ignored:
             rec.event("budget.ttl_raise_ignored", {"op": pop.name, "ttl": run.budget.ttl})
             frame.ttl_raise_ignored = False
+        op = pop.op
+        name = op.name
         if output is None:
-            frame.outcomes[pop.name] = OpOutcome(pop.name, None, "error", error)
-            frame.ran.append(pop.op)
+            frame.outcomes[name] = OpOutcome(name, None, "error", error)
+            frame.ran.append(op)
             self._record(run, frame, pop, "error", transport, started_wall, started, rec, error=error,
                          input_value=input_value, extra=extra)
             return
-        frame.outcomes[pop.name] = OpOutcome(pop.name, output, "ok", None)
-        frame.ran.append(pop.op)
+        frame.outcomes[name] = OpOutcome(name, output, "ok", None)
+        frame.ran.append(op)
         if frame.halt_event is not None:
             txc = output.get("_txc")
             if isinstance(txc, dict) and bool_form(txc.get("halt")):

@@ -14,7 +14,8 @@ import json
 import math
 from typing import Any
 
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
+# Trace records are trees the walk builds from plain values, never cyclic: no cycle check.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str, check_circular=False)
 _encode = _ENCODER.encode
 
 _CACHE_LIMIT = 20_000
