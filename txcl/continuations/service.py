@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from txcl.continuations.engine import ContinuationEngine
-from txcl.continuations.worker_client import AckResult, post_dispatch
+from txcl.continuations.worker_client import AckResult, DispatchClient, post_dispatch
 from txcl.store.continuations_base import (
     AdmitResult,
     ClaimRecord,
@@ -166,11 +166,10 @@ class ContinuationService:
 
     # ------------------------------------------------------------------ worker dispatch
     def http(self) -> Any:
-        import httpx
-
+        """The worker dispatch client of the running loop (worker_client.DispatchClient)."""
         loop = asyncio.get_running_loop()
         if self._http is None or self._http_loop is not loop:
-            self._http = httpx.AsyncClient(limits=httpx.Limits(max_connections=256, max_keepalive_connections=64))
+            self._http = DispatchClient(max_connections=256, max_idle=64)
             self._http_loop = loop
         return self._http
 
