@@ -23,7 +23,7 @@ from txcl.runtime.config import Settings
 from txcl.runtime.hooks import WalkHooks
 from txcl.runtime.kv import Kv
 from txcl.runtime.state import Run
-from txcl.runtime.walker import Services, Walker
+from txcl.runtime.walker import Services, Walker, run_within
 from txcl.trace.recorder import TraceRecorder
 
 
@@ -213,10 +213,9 @@ class Interpreter:
             rec.event("request.start", {"stack": run.entry_stack, "src": run.src})
         started = time.perf_counter()
         walker = self.walker
+        when = asyncio.get_running_loop().time() + settings.request_deadline_ms / 1000.0
         try:
-            async with asyncio.timeout(settings.request_deadline_ms / 1000.0):
-                while run.status == "running":
-                    await walker.step(run, rec)
+            await run_within(self._walk(run, rec), when)
         except TimeoutError:
             run.fail({"error": {"code": "txcl_request_deadline",
                                 "message": f"request deadline of {settings.request_deadline_ms} ms passed"}},
@@ -238,6 +237,11 @@ class Interpreter:
             rec.event("request.end", end)
             self._write_trace(rec)
         return outcome
+
+    async def _walk(self, run: Run, rec: TraceRecorder) -> None:
+        walker = self.walker
+        while run.status == "running":
+            await walker.step(run, rec)
 
     def _outcome(self, run: Run) -> Outcome:
         if run.status == "suspended":

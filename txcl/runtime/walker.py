@@ -47,6 +47,52 @@ TTL_SEGMENTS = ("_txc", "ttl")
 _STACK_OK = re.compile(r"^[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*$")
 
 
+class _Resumed:
+    """Awaiting this goes on driving a coroutine whose first step has already run (the
+    `yield from` protocol by hand: values out, results and exceptions in)."""
+
+    __slots__ = ("coro", "first")
+
+    def __init__(self, coro: Any, first: Any):
+        self.coro = coro
+        self.first = first
+
+    def __await__(self):
+        coro = self.coro
+        value = self.first
+        while True:
+            try:
+                sent = yield value
+            except GeneratorExit:
+                coro.close()
+                raise
+            except BaseException as exc:  # noqa: BLE001 - handed to the coroutine, as `await` does
+                try:
+                    value = coro.throw(exc)
+                except StopIteration as stop:
+                    return stop.value
+            else:
+                try:
+                    value = coro.send(sent)
+                except StopIteration as stop:
+                    return stop.value
+
+
+async def run_within(coro: Any, when: float) -> Any:
+    """`await coro` under `asyncio.timeout_at(when)` (`when` in loop time), without the
+    timeout machinery when the coroutine finishes without suspending — most in-process ops
+    and whole walks do. A timeout only takes effect where the awaiting task suspends, so
+    the outcome is the same: the deadline was fixed before the first step, and a deadline
+    already past when the timeout is entered cancels at that first suspension, as the timer
+    would have."""
+    try:
+        first = coro.send(None)
+    except StopIteration as stop:
+        return stop.value
+    async with asyncio.timeout_at(when):
+        return await _Resumed(coro, first)
+
+
 @attrs.define(slots=False)
 class Services:
     """Effects the walk reaches through: settings, store, HTTP client, thread pool, clock."""
@@ -287,30 +333,30 @@ class Walker:
 
             return jump_output(target, frame.stack), None
         ctx = self.op_context(run, frame, pop, directives, deadline)
+        when = asyncio.get_running_loop().time() + timeout_ms / 1000.0
         try:
-            async with asyncio.timeout(timeout_ms / 1000.0):
-                if kind == "builtin":
-                    from txcl.runtime.schemes.txco import call_builtin
+            if kind == "builtin":
+                from txcl.runtime.schemes.txco import call_builtin
 
-                    return await call_builtin(target.name, op_input, directives, ctx), None
-                if kind == "py":
-                    from txcl.runtime.schemes.py import call_py
+                return await run_within(call_builtin(target.name, op_input, directives, ctx), when), None
+            if kind == "py":
+                from txcl.runtime.schemes.py import call_py
 
-                    func = pop.op.func
-                    if func is None:
-                        from txcl.runtime.dispatch import resolve_py_target
+                func = pop.op.func
+                if func is None:
+                    from txcl.runtime.dispatch import resolve_py_target
 
-                        func, problem = resolve_py_target(target, self.tree.workspace)
-                        if problem is not None:
-                            raise OpError(problem)
-                    return await call_py(func, op_input, ctx, self.services.executor), None
-                if kind == "http":
-                    from txcl.runtime.schemes.http import call_http
+                    func, problem = resolve_py_target(target, self.tree.workspace)
+                    if problem is not None:
+                        raise OpError(problem)
+                return await run_within(call_py(func, op_input, ctx, self.services.executor), when), None
+            if kind == "http":
+                from txcl.runtime.schemes.http import call_http
 
-                    raw, status, status_into = await call_http(
-                        self.services.http(), target.url or target.text, op_input, directives, ctx,
-                        self.settings.op_payload_max, timeout_ms / 1000.0)
-                    return raw, (status, status_into)
+                raw, status, status_into = await run_within(call_http(
+                    self.services.http(), target.url or target.text, op_input, directives, ctx,
+                    self.settings.op_payload_max, timeout_ms / 1000.0), when)
+                return raw, (status, status_into)
         except TimeoutError:
             raise OpError(f"timeout after {_fmt_ms(timeout_ms)}", status="timeout") from None
         raise OpError(f"op not found: {target.text}")
