@@ -338,6 +338,96 @@ class SqliteContinuationStore:
     def _cs_tx(self):
         return _TxContext(self)
 
+    def _cs_write_lock(self) -> threading.RLock:
+        lock = self.__dict__.get("_cs_wlock")
+        if lock is None:
+            with self._cs_init_lock:
+                lock = self.__dict__.setdefault("_cs_wlock", threading.RLock())
+        return lock
+
+    def _cs_batch(self) -> "_BatchState":
+        batch = self.__dict__.get("_cs_batch_state")
+        if batch is None:
+            with self._cs_init_lock:
+                batch = self.__dict__.setdefault("_cs_batch_state", _BatchState())
+        return batch
+
+    def commit_count(self) -> int:
+        """Write transactions this store object committed so far (benchmarks)."""
+        return self.__dict__.get("_cs_commits", 0)
+
+    def _cs_committed(self) -> None:
+        self.__dict__["_cs_commits"] = self.__dict__.get("_cs_commits", 0) + 1
+
+    def run_batch(self, calls: Sequence[Any]) -> list[tuple[bool, Any]]:
+        """Run several independent store calls in ONE write transaction (group commit): each
+        call's procedure runs in its own savepoint (a call that raises is rolled back alone),
+        one COMMIT covers them all, and only then are the calls' fault points marked. Returns
+        ``(True, result)`` or ``(False, exception)`` per call, in order.
+
+        The calls must not depend on one another's commit: nothing of a batch is visible
+        outside before the common COMMIT, and callers act on a result only after it (the
+        service hands results out once this returns). A call that needs its own commit before
+        its next step (P4 then P5) is two batches. Should the transaction itself fail (BEGIN,
+        COMMIT, or an error that makes SQLite abandon the transaction) every call is run
+        again on its own, exactly as without batching."""
+        if len(calls) <= 1:
+            return [_call_alone(c) for c in calls]
+        batch = self._cs_batch()
+        if batch.conn is not None:  # already inside a batch on this thread: no nesting
+            return [_call_alone(c) for c in calls]
+        lock = self._cs_write_lock()
+        outcomes: list[tuple[bool, Any, list[str]]] = []
+        broken = False
+        lock.acquire()
+        try:
+            conn = self._cs_db().conn
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error:
+                broken = True
+            if not broken:
+                batch.conn = conn
+                try:
+                    for call in calls:
+                        batch.fired = []
+                        batch.broken = False
+                        try:
+                            outcomes.append((True, call(), batch.fired))
+                        except Exception as exc:  # noqa: BLE001 - handed to the call's owner
+                            outcomes.append((False, exc, []))
+                        if batch.broken or not conn.in_transaction:
+                            broken = True
+                            break
+                    if not broken:
+                        conn.execute("COMMIT")
+                        self._cs_committed()
+                except Exception:  # noqa: BLE001 - the COMMIT failed: redo call by call
+                    broken = True
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+                finally:
+                    batch.conn = None
+                    batch.fired = None
+                if broken and conn.in_transaction:
+                    conn.execute("ROLLBACK")
+        finally:
+            lock.release()
+        if broken:
+            return [_call_alone(c) for c in calls]
+        results: list[tuple[bool, Any]] = []
+        for ok, value, fired in outcomes:
+            if ok:
+                try:
+                    for point in fired:
+                        fault_point(point)
+                except Exception as exc:  # noqa: BLE001 - FaultInjected goes to its call
+                    ok, value = False, exc
+            results.append((ok, value))
+        return results
+
     def _cs_read(self) -> _Tx:
         return _Tx(self._cs_db().conn, self.now_ms())
 
@@ -1572,25 +1662,46 @@ def _default_join_error(unit: UnitRecord) -> Any:
             "unit_id": unit.unit_id, "detail": unit.error}
 
 
+def _call_alone(call: Any) -> tuple[bool, Any]:
+    try:
+        return True, call()
+    except Exception as exc:  # noqa: BLE001 - handed to the call's owner
+        return False, exc
+
+
+class _BatchState(threading.local):
+    """The batch transaction open on this thread (see ``run_batch``)."""
+
+    conn: sqlite3.Connection | None = None
+    fired: list[str] | None = None  # fault points of the running call, marked after the COMMIT
+    broken = False  # a savepoint could not be rolled back: the whole batch is redone call by call
+
+
 class _TxContext:
-    """``with store._cs_tx() as t``: BEGIN IMMEDIATE … COMMIT, then the fault points.
+    """``with store._cs_tx() as t``: BEGIN IMMEDIATE … COMMIT, then the fault points. Inside
+    a batch (``run_batch``) the procedure is a savepoint of the batch's transaction instead.
 
     Writers of one store object in this process queue on an in-process lock before BEGIN
     IMMEDIATE: SQLite's own busy handler polls with sleeps of 1–100 ms, which serialised the
     store's worker threads far more slowly than the transactions themselves take. Other
     processes still meet at SQLite's write lock (busy timeout), as before."""
 
-    __slots__ = ("store", "lock", "conn", "tx")
+    __slots__ = ("store", "lock", "conn", "tx", "batch")
 
     def __init__(self, store: SqliteContinuationStore) -> None:
         self.store = store
 
     def __enter__(self) -> _Tx:
         store = self.store
-        lock = store.__dict__.get("_cs_write_lock")
-        if lock is None:
-            with store._cs_init_lock:
-                lock = store.__dict__.setdefault("_cs_write_lock", threading.RLock())
+        batch = store.__dict__.get("_cs_batch_state")
+        if batch is not None and batch.conn is not None:
+            self.batch = batch
+            self.conn = batch.conn
+            self.conn.execute("SAVEPOINT txcl_call")
+            self.tx = _Tx(self.conn, store.now_ms())
+            return self.tx
+        self.batch = None
+        lock = store._cs_write_lock()
         lock.acquire()
         try:
             conn = store._cs_db().conn
@@ -1605,6 +1716,22 @@ class _TxContext:
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         conn = self.conn
+        batch = self.batch
+        if batch is not None:
+            if exc_type is None:
+                conn.execute("RELEASE txcl_call")
+                if batch.fired is not None:
+                    batch.fired.extend(self.tx.fired)
+                return False
+            try:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK TO txcl_call")
+                    conn.execute("RELEASE txcl_call")
+                else:
+                    batch.broken = True
+            except sqlite3.Error:
+                batch.broken = True
+            return False
         try:
             if exc_type is None:
                 try:
@@ -1613,6 +1740,7 @@ class _TxContext:
                     if conn.in_transaction:
                         conn.execute("ROLLBACK")
                     raise
+                self.store._cs_committed()
             elif conn.in_transaction:
                 conn.execute("ROLLBACK")
         finally:
