@@ -9,6 +9,10 @@ Two figures, both with durable commits (SQLite WAL, synchronous=FULL):
 2. in-process (the same engine and store, callbacks admitted with exactly the P4/P5 calls the
    callback endpoint makes): items/s and the store's write transactions (commits) per item.
 
+Wall-clock figures move with the machine's load, so each part also reports CPU time per item
+(Linux: the `txcl serve` process from /proc; in-process: this process, worker included) —
+compare those between builds on a shared machine.
+
     python bench/bench_itemized.py [--items 1000] [--window 25]
 """
 
@@ -119,7 +123,18 @@ def _tree(root: Path, url: str, items: int, window: int) -> Path:
     return root
 
 
-def end_to_end(items: int, window: int) -> float:
+def _proc_cpu(pid: int) -> float | None:
+    """CPU seconds (user + system) of a process so far (Linux /proc), None elsewhere."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def end_to_end(items: int, window: int) -> tuple[float, float | None, float]:
+    """(items/s, serve CPU ms per item or None, this process's CPU ms per item: worker + poll)."""
     from txcl.continuations.service import open_durable_store
 
     worker = Worker()
@@ -141,6 +156,8 @@ def end_to_end(items: int, window: int) -> float:
             threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
             body = (ws / "records.json").read_bytes()
             store = open_durable_store(db)
+            serve_cpu0 = _proc_cpu(proc.pid)
+            own_cpu0 = time.process_time()
             started = time.perf_counter()
             req = urllib.request.Request(base + "/pay", data=body, method="POST",
                                          headers={"Content-Type": "application/json"})
@@ -158,17 +175,21 @@ def end_to_end(items: int, window: int) -> float:
                     break
                 time.sleep(0.005)
             elapsed = time.perf_counter() - started
+            serve_cpu1 = _proc_cpu(proc.pid)
+            own_cpu = time.process_time() - own_cpu0
             assert run is not None and run.status == "completed", (status, run)
             assert run.result["count"] == items
             store.close()
-            return items / elapsed
+            serve_ms = None if serve_cpu0 is None or serve_cpu1 is None else (serve_cpu1 - serve_cpu0) * 1000 / items
+            return items / elapsed, serve_ms, own_cpu * 1000 / items
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(20)
             worker.close()
 
 
-def in_process(items: int, window: int) -> tuple[float, float]:
+def in_process(items: int, window: int) -> tuple[float, float, float]:
+    """(items/s, commits per item, process CPU ms per item: engine, store and worker)."""
     from txcl.continuations.service import ContinuationService, open_durable_store
     from txcl.ops.tree import load_ops
     from txcl.runtime.config import Settings
@@ -192,18 +213,14 @@ def in_process(items: int, window: int) -> tuple[float, float]:
         store = open_durable_store(ws / "bench.db")
         service = ContinuationService(store, Settings().evolve(trace_mode="off"), workspace=ws)
         interp = service.interpreter(load_ops(ws))
-        commits = [0]
-        original = store._cs_tx
-
-        def counting_tx():
-            commits[0] += 1
-            return original()
-
-        store._cs_tx = counting_tx
+        commits0 = store.commit_count()
         records = json.loads((ws / "records.json").read_text())
+
+        cpu = [0.0]
 
         async def main() -> float:
             loop_box["loop"] = asyncio.get_running_loop()
+            cpu0 = time.process_time()
             started = time.perf_counter()
             outcome = await interp.run({"req": records}, "pay")
             assert isinstance(outcome, Suspended), outcome
@@ -211,6 +228,7 @@ def in_process(items: int, window: int) -> tuple[float, float]:
                 await asyncio.sleep(0.002)
             final = await service.drive_resume(claims[0])
             elapsed = time.perf_counter() - started
+            cpu[0] = time.process_time() - cpu0
             assert isinstance(final, Completed) and final.envelope["count"] == items
             await service.drain_tasks(10)
             await service.aclose()
@@ -219,7 +237,7 @@ def in_process(items: int, window: int) -> tuple[float, float]:
         elapsed = asyncio.run(main())
         worker.close()
         store.close()
-        return items / elapsed, commits[0] / items
+        return items / elapsed, (store.commit_count() - commits0) / items, cpu[0] * 1000 / items
 
 
 def main() -> None:
@@ -234,13 +252,21 @@ def main() -> None:
     print(f"itemized await: {args.items} items, window {args.window}, SQLite durable commits "
           f"(cpu count {os.cpu_count()}, load average {load:.1f}); medians of {args.repeat} runs")
     inproc = [in_process(args.items, args.window) for _ in range(args.repeat)]
-    report("in-process (engine + store, direct P4/P5 admits)", statistics.median(r for r, _ in inproc), "items/s",
+    report("in-process (engine + store, direct P4/P5 admits)", statistics.median(r for r, _, _ in inproc), "items/s",
            ">= 500")
-    report("  store write transactions per item", statistics.median(c for _, c in inproc), "commits")
+    report("  store write transactions per item", statistics.median(c for _, c, _ in inproc), "commits")
+    cpu = statistics.median(m for _, _, m in inproc)
+    report("  process CPU per item (engine, store, worker)", cpu, "ms")
+    report("  items per CPU-second", 1000 / cpu, "items/s")
     e2e = [end_to_end(args.items, args.window) for _ in range(args.repeat)]
-    report("end to end via txcl serve (HTTP dispatch + HTTP callbacks)", statistics.median(e2e), "items/s", ">= 500")
-    report("  best end-to-end run", max(e2e), "items/s")
-
+    report("end to end via txcl serve (HTTP dispatch + HTTP callbacks)", statistics.median(r for r, _, _ in e2e),
+           "items/s", ">= 500")
+    report("  best end-to-end run", max(r for r, _, _ in e2e), "items/s")
+    serve_ms = [m for _, m, _ in e2e if m is not None]
+    if serve_ms:
+        report("  txcl serve CPU per item", statistics.median(serve_ms), "ms")
+        report("  items per serve CPU-second", 1000 / statistics.median(serve_ms), "items/s")
+    report("  worker + poller CPU per item (this process)", statistics.median(m for _, _, m in e2e), "ms")
 
 if __name__ == "__main__":
     main()

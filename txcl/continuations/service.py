@@ -15,8 +15,12 @@ inline, §2.2 step 4) and the background resume tasks.
 from __future__ import annotations
 
 import asyncio
+import collections
+import functools
 import json
 import logging
+import os
+import threading
 from pathlib import Path
 from typing import Any, Callable
 
@@ -84,6 +88,105 @@ def materialize(unit: UnitRecord, interaction: InteractionRecord, terminal: Term
     return Materialized("failed", error=normalize_error(terminal.payload))
 
 
+class StoreLane:
+    """The service's store calls, run in order on one thread of their own.
+
+    Store procedures block (a commit's fsync, another process's write lock), so they never run
+    on the event loop. One thread suffices — SQLite serialises writers anyway — and lets calls
+    that queue up while it is busy share a commit: consecutive calls submitted as batchable run
+    through ``store.run_batch`` (one write transaction, a savepoint per call, one COMMIT). A
+    call's result is handed back only after the commit that made it durable, so everything
+    a caller does with it (answer a callback, send a worker POST, run P5 after P4) still
+    happens after its own writes are durable. Calls whose steps need separate commits (P4 then
+    P5) are submitted one step at a time, or run unbatched."""
+
+    MAX_BATCH = 64
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.can_batch = callable(getattr(store, "run_batch", None))
+        self._jobs: collections.deque = collections.deque()
+        self._cond = threading.Condition(threading.Lock())
+        self._thread: threading.Thread | None = None
+        self._pid = 0
+        self._closing = False
+
+    def submit(self, fn: Callable[..., Any], args: tuple, kwargs: dict, batchable: bool) -> asyncio.Future:
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        with self._cond:
+            self._jobs.append((fn, args, kwargs, batchable and self.can_batch, future, loop))
+            thread = self._thread
+            if thread is None or self._pid != os.getpid() or not thread.is_alive():
+                self._closing = False
+                self._pid = os.getpid()
+                self._thread = threading.Thread(target=self._work, name="txcl-store", daemon=True)
+                self._thread.start()
+            else:
+                self._cond.notify()
+        return future
+
+    def close(self) -> None:
+        """Let the thread end once the calls already queued have run."""
+        with self._cond:
+            self._closing = True
+            self._cond.notify()
+
+    def _work(self) -> None:
+        while True:
+            with self._cond:
+                while not self._jobs:
+                    if self._closing:
+                        self._thread = None
+                        return
+                    self._cond.wait()
+                jobs = list(self._jobs)
+                self._jobs.clear()
+            i = 0
+            while i < len(jobs):
+                group = [jobs[i]]
+                i += 1
+                if group[0][3]:
+                    while i < len(jobs) and jobs[i][3] and len(group) < self.MAX_BATCH:
+                        group.append(jobs[i])
+                        i += 1
+                self._run(group)
+
+    def _run(self, group: list) -> None:
+        live = [job for job in group if not job[4].cancelled()]  # a caller gone before the call started
+        if not live:
+            return
+        calls = [functools.partial(fn, *args, **kwargs) for fn, args, kwargs, *_ in live]
+        try:
+            if len(calls) == 1:
+                try:
+                    outcomes = [(True, calls[0]())]
+                except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                    outcomes = [(False, exc)]
+            else:
+                outcomes = self.store.run_batch(calls)
+        except BaseException as exc:  # noqa: BLE001 - handed to every caller of the batch
+            outcomes = [(False, exc)] * len(calls)
+        by_loop: dict[Any, list] = {}
+        for job, outcome in zip(live, outcomes):
+            by_loop.setdefault(job[5], []).append((job[4], outcome))
+        for loop, items in by_loop.items():
+            try:
+                loop.call_soon_threadsafe(_settle_futures, items)
+            except RuntimeError:  # that loop is closed: nobody is waiting any more
+                pass
+
+
+def _settle_futures(items: list) -> None:
+    for future, (ok, value) in items:
+        if future.done():
+            continue
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
+
+
 class ContinuationService:
     """One process's continuation machinery (see the module docstring)."""
 
@@ -107,10 +210,12 @@ class ContinuationService:
         self._run_waiters: dict[str, list[asyncio.Future]] = {}
         self.suspended_envelopes: dict[str, dict] = {}  # rid -> envelope at the suspend (202 body)
         self.before_dispatch: Callable[[], None] | None = None  # e.g. `txcl run`'s one-time warning
-        # Store calls run in a worker thread so a commit's fsync (or a busy wait on another
-        # process's write lock) never stalls the event loop of `txcl serve`; one-shot commands
-        # (`txcl run`, `complete`, `sweep`) run them inline and save the thread hand-offs.
+        # Store calls run on the store lane's thread (StoreLane) so a commit's fsync (or a busy
+        # wait on another process's write lock) never stalls the event loop of `txcl serve`;
+        # one-shot commands (`txcl run`, `complete`, `sweep`) run them inline and save the
+        # thread hand-offs.
         self.inline_store = False
+        self.lane = StoreLane(store)
 
     # ------------------------------------------------------------------ trees and snapshots
     def snapshot_of(self, tree: Any) -> tuple[str, bytes]:
@@ -159,10 +264,17 @@ class ContinuationService:
             self.store.write_traces([record])
 
     async def run_store(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """Call a (blocking) store procedure: in a worker thread, or inline (`inline_store`)."""
+        """Call a (blocking) store procedure: on the store lane's thread, or inline (`inline_store`)."""
         if self.inline_store:
             return fn(*args, **kwargs)
-        return await asyncio.to_thread(fn, *args, **kwargs)
+        return await self.lane.submit(fn, args, kwargs, False)
+
+    async def run_store_batched(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """`run_store` for a call of exactly one write transaction that may share its commit
+        with other such calls queued at the same time (StoreLane)."""
+        if self.inline_store:
+            return fn(*args, **kwargs)
+        return await self.lane.submit(fn, args, kwargs, True)
 
     # ------------------------------------------------------------------ worker dispatch
     def http(self) -> Any:
@@ -174,6 +286,7 @@ class ContinuationService:
         return self._http
 
     async def aclose(self) -> None:
+        self.lane.close()
         if self._http is not None:
             client, self._http = self._http, None
             try:
@@ -192,7 +305,7 @@ class ContinuationService:
 
     async def send_then(self, dispatches: list[Dispatch] | tuple[Dispatch, ...], origin_rid: str | None = None,
                         after: Callable[[], Any] | None = None) -> tuple[list[AckResult], list[ClaimRecord], Any]:
-        """`send`, then `after()` (a store call) in the same worker-thread hop as the ack
+        """`send`, then `after()` (a store call) in the same store-lane call as the ack
         marking; returns its result too (the barrier's drain check rides along)."""
         results: list[AckResult] = []
         if dispatches:
@@ -206,7 +319,9 @@ class ContinuationService:
         acked = [(r.opc, r.ack) for r in results if r.ok]
         failed = [r for r in results if not r.ok]
         after_result = None
-        if acked or (after is not None and not failed):
+        if acked and after is None:
+            await self.run_store_batched(self.store.mark_ack, acked)  # P3 may share a commit
+        elif acked or (after is not None and not failed):
             def step() -> Any:
                 if acked:
                     self.store.mark_ack(acked)
@@ -239,21 +354,19 @@ class ContinuationService:
                        best_effort: bool = False, transport: str | None = None
                        ) -> tuple[AdmitResult, ReleaseResult | None]:
         """P4 then (when admitted) P5 for one interaction; promoted items are sent."""
-        store = self.store
+        admit = await self.run_store_batched(self.store.admit_terminal, opc, status, payload, source=source,
+                                             token=token, best_effort=best_effort, transport=transport)
+        return await self.continue_admitted(admit)
 
-        def admit_and_release() -> tuple[AdmitResult, ReleaseResult | None]:  # one thread hop, two transactions
-            admitted = store.admit_terminal(opc, status, payload, source=source, token=token,
-                                            best_effort=best_effort, transport=transport)
-            if admitted.outcome != "admitted":
-                return admitted, None
-            return admitted, store.continue_release(opc, child_version=admitted.child_version,
-                                                    materialize=self.materialize)
-
-        admit, release = await self.run_store(admit_and_release)
-        if release is None:
+    async def continue_admitted(self, admit: AdmitResult) -> tuple[AdmitResult, ReleaseResult | None]:
+        """After P4 committed: send the items it promoted, then P5 (its own transaction — the
+        admitted completion is durable before child work starts, AU-7)."""
+        if admit.outcome != "admitted":
             return admit, None
         if admit.dispatches:
             self.send_later(admit.dispatches)
+        release = await self.run_store_batched(self.store.continue_release, admit.opc,
+                                               child_version=admit.child_version, materialize=self.materialize)
         return admit, release
 
     # ------------------------------------------------------------------ resumes

@@ -16,7 +16,6 @@ request when it is still answering), never inside the callback request.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import sqlite3
 from typing import Any
@@ -91,26 +90,38 @@ def parse_completion(body: bytes, unit: Any) -> tuple[str, Any] | str:
     return f"unknown status {status!r}" if isinstance(status, str) else "status is missing"
 
 
+def check_and_admit(store: Any, opc: str, token: str | None, body: bytes | None, cap: int) -> Any:
+    """Rows 1–4 of §3.4, then P4: an `Answer` for a rejected request, else the AdmitResult.
+    One store call (a read, then at most one write transaction), so it runs on the service's
+    store lane and may share its commit with other admissions. `body` None: over the cap."""
+    target = store.check_callback(opc, token)
+    if target.outcome == "unknown":
+        return _answer(404, {"error": "unknown op continuation"})
+    if target.outcome == "bad_token":
+        return _answer(401, {"error": "bad token"})
+    if body is None:
+        return _answer(413, {"error": "body too large", "limit": cap})
+    parsed = parse_completion(body, target.unit)
+    if isinstance(parsed, str):
+        return _answer(400, {"error": parsed})
+    status, payload = parsed
+    return store.admit_terminal(opc, status, payload, source="callback", token=token)
+
+
 async def handle_callback(service: Any, request: Any, opc: str) -> Answer:
     """The whole §3.4 table for one callback request."""
     store = service.store
     token = presented_token(request.headers)
+    cap = service.settings.callback_max_bytes
     try:
-        target = await asyncio.to_thread(store.check_callback, opc, token)
-        if target.outcome == "unknown":
-            return _answer(404, {"error": "unknown op continuation"})
-        if target.outcome == "bad_token":
-            return _answer(401, {"error": "bad token"})
-        cap = service.settings.callback_max_bytes
         try:
-            body = await read_capped(request, cap)
+            body: bytes | None = await read_capped(request, cap)
         except _TooLarge:
-            return _answer(413, {"error": "body too large", "limit": cap})
-        parsed = parse_completion(body, target.unit)
-        if isinstance(parsed, str):
-            return _answer(400, {"error": parsed})
-        status, payload = parsed
-        admit, release = await service.complete(opc, status, payload, source="callback", token=token)
+            body = None  # answered 413 unless the opc or token is wrong (rows 1–2 come first)
+        checked = await service.run_store_batched(check_and_admit, store, opc, token, body, cap)
+        if isinstance(checked, Answer):
+            return checked
+        admit, release = await service.continue_admitted(checked)
     except sqlite3.OperationalError as exc:
         log.warning("txcl: callback %s: store unavailable: %s", opc, exc)
         return _answer(503, {"error": "store unavailable"}, [("retry-after", "1")])
