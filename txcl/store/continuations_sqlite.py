@@ -76,6 +76,7 @@ from txcl.store.continuations_base import (
     resume_segment_id,
 )
 from txcl.store.schema_continuations import COMPONENT, SCHEMA_VERSION, ddl_statements, migrate
+from txcl.testing.faults import enabled as faults_enabled
 from txcl.testing.faults import fault_point
 
 _OPEN = "('queued', 'dispatching', 'dispatched')"
@@ -418,8 +419,9 @@ class SqliteContinuationStore:
         if broken:
             return [_call_alone(c) for c in calls]
         results: list[tuple[bool, Any]] = []
+        marking = faults_enabled()  # (read once per batch, not once per call)
         for ok, value, fired in outcomes:
-            if ok:
+            if ok and marking:
                 try:
                     for point in fired:
                         fault_point(point)
