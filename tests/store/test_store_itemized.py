@@ -5,20 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from contstore_util import FakeClock, complete, itemized, open_store, park_barrier
-
-
-
-@pytest.fixture
-def clock():
-    return FakeClock()
-
-
-@pytest.fixture
-def store(tmp_path, clock):
-    s = open_store(tmp_path / "txcl.db", clock)
-    yield s
-    s.close()
+from contstore_util import complete, itemized, park_barrier
 
 
 def in_flight(store, unit_id):

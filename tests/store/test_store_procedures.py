@@ -3,22 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from contstore_util import FakeClock, complete, itemized, open_store, park_barrier, run_spec, unary
+from contstore_util import complete, itemized, park_barrier, run_spec, unary
 
 from txcl.continuations import ids
 from txcl.store.continuations_base import Fence, RunLost, UnitSpec, resume_segment_id
-
-
-@pytest.fixture
-def clock():
-    return FakeClock()
-
-
-@pytest.fixture
-def store(tmp_path, clock):
-    s = open_store(tmp_path / "txcl.db", clock)
-    yield s
-    s.close()
 
 
 # ---------------------------------------------------------------- P1

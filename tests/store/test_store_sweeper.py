@@ -2,26 +2,13 @@
 
 from __future__ import annotations
 
-import pytest
-from contstore_util import FakeClock, complete, itemized, open_store, park_barrier, run_spec, unary
+from contstore_util import complete, itemized, park_barrier, run_spec, unary
 
 from txcl.continuations.sweeper import SweepConfig, sweep
 from txcl.store.continuations_base import Fence, UnitSpec
 
 CFG = SweepConfig(retention_ms=100_000, stale_after_ms=5_000, max_attempts=3, reconcile_after_ms=2_000,
                   lease_ms=1_000, owner="sweeper-node")
-
-
-@pytest.fixture
-def clock():
-    return FakeClock()
-
-
-@pytest.fixture
-def store(tmp_path, clock):
-    s = open_store(tmp_path / "txcl.db", clock)
-    yield s
-    s.close()
 
 
 def test_worker_never_calls_back_barrier_expires_t10_djf1(store, clock):
