@@ -164,7 +164,7 @@ def finish_output(
     if output is None:
         output = {}
     if not isinstance(output, dict):
-        return Finished(None, f"op output is not a JSON object (got {_json_type(output)})", dropped)
+        return Finished(None, f"op output is not a JSON object (got {json_type(output)})", dropped)
     entries: list[tuple[tuple[str, ...], Any]] = list(prepared.synthetic_emits)
     view = prepared.input
     try:
@@ -212,7 +212,8 @@ def _lower_ttl(value: Any, current: int | None) -> int | None:
     return lowered
 
 
-def _json_type(value: Any) -> str:
+def json_type(value: Any) -> str:
+    """The JSON type name of a value, for messages."""
     if isinstance(value, bool):
         return "boolean"
     if isinstance(value, (int, float)):

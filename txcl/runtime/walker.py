@@ -20,7 +20,7 @@ from typing import Any, Callable
 import attrs
 
 from txcl.evaluate.control import Control, apply_delete, read_control
-from txcl.evaluate.rule import Prepared, apply_set_post, finish_output, nest_into, prepare
+from txcl.evaluate.rule import Prepared, apply_set_post, finish_output, json_type, nest_into, prepare
 from txcl.evaluate.when import compile_condition
 from txcl.ops.layout import is_system_stack
 from txcl.ops.tree import OpRule, OpsTree
@@ -428,7 +428,7 @@ class Walker:
 
             raw = apply_status_into(raw, http_info[1], http_info[0])
         if raw is not None and not isinstance(raw, dict):
-            return None, f"op output is not a JSON object (got {_json_type(raw)})", dropped
+            return None, f"op output is not a JSON object (got {json_type(raw)})", dropped
         if not trusted and raw:
             raw, sanitised = sanitize_untrusted(raw)
             dropped.extend(sanitised)
@@ -676,16 +676,3 @@ def _fmt_ms(ms: int) -> str:
     if ms % 1000 == 0 and ms >= 1000:
         return f"{ms // 1000}s"
     return f"{ms}ms"
-
-
-def _json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return type(value).__name__
-
