@@ -114,8 +114,9 @@ def _run(r: sqlite3.Row) -> RunRecord:
     )
 
 
-def _unit(r: sqlite3.Row) -> UnitRecord:
-    return UnitRecord(
+def _unit_fields(r: sqlite3.Row, directives: Any, input_view: Any) -> dict[str, Any]:
+    """The columns of a `units` row as UnitRecord fields (directives/input view given)."""
+    return dict(
         unit_id=r["unit_id"], run_id=r["run_id"], created_seq=r["created_seq"], kind=r["kind"],
         op_name=r["op_name"], op_stack=r["op_stack"], op_scope=r["op_scope"],
         dispatch_stage=r["dispatch_stage"], dispatch_stack=r["dispatch_stack"],
@@ -123,11 +124,15 @@ def _unit(r: sqlite3.Row) -> UnitRecord:
         version=r["version"], expected=r["expected"], dispatch_complete=bool(r["dispatch_complete"]),
         provider_done=r["provider_done"], continuation_done=r["continuation_done"],
         window=r["window_size"], on_item_error=r["on_item_error"], into=r["into_path"],
-        exec_target=r["exec_target"], directives=_loads(r["directives_json"]),
-        input_view=_loads(r["input_view_json"]), output=_loads(r["output_json"]),
-        error=_loads(r["error_json"]), fuel_used=r["fuel_used"], budget_ms=r["budget_ms"],
-        deadline_ms=r["deadline_ms"], created_ms=r["created_ms"], closed_ms=r["closed_ms"],
+        exec_target=r["exec_target"], directives=directives, input_view=input_view,
+        output=_loads(r["output_json"]), error=_loads(r["error_json"]), fuel_used=r["fuel_used"],
+        budget_ms=r["budget_ms"], deadline_ms=r["deadline_ms"], created_ms=r["created_ms"],
+        closed_ms=r["closed_ms"],
     )
+
+
+def _unit(r: sqlite3.Row) -> UnitRecord:
+    return UnitRecord(**_unit_fields(r, _loads(r["directives_json"]), _loads(r["input_view_json"])))
 
 
 class _RawJson:
@@ -168,19 +173,7 @@ class _LazyUnitRecord(UnitRecord):
 
 
 def _lazy_unit(r: sqlite3.Row) -> UnitRecord:
-    return _LazyUnitRecord(
-        unit_id=r["unit_id"], run_id=r["run_id"], created_seq=r["created_seq"], kind=r["kind"],
-        op_name=r["op_name"], op_stack=r["op_stack"], op_scope=r["op_scope"],
-        dispatch_stage=r["dispatch_stage"], dispatch_stack=r["dispatch_stack"],
-        join_at_scope=r["join_at_scope"], segment_id=r["segment_id"], status=r["status"],
-        version=r["version"], expected=r["expected"], dispatch_complete=bool(r["dispatch_complete"]),
-        provider_done=r["provider_done"], continuation_done=r["continuation_done"],
-        window=r["window_size"], on_item_error=r["on_item_error"], into=r["into_path"],
-        exec_target=r["exec_target"], directives=_RawJson(r["directives_json"]),
-        input_view=_RawJson(r["input_view_json"]), output=_loads(r["output_json"]),
-        error=_loads(r["error_json"]), fuel_used=r["fuel_used"], budget_ms=r["budget_ms"],
-        deadline_ms=r["deadline_ms"], created_ms=r["created_ms"], closed_ms=r["closed_ms"],
-    )
+    return _LazyUnitRecord(**_unit_fields(r, _RawJson(r["directives_json"]), _RawJson(r["input_view_json"])))
 
 
 def _interaction(r: sqlite3.Row) -> InteractionRecord:
