@@ -42,14 +42,8 @@ def text_form(v: Any) -> str:
         return float_text(v)
     if isinstance(v, (list, dict)):
         return dumps(v)
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return int.__repr__(v)
-    if isinstance(v, float):
-        return float_text(v)
-    if isinstance(v, str):
-        return str.__str__(v)
+    if isinstance(v, (bool, int, float, str)):
+        return text_form(_plain(v))
     return ""
 
 
