@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from txcl.store.connection import open_sqlite, transaction
-from txcl.store.continuations_base import Fence, RunSpec, UnitSpec
+from txcl.store.records import Fence, RunSpec, UnitSpec
 from txcl.store.continuations_sqlite import SqliteContinuations
 
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import itertools
+import os
 import textwrap
+import uuid
 from pathlib import Path
 from typing import Any, Callable
 
@@ -17,6 +19,111 @@ def repo_root() -> Path:
     return REPO_ROOT
 
 _counter = itertools.count()
+
+BACKENDS = ("sqlite", "postgresql")
+
+
+def pytest_collection_modifyitems(items):
+    """Every test run against PostgreSQL carries the `postgres` marker (`-m "not postgres"`
+    runs the SQLite half alone)."""
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and callspec.params.get("backend") == "postgresql":
+            item.add_marker(pytest.mark.postgres)
+
+
+class _ExternalPostgres:
+    """A server named by TXCL_TEST_PG_URL (databases are created and dropped in it)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def url_for(self, database: str) -> str:
+        from urllib.parse import urlsplit, urlunsplit
+
+        parts = urlsplit(self.url)
+        return urlunsplit((parts.scheme, parts.netloc, "/" + database, parts.query, ""))
+
+    def create_database(self, name: str) -> str:
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            conn.execute(f'CREATE DATABASE "{name}"')
+        return self.url_for(name)
+
+    def drop_database(self, name: str) -> None:
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """A real PostgreSQL server for the session: TXCL_TEST_PG_URL when set (as `.ci/run` sets
+    it), otherwise a throwaway one started here (installed with apt-get when missing)."""
+    url = os.environ.get("TXCL_TEST_PG_URL")
+    if url:
+        yield _ExternalPostgres(url)
+        return
+    from txcl.testing.postgres import PostgresUnavailable, TempPostgres
+
+    try:
+        server = TempPostgres.start()  # in a fresh /tmp dir the server's own user can enter
+    except PostgresUnavailable as exc:
+        pytest.fail(f"PostgreSQL is needed for the tests marked postgres: {exc}")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def new_pg_database(request):
+    """`new_pg_database()` -> the URL of a fresh, empty database (dropped after the test).
+    Fixtures that hold connections to such databases (servers, stores) request this fixture
+    first, so the databases are dropped after those are closed."""
+    made: list[str] = []
+
+    def create() -> str:
+        server = request.getfixturevalue("pg_server")
+        name = "t_" + uuid.uuid4().hex[:16]
+        made.append(name)
+        return server.create_database(name)
+
+    yield create
+    for name in made:
+        try:
+            request.getfixturevalue("pg_server").drop_database(name)
+        except Exception:  # noqa: BLE001 - a leftover database is harmless in a throwaway server
+            pass
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request) -> str:
+    """Run the test once per store backend."""
+    return request.param
+
+
+@pytest.fixture
+def fresh_db(backend, tmp_path, request) -> Callable[[], str]:
+    """`fresh_db()` -> another fresh database on the test's backend, at each call."""
+    numbers = itertools.count()
+
+    def make() -> str:
+        if backend == "sqlite":
+            return str(tmp_path / f"db{next(numbers)}.db")
+        return request.getfixturevalue("new_pg_database")()
+
+    return make
+
+
+@pytest.fixture
+def db_url(backend, tmp_path, request) -> str:
+    """A fresh database for the test on its backend: a SQLite file in tmp_path, or a new
+    PostgreSQL database."""
+    if backend == "sqlite":
+        return str(tmp_path / "txcl.db")
+    return request.getfixturevalue("new_pg_database")()
 
 
 def write_tree(root: Path, files: dict[str, str]) -> Path:
@@ -49,13 +156,13 @@ def run_tree(tmp_path: Path):
     from txcl.ops.tree import load_ops
     from txcl.runtime.config import Settings
     from txcl.runtime.interpreter import Interpreter
-    from txcl.store.sqlite import SqliteStore
+    from txcl.store import open_store
 
     stores: list[Any] = []
 
     def run(ws: Path, envelope: dict | None = None, stack: str | None = None, *, mocks=None,
             sleep=None, **settings: Any):
-        store = SqliteStore(ws / ".txcl" / "txcl.db")
+        store = open_store(ws / ".txcl" / "txcl.db")
         stores.append(store)
         tree = load_ops(ws)
         interp = Interpreter(tree, store=store, settings=Settings(**settings))

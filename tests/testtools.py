@@ -17,3 +17,33 @@ def require_tool(name: str) -> str:
     if found is None:
         pytest.fail(f"{name} is not installed; install it as .ci/services.sh does")
     return found
+
+
+class RawDb:
+    """Direct SQL on a store's database for tests that simulate crashes and corruption
+    (through the backend's test hook; ``?`` placeholders on every backend)."""
+
+    def __init__(self, store) -> None:
+        self.store = store
+
+    def execute(self, sql: str, params: tuple = ()) -> list:
+        return self.store.backend.execute_for_tests(sql, params)
+
+    def everything(self) -> bytes:
+        """Every byte the database holds (files for SQLite; every row as text for PostgreSQL)."""
+        backend = self.store.backend
+        if backend.kind == "sqlite":
+            from pathlib import Path
+
+            path = Path(backend.path)
+            return b"".join(p.read_bytes() for p in (path, Path(f"{path}-wal")) if p.exists())
+        tables = [r[0] for r in self.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()")]
+        rows = [r[0] for t in tables for r in self.execute(f"SELECT CAST(x AS TEXT) FROM {t} x")]
+        return "\n".join(rows).encode()
+
+    def __enter__(self) -> "RawDb":
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        return False

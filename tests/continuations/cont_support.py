@@ -1,7 +1,12 @@
 """Fixtures and helpers for continuation tests (import helpers from here, never from
 `conftest`, whose module name is shared by every test folder): a workspace builder, a real
-`txcl serve` subprocess on
-127.0.0.1, the test worker, and in-process services over a real SQLite file."""
+`txcl serve` subprocess on 127.0.0.1, the test worker, and in-process stores.
+
+Every test that builds a workspace runs once per store backend: on SQLite the workspace's
+database is its default file `<ws>/.txcl/txcl.db`; on PostgreSQL the workspace gets a fresh
+database of the session's server, named in its `txcl.toml` (`[serve] db = …`), so `txcl
+serve`, `txcl run`, `txcl runs` and `txcl complete` all find it as a user's would. `store_at`
+and `db_of` map a workspace's default file to its database on either backend."""
 
 from __future__ import annotations
 
@@ -35,12 +40,37 @@ def write_tree(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
+# the PostgreSQL database of each workspace built in this process, by its default SQLite path
+_PG_DATABASES: dict[str, str] = {}
+
+
+def _use_database(ws: Path, url: str) -> None:
+    """Name `url` as the workspace's database in its txcl.toml (keeping what is there)."""
+    config = ws / "txcl.toml"
+    text = config.read_text(encoding="utf-8") if config.exists() else ""
+    line = f"db = {url!r}"
+    if "[serve]" in text:
+        text = text.replace("[serve]", "[serve]\n" + line, 1)
+    else:
+        text = f"[serve]\n{line}\n\n" + text
+    config.write_text(text, encoding="utf-8")
+    _PG_DATABASES[str(ws / ".txcl" / "txcl.db")] = url
+
+
+def db_of(path: Path | str) -> str:
+    """The database behind a workspace's default path (the path itself on SQLite)."""
+    return _PG_DATABASES.get(str(path), str(path))
+
+
 @pytest.fixture
-def workspace(tmp_path: Path) -> Callable[[dict[str, str]], Path]:
+def workspace(tmp_path: Path, backend: str, request) -> Callable[[dict[str, str]], Path]:
     def build(files: dict[str, str]) -> Path:
         ws = tmp_path / f"ws{next(_counter)}"
         ws.mkdir()
-        return write_tree(ws, files)
+        write_tree(ws, files)
+        if backend == "postgresql":
+            _use_database(ws, request.getfixturevalue("new_pg_database")())
+        return ws
 
     return build
 
@@ -64,7 +94,7 @@ class ServeProcess:
         self.lines: list[str] = []
 
     def start(self, timeout: float = 20.0) -> "ServeProcess":
-        cmd = [TXCL, "serve", str(self.ws), "--port", "0", "--db", str(self.db), *self.flags]
+        cmd = [TXCL, "serve", str(self.ws), "--port", "0", "--db", db_of(self.db), *self.flags]
         self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=self.env,
                                      text=True)
         found = threading.Event()
@@ -111,7 +141,7 @@ FAST_FLAGS = ["--continuation-sweep-period", "0", "--async-ack-timeout", "2s", "
 
 
 @pytest.fixture
-def serve(tmp_path: Path):
+def serve(tmp_path: Path, new_pg_database):
     procs: list[ServeProcess] = []
 
     def start(ws: Path, *flags: str, db: Path | None = None, env: dict[str, str] | None = None,
@@ -137,14 +167,15 @@ def wait_until(predicate: Callable[[], Any], timeout: float = 10.0, interval: fl
 
 
 @pytest.fixture
-def store_at():
-    """`store_at(path)` -> a DurableStore (closed after the test)."""
-    from txcl.continuations.service import open_durable_store
+def store_at(new_pg_database):
+    """`store_at(path)` -> the store of that database (a workspace's default path means its
+    database on the test's backend; closed after the test)."""
+    from txcl.continuations.service import open_run_store
 
     stores: list[Any] = []
 
     def open_(path: Path) -> Any:
-        store = open_durable_store(path)
+        store = open_run_store(db_of(path))
         stores.append(store)
         return store
 
@@ -187,13 +218,16 @@ def barrier_tree(worker_url: str, *, extra: dict[str, str] | None = None, stack:
     return files
 
 
-@pytest.fixture(scope="module")
-def shared_barrier(tmp_path_factory):
-    """One worker and one `txcl serve` (barrier tree) for a whole test module: (ws, srv, worker).
-
-    Tests must consume the jobs they cause; the queue is drained before each use."""
+@pytest.fixture(scope="module", params=("sqlite", "postgresql"))
+def shared_barrier(tmp_path_factory, request):
+    """One worker and one `txcl serve` (barrier tree) for a whole test module, per backend:
+    (ws, srv, worker). Tests must consume the jobs they cause; the queue is drained before
+    each use."""
     with TestWorker() as w:
         ws = write_tree(tmp_path_factory.mktemp("shared"), barrier_tree(w.url()))
+        if request.param == "postgresql":
+            server = request.getfixturevalue("pg_server")
+            _use_database(ws, server.create_database("shared_" + ws.name.replace("-", "_")))
         srv = ServeProcess(ws, ws / ".txcl" / "txcl.db",
                            [*FAST_FLAGS, "--continuation-longpoll-ms", "8000", "--op-timeout", "10s"]).start()
         try:

@@ -58,13 +58,14 @@ def test_t20_resume_runs_the_rules_frozen_at_the_suspend(serve, workspace, worke
 
 def test_t23_two_threads_release_one_suspend(tmp_path, workspace, worker):
     """T23 / EC-6: two threads run P5 on the same ready suspend: one winner, one resume."""
-    from txcl.continuations.service import ContinuationService, open_durable_store
+    from txcl.continuations.service import ContinuationService, open_run_store
+    from cont_support import db_of
     from txcl.ops.tree import load_ops
     from txcl.runtime.config import Settings
     from txcl.runtime.interpreter import Completed, Suspended
 
     ws = workspace(barrier_tree(worker.url()))
-    store = open_durable_store(ws / ".txcl" / "txcl.db")
+    store = open_run_store(db_of(ws / ".txcl" / "txcl.db"))
     service = ContinuationService(store, Settings(), workspace=ws)
 
     async def main():
@@ -102,7 +103,8 @@ def test_t23_two_threads_release_one_suspend(tmp_path, workspace, worker):
 
 def test_sync_sibling_error_is_best_effort(tmp_path, workspace, worker):
     """§2.2 step 3: a failing sync sibling does not fail the stage; the async answer merges."""
-    from txcl.continuations.service import ContinuationService, open_durable_store
+    from txcl.continuations.service import ContinuationService, open_run_store
+    from cont_support import db_of
     from txcl.ops.tree import load_ops
     from txcl.runtime.config import Settings
 
@@ -110,7 +112,7 @@ def test_sync_sibling_error_is_best_effort(tmp_path, workspace, worker):
     files["OPS/shop/100/side.txcl"] = 'EXEC "py://cont_failing_op:fn"'
     files["cont_failing_op.py"] = "def fn(op_input, ctx):\n    raise ValueError('side failed')\n"
     ws = workspace(files)
-    store = open_durable_store(ws / ".txcl" / "txcl.db")
+    store = open_run_store(db_of(ws / ".txcl" / "txcl.db"))
     service = ContinuationService(store, Settings(), workspace=ws)
 
     async def main():
@@ -157,7 +159,8 @@ def test_barrier_parks_twice_at_one_stage_with_visits(workspace, worker):
     """A @goto loop re-enters a barrier scope: suspends (run, stage, visit 1) and (…, visit 2)."""
     import asyncio
 
-    from txcl.continuations.service import ContinuationService, open_durable_store
+    from txcl.continuations.service import ContinuationService, open_run_store
+    from cont_support import db_of
     from txcl.ops.tree import load_ops
     from txcl.runtime.config import Settings
 
@@ -167,7 +170,7 @@ def test_barrier_parks_twice_at_one_stage_with_visits(workspace, worker):
         "OPS/shop/300/done.txcl": "EMIT .n = &len(.answers)",
     }
     ws = workspace(files)
-    store = open_durable_store(ws / ".txcl" / "txcl.db")
+    store = open_run_store(db_of(ws / ".txcl" / "txcl.db"))
     service = ContinuationService(store, Settings(), workspace=ws)
 
     async def main():

@@ -48,8 +48,8 @@ def _gate_module() -> types.ModuleType:
     return module
 
 
-def _setup(tmp_path, worker: TestWorker):
-    from txcl.continuations.service import ContinuationService, open_durable_store
+def _setup(tmp_path, db: str, worker: TestWorker):
+    from txcl.continuations.service import ContinuationService, open_run_store
     from txcl.ops.tree import load_ops
     from txcl.runtime.config import Settings
 
@@ -59,7 +59,7 @@ def _setup(tmp_path, worker: TestWorker):
         "OPS/site/150/gate.txcl": f'EXEC "py://{GATE}:gate"',
         "OPS/site/200/render.txcl": "EMIT .count = &len(.research.items)",
     })
-    store = open_durable_store(tmp_path / "race.db")
+    store = open_run_store(db)
     settings = Settings().evolve(trace_mode="off")
     service = ContinuationService(store, settings, workspace=ws)
     return gate, store, service, service.interpreter(load_ops(ws))
@@ -98,12 +98,12 @@ def _check_once(store, run_id: str, envelope: dict) -> None:
     assert run.status == "completed" and run.result["research"] == {"items": ["x"]}
 
 
-def _race(tmp_path, trials: int) -> Counter:
+def _race(tmp_path, db: str, trials: int) -> Counter:
     from txcl.runtime.interpreter import Completed
 
     seen: Counter = Counter()
     with TestWorker() as worker:
-        gate, store, service, interp = _setup(tmp_path, worker)
+        gate, store, service, interp = _setup(tmp_path, db, worker)
         rng = random.Random(5)
 
         async def main() -> None:
@@ -143,24 +143,24 @@ def _race(tmp_path, trials: int) -> Counter:
     return seen
 
 
-def test_t4_callback_racing_the_join_check_merges_exactly_once(tmp_path):
-    seen = _race(tmp_path, 100)
+def test_t4_callback_racing_the_join_check_merges_exactly_once(tmp_path, db_url):
+    seen = _race(tmp_path, db_url, 100)
     assert sum(seen.values()) == 100
     print("T4 orders:", dict(seen))
 
 
 @pytest.mark.slow
-def test_t4_callback_racing_the_join_check_1000_trials(tmp_path):
-    seen = _race(tmp_path, 1000)
+def test_t4_callback_racing_the_join_check_1000_trials(tmp_path, db_url):
+    seen = _race(tmp_path, db_url, 1000)
     assert sum(seen.values()) == 1000
     assert seen["request"] and seen["resume"], seen  # both orders really happened
 
 
-def _forced(tmp_path, order: str):
+def _forced(tmp_path, db: str, order: str):
     from txcl.runtime.interpreter import Completed, Suspended
 
     with TestWorker() as worker:
-        gate, store, service, interp = _setup(tmp_path, worker)
+        gate, store, service, interp = _setup(tmp_path, db, worker)
         gate.NAP = 0.0
         box: dict = {}
 
@@ -212,5 +212,5 @@ def _forced(tmp_path, order: str):
 
 
 @pytest.mark.parametrize("order", ["p5-first", "p6-first", "in-between"])
-def test_t4_forced_interleavings_of_5_6(tmp_path, order):
-    _forced(tmp_path, order)
+def test_t4_forced_interleavings_of_5_6(tmp_path, db_url, order):
+    _forced(tmp_path, db_url, order)

@@ -11,7 +11,7 @@ import socket
 import pytest
 
 from txcl.continuations.worker_client import DispatchClient, _parse_response, post_dispatch
-from txcl.store.continuations_base import Dispatch
+from txcl.store.records import Dispatch
 
 
 def _dispatch(url: str, headers: dict | None = None) -> Dispatch:

@@ -4,6 +4,8 @@ engine, a real SQLite file and the test worker: T21 (EC-5), T22 (EC-4, AU-9), EC
 
 from __future__ import annotations
 
+from testtools import RawDb
+
 import asyncio
 import threading
 
@@ -13,9 +15,9 @@ from itemworker import ItemWorker
 
 
 @pytest.fixture
-def flow(tmp_path):
+def flow(tmp_path, fresh_db):
     """(worker, store, service, run()) over `each = [0, 1, 2]`, window 3, into `out`."""
-    from txcl.continuations.service import ContinuationService, open_durable_store
+    from txcl.continuations.service import ContinuationService, open_run_store
     from txcl.ops.tree import load_ops
     from txcl.runtime.config import Settings
 
@@ -27,7 +29,7 @@ def flow(tmp_path):
                                            f'on_item_error = "{policy}"\nEXEC "{worker.url()}"',
                 "OPS/pay/200/after.txcl": "EMIT .count = &len(.out)",
             })
-            store = open_durable_store(tmp_path / f"ec-{policy}.db")
+            store = open_run_store(fresh_db())
             service = ContinuationService(store, Settings().evolve(trace_mode="off"), workspace=ws)
             interp = service.interpreter(load_ops(ws))
             stores.append(store)
@@ -87,7 +89,7 @@ def test_t21_ec5_failed_child_is_never_overwritten(flow):
     """EC-5: a child that materialised `failed` is a real outcome: a stale actor's P5 (an old
     version, a success it believes in) never rewrites it; under `collect` it stays an error at
     its index."""
-    from txcl.store.continuations_base import Materialized
+    from txcl.store.records import Materialized
 
     worker, build = flow
     store, service, interp = build("collect")
@@ -115,7 +117,7 @@ def test_t21_ec5_failed_child_is_never_overwritten(flow):
 
 def _drop_fact(store, unit_id: str, index: int) -> None:
     """Simulate a crash between the child write and its fact (or data from an older version)."""
-    conn = store._cs_db().conn
+    conn = RawDb(store)
     with conn:
         conn.execute("DELETE FROM continuation_facts WHERE unit_id = ? AND kind = 'continuation' AND item_index = ?",
                      (unit_id, index))
@@ -216,7 +218,7 @@ def test_ec7_ec8_restart_rebuilds_from_the_store_and_nothing_stays_pending(flow,
     """EC-7: after some completions the process's objects are thrown away; a fresh store and
     service on the same file finish the run from stored records alone. EC-8: once the run is
     terminal, no interaction, child, unit or claim is left pending."""
-    from txcl.continuations.service import ContinuationService, open_durable_store
+    from txcl.continuations.service import ContinuationService, open_run_store
     from txcl.ops.tree import load_ops
     from txcl.runtime.config import Settings
 
@@ -232,9 +234,9 @@ def test_ec7_ec8_restart_rebuilds_from_the_store_and_nothing_stays_pending(flow,
         await service.aclose()
 
     asyncio.run(first())
-    path = store.db_path
+    db = box["db"] = store.backend.describe() if store.kind == "sqlite" else store.backend.url
     store.close()
-    fresh = open_durable_store(path)
+    fresh = open_run_store(db)
     service2 = ContinuationService(fresh, Settings().evolve(trace_mode="off"), workspace=tmp_path / "ws-fail")
     load_ops(tmp_path / "ws-fail")
 

@@ -1,4 +1,4 @@
-"""The kv API behind `txco://kv/*` and `OpContext.kv` (RUNTIME.md §5.2), on a real SQLite file."""
+"""The kv API behind `txco://kv/*` and `OpContext.kv` (RUNTIME.md §5.2), on each store backend."""
 
 from __future__ import annotations
 
@@ -6,13 +6,13 @@ import pytest
 
 from txcl.runtime.dispatch import OpError
 from txcl.runtime.kv import Kv
-from txcl.store.sqlite import SqliteStore
+from txcl.store import open_store
 
 
 @pytest.fixture
-def kv(tmp_path):
+def kv(db_url):
     now = [1_000]
-    store = SqliteStore(tmp_path / "kv.db")
+    store = open_store(db_url)
     yield Kv(store, payload_max=200, clock=lambda: now[0]), now
     store.close()
 

@@ -1,4 +1,5 @@
-"""Store fixtures: a fake clock and a continuation store on a real SQLite file in tmp_path."""
+"""Store fixtures: a fake clock and a continuation store on each backend (a real SQLite file
+in tmp_path; a fresh database on a real PostgreSQL server)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ def clock():
 
 
 @pytest.fixture
-def store(tmp_path, clock):
-    s = open_store(tmp_path / "txcl.db", clock)
+def store(db_url, clock):
+    s = open_store(db_url, clock)
     yield s
     s.close()

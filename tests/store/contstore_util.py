@@ -5,8 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from txcl.store.continuations_base import Fence, RunSpec, UnitSpec
-from txcl.store.continuations_sqlite import SqliteContinuations
+import txcl.store
+from txcl.continuations.policy import POLICY
+from txcl.store.records import Fence, RunSpec, UnitSpec
+from txcl.store.store import DatabaseStore
 
 T0 = 1_800_000_000_000
 
@@ -23,8 +25,9 @@ class FakeClock:
         return self.now
 
 
-def open_store(path: Path, clock: FakeClock | None = None, node: str = "node-a") -> SqliteContinuations:
-    return SqliteContinuations(path, clock=clock, node_id=node)
+def open_store(db: Path | str, clock: FakeClock | None = None, node: str = "node-a") -> DatabaseStore:
+    """A store on ``db`` (a SQLite path or a PostgreSQL URL) with txcl's continuation policy."""
+    return txcl.store.open_store(db, clock=clock, node_id=node, policy=POLICY)
 
 
 def run_spec(rid: str = "rid-1", stack: str = "shop") -> RunSpec:

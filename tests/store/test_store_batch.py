@@ -5,18 +5,18 @@ only after the common commit; a broken transaction falls back to one transaction
 from __future__ import annotations
 
 import functools
-import sqlite3
 
 import pytest
 from contstore_util import FakeClock, itemized, open_store, park_barrier
 
-from txcl.store.continuations_base import Fence, RunLost
+from txcl.store.errors import RunLost
+from txcl.store.records import Fence
 from txcl.testing import faults
 
 
 @pytest.fixture
-def store(tmp_path):
-    s = open_store(tmp_path / "txcl.db", FakeClock())
+def store(db_url):
+    s = open_store(db_url, FakeClock())
     yield s
     s.close()
 
@@ -76,10 +76,13 @@ def test_a_broken_batch_transaction_is_redone_call_by_call(store):
     park = park_barrier(store, units=[itemized(n=4, window=3)])
     a, b, _ = park.dispatches
 
+    def abandon(t):
+        # what a database does on e.g. a full disk: the whole transaction is gone
+        t.backend.execute(t.conn, "ROLLBACK")
+        raise RuntimeError("database or disk is full")
+
     def abandon_transaction():
-        # what SQLite does on e.g. SQLITE_FULL: the whole transaction is gone
-        store._cs_db().conn.execute("ROLLBACK")
-        raise sqlite3.OperationalError("database or disk is full")
+        return store.backend.transact(abandon)
 
     before = store.commit_count()
     outcomes = store.run_batch([_admit(store, a, {"a": 1}), abandon_transaction, _admit(store, b, {"b": 2})])

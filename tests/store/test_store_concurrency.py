@@ -15,7 +15,7 @@ import pytest
 from contstore_util import (complete, itemized, open_store, park_barrier, proc_admit, proc_callbacks,
                             proc_complete_items, proc_continue, proc_join_checks, proc_try_release, run_spec, unary)
 
-from txcl.store.continuations_base import Fence
+from txcl.store.records import Fence
 
 N_THREADS = 8
 N_PROCS = 4
@@ -43,8 +43,8 @@ def run_threads(n, fn):
 
 
 @pytest.fixture
-def store(tmp_path):
-    s = open_store(tmp_path / "txcl.db")
+def store(db_url):
+    s = open_store(db_url)
     yield s
     s.close()
 
@@ -68,7 +68,7 @@ def test_release_race_threads_one_winner_t23_ec6(store):
 
 def test_try_release_race_threads_one_winner_t23(store):
     """A suspend that is releasable as parked (a member failed at dispatch): N drains, one winner."""
-    from txcl.store.continuations_base import UnitSpec
+    from txcl.store.records import UnitSpec
 
     bad = UnitSpec(kind="itemized", op_name="pay", items=[1], failed_error={"message": "each is not an array"})
     park = park_barrier(store, units=[unary("a"), bad])
@@ -188,8 +188,8 @@ def _spawn(target, args_list):
     return results
 
 
-def test_release_race_processes_one_winner_t23_ec6(tmp_path):
-    path = tmp_path / "txcl.db"
+def test_release_race_processes_one_winner_t23_ec6(db_url):
+    path = db_url
     store = open_store(path)
     park = _admitted_barrier(store)
     opcs = [d.opc for d in park.dispatches]
@@ -203,8 +203,8 @@ def test_release_race_processes_one_winner_t23_ec6(tmp_path):
     store.close()
 
 
-def test_duplicate_and_conflicting_completions_processes_ec1_ec2(tmp_path):
-    path = tmp_path / "txcl.db"
+def test_duplicate_and_conflicting_completions_processes_ec1_ec2(db_url):
+    path = db_url
     store = open_store(path)
     park = park_barrier(store, units=[unary("a"), unary("b")])
     da, db = park.dispatches
@@ -217,9 +217,9 @@ def test_duplicate_and_conflicting_completions_processes_ec1_ec2(tmp_path):
     store.close()
 
 
-def test_join_check_racing_callbacks_across_processes_t4_dj5(tmp_path):
+def test_join_check_racing_callbacks_across_processes_t4_dj5(db_url):
     """§5.6 across processes: per run, exactly one joined marker and exactly one merge."""
-    path = tmp_path / "txcl.db"
+    path = db_url
     store = open_store(path)
     runs = []
     for i in range(60):
@@ -250,9 +250,9 @@ def test_join_check_racing_callbacks_across_processes_t4_dj5(tmp_path):
     store.close()
 
 
-def test_itemized_completions_from_several_processes_one_release(tmp_path):
+def test_itemized_completions_from_several_processes_one_release(db_url):
     """AU-4/EC-6 across processes: 4 processes complete 48 items in parallel; one release, item order."""
-    path = tmp_path / "txcl.db"
+    path = db_url
     store = open_store(path)
     park = park_barrier(store, units=[itemized(n=48, window=48)])
     jobs = [(d.opc, d.token, d.item_index) for d in park.dispatches]

@@ -6,11 +6,12 @@ import base64
 
 import pytest
 
-from txcl.continuations import ids
-from txcl.store.continuations_base import SchemaTooNew, payload_sha256, resume_segment_id
-from txcl.store.continuations_sqlite import SqliteContinuations
-from txcl.store.schema_continuations import SCHEMA_VERSION, migrate
+from txcl import ids
+from txcl.store.errors import SchemaTooNew
+from txcl.store.records import payload_sha256, resume_segment_id
+from txcl.store import schema
 from txcl.testing import faults
+from testtools import RawDb
 
 
 def test_id_formats():
@@ -71,10 +72,9 @@ def test_fault_switch_raises_on_nth_commit(monkeypatch):
     faults.reset()
 
 
-def test_fault_raised_after_commit_keeps_the_commit(tmp_path, monkeypatch):
+def test_fault_raised_after_commit_keeps_the_commit(store, monkeypatch):
     from contstore_util import park_barrier
 
-    store = SqliteContinuations(tmp_path / "t.db")
     monkeypatch.setenv("TXCL_TESTING", "1")
     monkeypatch.setenv("TXCL_FAULT", "park:raise")
     faults.reset()
@@ -83,57 +83,56 @@ def test_fault_raised_after_commit_keeps_the_commit(tmp_path, monkeypatch):
     monkeypatch.delenv("TXCL_FAULT")
     assert store.list_runs()[0].status == "waiting"  # committed before the fault fired
     faults.reset()
-    store.close()
 
 
-def test_schema_migration_idempotent_and_newer_refused(tmp_path):
-    store = SqliteContinuations(tmp_path / "t.db")
-    db = store._cs_db()
-    assert migrate(db) == SCHEMA_VERSION
-    db.conn.execute("UPDATE txcl_schema SET version = 99 WHERE component = 'continuations'")
+def test_schema_migration_idempotent_and_newer_refused(db_url):
+    from contstore_util import open_store
+
+    store = open_store(db_url)
+    found = schema.migrate(store.backend)  # a second migration finds everything current
+    assert [st.state for st in found] == ["current"] * len(schema.COMPONENTS)
+    RawDb(store).execute("UPDATE txcl_schema SET version = 99 WHERE component = 'continuations'")
     with pytest.raises(SchemaTooNew):
-        migrate(db)
+        schema.migrate(store.backend)
     store.close()
     with pytest.raises(SchemaTooNew):
-        SqliteContinuations(tmp_path / "t.db")
+        open_store(db_url)
 
 
-def test_mixes_into_the_trace_and_kv_store(tmp_path):
-    """The mixin shares SqliteStore's per-thread connection and schema table."""
-    sqlite_mod = pytest.importorskip("txcl.store.sqlite")
+def test_one_database_holds_traces_kv_and_continuations(store):
     from contstore_util import complete, park_barrier
 
-    from txcl.store.continuations_sqlite import SqliteContinuationStore
-
-    class Store(SqliteContinuationStore, sqlite_mod.SqliteStore):
-        pass
-
-    store = Store(tmp_path / "both.db")
     park = park_barrier(store)
     assert complete(store, park.dispatches[0])[1].won
-    assert store._cs_db() is store.db()
-    tables = set(store.db().table_names())
-    assert {"runs", "interactions", "kv", "traces"} <= tables
-    components = dict(store.db().conn.execute("SELECT component, version FROM txcl_schema").fetchall())
-    assert components["continuations"] == SCHEMA_VERSION and "kv" in components
+    assert store.kv_set("ns", "k", {"v": 1}, now_ms=1) == 1
+    components = {st.name: st.have for st in schema.status(store.backend)}
+    assert components == {c.name: c.version for c in schema.COMPONENTS}
+    assert components["continuations"] == 3 and components["traces"] == 3
+
+
+def test_upgrade_from_v2_drops_the_fact_counter_trigger_and_counts_once(tmp_path):
+    """v2 counted facts in a SQLite trigger; v3 counts in the procedures. An upgraded database
+    must not count twice."""
+    from contstore_util import complete, itemized, open_store, park_barrier
+
+    path = tmp_path / "old.db"
+    store = open_store(path)
+    raw = RawDb(store)
+    raw.execute("""CREATE TRIGGER continuation_facts_count AFTER INSERT ON continuation_facts
+BEGIN
+    UPDATE await_units
+       SET provider_done = provider_done + (NEW.kind = 'provider'),
+           continuation_done = continuation_done + (NEW.kind = 'continuation')
+     WHERE unit_id = NEW.unit_id;
+END""")
+    raw.execute("UPDATE txcl_schema SET version = 2 WHERE component = 'continuations'")
     store.close()
-
-
-def test_upgrade_from_v1_adds_the_fact_counter_trigger(tmp_path):
-    from txcl.store.connection import open_sqlite, transaction
-    from txcl.store.schema_continuations import MIGRATIONS, _split
-
-    db = open_sqlite(tmp_path / "old.db")
-    with transaction(db) as conn:
-        conn.execute("CREATE TABLE txcl_schema (component TEXT PRIMARY KEY, version INTEGER NOT NULL)")
-        for stmt in _split(MIGRATIONS[1]):
-            conn.execute(stmt)
-        conn.execute("INSERT INTO txcl_schema VALUES ('continuations', 1)")
-    db.conn.close()
-    store = SqliteContinuations(tmp_path / "old.db")
-    triggers = [r[0] for r in store._cs_db().conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")]
-    assert triggers == ["continuation_facts_count"]
-    version = store._cs_db().conn.execute(
-        "SELECT version FROM txcl_schema WHERE component = 'continuations'").fetchone()[0]
-    assert version == SCHEMA_VERSION == 2
+    store = open_store(path)
+    raw = RawDb(store)
+    assert raw.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'") == []
+    assert raw.execute("SELECT version FROM txcl_schema WHERE component = 'continuations'")[0][0] == 3
+    park = park_barrier(store, units=[itemized(n=2, window=2)])
+    complete(store, park.dispatches[0])
+    unit = store.get_unit(park.unit_ids[0])
+    assert (unit.provider_done, unit.continuation_done) == (1, 1)
     store.close()

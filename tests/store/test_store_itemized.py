@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from testtools import RawDb
+
 import random
 
 import pytest
@@ -122,7 +124,7 @@ def test_missing_continuation_fact_repaired_only_for_succeeded_t22_ec4(store, tm
     d0, d1, d2 = park.dispatches
     complete(store, d0)
     complete(store, d1)
-    conn = store._cs_db().conn
+    conn = RawDb(store)
     conn.execute("DELETE FROM continuation_facts WHERE unit_id = ? AND kind = 'continuation' AND item_index = 0",
                  (unit_id,))
     conn.execute("UPDATE await_units SET continuation_done = continuation_done - 1 WHERE unit_id = ?", (unit_id,))
@@ -144,7 +146,7 @@ def test_missing_fact_never_repaired_for_unsucceeded_child_ec4(store):
     for d in park.dispatches:
         store.admit_terminal(d.opc, "completed", {"ok": 1}, source="callback", token=d.token)
     # provider_done == expected but children not succeeded: settle must not invent facts for them
-    conn = store._cs_db().conn
+    conn = RawDb(store)
     conn.execute("UPDATE item_children SET status = 'running', version = version + 1 WHERE unit_id = ?", (unit_id,))
     # a drain materialises only queued/running children that have a terminal; set them failed to prove the rule
     conn.execute("UPDATE item_children SET status = 'failed', error_json = '{}' WHERE unit_id = ? AND item_index = 1",
@@ -175,7 +177,7 @@ def test_failed_child_never_overwritten_by_stale_actor_t21_ec5(store):
     unit_id = park.unit_ids[0]
     d0 = park.dispatches[0]
     admit = store.admit_terminal(d0.opc, "completed", {"ok": 0}, source="callback", token=d0.token)
-    conn = store._cs_db().conn
+    conn = RawDb(store)
     conn.execute("UPDATE item_children SET status = 'failed', error_json = '{\"message\": \"x\"}', "
                  "version = version + 1 WHERE unit_id = ? AND item_index = 0", (unit_id,))
     store.continue_release(d0.opc, child_version=admit.child_version)
@@ -185,7 +187,7 @@ def test_failed_child_never_overwritten_by_stale_actor_t21_ec5(store):
 
 
 def test_failed_dispatch_validation_unit_fails_without_interactions(store):
-    from txcl.store.continuations_base import UnitSpec
+    from txcl.store.records import UnitSpec
 
     bad = UnitSpec(kind="itemized", op_name="pay", items=[1, 2], failed_error={"message": "each is not an array"})
     park = park_barrier(store, units=[bad])

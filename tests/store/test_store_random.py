@@ -44,10 +44,10 @@ def check_invariants(store, unit_id, window, policy):
     return unit
 
 
-def one_trial(tmp_path, seed):
+def one_trial(db, seed):
     rng = random.Random(seed)
     clock = FakeClock()
-    store = open_store(tmp_path / f"r{seed}.db", clock)
+    store = open_store(db, clock)
     n, window = rng.randint(1, 12), rng.randint(1, 4)
     policy = rng.choice(["fail", "collect"])
     budget = rng.choice([3_000, 50_000])  # short budgets make items time out (P8) now and then
@@ -133,28 +133,28 @@ OUTCOMES: dict = {}
 
 
 @pytest.mark.parametrize("seed", range(25))
-def test_random_interleavings_keep_invariants(tmp_path, seed):
-    one_trial(tmp_path, seed)
+def test_random_interleavings_keep_invariants(db_url, seed):
+    one_trial(db_url, seed)
 
 
 @pytest.mark.slow
-def test_random_interleavings_many(tmp_path):
+def test_random_interleavings_many(db_url):
     OUTCOMES.clear()
     for seed in range(100, 600):
-        one_trial(tmp_path, seed)
+        one_trial(db_url, seed)
     # the trials reach every ending: fail-fast failures, collect errors, expiry, clean completion
     assert {k[1:] for k in OUTCOMES} >= {("resuming", "completed"), ("resuming", "failed"), ("expired", "timed_out")}
 
 
-def multi_unit_trial(tmp_path, seed):
+def multi_unit_trial(db, seed):
     """A barrier with several members (unary, itemized, sync): fail-fast and one release."""
     from contstore_util import unary
 
-    from txcl.store.continuations_base import UnitSpec
+    from txcl.store.records import UnitSpec
 
     rng = random.Random(seed)
     clock = FakeClock()
-    store = open_store(tmp_path / f"m{seed}.db", clock)
+    store = open_store(db, clock)
     units = [unary("a", budget_ms=rng.choice([2_000, 50_000])),
              itemized("b", n=rng.randint(1, 6), window=rng.randint(1, 3), policy=rng.choice(["fail", "collect"]),
                       budget_ms=rng.choice([2_000, 50_000])),
@@ -205,11 +205,11 @@ def multi_unit_trial(tmp_path, seed):
 
 
 @pytest.mark.parametrize("seed", range(15))
-def test_random_multi_unit_barriers(tmp_path, seed):
-    multi_unit_trial(tmp_path, seed)
+def test_random_multi_unit_barriers(db_url, seed):
+    multi_unit_trial(db_url, seed)
 
 
 @pytest.mark.slow
-def test_random_multi_unit_barriers_many(tmp_path):
+def test_random_multi_unit_barriers_many(db_url):
     for seed in range(1000, 1400):
-        multi_unit_trial(tmp_path, seed)
+        multi_unit_trial(db_url, seed)

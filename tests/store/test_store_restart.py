@@ -13,7 +13,7 @@ import pytest
 from contstore_util import FakeClock, complete, itemized, open_store, park_barrier, unary
 
 from txcl.continuations.sweeper import SweepConfig, sweep
-from txcl.store.continuations_base import Fence
+from txcl.store.records import Fence
 
 HERE = Path(__file__).resolve().parent
 
@@ -41,8 +41,8 @@ def run_child(path: Path, fault: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=60)
 
 
-def test_reopening_the_file_reconstructs_everything_ec7(tmp_path):
-    path = tmp_path / "txcl.db"
+def test_reopening_the_file_reconstructs_everything_ec7(db_url):
+    path = db_url
     clock = FakeClock()
     s1 = open_store(path, clock)
     park = park_barrier(s1, units=[unary("a"), itemized("b", n=3, window=3)])
@@ -70,9 +70,9 @@ def test_reopening_the_file_reconstructs_everything_ec7(tmp_path):
     s3.close()
 
 
-def test_crash_after_admit_commit_then_recovery(tmp_path):
+def test_crash_after_admit_commit_then_recovery(db_url):
     """Kill at `admit`: the terminal is durable; the next completion or the sweeper finishes the work."""
-    path = tmp_path / "txcl.db"
+    path = db_url
     proc = run_child(path, "admit")
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     assert "survived" not in proc.stdout
@@ -110,9 +110,9 @@ def test_crash_after_admit_commit_then_recovery(tmp_path):
     store.close()
 
 
-def test_crash_after_release_commit_takeover(tmp_path):
+def test_crash_after_release_commit_takeover(db_url):
     """Kill at `release`: the run is resuming under a dead claim; a takeover re-drives it (attempt 2)."""
-    path = tmp_path / "txcl.db"
+    path = db_url
     proc = run_child(path, "release")
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     store = open_store(path, node="node-b")
@@ -141,7 +141,7 @@ FLOW = r"""
 import json, sys
 sys.path.insert(0, {here!r})
 from contstore_util import open_store, park_barrier, itemized
-from txcl.store.continuations_base import Fence
+from txcl.store.records import Fence
 store = open_store({path!r}, node="doomed")
 def send(dispatches):  # the "worker" receives the POST: it now knows the token
     print(json.dumps({{d.opc: d.token for d in dispatches}}), flush=True)
@@ -200,10 +200,10 @@ def _recover(store, tokens: dict[str, str]) -> None:
 
 
 @pytest.mark.parametrize("point", ["park", "ack", "admit:3", "materialize:2", "release", "finish"])
-def test_crash_at_every_store_fault_point_recovers_once_t8(tmp_path, point):
+def test_crash_at_every_store_fault_point_recovers_once_t8(db_url, point):
     """T8 (store side): SIGKILL right after the commit at each point; a fresh process finishes the run
     with every item merged exactly once, in order, and no interaction sent more than twice."""
-    path = tmp_path / "txcl.db"
+    path = db_url
     env = dict(os.environ, TXCL_TESTING="1", TXCL_FAULT=point)
     proc = subprocess.run([sys.executable, "-c", FLOW.format(here=str(HERE), path=str(path))], env=env,
                           capture_output=True, text=True, timeout=60)
@@ -229,15 +229,15 @@ DEFERRED = r"""
 import sys
 sys.path.insert(0, {here!r})
 from contstore_util import open_store, run_spec, unary
-from txcl.store.continuations_base import Fence
+from txcl.store.records import Fence
 store = open_store({path!r}, node="doomed")
 store.dispatch_deferred(run_spec("rid-9"), Fence("rid-9"), [unary("x", join_at=200, budget_ms=1_000)])
 print("survived", flush=True)
 """
 
 
-def test_crash_at_deferred_dispatch_expires_the_run_t9_djf6(tmp_path):
-    path = tmp_path / "txcl.db"
+def test_crash_at_deferred_dispatch_expires_the_run_t9_djf6(db_url):
+    path = db_url
     env = dict(os.environ, TXCL_TESTING="1", TXCL_FAULT="deferred-dispatch")
     proc = subprocess.run([sys.executable, "-c", DEFERRED.format(here=str(HERE), path=str(path))], env=env,
                           capture_output=True, text=True, timeout=60)

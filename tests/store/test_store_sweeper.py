@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from testtools import RawDb
+
 from contstore_util import complete, itemized, park_barrier, run_spec, unary
 
 from txcl.continuations.sweeper import SweepConfig, sweep
-from txcl.store.continuations_base import Fence, UnitSpec
+from txcl.store.records import Fence, UnitSpec
 
 CFG = SweepConfig(retention_ms=100_000, stale_after_ms=5_000, max_attempts=3, reconcile_after_ms=2_000,
                   lease_ms=1_000, owner="sweeper-node")
@@ -96,7 +98,7 @@ def test_reconcile_missing_fact_from_succeeded_child_au9_ec4(store, clock):
         complete(store, d)
     store.get_run(park.run.run_id)
     # simulate a store that wrote child and fact separately and crashed in between, before the release
-    conn = store._cs_db().conn
+    conn = RawDb(store)
     conn.execute("UPDATE runs SET status = 'waiting', claim_token = NULL WHERE run_id = ?", (park.run.run_id,))
     conn.execute("UPDATE suspends SET status = 'open' WHERE run_id = ?", (park.run.run_id,))
     conn.execute("DELETE FROM resume_claims WHERE run_id = ?", (park.run.run_id,))
@@ -146,7 +148,7 @@ def test_reconcile_promotes_queued_items_when_promoter_died(store, clock):
     park = park_barrier(store, units=[itemized(n=5, window=2)])
     unit_id = park.unit_ids[0]
     # the window lost its slots without promotion (a crash after admit with the promote undone)
-    conn = store._cs_db().conn
+    conn = RawDb(store)
     conn.execute("UPDATE interactions SET status = 'cancelled' WHERE unit_id = ? AND item_index = 0", (unit_id,))
     sent = []
     report = sweep(store, CFG, send=sent.extend)
@@ -200,7 +202,7 @@ def test_parked_run_nobody_released_is_released_by_sweeper(store, clock):
     admit = store.admit_terminal(d.opc, "completed", {"x": 1}, source="callback", token=d.token)
     store.continue_release(d.opc, child_version=admit.child_version)
     # undo only the release (a crash test's view of a lost release)
-    conn = store._cs_db().conn
+    conn = RawDb(store)
     conn.execute("UPDATE runs SET status = 'waiting', claim_token = NULL WHERE run_id = ?", (park.run.run_id,))
     conn.execute("UPDATE suspends SET status = 'open' WHERE run_id = ?", (park.run.run_id,))
     conn.execute("DELETE FROM resume_claims WHERE run_id = ?", (park.run.run_id,))

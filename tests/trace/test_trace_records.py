@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from testtools import RawDb
+
 import json
 
 from click.testing import CliRunner
@@ -115,7 +117,7 @@ def test_hmac_key_never_in_trace(workspace, run_tree):
 def test_v1_trace_tables_are_migrated(tmp_path):
     import sqlite3
 
-    from txcl.store.sqlite import SqliteStore
+    from txcl.store import open_store
 
     db = tmp_path / "old.db"
     conn = sqlite3.connect(db)
@@ -130,21 +132,21 @@ def test_v1_trace_tables_are_migrated(tmp_path):
     """)
     conn.commit()
     conn.close()
-    store = SqliteStore(db)
+    store = open_store(db)
     record = store.get_trace("old")
     assert record.request["status"] == "completed" and record.steps == [] and record.events == []
-    assert store.conn().execute("SELECT version FROM txcl_schema WHERE component = 'traces'").fetchone()[0] == 2
+    assert RawDb(store).execute("SELECT version FROM txcl_schema WHERE component = 'traces'")[0][0] == 3
     store.close()
 
 
-def test_group_commit_writer(workspace):
+def test_group_commit_writer(workspace, db_url):
     from txcl.ops.tree import load_ops
     from txcl.runtime.config import Settings
     from txcl.runtime.interpreter import Interpreter
-    from txcl.store.sqlite import SqliteStore
+    from txcl.store import open_store
 
     ws = workspace({"OPS/s/0100/a.txcl": "EMIT .a = 1"})
-    store = SqliteStore(ws / "t.db")
+    store = open_store(db_url)
     interp = Interpreter(load_ops(ws), store=store, settings=Settings(), trace_batch=3, trace_batch_delay_s=3600)
     rids = [interp.run_sync({}, "s").rid for _ in range(4)]
     # three traces went out together in one batch; the fourth waits for close()

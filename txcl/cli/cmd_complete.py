@@ -38,7 +38,7 @@ def command(target: str, output: str | None, failed: bool, error: str | None, op
             as_json: bool, db: str | None, directory: str) -> None:
     """Complete (or fail) an outstanding interaction by hand."""
     from txcl.continuations.cli_support import echo_json, open_service, open_settings, open_store
-    from txcl.continuations.service import normalize_error
+    from txcl.continuations.policy import normalize_error
 
     if (output is None) == (not failed):
         fail("give exactly one of --output or --fail")

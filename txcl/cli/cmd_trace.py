@@ -22,11 +22,9 @@ from txcl.cli.common import fail
 def command(rid: str, run_id: str | None, as_json: bool, step: int | None, grep: str | None,
             verbose: bool, db: str | None, workspace: str) -> None:
     """Show a stored trace: the request, its timeline and its steps."""
-    from pathlib import Path
-
     from txcl.ops.tree import WorkspaceNotFound, find_workspace
     from txcl.runtime.config import ConfigError, load_settings
-    from txcl.store.sqlite import SqliteStore
+    from txcl.store import open_store
     from txcl.trace.reader import format_step, format_trace, trace_to_json
     from txcl.values.jsonio import dumps
 
@@ -40,16 +38,17 @@ def command(rid: str, run_id: str | None, as_json: bool, step: int | None, grep:
         except ConfigError as exc:
             fail(str(exc))
         db = settings.db_path(ws)
-    path = db[len("sqlite:///"):] if db.startswith("sqlite:///") else db
-    if not Path(path).exists():
-        click.echo(f"txcl: no trace database at {path}", err=True)
-        sys.exit(1)
-    import sqlite3
+    from txcl.store import sqlite_file
+    from txcl.store.errors import StoreError
 
     try:
-        store = SqliteStore(db)
-    except (sqlite3.Error, RuntimeError, OSError) as exc:
-        fail(f"--db {path}: cannot open the database: {exc}")
+        file = sqlite_file(db)
+        if file is not None and not file.exists():
+            click.echo(f"txcl: no trace database at {file}", err=True)
+            sys.exit(1)
+        store = open_store(db, create=False)
+    except StoreError as exc:
+        fail(f"--db: {exc}")
     try:
         if run_id is not None:
             rids = store.trace_rids_for_run(run_id)
@@ -59,8 +58,8 @@ def command(rid: str, run_id: str | None, as_json: bool, step: int | None, grep:
         else:
             rids = [rid]
         records = [r for r in (store.get_trace(x) for x in rids) if r is not None]
-    except sqlite3.Error as exc:
-        fail(f"--db {path}: cannot read traces: {exc}")
+    except StoreError as exc:
+        fail(f"--db: cannot read traces: {exc}")
     finally:
         store.close()
     if not records:

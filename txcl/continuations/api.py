@@ -18,7 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from txcl.continuations.service import ContinuationService, normalize_error, open_durable_store
+from txcl.continuations.policy import normalize_error
+from txcl.continuations.service import ContinuationService, open_run_store
 
 
 def durable_interpreter(workspace: str | Path, *, db: str | Path | None = None, settings: Any = None) -> tuple[Any, Any]:
@@ -28,7 +29,7 @@ def durable_interpreter(workspace: str | Path, *, db: str | Path | None = None, 
 
     ws, _ = find_workspace(workspace)
     settings = settings or Settings()
-    store = open_durable_store(db or settings.db_path(ws), settings)
+    store = open_run_store(db or settings.db_path(ws), settings)
     service = ContinuationService(store, settings, workspace=ws)
     service.inline_store = True
     return service.interpreter(load_ops(ws)), service

@@ -26,7 +26,8 @@ from txcl.continuations.engine import (
     run_spec,
     run_state,
 )
-from txcl.store.continuations_base import UNIT_BAD, ClaimRecord, Dispatch, RunLost, UnitSpec
+from txcl.store.errors import RunLost
+from txcl.store.records import UNIT_BAD, ClaimRecord, Dispatch, UnitSpec
 
 if TYPE_CHECKING:
     from txcl.continuations.engine import ContinuationEngine

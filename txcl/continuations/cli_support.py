@@ -28,15 +28,14 @@ def open_settings(directory: str, db: str | None, flags: dict[str, Any] | None =
 
 
 def open_store(settings: Any, workspace: Path) -> Any:
-    from txcl.continuations.service import open_durable_store
+    from txcl.continuations.service import open_run_store
+    from txcl.store.errors import StoreError
 
     path = settings.db_path(workspace)
-    if path.startswith(("postgresql://", "postgres://")):
-        fail("--db: the PostgreSQL backend is not available in this build")
     try:
-        return open_durable_store(path, settings)
-    except Exception as exc:  # noqa: BLE001 - a store that cannot be opened is a usage problem
-        fail(f"--db {path}: cannot open the database: {exc}")
+        return open_run_store(path, settings)
+    except StoreError as exc:  # a store that cannot be opened is a usage problem
+        fail(f"--db: {exc}")
 
 
 def open_service(settings: Any, workspace: Path, store: Any = None) -> Any:

@@ -30,7 +30,7 @@ from txcl.continuations.engine import (
     run_state,
 )
 from txcl.runtime.dispatch import OpError
-from txcl.store.continuations_base import RunLost
+from txcl.store.errors import RunLost
 from txcl.values.coerce import duration_to_ms
 
 if TYPE_CHECKING:

@@ -35,14 +35,15 @@ from txcl.continuations.engine import (
     run_spec,
     run_state,
 )
-from txcl.store.continuations_base import RunLost, UnitRecord, UnitSpec
+from txcl.store.errors import RunLost
+from txcl.store.records import UnitRecord, UnitSpec
 
 if TYPE_CHECKING:
     from txcl.continuations.engine import ContinuationEngine
     from txcl.continuations.service import ContinuationService
     from txcl.runtime.state import Frame, PreparedOp, Run
     from txcl.runtime.walker import Walker
-    from txcl.store.continuations_base import ResumeBundle
+    from txcl.store.records import ResumeBundle
     from txcl.trace.recorder import TraceRecorder
 
 JOIN_FAILED = "txcl_join_failed"
@@ -90,7 +91,7 @@ def merge_joined(walker: "Walker", run: "Run", frame: "Frame", units: tuple[Unit
     merge records none (the merged fields show up in the join scope's inputs)."""
     from txcl.continuations.resume import rebuild_op
     from txcl.evaluate.rule import apply_set_post
-    from txcl.store.continuations_base import UNIT_BAD
+    from txcl.store.records import UNIT_BAD
     from txcl.values.merge import merge_into
 
     ordered = sorted(units, key=lambda u: (u.op_name, u.created_seq))

@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 import attrs
 
-from txcl.store.continuations_base import Fence, RunLost, RunSpec, UnitSpec
+from txcl.store.errors import RunLost
+from txcl.store.records import Fence, RunSpec, UnitSpec
 from txcl.values.coerce import duration_to_ms
 
 if TYPE_CHECKING:

@@ -37,7 +37,7 @@ from txcl.continuations.engine import (
     register_unit_builder,
     worker_budget_ms,
 )
-from txcl.store.continuations_base import UnitSpec
+from txcl.store.records import UnitSpec
 
 if TYPE_CHECKING:
     from txcl.continuations.engine import ContinuationEngine

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable
 import attrs
 
 from txcl.continuations.engine import run_lost, set_claim
-from txcl.store.continuations_base import UNIT_BAD, ClaimRecord, ResumeBundle, RunLost, UnitRecord
+from txcl.store.errors import RunLost
+from txcl.store.records import UNIT_BAD, ClaimRecord, ResumeBundle, UnitRecord
 from txcl.testing.faults import fault_point
 
 if TYPE_CHECKING:

@@ -44,12 +44,9 @@ class ContinuationExtension:
 
     # ------------------------------------------------------------------ extension methods
     def open_store(self, settings: Any, workspace: Path) -> Any:
-        from txcl.continuations.service import open_durable_store
+        from txcl.continuations.service import open_run_store
 
-        path = settings.db_path(workspace)
-        if path.startswith(("postgresql://", "postgres://")):
-            raise OSError("--db: the PostgreSQL backend is not available in this build")
-        return open_durable_store(path, settings)
+        return open_run_store(settings.db_path(workspace), settings)
 
     def walk_hooks(self, store: Any, settings: Any) -> Any:
         from txcl.continuations.service import ContinuationService

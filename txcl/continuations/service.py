@@ -26,66 +26,20 @@ from typing import Any, Callable
 
 from txcl.continuations.engine import ContinuationEngine
 from txcl.continuations.worker_client import AckResult, DispatchClient, post_dispatch
-from txcl.store.continuations_base import (
-    AdmitResult,
-    ClaimRecord,
-    Dispatch,
-    InteractionRecord,
-    Materialized,
-    ReleaseResult,
-    TerminalRecord,
-    UnitRecord,
-)
-from txcl.store.continuations_sqlite import SqliteContinuationStore
-from txcl.store.sqlite import SqliteStore
+from txcl.continuations.policy import POLICY, normalize_error
+from txcl.store import open_store
+from txcl.store.records import AdmitResult, ClaimRecord, Dispatch, ReleaseResult
+from txcl.store.store import DatabaseStore
 
 log = logging.getLogger("txcl.continuations")
 
 
-class DurableStore(SqliteContinuationStore, SqliteStore):
-    """Traces, kv and continuations in one SQLite file."""
-
-    def __init__(self, path: str | Path, busy_timeout_ms: int = 30_000, *, clock: Callable[[], int] | None = None,
-                 node_id: str | None = None):
-        self.clock = clock
-        self.node_id = node_id
-        SqliteStore.__init__(self, path, busy_timeout_ms)
-        self.db_path = self.path
-
-    def close(self) -> None:
-        SqliteStore.close(self)
-        self.close_continuations()
-
-
-def open_durable_store(path: str | Path, settings: Any = None, **kwargs: Any) -> DurableStore:
-    busy = getattr(settings, "sqlite_busy_timeout", 30_000) if settings is not None else 30_000
-    node = getattr(settings, "effective_node_id", None) if settings is not None else None
-    kwargs.setdefault("node_id", node)
-    return DurableStore(path, busy, **kwargs)
-
-
-def normalize_error(error: Any) -> dict:
-    """A callback's `error`: an object as is, a string as {"message": s}, absent → default."""
-    if isinstance(error, dict):
-        return error
-    if isinstance(error, str):
-        return {"message": error}
-    if error is None:
-        return {"message": "worker reported failure"}
-    return {"message": json.dumps(error)}
-
-
-def materialize(unit: UnitRecord, interaction: InteractionRecord, terminal: TerminalRecord) -> Materialized:
-    """A child's outcome from its terminal (§3.6): item objects sanitised as untrusted; unary
-    outputs are sanitised by the per-op tail (after `into`), local and sync by their transport."""
-    if terminal.status == "completed":
-        output = terminal.payload
-        if unit.kind == "itemized" and isinstance(output, dict):
-            from txcl.values.reserved import sanitize_untrusted
-
-            output, _ = sanitize_untrusted(output)
-        return Materialized("succeeded", output=output)
-    return Materialized("failed", error=normalize_error(terminal.payload))
+def open_run_store(db: str | Path, settings: Any = None, **kwargs: Any) -> DatabaseStore:
+    """The store of durable runs for ``--db`` (a path, ``sqlite:///path`` or ``postgresql://…``)."""
+    if settings is not None:
+        kwargs.setdefault("busy_timeout_ms", getattr(settings, "sqlite_busy_timeout", 30_000))
+        kwargs.setdefault("node_id", getattr(settings, "effective_node_id", None))
+    return open_store(db, policy=POLICY, **kwargs)
 
 
 class StoreLane:
@@ -198,7 +152,9 @@ class ContinuationService:
         self.trace_sink = trace_sink
         self.callback_base_url = callback_base_url if callback_base_url is not None else settings.callback_base_url
         self.engine = ContinuationEngine(self)
-        self.materialize = materialize
+        self.materialize = POLICY.materialize
+        if getattr(store, "policy", POLICY) is None:
+            store.use_policy(POLICY)
         self._snapshots: dict[int, tuple[Any, str, bytes]] = {}
         self._trees: dict[str, Any] = {}
         self._interps: dict[int, Any] = {}
@@ -208,6 +164,7 @@ class ContinuationService:
         self._http_loop: Any = None
         self.resume_listeners: list[Callable[[Any], None]] = []
         self._run_waiters: dict[str, list[asyncio.Future]] = {}
+        self._listening: Any = None  # the loop whose waiters the store's change notices wake
         self.suspended_envelopes: dict[str, dict] = {}  # rid -> envelope at the suspend (202 body)
         self.before_dispatch: Callable[[], None] | None = None  # e.g. `txcl run`'s one-time warning
         # Store calls run on the store lane's thread (StoreLane) so a commit's fsync (or a busy
@@ -402,8 +359,27 @@ class ContinuationService:
         return outcome
 
     # ------------------------------------------------------------------ run change notices
+    def _listen_to_store(self) -> None:
+        """Wake this process's waiters when the store reports a changed run — a commit of
+        this process, or of any node sharing the database where the backend can tell."""
+        loop = asyncio.get_running_loop()
+        if self._listening is loop:
+            return
+        self._listening = loop
+
+        def changed(run_id: str | None) -> None:
+            try:
+                loop.call_soon_threadsafe(self.notify_run, run_id)
+            except RuntimeError:  # that loop is closed
+                pass
+
+        subscribe = getattr(self.store, "subscribe", None)
+        if subscribe is not None:
+            subscribe(changed)
+
     async def wait_for_run(self, run_id: str, timeout: float) -> None:
-        """Sleep up to `timeout` s, waking early when this process changes the run's state."""
+        """Sleep up to `timeout` s, waking early when the run's state changes."""
+        self._listen_to_store()
         future = asyncio.get_running_loop().create_future()
         self._run_waiters.setdefault(run_id, []).append(future)
         try:
@@ -419,7 +395,12 @@ class ContinuationService:
                     self._run_waiters.pop(run_id, None)
 
     def notify_run(self, run_id: str | None) -> None:
-        for future in self._run_waiters.get(run_id or "", []):
+        """Wake the waiters of a run (``None``: of every run)."""
+        if run_id is None:
+            waiting = [f for futures in self._run_waiters.values() for f in futures]
+        else:
+            waiting = self._run_waiters.get(run_id, [])
+        for future in list(waiting):
             if not future.done():
                 future.set_result(None)
 
@@ -434,4 +415,4 @@ class ContinuationService:
                 return
 
 
-__all__ = ["ContinuationService", "DurableStore", "open_durable_store", "materialize", "normalize_error"]
+__all__ = ["ContinuationService", "open_run_store", "normalize_error"]

@@ -21,7 +21,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from txcl.store.continuations_base import ClaimRecord, ContinuationStore, Dispatch, Materializer, ReleaseResult
+from txcl.store.protocol import ContinuationStore
+from txcl.store.records import ClaimRecord, Dispatch, Materializer, ReleaseResult
 
 RECONCILING: set[str] = set()
 _reconciling_lock = threading.Lock()

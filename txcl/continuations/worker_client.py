@@ -18,7 +18,7 @@ from typing import Any, Callable
 import attrs
 import httpx
 
-from txcl.store.continuations_base import Dispatch
+from txcl.store.records import Dispatch
 
 try:
     from importlib.metadata import version as _pkg_version

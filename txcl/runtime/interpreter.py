@@ -1,6 +1,6 @@
 """The Python API of the runtime: `Interpreter(ops, store=...)` and its outcomes (RUNTIME.md §3.3).
 
-    interp = txcl.Interpreter(txcl.load_ops("."), store=SqliteStore(".txcl/txcl.db"))
+    interp = txcl.Interpreter(txcl.load_ops("."), store=txcl.store.open_store(".txcl/txcl.db"))
     outcome = interp.run_sync({"order": {...}}, stack="shop")
     if outcome.status == "completed": print(outcome.envelope)
 """
@@ -107,7 +107,7 @@ _ulid: Callable[[], str] | None = None
 def new_rid() -> str:
     global _ulid
     if _ulid is None:
-        from txcl.continuations.ids import ulid
+        from txcl.ids import ulid
 
         _ulid = ulid
     return _ulid()

@@ -6,7 +6,8 @@ import time
 from typing import Any, Callable
 
 from txcl.runtime.dispatch import OpError
-from txcl.store.base import KvError, KvStore
+from txcl.store.errors import KvError
+from txcl.store.protocol import KvStore
 
 MAX_KEY_BYTES = 512
 MAX_LIST = 1000

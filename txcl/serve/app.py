@@ -86,9 +86,9 @@ class ServeState:
 
 
 def open_default_store(settings: Settings, workspace: Path) -> Any:
-    from txcl.store.sqlite import SqliteStore
+    from txcl.store import open_store
 
-    return SqliteStore(settings.db_path(workspace), settings.sqlite_busy_timeout)
+    return open_store(settings.db_path(workspace), busy_timeout_ms=settings.sqlite_busy_timeout)
 
 
 def build_state(workspace: Path, settings: Settings, *, tree: OpsTree | None = None,

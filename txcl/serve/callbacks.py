@@ -66,7 +66,7 @@ async def read_capped(request: Any, cap: int) -> bytes:
 
 def parse_completion(body: bytes, unit: Any) -> tuple[str, Any] | str:
     """(status, payload) of a callback body, or the 400 reason."""
-    from txcl.continuations.service import normalize_error
+    from txcl.continuations.policy import normalize_error
     from txcl.values.jsonio import JsonError, loads
 
     try:

@@ -57,7 +57,7 @@ _pool = _RandomPool()
 
 
 def new_ulid() -> str:
-    """A 26-character ULID (48-bit ms timestamp, 80 random bits), as `continuations.ids.ulid`
+    """A 26-character ULID (48-bit ms timestamp, 80 random bits), as `txcl.ids.ulid`
     but with pooled randomness: request ids are minted on every request."""
     value = (int(time.time() * 1000) << 80) | int.from_bytes(_pool.take(10), "big")
     chars = [""] * 26

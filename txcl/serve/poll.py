@@ -21,13 +21,14 @@ import base64
 import time
 from typing import Any
 
-from txcl.continuations.ids import RCID_RE
+from txcl.ids import RCID_RE
 from txcl.runtime.dispatch import OpContext, OpError
 from txcl.serve.shaping import Answer, json_answer, shape_completed, strip_private
 from txcl.serve.waitpage import error_page, wait_page
 
 _SERVICE: Any = None
-POLL_INTERVAL_S = 1.0
+POLL_INTERVAL_S = 1.0  # re-read at least this often where changes are not announced across processes
+ANNOUNCED_INTERVAL_S = 5.0  # a safety re-read where the store announces every node's changes
 RUNNING = ("active", "waiting", "resuming")
 
 
@@ -104,12 +105,13 @@ async def poll_answer(service: Any, rcid: Any, *, browser: bool, want_json: bool
     if run is None:
         return not_found(rcid, "unknown_or_expired", browser)
     if run.status in RUNNING and not browser and wait_s > 0:
+        interval = ANNOUNCED_INTERVAL_S if getattr(store, "kind", "") == "postgresql" else POLL_INTERVAL_S
         end = time.monotonic() + wait_s
         while run is not None and run.status in RUNNING:
             left = end - time.monotonic()
             if left <= 0:
                 break
-            await service.wait_for_run(run.run_id, min(POLL_INTERVAL_S, left))
+            await service.wait_for_run(run.run_id, min(interval, left))
             run = await asyncio.to_thread(store.get_run_by_rcid, rcid)
         if run is None:
             return not_found(rcid, "unknown_or_expired", browser)

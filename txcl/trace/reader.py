@@ -6,7 +6,7 @@ import datetime as _dt
 import json
 from typing import Any
 
-from txcl.store.base import TraceRecord
+from txcl.store.records import TraceRecord
 
 
 def _iso(ms: int | None) -> str:

@@ -10,7 +10,7 @@ import json
 import time
 from typing import Any, Callable
 
-from txcl.store.base import TraceRecord
+from txcl.store.records import TraceRecord
 from txcl.trace.redact import ALWAYS_KEYS, Redactor
 from txcl.values.merge import deep_copy
 

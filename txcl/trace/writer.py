@@ -13,7 +13,7 @@ import threading
 import time
 from typing import Any
 
-from txcl.store.base import TraceRecord
+from txcl.store.records import TraceRecord
 
 
 class TraceWriter:

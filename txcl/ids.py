@@ -1,4 +1,4 @@
-"""Identifiers and tokens of the continuation store (CONTINUATIONS.md §1, §3.5).
+"""Identifiers and tokens shared by the runtime, the store and the continuations layer.
 
 - run ids: ``run_<ULID>`` (time-ordered, 26 Crockford base32 characters);
 - poll capabilities: ``rc_<base58 of 16 random bytes>``;

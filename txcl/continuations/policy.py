@@ -1,0 +1,102 @@
+"""The decisions and error texts of durable runs, stated once.
+
+The store applies them (it is given :data:`POLICY`) but does not own them: how a worker's
+answer becomes an item's outcome, which failures fail a unit at once, and the error objects
+written for failed units, timeouts, expiry, stale resumes and failed joins.
+"""
+
+from __future__ import annotations
+
+from txcl.store.records import (
+    InteractionRecord,
+    ItemErrorPolicy,
+    JsonValue,
+    Materialized,
+    TerminalRecord,
+    UnitKind,
+    UnitRecord,
+)
+
+JOIN_FAILED = "txcl_join_failed"
+RUN_EXPIRED = "txcl_run_expired"
+RUN_LOST = "txcl_run_lost"
+OP_FAILED = "txcl_op_failed"
+
+
+def error_text(error: JsonValue) -> str:
+    """The message of an error object (or the error itself when it is text)."""
+    if isinstance(error, dict):
+        message = error.get("message")
+        if isinstance(message, str):
+            return message
+    if isinstance(error, str):
+        return error
+    from txcl.values.jsonio import dumps
+
+    return dumps(error)
+
+
+def normalize_error(error: JsonValue) -> dict:
+    """A worker's ``error``: an object as is, a string as ``{"message": s}``, absent → default."""
+    if isinstance(error, dict):
+        return error
+    if isinstance(error, str):
+        return {"message": error}
+    if error is None:
+        return {"message": "worker reported failure"}
+    from txcl.values.jsonio import dumps
+
+    return {"message": dumps(error)}
+
+
+class ContinuationPolicy:
+    """The :class:`txcl.store.protocol.StorePolicy` of txcl."""
+
+    def materialize(self, unit: UnitRecord, interaction: InteractionRecord, terminal: TerminalRecord
+                    ) -> Materialized:
+        """Item outputs are sanitised as untrusted here; a unary output is sanitised after its
+        ``into`` by the op's tail, local and sync outputs by their transport."""
+        if terminal.status == "completed":
+            output = terminal.payload
+            if unit.kind == "itemized" and isinstance(output, dict):
+                from txcl.values.reserved import sanitize_untrusted
+
+                output, _ = sanitize_untrusted(output)
+            return Materialized("succeeded", output=output)
+        return Materialized("failed", error=normalize_error(terminal.payload))
+
+    def fails_fast(self, kind: UnitKind, on_item_error: ItemErrorPolicy) -> bool:
+        """A sync sibling is best effort; an itemized op with ``on_item_error = "collect"``
+        keeps every item's outcome; everything else fails at its first failure."""
+        return kind != "sync" and not (kind == "itemized" and on_item_error == "collect")
+
+    def unit_failed_error(self, kind: UnitKind, item_index: int, detail: JsonValue) -> JsonValue:
+        if kind != "itemized":
+            return detail
+        message = detail.get("message") if isinstance(detail, dict) else detail
+        return {"message": f"item {item_index} failed: {message}", "item_index": item_index, "detail": detail}
+
+    def timeout_error(self, kind: UnitKind, item_index: int) -> JsonValue:
+        return {"message": f"item {item_index} timed out" if kind == "itemized" else "timed out", "timeout": True}
+
+    def expiry_error(self, reason: str, detail: JsonValue) -> JsonValue:
+        error: dict = {"code": RUN_EXPIRED, "message": "the run expired before it finished"}
+        if isinstance(detail, dict):
+            error.update(detail)
+        return error
+
+    def resume_exhausted_error(self, attempts: int) -> JsonValue:
+        return {"code": RUN_LOST, "message": f"the resume failed {attempts} times"}
+
+    def join_failed_error(self, unit: UnitRecord) -> JsonValue:
+        """The run's error when a deferred unit failed (the worker's error attached)."""
+        status = unit.status.replace("_", " ")
+        detail = unit.error if unit.error is not None else {"message": status}
+        return {"code": JOIN_FAILED, "message": f"deferred op {unit.op_name} {status}: {error_text(detail)}",
+                "op": unit.op_name, "unit_id": unit.unit_id, "detail": detail}
+
+
+POLICY = ContinuationPolicy()
+
+__all__ = ["POLICY", "ContinuationPolicy", "error_text", "normalize_error", "JOIN_FAILED", "RUN_EXPIRED",
+           "RUN_LOST", "OP_FAILED"]

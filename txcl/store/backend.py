@@ -1,0 +1,461 @@
+"""The port the store's procedures are written against, and what every backend shares.
+
+Every procedure of the store (continuations, traces, kv) is written once as a function of a
+:class:`Tx`: one transaction on one connection, with a handful of query helpers, the
+database clock (``tx.now``), the run lock (``tx.lock_run``), a key lock, run-change notices
+and fault points. A backend is a subclass of :class:`SqlBackend` that supplies connections,
+``BEGIN``/``COMMIT``, the clock and the translation of its driver's errors; the shared code
+here turns those into
+
+- ``transact(fn)``: one write transaction running ``fn(tx)``, retried from the start when
+  the database says the attempt was harmless to repeat (a deadlock, a serialization failure,
+  a connection lost before ``COMMIT`` was sent); fault points and notices only after the
+  commit;
+- ``run_batch(calls)``: several independent procedures as savepoints of one transaction (group
+  commit). A call that raises is rolled back alone; should the transaction itself break, every
+  call is run again on its own, exactly as without batching;
+- ``read(fn)``: statements outside any write transaction.
+
+SQL is written once with ``?`` placeholders; :class:`Dialect` holds the few spellings that
+differ between SQLite and PostgreSQL (placeholders, column types, the row-lock clauses).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence, TypeVar
+
+from txcl.store.errors import StoreError, StoreUnavailable
+from txcl.testing.faults import enabled as faults_enabled
+from txcl.testing.faults import fault_point
+
+T = TypeVar("T")
+Params = Sequence[Any]
+RunListener = Callable[["str | None"], None]  # a run id, or None: "anything may have changed"
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """The SQL spellings that differ between backends."""
+
+    name: str
+    placeholder: str  # what ``?`` becomes
+    bigint: str  # a 64-bit integer column
+    text: str  # a text column that compares and sorts byte by byte (as Python sorts str)
+    blob: str  # a byte string column
+    table_options: str  # after a CREATE TABLE's closing parenthesis
+    lock_run: str  # appended to ``SELECT * FROM runs WHERE run_id = ?``
+    lock_run_skip: str  # the same, skipping a row another transaction holds
+    now_sql: str | None  # the database clock in ms (None: the local clock is the database's)
+    seq_column: str  # an insertion-order column a table declares ("" where every row has one)
+    seq_order: str  # how to order rows by insertion
+    table_exists_sql: str  # one row when the table named by the parameter exists
+
+    def ddl(self, text: str) -> str:
+        """A DDL statement with ``{bigint}``, ``{blob}``, ``{seq}`` and ``{table}`` filled in, and
+        every ``TEXT`` column in the dialect's byte-order spelling."""
+        filled = text.format(bigint=self.bigint, blob=self.blob, seq=self.seq_column, table=self.table_options)
+        return re.sub(r"\bTEXT\b", self.text, filled) if self.text != "TEXT" else filled
+
+
+class Tx:
+    """One transaction (or savepoint, or read) on one connection."""
+
+    __slots__ = ("backend", "conn", "now", "fired", "notices")
+
+    def __init__(self, backend: "SqlBackend", conn: Any, now: int) -> None:
+        self.backend = backend
+        self.conn = conn
+        self.now = now
+        self.fired: list[str] = []  # fault points reached, marked after the commit
+        self.notices: list[str] = []  # runs whose state changed, announced after the commit
+
+    def all(self, sql: str, params: Params = ()) -> list[Any]:
+        return self.backend.execute(self.conn, sql, params).fetchall()
+
+    def one(self, sql: str, params: Params = ()) -> Any:
+        return self.backend.execute(self.conn, sql, params).fetchone()
+
+    def run(self, sql: str, params: Params = ()) -> int:
+        """Execute; the number of rows changed."""
+        return self.backend.execute(self.conn, sql, params).rowcount
+
+    def returning(self, sql: str, params: Params = ()) -> list[Any]:
+        """Execute an ``INSERT/UPDATE … RETURNING``; the returned rows."""
+        return self.backend.execute(self.conn, sql, params).fetchall()
+
+    def many(self, sql: str, rows: Iterable[Params]) -> None:
+        rows = list(rows)
+        if rows:
+            self.backend.execute_many(self.conn, sql, rows)
+
+    def lock_run(self, run_id: str, *, skip_locked: bool = False) -> Any:
+        """The run's row, locked for the rest of the transaction (every write to a run's
+        records takes this lock first, so work on one run is serialised and the lock order is
+        always the same). None when there is no such run — or, with ``skip_locked``, when
+        another transaction holds it (the sweeper leaves such a run to its holder)."""
+        dialect = self.backend.dialect
+        suffix = dialect.lock_run_skip if skip_locked else dialect.lock_run
+        return self.one("SELECT * FROM runs WHERE run_id = ?" + suffix, (run_id,))
+
+    def lock_key(self, key: str) -> None:
+        """Serialise transactions on an arbitrary key (kv read-modify-writes)."""
+        self.backend.lock_key(self, key)
+
+    def notify_run(self, run_id: str) -> None:
+        """Announce after the commit that the run changed (long polls wake up, on every node)."""
+        if run_id not in self.notices:
+            self.notices.append(run_id)
+            self.backend.notify_in_tx(self, run_id)
+
+    def fault(self, point: str) -> None:
+        """A fault point reached by this transaction (marked once it has committed)."""
+        self.fired.append(point)
+
+
+class _Batch(threading.local):
+    """The batch transaction open on this thread (see ``SqlBackend.run_batch``)."""
+
+    conn: Any = None
+    fired: list[str] | None = None
+    notices: list[str] | None = None
+    broken = False
+
+
+@dataclass
+class _Counters:
+    commits: int = 0
+    retries: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class SqlBackend:
+    """What every backend shares (see the module docstring). Subclasses implement the
+    primitives below the line."""
+
+    dialect: Dialect
+    kind: str = "sql"
+    max_attempts = 4  # of one transaction, when the database says a retry is safe
+
+    def __init__(self, *, clock: Callable[[], int] | None = None) -> None:
+        self.clock = clock
+        self._batch = _Batch()
+        self._counters = _Counters()
+        self._listeners: list[RunListener] = []
+        self._sql_cache: dict[str, str] = {}
+
+    # ------------------------------------------------------------------ SQL
+    def sql(self, text: str) -> str:
+        """``?`` placeholders in this dialect (cached)."""
+        cached = self._sql_cache.get(text)
+        if cached is None:
+            cached = text if self.dialect.placeholder == "?" else text.replace("%", "%%").replace("?", "%s")
+            if len(self._sql_cache) < 4096:
+                self._sql_cache[text] = cached
+        return cached
+
+    def execute(self, conn: Any, sql: str, params: Params = ()) -> Any:
+        try:
+            return self._execute(conn, self.sql(sql), tuple(params))
+        except StoreError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a driver error, translated
+            translated = self.translate(exc)
+            if translated is None:
+                raise
+            raise translated from exc
+
+    def execute_many(self, conn: Any, sql: str, rows: list[Params]) -> None:
+        try:
+            self._execute_many(conn, self.sql(sql), [tuple(r) for r in rows])
+        except Exception as exc:  # noqa: BLE001 - a driver error, translated
+            translated = self.translate(exc)
+            if translated is None:
+                raise
+            raise translated from exc
+
+    # ------------------------------------------------------------------ clock
+    def now_ms(self) -> int:
+        """The database clock in ms since the epoch (or the injected test clock)."""
+        if self.clock is not None:
+            return int(self.clock())
+        if self.dialect.now_sql is None:
+            return int(time.time() * 1000)
+        return self.read(lambda t: t.now)
+
+    def _tx_now(self, conn: Any) -> int:
+        if self.clock is not None:
+            return int(self.clock())
+        if self.dialect.now_sql is None:
+            return int(time.time() * 1000)
+        return int(self._execute(conn, self.dialect.now_sql, ()).fetchone()[0])
+
+    # ------------------------------------------------------------------ transactions
+    def transact(self, fn: Callable[[Tx], T]) -> T:
+        """Run ``fn`` in one write transaction (a savepoint inside a batch) and commit."""
+        batch = self._batch
+        if batch.conn is not None:
+            return self._in_savepoint(batch, fn)
+        attempt = 0
+        while True:
+            attempt += 1
+            conn = self._checkout_write()
+            committing = False
+            healthy = True
+            try:
+                try:
+                    self._begin(conn)
+                    tx = Tx(self, conn, self._tx_now(conn))
+                    result = fn(tx)
+                    committing = True
+                    self._commit(conn)
+                except BaseException as exc:
+                    healthy = self._rollback_quietly(conn)
+                    translated = self.translate(exc) if not isinstance(exc, StoreError) else None
+                    if translated is not None and not committing and attempt < self.max_attempts \
+                            and self.retryable(exc):
+                        self._count_retry()
+                        time.sleep(min(0.2, 0.005 * 2 ** attempt))
+                        continue
+                    if translated is not None:
+                        if committing and isinstance(translated, StoreUnavailable):
+                            translated = StoreUnavailable(
+                                f"{translated} (the connection was lost while committing: the change may "
+                                f"or may not have been applied; repeating it is safe)")
+                        raise translated from exc
+                    raise
+            finally:
+                self._checkin_write(conn, healthy)
+            self._committed(tx.fired, tx.notices)
+            return result
+
+    def _in_savepoint(self, batch: _Batch, fn: Callable[[Tx], T]) -> T:
+        conn = batch.conn
+        self._execute(conn, "SAVEPOINT txcl_call", ())
+        tx = Tx(self, conn, self._tx_now(conn))
+        try:
+            result = fn(tx)
+        except BaseException as exc:
+            if not isinstance(exc, StoreError) and self.translate(exc) is not None and self.retryable(exc):
+                batch.broken = True  # redo call by call, where the retry policy applies
+            try:
+                if self._in_transaction(conn):
+                    self._execute(conn, "ROLLBACK TO SAVEPOINT txcl_call", ())
+                    self._execute(conn, "RELEASE SAVEPOINT txcl_call", ())
+                else:
+                    batch.broken = True
+            except Exception:  # noqa: BLE001 - the transaction is gone: redo call by call
+                batch.broken = True
+            raise
+        self._execute(conn, "RELEASE SAVEPOINT txcl_call", ())
+        if batch.fired is not None:
+            batch.fired.extend(tx.fired)
+        if batch.notices is not None:
+            batch.notices.extend(tx.notices)
+        return result
+
+    def run_batch(self, calls: Sequence[Callable[[], Any]]) -> list[tuple[bool, Any]]:
+        """Run independent store calls in ONE write transaction (see the module docstring);
+        ``(True, result)`` or ``(False, exception)`` per call, in order.
+
+        The calls must not depend on one another's commit: nothing of a batch is visible
+        outside before the common COMMIT, and callers act on a result only after it."""
+        if len(calls) <= 1 or self._batch.conn is not None:
+            return [_call_alone(c) for c in calls]
+        batch = self._batch
+        outcomes: list[tuple[bool, Any, list[str]]] = []
+        notices: list[str] = []
+        broken = False
+        conn = self._checkout_write()
+        healthy = True
+        try:
+            try:
+                self._begin(conn)
+            except Exception:  # noqa: BLE001 - could not start: run the calls one by one
+                broken = True
+            if not broken:
+                batch.conn = conn
+                try:
+                    for call in calls:
+                        batch.fired, batch.notices, batch.broken = [], notices, False
+                        try:
+                            outcomes.append((True, call(), batch.fired))
+                        except Exception as exc:  # noqa: BLE001 - handed to the call's owner
+                            outcomes.append((False, exc, []))
+                        if batch.broken or not self._in_transaction(conn):
+                            broken = True
+                            break
+                    if not broken:
+                        self._commit(conn)
+                except Exception:  # noqa: BLE001 - the COMMIT failed: redo call by call
+                    broken = True
+                except BaseException:
+                    healthy = self._rollback_quietly(conn)
+                    raise
+                finally:
+                    batch.conn = batch.fired = batch.notices = None
+                if broken:
+                    healthy = self._rollback_quietly(conn)
+        finally:
+            self._checkin_write(conn, healthy)
+        if broken:
+            return [_call_alone(c) for c in calls]
+        self._committed([], notices)
+        results: list[tuple[bool, Any]] = []
+        marking = faults_enabled()
+        for ok, value, fired in outcomes:
+            if ok and marking:
+                try:
+                    for point in fired:
+                        fault_point(point)
+                except Exception as exc:  # noqa: BLE001 - FaultInjected goes to its call
+                    ok, value = False, exc
+            results.append((ok, value))
+        return results
+
+    def read(self, fn: Callable[[Tx], T]) -> T:
+        """Run ``fn`` outside any write transaction (each statement sees committed data)."""
+        attempt = 0
+        while True:
+            attempt += 1
+            conn = self._checkout_read()
+            healthy = True
+            try:
+                return fn(Tx(self, conn, self._tx_now(conn)))
+            except BaseException as exc:
+                healthy = self._rollback_quietly(conn)
+                translated = self.translate(exc) if not isinstance(exc, StoreError) else None
+                if translated is not None and attempt < self.max_attempts and self.retryable(exc):
+                    self._count_retry()
+                    time.sleep(min(0.2, 0.005 * 2 ** attempt))
+                    continue
+                if translated is not None:
+                    raise translated from exc
+                raise
+            finally:
+                self._checkin_read(conn, healthy)
+
+    def _rollback_quietly(self, conn: Any) -> bool:
+        """Roll back whatever is open; False when the connection is unusable."""
+        try:
+            if self._in_transaction(conn):
+                self._rollback(conn)
+            return self._usable(conn)
+        except Exception:  # noqa: BLE001 - a dead connection: the backend discards it
+            return False
+
+    def _committed(self, fired: list[str], notices: list[str]) -> None:
+        with self._counters.lock:
+            self._counters.commits += 1
+        for point in fired:
+            fault_point(point)
+        if notices:
+            self._announce(notices)
+
+    def _count_retry(self) -> None:
+        with self._counters.lock:
+            self._counters.retries += 1
+
+    def commit_count(self) -> int:
+        """Write transactions committed through this backend so far (benchmarks)."""
+        return self._counters.commits
+
+    def retry_count(self) -> int:
+        return self._counters.retries
+
+    # ------------------------------------------------------------------ run-change notices
+    def subscribe(self, listener: RunListener) -> None:
+        """Call ``listener(run_id)`` (from any thread) after a commit changed a run, on this
+        process or — where the backend can tell — on any other node sharing the database."""
+        self._listeners.append(listener)
+
+    def unsubscribe(self, listener: RunListener) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
+    def _announce(self, run_ids: Iterable[str | None]) -> None:
+        for listener in list(self._listeners):
+            for run_id in run_ids:
+                try:
+                    listener(run_id)
+                except Exception:  # noqa: BLE001 - a listener's problem is not the commit's
+                    pass
+
+    # ------------------------------------------------------------------ test hook
+    def execute_for_tests(self, sql: str, params: Params = ()) -> list[Any]:
+        """Run one statement in its own transaction and return its rows (tests simulate
+        crashes and corruption with it; nothing in txcl calls it)."""
+
+        def body(t: Tx) -> list[Any]:
+            cursor = self.execute(t.conn, sql, params)
+            return cursor.fetchall() if cursor.description else []
+
+        return self.transact(body)
+
+    # ------------------------------------------------------------------ primitives
+    def describe(self) -> str:
+        """Where the data lives, for messages (a path, or host:port/db without the password)."""
+        raise NotImplementedError
+
+    def _execute(self, conn: Any, sql: str, params: tuple) -> Any:
+        raise NotImplementedError
+
+    def _execute_many(self, conn: Any, sql: str, rows: list[tuple]) -> None:
+        raise NotImplementedError
+
+    def _checkout_write(self) -> Any:
+        raise NotImplementedError
+
+    def _checkin_write(self, conn: Any, healthy: bool) -> None:
+        raise NotImplementedError
+
+    def _checkout_read(self) -> Any:
+        raise NotImplementedError
+
+    def _checkin_read(self, conn: Any, healthy: bool) -> None:
+        raise NotImplementedError
+
+    def _begin(self, conn: Any) -> None:
+        raise NotImplementedError
+
+    def _commit(self, conn: Any) -> None:
+        raise NotImplementedError
+
+    def _rollback(self, conn: Any) -> None:
+        raise NotImplementedError
+
+    def _in_transaction(self, conn: Any) -> bool:
+        raise NotImplementedError
+
+    def _usable(self, conn: Any) -> bool:
+        return True
+
+    def translate(self, exc: BaseException) -> StoreError | None:
+        """The store error for a driver exception (None: not the driver's)."""
+        raise NotImplementedError
+
+    def retryable(self, exc: BaseException) -> bool:
+        """Whether a failed attempt can be repeated from the start."""
+        return False
+
+    def lock_key(self, tx: Tx, key: str) -> None:
+        """Default: nothing (a backend whose write transactions are serialised)."""
+
+    def notify_in_tx(self, tx: Tx, run_id: str) -> None:
+        """Default: nothing beyond the in-process announcement after the commit."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+def _call_alone(call: Callable[[], Any]) -> tuple[bool, Any]:
+    try:
+        return True, call()
+    except Exception as exc:  # noqa: BLE001 - handed to the call's owner
+        return False, exc
+
+
+__all__ = ["Dialect", "Tx", "SqlBackend", "RunListener"]

@@ -1,0 +1,1 @@
+"""The database backends: ``sqlite`` (one machine) and ``postgresql`` (several nodes)."""

@@ -1,0 +1,1405 @@
+"""The continuation procedures, written once for every backend.
+
+Each public method is one transaction (see :mod:`txcl.store.procedures`). Every write to a
+run's records first locks the run (``tx.lock_run``), then touches suspends → units →
+interactions → children → facts, markers and claims, so work on one run is serialised and the
+lock order never deadlocks. Coordination is by unique keys and compare-and-swap only
+(``UPDATE … WHERE status = ? AND version = ?``, ``INSERT … ON CONFLICT DO NOTHING
+RETURNING``): nothing depends on process memory, so any number of processes — on one host
+with SQLite, on several nodes with PostgreSQL — may share the database.
+
+The procedures record facts; the few decisions and texts that are not the store's to make
+(how a worker's answer becomes an item's outcome, which failures fail a unit at once, the
+errors it writes) come from the :class:`~txcl.store.protocol.StorePolicy` the continuations
+layer gives the store. Sweeper procedures take ``skip_locked=True``: a run another node is
+working on right now is left to it (the answer says ``busy``/``recorded``), and the next pass
+sees it again.
+
+Vocabulary: a *fence* proves that a segment still owns the run it writes (the origin request
+while the run is ``active``, a resume by its claim token while it is ``resuming``; a failed
+fence raises :class:`RunLost`). A *provider fact* says a worker's terminal was recorded for an
+item, a *continuation fact* that its child outcome was materialised; a unit is complete when
+it holds a continuation fact per item. The *release* is the one compare-and-swap that moves a
+parked run to ``resuming`` and creates its resume claim.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import zlib
+from typing import Callable, Sequence
+
+from txcl.ids import base58_fixed, hash_token, new_claim_token, new_opc, new_rcid, new_run_id, new_token, token_matches
+from txcl.store.backend import SqlBackend, Tx
+from txcl.store.errors import RunLost, StoreError, UnknownRun
+from txcl.store.procedures import read_procedure, write_procedure
+from txcl.store.procedures.rows import (
+    Row,
+    child_record,
+    claim_record,
+    dumps,
+    interaction_record,
+    lazy_unit_record,
+    loads,
+    placeholders,
+    run_record,
+    terminal_record,
+    unit_record,
+)
+from txcl.store.protocol import StorePolicy
+from txcl.store.records import (
+    CHILD_PENDING,
+    DEFAULT_ROLE,
+    INTERACTION_OPEN,
+    UNIT_BAD,
+    UNIT_TERMINAL,
+    AdmitResult,
+    CallbackTarget,
+    ChildRecord,
+    ClaimRecord,
+    CreateRunResult,
+    Dispatch,
+    DispatchResult,
+    ExpireResult,
+    Fence,
+    InteractionRecord,
+    JoinedMarker,
+    JoinResult,
+    JsonValue,
+    Materialized,
+    Materializer,
+    ParkBuilder,
+    ParkResult,
+    ReleaseResult,
+    ResumeBundle,
+    RunEvent,
+    RunRecord,
+    RunSpec,
+    SuspendRecord,
+    TakeoverResult,
+    TerminalRecord,
+    TimeoutResult,
+    UnitRecord,
+    UnitSpec,
+    payload_sha256,
+    resume_segment_id,
+)
+
+_OPEN = "('queued', 'dispatching', 'dispatched')"
+_IN_FLIGHT = "('dispatching', 'dispatched')"
+_PENDING_CHILD = "('queued', 'running')"
+_FINISHED = "('completed', 'failed', 'expired')"
+
+JoinErrorBuilder = Callable[[UnitRecord], JsonValue]
+
+
+class ContinuationProcedures:
+    """Durable runs: every procedure of the continuation store (see the module docstring)."""
+
+    backend: SqlBackend
+    node_id: str
+    policy: StorePolicy | None
+
+    def _policy(self) -> StorePolicy:
+        if self.policy is None:
+            raise StoreError("this store was opened without a continuation policy")
+        return self.policy
+
+    def _materializer(self, override: Materializer | None) -> Materializer:
+        return override or self._policy().materialize
+
+    def now_ms(self) -> int:
+        return self.backend.now_ms()
+
+    def commit_count(self) -> int:
+        return self.backend.commit_count()
+
+    def run_batch(self, calls: Sequence) -> list:
+        return self.backend.run_batch(calls)
+
+    def _directives(self, unit_id: str, text: str | None) -> JsonValue:
+        """A unit's decoded directives for its dispatches, cached per unit (they never change
+        after the unit's insert; the cached text is compared, so the cache cannot go stale).
+        An itemized unit's directives hold its whole ``each`` array: decoding them for every
+        promoted item made each completion cost O(n). Dispatches share the read-only value."""
+        cache = self._directives_cache
+        hit = cache.get(unit_id)
+        if hit is not None and hit[0] == text:
+            return hit[1]
+        value = loads(text)
+        if len(cache) >= 64:
+            cache.pop(next(iter(cache)), None)
+        cache[unit_id] = (text, value)
+        return value
+
+    # ----------------------------------------------------------------------------------------
+    # shared in-transaction steps
+
+    @staticmethod
+    def _lock(t: Tx, run_id: str) -> Row:
+        row = t.lock_run(run_id)
+        if row is None:
+            raise UnknownRun(run_id)
+        return row
+
+    @staticmethod
+    def _run_of(t: Tx, table: str, key: str, value: str) -> str | None:
+        """The run id of an interaction (``opc``) or unit (``unit_id``): immutable, read before
+        the run lock is taken."""
+        row = t.one(f"SELECT run_id FROM {table} WHERE {key} = ?", (value,))
+        return row["run_id"] if row is not None else None
+
+    @staticmethod
+    def _check_fence(run: Row, fence: Fence) -> None:
+        status = run["status"]
+        if status == "active" and fence.claim_token is None and run["segment_id"] == fence.segment_id:
+            return
+        if status == "resuming" and fence.claim_token is not None and run["claim_token"] == fence.claim_token:
+            return
+        raise RunLost(f"segment {fence.segment_id} no longer owns run {run['run_id']} (run is {status})")
+
+    @staticmethod
+    def _event(t: Tx, run_id: str, kind: str, key: str, data: JsonValue = None) -> bool:
+        rows = t.returning(
+            "INSERT INTO run_events (run_id, seq, event_key, kind, at_ms, data_json) "
+            "SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ?, ? FROM run_events WHERE run_id = ? "
+            "ON CONFLICT DO NOTHING RETURNING seq",
+            (run_id, key, kind, t.now, dumps(data), run_id),
+        )
+        return bool(rows)
+
+    def _create_run(self, t: Tx, spec: RunSpec, status: str, segment_id: str | None) -> tuple[Row, bool]:
+        if spec.snapshot_body is not None and spec.snapshot_id:
+            self._put_snapshot(t, spec.snapshot_id, spec.snapshot_body)
+        run_id = new_run_id(t.now)
+        created = t.returning(
+            "INSERT INTO runs (run_id, rcid, origin_rid, entry_stack, src, snapshot_id, status, version, "
+            "segment_id, created_ms, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?) "
+            "ON CONFLICT (origin_rid) DO NOTHING RETURNING run_id",
+            (run_id, new_rcid(), spec.origin_rid, spec.entry_stack, spec.src, spec.snapshot_id, status,
+             segment_id, t.now, t.now),
+        )
+        if created:
+            self._event(t, run_id, "run.created", "created", {"origin_rid": spec.origin_rid, "status": status})
+            return self._lock(t, run_id), True
+        row = t.one("SELECT run_id FROM runs WHERE origin_rid = ?", (spec.origin_rid,))
+        if row is None:  # the other request's run was purged in between
+            raise UnknownRun(spec.origin_rid)
+        return self._lock(t, row["run_id"]), False
+
+    @staticmethod
+    def _put_snapshot(t: Tx, snapshot_id: str, body: bytes) -> bool:
+        if t.one("SELECT 1 FROM snapshots WHERE snapshot_id = ?", (snapshot_id,)) is not None:
+            return False  # content-addressed: never compress a large body twice
+        return bool(
+            t.returning(
+                "INSERT INTO snapshots (snapshot_id, created_ms, body, bytes) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT DO NOTHING RETURNING snapshot_id",
+                (snapshot_id, t.now, zlib.compress(body), len(body)),
+            )
+        )
+
+    def _resolve_run(self, t: Tx, run: RunSpec | str, fence: Fence, new_status: str) -> tuple[Row, bool]:
+        if isinstance(run, RunSpec):
+            row, created = self._create_run(t, run, new_status, fence.segment_id)
+        else:
+            row, created = self._lock(t, run), False
+        self._check_fence(row, fence)
+        return row, created
+
+    def _insert_units(self, t: Tx, run: Row, units: Sequence[UnitSpec], segment_id: str | None,
+                      ) -> tuple[list[str], list[Dispatch], int | None, int]:
+        """Insert units and interactions (the first window ``dispatching``). Returns the unit
+        ids, the dispatches, the latest deadline and the run's next ``created_seq``."""
+        seq = run["next_seq"]
+        node = self.node_id
+        unit_ids: list[str] = []
+        dispatches: list[Dispatch] = []
+        max_deadline: int | None = None
+        for spec in units:
+            unit_id = "au_" + base58_fixed(os.urandom(16), 22)
+            failed = spec.failed_error is not None
+            items = [] if failed else list(spec.items)
+            window = max(1, int(spec.window)) if spec.kind == "itemized" else 1
+            t.run(
+                "INSERT INTO await_units (unit_id, run_id, created_seq, kind, op_name, op_stack, op_scope, "
+                "dispatch_stage, dispatch_stack, join_at_scope, segment_id, status, expected, window_size, "
+                "on_item_error, into_path, exec_target, directives_json, input_view_json, error_json, fuel_used, "
+                "budget_ms, deadline_ms, created_ms, closed_ms) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (unit_id, run["run_id"], seq, spec.kind, spec.op_name, spec.op_stack, spec.op_scope,
+                 spec.dispatch_stage, spec.dispatch_stack, spec.join_at_scope, segment_id,
+                 "failed" if failed else "waiting", len(items), window, spec.on_item_error, spec.into,
+                 spec.exec_target, dumps(spec.directives), dumps(spec.input_view), dumps(spec.failed_error),
+                 spec.fuel_used, spec.budget_ms, spec.deadline_ms, t.now, t.now if failed else None),
+            )
+            seq += 1
+            unit_ids.append(unit_id)
+            if not items:
+                continue
+            first = len(items) if spec.kind != "itemized" else min(window, len(items))
+            if spec.deadline_ms is not None:
+                deadline = spec.deadline_ms
+            elif spec.budget_ms is not None:
+                deadline = t.now + spec.budget_ms
+            else:
+                deadline = None
+            rows = []
+            for i, item in enumerate(items):
+                opc = new_opc()
+                input_json = dumps(item)
+                if i < first:  # the first window is promoted at once
+                    token = new_token() if spec.tokened else None
+                    rows.append((opc, unit_id, i, run["run_id"], hash_token(token) if token else None,
+                                 "dispatching", 1, input_json, deadline, node, t.now, 1, t.now))
+                    dispatches.append(Dispatch(
+                        opc=opc, token=token, run_id=run["run_id"], unit_id=unit_id, op_name=spec.op_name,
+                        op_stack=spec.op_stack, stage=spec.dispatch_stage, exec_target=spec.exec_target,
+                        directives=spec.directives, item_index=i, item_count=len(items), kind=spec.kind,
+                        input=item, deadline_ms=deadline, attempts=1))
+                else:
+                    rows.append((opc, unit_id, i, run["run_id"], None, "queued", 0, input_json, None, None,
+                                 None, 0, t.now))
+            t.many(
+                "INSERT INTO interactions (opc, unit_id, item_index, run_id, token_hash, status, version, "
+                "input_json, deadline_ms, dispatch_owner, dispatch_ms, attempts, created_ms) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            if deadline is not None:
+                max_deadline = deadline if max_deadline is None else max(max_deadline, deadline)
+        return unit_ids, dispatches, max_deadline, seq
+
+    def _promote(self, t: Tx, unit_id: str) -> tuple[list[Dispatch], int | None]:
+        """Move queued interactions to ``dispatching`` while in-flight < window (item order)."""
+        unit = t.one("SELECT * FROM await_units WHERE unit_id = ?", (unit_id,))
+        if unit is None or unit["status"] != "waiting":
+            return [], None
+        in_flight = t.one(
+            f"SELECT COUNT(*) AS n FROM interactions WHERE unit_id = ? AND status IN {_IN_FLIGHT}", (unit_id,)
+        )["n"]
+        free = unit["window_size"] - in_flight
+        if free <= 0:
+            return [], None
+        rows = t.all(
+            "SELECT * FROM interactions WHERE unit_id = ? AND status = 'queued' ORDER BY item_index LIMIT ?",
+            (unit_id, free),
+        )
+        if not rows:
+            return [], None
+        tokened = unit["kind"] in ("unary", "itemized")
+        if unit["deadline_ms"] is not None:
+            deadline = unit["deadline_ms"]
+        elif unit["budget_ms"] is not None:
+            deadline = t.now + unit["budget_ms"]
+        else:
+            deadline = None
+        stage = unit["dispatch_stage"]
+        directives = self._directives(unit_id, unit["directives_json"])
+        out: list[Dispatch] = []
+        updates = []
+        for r in rows:
+            token = new_token() if tokened else None
+            updates.append((hash_token(token) if token else None, deadline, self.node_id, t.now, r["opc"]))
+            out.append(
+                Dispatch(
+                    opc=r["opc"], token=token, run_id=r["run_id"], unit_id=unit_id, op_name=unit["op_name"],
+                    op_stack=unit["op_stack"], stage=stage, exec_target=unit["exec_target"],
+                    directives=directives, item_index=r["item_index"],
+                    item_count=unit["expected"], kind=unit["kind"], input=loads(r["input_json"]),
+                    deadline_ms=deadline, attempts=1,
+                )
+            )
+        t.many(
+            "UPDATE interactions SET status = 'dispatching', token_hash = ?, deadline_ms = ?, dispatch_owner = ?, "
+            "dispatch_ms = ?, attempts = 1, version = version + 1 WHERE opc = ? AND status = 'queued'",
+            updates,
+        )
+        return out, deadline
+
+    @staticmethod
+    def _raise_expiry(t: Tx, run_id: str, deadline: int | None) -> None:
+        """A run's expiry is raised by later deadlines, never lowered."""
+        if deadline is not None:
+            t.run("UPDATE runs SET expires_ms = ? WHERE run_id = ? AND (expires_ms IS NULL OR expires_ms < ?)",
+                  (deadline, run_id, deadline))
+
+    def _park(self, t: Tx, run: Row, fence: Fence, *, stage: str, kind: str, envelope: JsonValue,
+              budgets: JsonValue, units: Sequence[UnitSpec], members: Sequence[tuple[str, str]],
+              ) -> tuple[int, list[str], list[Dispatch], RunRecord]:
+        """Write a suspend with its member units and move the run to ``waiting``. Returns the
+        visit, the new unit ids, the dispatches to send and the run as the park left it."""
+        run_id = run["run_id"]
+        if run["status"] == "resuming":
+            t.run(
+                "UPDATE suspends SET status = 'resumed', closed_ms = ? "
+                "WHERE run_id = ? AND stage = ? AND visit = ? AND status = 'resuming'",
+                (t.now, run_id, run["cur_stage"], run["cur_visit"]),
+            )
+        visit = t.one("SELECT COALESCE(MAX(visit), 0) + 1 AS v FROM suspends WHERE run_id = ? AND stage = ?",
+                      (run_id, stage))["v"]
+        # dispatch_complete = 1 is written with the suspend: every member unit and interaction is
+        # inserted by this same transaction, so no reader can see the suspend without them
+        t.run(
+            "INSERT INTO suspends (run_id, stage, visit, kind, status, envelope_json, budget_json, segment_id, "
+            "dispatch_complete, suspended_ms) VALUES (?, ?, ?, ?, 'open', ?, ?, ?, 1, ?)",
+            (run_id, stage, visit, kind, dumps(envelope), dumps(budgets), fence.segment_id, t.now),
+        )
+        unit_ids, dispatches, deadline, next_seq = self._insert_units(t, run, units, fence.segment_id)
+        rows = [(run_id, stage, visit, uid, spec.role or DEFAULT_ROLE.get(spec.kind, "op"))
+                for uid, spec in zip(unit_ids, units)]
+        rows += [(run_id, stage, visit, uid, role) for uid, role in members]
+        t.many(
+            "INSERT INTO suspend_members (run_id, stage, visit, unit_id, role) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT DO NOTHING",
+            rows,
+        )
+        if fence.claim_token is not None:
+            t.run("DELETE FROM resume_claims WHERE run_id = ? AND claim_token = ?", (run_id, fence.claim_token))
+        expires = run["expires_ms"] if deadline is None else max(run["expires_ms"] or 0, deadline)
+        changed = t.run(
+            "UPDATE runs SET status = 'waiting', cur_stage = ?, cur_visit = ?, claim_token = NULL, "
+            "segment_id = NULL, version = version + 1, updated_ms = ?, next_seq = ?, expires_ms = ? "
+            "WHERE run_id = ? AND version = ?",
+            (stage, visit, t.now, next_seq, expires, run_id, run["version"]),
+        )
+        if changed != 1:  # cannot happen under the run lock; guard the CAS anyway
+            raise RunLost(f"run {run_id} changed under the park")
+        self._event(t, run_id, "stage.suspended", f"suspend:{stage}:{visit}",
+                    {"stage": stage, "visit": visit, "kind": kind, "units": unit_ids})
+        t.notify_run(run_id)
+        parked = dataclasses.replace(
+            run_record(run), status="waiting", cur_stage=stage, cur_visit=visit, claim_token=None, segment_id=None,
+            version=run["version"] + 1, updated_ms=t.now, next_seq=next_seq, expires_ms=expires)
+        return visit, unit_ids, dispatches, parked
+
+    @staticmethod
+    def _close_units(t: Tx, unit_ids: Sequence[str], interaction_status: str, unit_status: str = "cancelled") -> None:
+        """Close units: open interactions → interaction_status, pending children cancelled."""
+        for chunk_start in range(0, len(unit_ids), 500):
+            chunk = list(unit_ids[chunk_start:chunk_start + 500])
+            ph = placeholders(len(chunk))
+            t.run(
+                f"UPDATE interactions SET status = ?, closed_ms = ?, version = version + 1 "
+                f"WHERE unit_id IN ({ph}) AND status IN {_OPEN}",
+                (interaction_status, t.now, *chunk),
+            )
+            t.run(
+                f"UPDATE item_children SET status = 'cancelled', version = version + 1, updated_ms = ?, "
+                f"lease_owner = NULL WHERE unit_id IN ({ph}) AND status IN {_PENDING_CHILD}",
+                (t.now, *chunk),
+            )
+            t.run(
+                f"UPDATE await_units SET status = ?, version = version + 1, closed_ms = ? "
+                f"WHERE unit_id IN ({ph}) AND status = 'waiting'",
+                (unit_status, t.now, *chunk),
+            )
+
+    def _let_go(self, t: Tx, run: Row, *, expired: bool, keep_unjoined_deferred: bool) -> None:
+        """A finished run lets go of its interactions, children, units and claims. After a
+        completion, a deferred op that was never joined keeps what was already sent open until
+        its deadline (its worker may still answer; the answer is recorded, never merged), and
+        what was never sent never will be."""
+        run_id = run["run_id"]
+        rows = t.all(
+            "SELECT unit_id, (join_at_scope IS NOT NULL AND NOT EXISTS "
+            "(SELECT 1 FROM joined_markers m WHERE m.unit_id = u.unit_id)) AS unjoined "
+            "FROM await_units u WHERE run_id = ? AND status = 'waiting'",
+            (run_id,),
+        )
+        kept = [r["unit_id"] for r in rows if keep_unjoined_deferred and r["unjoined"]]
+        self._close_units(t, [r["unit_id"] for r in rows if r["unit_id"] not in kept],
+                          "timed_out" if expired else "cancelled")
+        for start in range(0, len(kept), 500):
+            chunk = kept[start:start + 500]
+            t.run(
+                "UPDATE interactions SET status = 'cancelled', closed_ms = ?, version = version + 1 "
+                f"WHERE unit_id IN ({placeholders(len(chunk))}) AND status = 'queued'",
+                (t.now, *chunk),
+            )
+        if run["status"] == "resuming":  # only a resuming run holds a claim
+            t.run("DELETE FROM resume_claims WHERE run_id = ?", (run_id,))
+
+    # ----------------------------------------------------------------------------------------
+    # the steps of a completion: materialise the child, record the fact, settle, release
+
+    def _materialize_child(self, t: Tx, unit: Row, opc: str, carried_version: int | None,
+                           materialize: Materializer, it: Row | None = None) -> str | None:
+        """The item's child outcome from its terminal. A child whose version moved since the
+        caller read it (a reconcile claim in between) is reloaded and retried once while still
+        ``queued``/``running``; a child already settled is never overwritten. Returns the
+        child's resulting status."""
+        if it is None:
+            it = t.one("SELECT * FROM interactions WHERE opc = ?", (opc,))
+        if it is None:
+            return None
+        child = t.one(
+            "SELECT c.status AS child_status, c.version AS child_version, x.* FROM item_children c "
+            "LEFT JOIN terminals x ON x.opc = c.opc WHERE c.unit_id = ? AND c.item_index = ?",
+            (unit["unit_id"], it["item_index"]),
+        )
+        if child is None:
+            return None
+        if child["child_status"] not in CHILD_PENDING:
+            return child["child_status"]
+        if child["opc"] is None:  # no terminal yet
+            return child["child_status"]
+        m: Materialized = materialize(lazy_unit_record(unit), interaction_record(it), terminal_record(child))
+        version = child["child_version"] if carried_version is None else carried_version
+        for _attempt in range(2):
+            changed = t.run(
+                "UPDATE item_children SET status = ?, output_json = ?, error_json = ?, version = version + 1, "
+                "updated_ms = ?, lease_owner = NULL, lease_until_ms = NULL "
+                f"WHERE unit_id = ? AND item_index = ? AND version = ? AND status IN {_PENDING_CHILD}",
+                (m.status, dumps(m.output), dumps(m.error), t.now, unit["unit_id"], it["item_index"], version),
+            )
+            if changed:
+                t.fault("materialize")
+                return m.status
+            fresh = t.one("SELECT status, version FROM item_children WHERE unit_id = ? AND item_index = ?",
+                          (unit["unit_id"], it["item_index"]))
+            if fresh["status"] not in CHILD_PENDING:  # succeeded: idempotent; failed/cancelled: never overwritten
+                return fresh["status"]
+            version = fresh["version"]
+        return t.one("SELECT status FROM item_children WHERE unit_id = ? AND item_index = ?",
+                     (unit["unit_id"], it["item_index"]))["status"]
+
+    @staticmethod
+    def _add_facts(t: Tx, unit_id: str, kind: str, count: int) -> None:
+        column = "provider_done" if kind == "provider" else "continuation_done"
+        if count:
+            t.run(f"UPDATE await_units SET {column} = {column} + ? WHERE unit_id = ?", (count, unit_id))
+
+    def _fact(self, t: Tx, unit_id: str, kind: str, item_index: int) -> bool:
+        """Insert a provider or continuation fact (once per item) and count it on the unit."""
+        inserted = bool(t.returning(
+            "INSERT INTO continuation_facts (unit_id, kind, item_index, recorded_ms) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT DO NOTHING RETURNING item_index",
+            (unit_id, kind, item_index, t.now),
+        ))
+        if inserted:
+            self._add_facts(t, unit_id, kind, 1)
+        return inserted
+
+    def _record_continuation_fact(self, t: Tx, unit: Row, item_index: int, child_status: str | None) -> None:
+        """Only a succeeded child counts — or a failed one of a unit that does not fail fast."""
+        ok = child_status == "succeeded" or (
+            child_status == "failed" and not self._policy().fails_fast(unit["kind"], unit["on_item_error"]))
+        if ok and unit["status"] == "waiting":
+            self._fact(t, unit["unit_id"], "continuation", item_index)
+
+    def _settle_unit(self, t: Tx, unit_id: str, *, reconcile: bool = False) -> str:
+        """Complete (or fail) a unit from its stored facts and children. Returns its status."""
+        unit = t.one("SELECT * FROM await_units WHERE unit_id = ?", (unit_id,))
+        if unit is None:
+            return "gone"
+        if unit["status"] != "waiting":
+            return unit["status"]
+        policy = self._policy()
+        kind = unit["kind"]
+        fail_fast = policy.fails_fast(kind, unit["on_item_error"])
+        if fail_fast and unit["continuation_done"] < unit["expected"]:
+            # (with every fact present no child can have failed: facts follow succeeded children only)
+            bad = t.one(
+                "SELECT item_index, error_json FROM item_children WHERE unit_id = ? AND status = 'failed' "
+                "ORDER BY item_index LIMIT 1",
+                (unit_id,),
+            )
+            if bad is not None:
+                error = policy.unit_failed_error(kind, bad["item_index"], loads(bad["error_json"]))
+                t.run("UPDATE await_units SET error_json = ? WHERE unit_id = ?", (dumps(error), unit_id))
+                self._close_units(t, [unit_id], "cancelled", unit_status="failed")
+                return "failed"
+        expected = unit["expected"]
+        done = unit["continuation_done"]
+        if done < expected and (unit["provider_done"] >= expected or reconcile):
+            # repair missing continuation facts, only for settled children the unit accepts
+            accepted = "('succeeded', 'failed')" if not fail_fast else "('succeeded')"
+            repaired = t.returning(
+                "INSERT INTO continuation_facts (unit_id, kind, item_index, recorded_ms) "
+                f"SELECT unit_id, 'continuation', item_index, ? FROM item_children WHERE unit_id = ? "
+                f"AND status IN {accepted} ON CONFLICT DO NOTHING RETURNING item_index",
+                (t.now, unit_id),
+            )
+            if repaired:
+                self._add_facts(t, unit_id, "continuation", len(repaired))
+                done += len(repaired)
+                self._event(t, unit["run_id"], "reconcile.facts", f"reconcile.facts:{unit_id}:{done}",
+                            {"unit_id": unit_id, "items": sorted(r[0] for r in repaired)})
+        if done < expected:
+            return "waiting"
+        children = t.all(
+            "SELECT item_index, status, output_json, error_json FROM item_children WHERE unit_id = ? "
+            "ORDER BY item_index",
+            (unit_id,),
+        )
+        allowed = ("succeeded",) if fail_fast else ("succeeded", "failed")
+        if len(children) != expected or any(c["status"] not in allowed for c in children):
+            return "waiting"
+        error = None
+        if kind == "itemized":
+            output = [
+                loads(c["output_json"]) if c["status"] == "succeeded" else {"error": loads(c["error_json"])}
+                for c in children
+            ]
+        elif expected == 0:
+            output = None
+        else:
+            c = children[0]
+            output = loads(c["output_json"]) if c["status"] == "succeeded" else None
+            if c["status"] == "failed":  # a best-effort sync sibling: completed, error noted
+                error = loads(c["error_json"])
+        changed = t.run(
+            "UPDATE await_units SET status = 'completed', output_json = ?, error_json = COALESCE(?, error_json), "
+            "version = version + 1, closed_ms = ? WHERE unit_id = ? AND status = 'waiting' AND version = ?",
+            (dumps(output), dumps(error), t.now, unit_id, unit["version"]),
+        )
+        return "completed" if changed else t.one("SELECT status FROM await_units WHERE unit_id = ?",
+                                                 (unit_id,))["status"]
+
+    def _release(self, t: Tx, run_id: str, segment_id: str | None = None) -> ClaimRecord | None:
+        """The single compare-and-swap that releases a parked run: only when its current suspend
+        is open, was written completely, and every member is terminal (or one failed — then the
+        open members are cancelled with the release)."""
+        run = t.one(
+            "SELECT r.version, r.cur_stage, r.cur_visit, s.status AS s_status, s.dispatch_complete FROM runs r "
+            "JOIN suspends s ON s.run_id = r.run_id AND s.stage = r.cur_stage AND s.visit = r.cur_visit "
+            "WHERE r.run_id = ? AND r.status = 'waiting'",
+            (run_id,),
+        )
+        if run is None or run["s_status"] != "open" or not run["dispatch_complete"]:
+            return None
+        stage, visit = run["cur_stage"], run["cur_visit"]
+        members = t.all(
+            "SELECT m.unit_id, m.role, u.status FROM suspend_members m JOIN await_units u ON u.unit_id = m.unit_id "
+            "WHERE m.run_id = ? AND m.stage = ? AND m.visit = ?",
+            (run_id, stage, visit),
+        )
+        statuses = [m["status"] for m in members]
+        any_bad = any(s in UNIT_BAD for s in statuses)
+        if not (any_bad or all(s in UNIT_TERMINAL for s in statuses)):
+            return None
+        if t.run("UPDATE suspends SET status = 'resuming' WHERE run_id = ? AND stage = ? AND visit = ? "
+                 "AND status = 'open'", (run_id, stage, visit)) != 1:
+            return None
+        token = new_claim_token()
+        segment = segment_id or resume_segment_id(run_id, stage, visit, 1)
+        if t.run(
+            "UPDATE runs SET status = 'resuming', claim_token = ?, segment_id = ?, version = version + 1, "
+            "updated_ms = ? WHERE run_id = ? AND status = 'waiting' AND version = ?",
+            (token, segment, t.now, run_id, run["version"]),
+        ) != 1:
+            raise RunLost(f"run {run_id} changed during release")  # rolls back the suspend CAS too
+        claimed = t.returning(
+            "INSERT INTO resume_claims (run_id, stage, visit, claim_token, owner, segment_id, attempt, claimed_ms, "
+            "heartbeat_ms) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?) ON CONFLICT DO NOTHING RETURNING run_id",
+            (run_id, stage, visit, token, self.node_id, segment, t.now, t.now),
+        )
+        if not claimed:
+            raise RunLost(f"resume claim for {run_id} {stage} v{visit} already exists")
+        joins = [m["unit_id"] for m in members if m["role"] == "join"]
+        t.many(
+            "INSERT INTO joined_markers (unit_id, run_id, segment_id, joined_ms) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT DO NOTHING",
+            [(u, run_id, segment, t.now) for u in joins],
+        )
+        if any_bad:  # fail-fast: the remaining open members are cancelled with the release
+            self._close_units(t, [m["unit_id"] for m in members if m["status"] == "waiting"], "cancelled")
+        self._event(t, run_id, "run.released", f"release:{stage}:{visit}", {"stage": stage, "visit": visit,
+                                                                          "fail_fast": any_bad})
+        t.notify_run(run_id)
+        t.fault("release")
+        return ClaimRecord(run_id=run_id, stage=stage, visit=visit, claim_token=token, owner=self.node_id,
+                           segment_id=segment, attempt=1, claimed_ms=t.now, heartbeat_ms=t.now)
+
+    def _drain_unit(self, t: Tx, unit_id: str, materialize: Materializer) -> str:
+        """Materialise every pending child whose terminal exists, then settle."""
+        unit = t.one("SELECT * FROM await_units WHERE unit_id = ?", (unit_id,))
+        if unit is None or unit["status"] != "waiting":
+            return unit["status"] if unit else "gone"
+        pending = t.all(
+            f"SELECT c.opc, c.item_index FROM item_children c JOIN terminals x ON x.opc = c.opc "
+            f"WHERE c.unit_id = ? AND c.status IN {_PENDING_CHILD} ORDER BY c.item_index",
+            (unit_id,),
+        )
+        for p in pending:
+            status = self._materialize_child(t, unit, p["opc"], None, materialize)
+            unit = t.one("SELECT * FROM await_units WHERE unit_id = ?", (unit_id,))
+            self._record_continuation_fact(t, unit, p["item_index"], status)
+        return self._settle_unit(t, unit_id)
+
+    def _current_members(self, t: Tx, run: Row) -> list[str]:
+        return [m["unit_id"] for m in t.all(
+            "SELECT unit_id FROM suspend_members WHERE run_id = ? AND stage = ? AND visit = ?",
+            (run["run_id"], run["cur_stage"], run["cur_visit"]))]
+
+    # ----------------------------------------------------------------------------------------
+    # runs, dispatch and parks
+
+    @write_procedure
+    def create_or_reuse_run(self, t: Tx, spec: RunSpec, *, status: str = "active",
+                            fence_segment: str | None = None) -> CreateRunResult:
+        """Create the request's run (or find it: one run per origin request)."""
+        row, created = self._create_run(t, spec, status, fence_segment or spec.origin_rid)
+        return CreateRunResult(run_record(row), created)
+
+    @write_procedure
+    def put_snapshot(self, t: Tx, snapshot_id: str, body: bytes) -> bool:
+        return self._put_snapshot(t, snapshot_id, body)
+
+    @write_procedure
+    def dispatch_deferred(self, t: Tx, run: RunSpec | str, fence: Fence, units: Sequence[UnitSpec]) -> DispatchResult:
+        """A deferred op's dispatch: create or reuse the run, insert the units (first window
+        ``dispatching``), raise the run's expiry — the flow goes on without waiting."""
+        row, created = self._resolve_run(t, run, fence, "active")
+        unit_ids, dispatches, deadline, next_seq = self._insert_units(t, row, units, fence.segment_id)
+        if units:
+            t.run("UPDATE runs SET next_seq = ? WHERE run_id = ?", (next_seq, row["run_id"]))
+        self._raise_expiry(t, row["run_id"], deadline)
+        t.fault("deferred-dispatch")
+        result_run = t.one("SELECT * FROM runs WHERE run_id = ?", (row["run_id"],))
+        return DispatchResult(run_record(result_run), created, tuple(unit_ids), tuple(dispatches))
+
+    @write_procedure
+    def park_suspend(self, t: Tx, run: RunSpec | str, fence: Fence, *, stage: str, kind: str,
+                     envelope: JsonValue, budgets: JsonValue, units: Sequence[UnitSpec] = (),
+                     member_unit_ids: Sequence[str] = ()) -> ParkResult:
+        """Park the flow: the suspend, its units and interactions, the run ``waiting`` — all
+        committed before anything is sent."""
+        row, created = self._resolve_run(t, run, fence, "active")
+        visit, unit_ids, dispatches, parked = self._park(
+            t, row, fence, stage=stage, kind=kind, envelope=envelope, budgets=budgets, units=units,
+            members=[(u, "join") for u in member_unit_ids],
+        )
+        t.fault("promote" if kind == "promotion" else "park")
+        return ParkResult(parked, created, stage, visit, tuple(unit_ids), tuple(dispatches))
+
+    @write_procedure
+    def mark_ack(self, t: Tx, acks: Sequence[tuple[str, JsonValue]]) -> int:
+        """Workers acknowledged these dispatches (``dispatching`` → ``dispatched``). A single
+        compare-and-swap per row: no run lock is needed."""
+        n = 0
+        for opc, ack in acks:
+            n += t.run(
+                "UPDATE interactions SET status = 'dispatched', ack_json = ?, version = version + 1 "
+                "WHERE opc = ? AND status = 'dispatching'",
+                (dumps(ack if ack is not None else {}), opc),
+            )
+        if acks:
+            t.fault("ack")
+        return n
+
+    # ----------------------------------------------------------------------------------------
+    # completions
+
+    @read_procedure
+    def check_callback(self, t: Tx, opc: str, token: str | None) -> CallbackTarget:
+        row = t.one("SELECT * FROM interactions WHERE opc = ?", (opc,))
+        if row is None:
+            return CallbackTarget("unknown")
+        if not token_matches(token, row["token_hash"]):
+            return CallbackTarget("bad_token")
+        unit = t.one("SELECT * FROM await_units WHERE unit_id = ?", (row["unit_id"],))
+        return CallbackTarget("ok", interaction_record(row), lazy_unit_record(unit))
+
+    @write_procedure
+    def admit_terminal(self, t: Tx, opc: str, status: str, payload: JsonValue, *, source: str,
+                       token: str | None = None, best_effort: bool = False, transport: str | None = None,
+                       fuel_used: int = 0) -> AdmitResult:
+        """Record an interaction's terminal outcome, first write wins: a repeat of the same
+        outcome is a ``duplicate``, a different one a ``conflict``; the item's provider fact
+        and its queued child are written with it, and (itemized) the next queued items are
+        promoted into the freed window slot."""
+        if status not in ("completed", "failed"):
+            raise ValueError(f"terminal status must be completed or failed, not {status!r}")
+        run_id = self._run_of(t, "interactions", "opc", opc)
+        if run_id is None:
+            return AdmitResult("unknown", opc)
+        t.lock_run(run_id)
+        it = t.one("SELECT i.*, u.kind AS unit_kind, u.on_item_error AS unit_policy FROM interactions i "
+                   "JOIN await_units u ON u.unit_id = i.unit_id WHERE i.opc = ?", (opc,))
+        if it is None:
+            return AdmitResult("unknown", opc)
+        base = dict(opc=opc, run_id=it["run_id"], unit_id=it["unit_id"], item_index=it["item_index"])
+        if source == "callback" and not token_matches(token, it["token_hash"]):
+            return AdmitResult("bad_token", **base)
+        if it["status"] == "cancelled":
+            return AdmitResult("cancelled", **base)
+        if it["status"] == "timed_out":
+            return AdmitResult("expired", **base)
+        if it["status"] in INTERACTION_OPEN and it["deadline_ms"] is not None and it["deadline_ms"] < t.now:
+            claim, _, promoted = self._time_out(t, it, self._policy().materialize)
+            return AdmitResult("expired", claim=claim, dispatches=tuple(promoted), **base)
+        sha = payload_sha256(payload)
+        inserted = t.returning(
+            "INSERT INTO terminals (opc, status, payload_json, payload_sha256, source, best_effort, transport, "
+            "fuel_used, recorded_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING opc",
+            (opc, status, dumps(payload) if payload is not None else "null", sha, source, int(best_effort),
+             transport, fuel_used, t.now),
+        )
+        if not inserted:
+            first = t.one("SELECT * FROM terminals WHERE opc = ?", (opc,))
+            same = first["status"] == status and first["payload_sha256"] == sha
+            return AdmitResult("duplicate" if same else "conflict", terminal=terminal_record(first), **base)
+        t.run(
+            f"UPDATE interactions SET status = ?, closed_ms = ?, version = version + 1 "
+            f"WHERE opc = ? AND status IN {_OPEN}",
+            (status, t.now, opc),
+        )
+        unit_id, index = it["unit_id"], it["item_index"]
+        self._fact(t, unit_id, "provider", index)
+        made = t.returning(
+            "INSERT INTO item_children (unit_id, item_index, opc, status, version, created_ms, updated_ms) "
+            "VALUES (?, ?, ?, 'queued', 0, ?, ?) ON CONFLICT DO NOTHING RETURNING version",
+            (unit_id, index, opc, t.now, t.now),
+        )
+        child_version = made[0][0] if made else t.one(
+            "SELECT version FROM item_children WHERE unit_id = ? AND item_index = ?", (unit_id, index))["version"]
+        dispatches: list[Dispatch] = []
+        if it["unit_kind"] == "itemized" and (
+                status == "completed" or not self._policy().fails_fast("itemized", it["unit_policy"])):
+            # a failed item under fail-fast is about to fail the unit: promote nothing to send
+            dispatches, deadline = self._promote(t, unit_id)
+            self._raise_expiry(t, it["run_id"], deadline)
+        term = TerminalRecord(opc=opc, status=status, payload=payload, payload_sha256=sha, source=source,
+                              best_effort=bool(best_effort), transport=transport, fuel_used=fuel_used,
+                              recorded_ms=t.now)
+        t.fault("admit")
+        return AdmitResult("admitted", child_version=child_version, dispatches=tuple(dispatches),
+                           terminal=term, **base)
+
+    @write_procedure
+    def continue_release(self, t: Tx, opc: str, *, child_version: int | None = None,
+                         materialize: Materializer | None = None) -> ReleaseResult:
+        """After an admitted terminal committed: materialise the item's child, record its
+        continuation fact, settle the unit and try the release."""
+        run_id = self._run_of(t, "interactions", "opc", opc)
+        if run_id is None:
+            return ReleaseResult("recorded")
+        t.lock_run(run_id)
+        it = t.one("SELECT * FROM interactions WHERE opc = ?", (opc,))
+        unit = t.one("SELECT * FROM await_units WHERE unit_id = ?", (it["unit_id"],))
+        status = self._materialize_child(t, unit, opc, child_version, self._materializer(materialize), it)
+        self._record_continuation_fact(t, unit, it["item_index"], status)
+        unit_status = self._settle_unit(t, it["unit_id"])
+        claim = self._release(t, run_id)
+        return ReleaseResult("resumed" if claim else "recorded", run_id, unit_status, claim,
+                             materialized="materialize" in t.fired)
+
+    @write_procedure
+    def try_release(self, t: Tx, run_id: str, *, materialize: Materializer | None = None,
+                    reconcile: bool = False, segment_id: str | None = None) -> ReleaseResult:
+        """The drain and the sweeper's release check: settle each member of the run's current
+        suspend from its stored facts and children, and release the run if that makes it
+        releasable.
+
+        Children are *not* materialised here: a completion admitted whose materialisation is
+        still on its way keeps its own release (it answers ``resumed``); one whose never comes
+        is materialised by the sweeper's stuck-children pass after ``--reconcile-after``.
+        (``materialize`` is accepted for symmetry with the other release paths.)
+
+        ``reconcile=True`` (the sweeper) skips a run another node holds and records a
+        ``reconcile.release`` event when it wins: a parked run nobody released is a repair.
+        ``segment_id`` names the segment that will hold the claim when it is not a background
+        resume — a request that drains its own suspend continues inline as ``<rid>/v<visit>``."""
+        run = t.lock_run(run_id, skip_locked=reconcile)
+        if run is None or run["status"] != "waiting":
+            return ReleaseResult("recorded", run_id)
+        for unit_id in self._current_members(t, run):
+            self._settle_unit(t, unit_id)
+        claim = self._release(t, run_id, segment_id)
+        if claim is not None and reconcile:
+            self._event(t, run_id, "reconcile.release", f"reconcile.release:{claim.stage}:{claim.visit}",
+                        {"run_id": run_id})
+        return ReleaseResult("resumed" if claim else "recorded", run_id, None, claim)
+
+    @write_procedure
+    def settle_and_release(self, t: Tx, unit_id: str, *, materialize: Materializer | None = None,
+                           skip_locked: bool = True) -> ReleaseResult:
+        """Reconciliation of one unit from stored records only: repair missing continuation
+        facts of settled children, settle, release. Children still ``queued`` are left to the
+        stuck-children pass (claimed with a lease, then materialised), so a live completion on
+        its way is never overtaken. (``materialize`` is accepted for symmetry.)"""
+        run_id = self._run_of(t, "await_units", "unit_id", unit_id)
+        if run_id is None or t.lock_run(run_id, skip_locked=skip_locked) is None:
+            return ReleaseResult("recorded")
+        unit = t.one("SELECT * FROM await_units WHERE unit_id = ?", (unit_id,))
+        before = unit["continuation_done"]
+        status = self._settle_unit(t, unit_id, reconcile=True)
+        claim = self._release(t, run_id)
+        if claim is not None:
+            self._event(t, run_id, "reconcile.release", f"reconcile.release:{claim.stage}:{claim.visit}",
+                        {"unit_id": unit_id})
+        elif status != unit["status"] or t.one("SELECT continuation_done FROM await_units WHERE unit_id = ?",
+                                                (unit_id,))["continuation_done"] != before:
+            self._event(t, run_id, "reconcile.settle", f"reconcile.settle:{unit_id}:{status}",
+                        {"unit_id": unit_id, "status": status})
+        return ReleaseResult("resumed" if claim else "recorded", run_id, status, claim)
+
+    # ----------------------------------------------------------------------------------------
+    # deferred joins
+
+    @write_procedure
+    def join_check(self, t: Tx, run_id: str, fence: Fence, *, stage: str, stack: str, scope: int,
+                   build_park: ParkBuilder | None = None, materialize: Materializer | None = None,
+                   join_error: JoinErrorBuilder | None = None) -> JoinResult:
+        """At a frame where deferred units are due (the caller's floor rule decides which frames
+        look), under the run lock: merge what has arrived (``proceed``, with the units to merge
+        in op-name then dispatch order, each marked joined once), fail the run when a due unit
+        failed (``failed``: the run is failed in this same transaction), or park the flow here
+        as a ``join`` suspend (``parked``; ``build_park`` gives the envelope and state to park,
+        with the units merged so far already in it)."""
+        materializer = self._materializer(materialize)
+        run = self._lock(t, run_id)
+        self._check_fence(run, fence)
+        due = t.all(
+            "SELECT unit_id FROM await_units u WHERE run_id = ? AND join_at_scope IS NOT NULL "
+            "AND status != 'cancelled' AND NOT EXISTS (SELECT 1 FROM joined_markers m WHERE m.unit_id = u.unit_id) "
+            "AND (dispatch_stack IS NULL OR dispatch_stack <> ? OR join_at_scope <= ?) "
+            "ORDER BY op_name, created_seq",
+            (run_id, stack, scope),
+        )
+        if not due:
+            return JoinResult("proceed")
+        merged: list[UnitRecord] = []
+        waiting: list[str] = []
+        for d in due:
+            status = self._drain_unit(t, d["unit_id"], materializer)
+            unit = unit_record(t.one("SELECT * FROM await_units WHERE unit_id = ?", (d["unit_id"],)))
+            if status in UNIT_BAD:
+                self._insert_marker(t, unit.unit_id, run_id, fence.segment_id)
+                error = (join_error or self._policy().join_failed_error)(unit)
+                self._finish(t, run, status="failed", result=None, error=error, fail_reason="join_failed")
+                return JoinResult("failed", tuple(merged), unit, None, error)
+            if status == "completed":
+                self._insert_marker(t, unit.unit_id, run_id, fence.segment_id)
+                merged.append(unit)
+            else:
+                waiting.append(unit.unit_id)
+        if not waiting:
+            return JoinResult("proceed", tuple(merged))
+        if build_park is None:
+            raise ValueError("join_check needs build_park when a due unit is still waiting")
+        envelope, budgets = build_park(tuple(merged))
+        visit, _, _, parked = self._park(t, run, fence, stage=stage, kind="join", envelope=envelope,
+                                         budgets=budgets, units=(), members=[(u, "join") for u in waiting])
+        t.fault("park")
+        return JoinResult("parked", tuple(merged), None, ParkResult(parked, False, stage, visit, (), ()))
+
+    @staticmethod
+    def _insert_marker(t: Tx, unit_id: str, run_id: str, segment_id: str) -> bool:
+        return bool(t.returning(
+            "INSERT INTO joined_markers (unit_id, run_id, segment_id, joined_ms) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT DO NOTHING RETURNING unit_id",
+            (unit_id, run_id, segment_id, t.now),
+        ))
+
+    @write_procedure
+    def record_join(self, t: Tx, unit_id: str, fence: Fence) -> bool:
+        """Insert a joined marker for a segment that owns the run; True only for the inserter."""
+        run_id = self._run_of(t, "await_units", "unit_id", unit_id)
+        if run_id is None:
+            return False
+        self._check_fence(self._lock(t, run_id), fence)
+        return self._insert_marker(t, unit_id, run_id, fence.segment_id)
+
+    # ----------------------------------------------------------------------------------------
+    # resumes and the end of a segment
+
+    @read_procedure
+    def claim_resume(self, t: Tx, run_id: str, claim_token: str) -> ResumeBundle:
+        """Load a released suspend for the claim holder. A read: the release (or takeover) that
+        created the claim stamped its heartbeat; while the claim is current only its holder
+        writes the run, and every later write of the segment is fenced."""
+        run = t.one("SELECT * FROM runs WHERE run_id = ?", (run_id,))
+        if run is None:
+            raise UnknownRun(run_id)
+        if run["status"] != "resuming" or run["claim_token"] != claim_token:
+            raise RunLost(f"claim on run {run_id} is not current")
+        claim = t.one("SELECT * FROM resume_claims WHERE run_id = ? AND claim_token = ?", (run_id, claim_token))
+        if claim is None:
+            raise RunLost(f"claim on run {run_id} is not current")
+        rows = t.all(
+            "SELECT u.*, m.role AS member_role FROM suspend_members m JOIN await_units u ON u.unit_id = m.unit_id "
+            "WHERE m.run_id = ? AND m.stage = ? AND m.visit = ? ORDER BY u.op_name, u.created_seq",
+            (run_id, run["cur_stage"], run["cur_visit"]),
+        )
+        susp = self._suspend(t, run_id, run["cur_stage"], run["cur_visit"], members=tuple(
+            (r["unit_id"], r["member_role"]) for r in sorted(rows, key=lambda r: r["created_seq"])))
+        return ResumeBundle(run_record(run), susp, claim_record(claim), tuple(unit_record(r) for r in rows))
+
+    @write_procedure
+    def finish_segment(self, t: Tx, run_id: str, fence: Fence, *, status: str, result: JsonValue = None,
+                       error: JsonValue = None, fail_reason: str | None = None) -> RunRecord:
+        """The run ends (``completed`` or ``failed``) with the segment that owns it."""
+        if status not in ("completed", "failed"):
+            raise ValueError("finish status must be completed or failed")
+        run = self._lock(t, run_id)
+        self._check_fence(run, fence)
+        self._finish(t, run, status=status, result=result, error=error, fail_reason=fail_reason)
+        t.fault("finish")
+        return dataclasses.replace(
+            run_record(run), status=status, result=result, error=error, fail_reason=fail_reason, finished_ms=t.now,
+            updated_ms=t.now, claim_token=None, segment_id=None, version=run["version"] + 1)
+
+    def _finish(self, t: Tx, run: Row, *, status: str, result: JsonValue, error: JsonValue,
+                fail_reason: str | None) -> None:
+        run_id = run["run_id"]
+        if run["status"] == "resuming":
+            t.run(
+                "UPDATE suspends SET status = ?, closed_ms = ? WHERE run_id = ? AND stage = ? AND visit = ? "
+                "AND status = 'resuming'",
+                ("resumed" if status == "completed" else "failed", t.now, run_id, run["cur_stage"], run["cur_visit"]),
+            )
+        changed = t.run(
+            "UPDATE runs SET status = ?, result_json = ?, error_json = ?, fail_reason = ?, finished_ms = ?, "
+            "updated_ms = ?, claim_token = NULL, segment_id = NULL, version = version + 1 "
+            "WHERE run_id = ? AND version = ?",
+            (status, dumps(result), dumps(error), fail_reason, t.now, t.now, run_id, run["version"]),
+        )
+        if changed != 1:
+            raise RunLost(f"run {run_id} changed under finish")
+        self._let_go(t, run, expired=False, keep_unjoined_deferred=(status == "completed"))
+        self._event(t, run_id, f"run.{status}", f"finish:{status}", {"fail_reason": fail_reason})
+        t.notify_run(run_id)
+
+    # ----------------------------------------------------------------------------------------
+    # timeouts and expiry
+
+    @write_procedure
+    def time_out_interaction(self, t: Tx, opc: str, *, materialize: Materializer | None = None,
+                             skip_locked: bool = True) -> TimeoutResult:
+        """Time out one interaction whose deadline has passed (the sweeper's timeout pass)."""
+        run_id = self._run_of(t, "interactions", "opc", opc)
+        if run_id is None:
+            return TimeoutResult("unknown")
+        if t.lock_run(run_id, skip_locked=skip_locked) is None:
+            return TimeoutResult("busy")
+        it = t.one("SELECT * FROM interactions WHERE opc = ?", (opc,))
+        if it["status"] not in INTERACTION_OPEN:
+            return TimeoutResult(it["status"])
+        if it["deadline_ms"] is None or it["deadline_ms"] >= t.now:
+            return TimeoutResult("not_due")
+        claim, expired, promoted = self._time_out(t, it, self._materializer(materialize))
+        return TimeoutResult("timed_out", claim, expired, tuple(promoted))
+
+    def _time_out(self, t: Tx, it: Row, materialize: Materializer
+                  ) -> tuple[ClaimRecord | None, bool, list[Dispatch]]:
+        """Returns (the release claim if a collect timeout completed the unit, whether the run
+        expired, the items promoted into the freed window slot under collect)."""
+        opc, unit_id, index, run_id = it["opc"], it["unit_id"], it["item_index"], it["run_id"]
+        if t.run(f"UPDATE interactions SET status = 'timed_out', closed_ms = ?, version = version + 1 "
+                 f"WHERE opc = ? AND status IN {_OPEN}", (t.now, opc)) != 1:
+            return None, False, []
+        unit = t.one("SELECT * FROM await_units WHERE unit_id = ?", (unit_id,))
+        if unit["status"] != "waiting":
+            return None, False, []
+        policy = self._policy()
+        error = policy.timeout_error(unit["kind"], index)
+        if unit["kind"] == "itemized" and not policy.fails_fast("itemized", unit["on_item_error"]):
+            t.run(
+                "INSERT INTO item_children (unit_id, item_index, opc, status, version, error_json, created_ms, "
+                "updated_ms) VALUES (?, ?, ?, 'failed', 1, ?, ?, ?) ON CONFLICT (unit_id, item_index) DO UPDATE SET "
+                "status = 'failed', error_json = excluded.error_json, version = item_children.version + 1, "
+                "updated_ms = excluded.updated_ms WHERE item_children.status IN ('queued', 'running')",
+                (unit_id, index, opc, dumps(error), t.now, t.now),
+            )
+            self._record_continuation_fact(t, unit, index, "failed")
+            # the timed-out item has its outcome: its window slot goes to the next queued item,
+            # exactly as after an admitted completion, raising the run's expiry with it
+            promoted, deadline = self._promote(t, unit_id)
+            self._raise_expiry(t, run_id, deadline)
+            self._settle_unit(t, unit_id)
+            return self._release(t, run_id), False, promoted
+        t.run("UPDATE await_units SET error_json = ? WHERE unit_id = ?", (dumps(error), unit_id))
+        self._close_units(t, [unit_id], "cancelled", unit_status="timed_out")
+        run = t.one("SELECT * FROM runs WHERE run_id = ?", (run_id,))
+        member = t.one(
+            "SELECT 1 FROM suspend_members m JOIN suspends s ON s.run_id = m.run_id AND s.stage = m.stage "
+            "AND s.visit = m.visit WHERE m.run_id = ? AND m.stage = ? AND m.visit = ? AND m.unit_id = ? "
+            "AND s.status = 'open'",
+            (run_id, run["cur_stage"], run["cur_visit"], unit_id),
+        )
+        if run["status"] == "waiting" and member is not None:
+            self._expire(t, run, reason="timed_out", detail={"unit_id": unit_id, "opc": opc})
+            return None, True, []
+        return None, False, []
+
+    @write_procedure
+    def expire_run(self, t: Tx, run_id: str, *, materialize: Materializer | None = None,
+                   skip_locked: bool = True) -> ExpireResult:
+        """Expire a run past its ``expires_ms`` — unless everything it waits for was admitted
+        in time and only the store's own work (children not yet materialised) is missing: then
+        that work is done and the run released instead."""
+        run = t.lock_run(run_id, skip_locked=skip_locked)
+        if run is None or run["status"] not in ("active", "waiting"):
+            return ExpireResult(False)
+        if run["expires_ms"] is None or run["expires_ms"] >= t.now:
+            return ExpireResult(False)
+        if run["status"] == "waiting":
+            materializer = self._materializer(materialize)
+            for unit_id in self._current_members(t, run):
+                self._drain_unit(t, unit_id, materializer)
+            claim = self._release(t, run_id)
+            if claim is not None:
+                self._event(t, run_id, "reconcile.release", f"reconcile.release:{claim.stage}:{claim.visit}",
+                            {"run_id": run_id, "at_expiry": True})
+                return ExpireResult(False, claim)
+        self._expire(t, run, reason="expired", detail=None)
+        return ExpireResult(True)
+
+    def _expire(self, t: Tx, run: Row, *, reason: str, detail: JsonValue) -> None:
+        run_id = run["run_id"]
+        t.run("UPDATE suspends SET status = 'expired', closed_ms = ? WHERE run_id = ? AND status = 'open'",
+              (t.now, run_id))
+        error = self._policy().expiry_error(reason, detail)
+        t.run(
+            "UPDATE runs SET status = 'expired', fail_reason = ?, error_json = ?, finished_ms = ?, updated_ms = ?, "
+            "claim_token = NULL, segment_id = NULL, version = version + 1 WHERE run_id = ?",
+            (reason, dumps(error), t.now, t.now, run_id),
+        )
+        self._let_go(t, run, expired=True, keep_unjoined_deferred=False)
+        self._event(t, run_id, "run.expired", "expired", {"reason": reason})
+        t.notify_run(run_id)
+
+    # ----------------------------------------------------------------------------------------
+    # claims
+
+    @write_procedure
+    def take_over_claim(self, t: Tx, run_id: str, *, stale_after_ms: int, max_attempts: int,
+                        owner: str | None = None, skip_locked: bool = True) -> TakeoverResult:
+        """A resume claim whose heartbeat is older than ``stale_after_ms`` goes to a new owner
+        (attempt + 1, a new segment id); after ``max_attempts`` the run fails instead."""
+        run = t.lock_run(run_id, skip_locked=skip_locked)
+        if run is None or run["status"] != "resuming":
+            return TakeoverResult("gone")
+        claim = t.one("SELECT * FROM resume_claims WHERE run_id = ? AND claim_token = ?",
+                      (run_id, run["claim_token"]))
+        if claim is None:
+            return TakeoverResult("gone")
+        if t.now - claim["heartbeat_ms"] <= stale_after_ms:
+            return TakeoverResult("not_stale", claim_record(claim))
+        stage, visit, old_segment = claim["stage"], claim["visit"], claim["segment_id"]
+        if claim["attempt"] >= max_attempts:
+            error = self._policy().resume_exhausted_error(claim["attempt"])
+            self._finish(t, run, status="failed", result=None, error=error, fail_reason="resumer-stale")
+            return TakeoverResult("failed")
+        attempt = claim["attempt"] + 1
+        token = new_claim_token()
+        segment = resume_segment_id(run_id, stage, visit, attempt)
+        node = owner or self.node_id
+        t.run(
+            "UPDATE resume_claims SET claim_token = ?, owner = ?, segment_id = ?, attempt = ?, claimed_ms = ?, "
+            "heartbeat_ms = ? WHERE run_id = ? AND stage = ? AND visit = ? AND claim_token = ?",
+            (token, node, segment, attempt, t.now, t.now, run_id, stage, visit, claim["claim_token"]),
+        )
+        t.run("UPDATE runs SET claim_token = ?, segment_id = ?, version = version + 1, updated_ms = ? "
+              "WHERE run_id = ? AND version = ?", (token, segment, t.now, run_id, run["version"]))
+        dead_units = [r["unit_id"] for r in t.all(
+            "SELECT unit_id FROM await_units WHERE run_id = ? AND segment_id = ? AND status = 'waiting'",
+            (run_id, old_segment))]
+        self._close_units(t, dead_units, "cancelled")
+        t.run("DELETE FROM joined_markers WHERE run_id = ? AND segment_id = ?", (run_id, old_segment))
+        joins = [r["unit_id"] for r in t.all(
+            "SELECT unit_id FROM suspend_members WHERE run_id = ? AND stage = ? AND visit = ? AND role = 'join'",
+            (run_id, stage, visit))]
+        t.many(
+            "INSERT INTO joined_markers (unit_id, run_id, segment_id, joined_ms) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT DO NOTHING", [(u, run_id, segment, t.now) for u in joins])
+        self._event(t, run_id, "claim.takeover", f"takeover:{stage}:{visit}:{attempt}",
+                    {"attempt": attempt, "owner": node, "previous_owner": claim["owner"]})
+        return TakeoverResult("taken", ClaimRecord(run_id, stage, visit, token, node, segment, attempt, t.now, t.now))
+
+    @write_procedure
+    def heartbeat(self, t: Tx, run_id: str, claim_token: str) -> None:
+        """The claim holder is alive. One compare-and-swap on the claim row (a takeover that
+        replaced the token makes it match nothing)."""
+        changed = t.run(
+            "UPDATE resume_claims SET heartbeat_ms = ? WHERE run_id = ? AND claim_token = ? AND EXISTS "
+            "(SELECT 1 FROM runs r WHERE r.run_id = ? AND r.status = 'resuming' AND r.claim_token = ?)",
+            (t.now, run_id, claim_token, run_id, claim_token),
+        )
+        if changed != 1:
+            raise RunLost(f"claim on run {run_id} is not current")
+
+    # ----------------------------------------------------------------------------------------
+    # purge and reconciliation
+
+    @write_procedure
+    def purge_run(self, t: Tx, run_id: str, *, retention_ms: int) -> bool:
+        """Delete a finished run (and, by cascade, everything of it) past its retention."""
+        return bool(t.run(
+            f"DELETE FROM runs WHERE run_id = ? AND status IN {_FINISHED} "
+            "AND ? > COALESCE(finished_ms, 0) + ? AND ? > COALESCE(expires_ms, 0) + ?",
+            (run_id, t.now, retention_ms, t.now, retention_ms),
+        ))
+
+    @write_procedure
+    def purge_snapshots(self, t: Tx) -> int:
+        return t.run("DELETE FROM snapshots WHERE NOT EXISTS "
+                     "(SELECT 1 FROM runs r WHERE r.snapshot_id = snapshots.snapshot_id)")
+
+    @write_procedure
+    def resend_dispatch(self, t: Tx, opc: str, *, older_than_ms: int, skip_locked: bool = True) -> Dispatch | None:
+        """A ``dispatching`` interaction never acked (its sender may have died): a new token
+        (earlier ones stay valid), attempts + 1, to send again."""
+        run_id = self._run_of(t, "interactions", "opc", opc)
+        if run_id is None or t.lock_run(run_id, skip_locked=skip_locked) is None:
+            return None
+        it = t.one("SELECT * FROM interactions WHERE opc = ?", (opc,))
+        if it["status"] != "dispatching" or (it["dispatch_ms"] or 0) > t.now - older_than_ms:
+            return None
+        unit = t.one("SELECT * FROM await_units WHERE unit_id = ?", (it["unit_id"],))
+        if unit["status"] != "waiting":
+            return None
+        token = new_token() if unit["kind"] in ("unary", "itemized") else None
+        hashes = ",".join(h for h in ((it["token_hash"] or ""), hash_token(token) if token else "") if h)
+        attempts = it["attempts"] + 1
+        t.run("UPDATE interactions SET token_hash = ?, attempts = ?, dispatch_ms = ?, dispatch_owner = ?, "
+              "version = version + 1 WHERE opc = ? AND status = 'dispatching'",
+              (hashes or None, attempts, t.now, self.node_id, opc))
+        self._event(t, it["run_id"], "reconcile.resend", f"reconcile.resend:{opc}:{attempts}",
+                    {"opc": opc, "attempts": attempts})
+        return Dispatch(opc=opc, token=token, run_id=it["run_id"], unit_id=unit["unit_id"],
+                        op_name=unit["op_name"], op_stack=unit["op_stack"], stage=unit["dispatch_stage"],
+                        exec_target=unit["exec_target"],
+                        directives=self._directives(unit["unit_id"], unit["directives_json"]),
+                        item_index=it["item_index"], item_count=unit["expected"], kind=unit["kind"],
+                        input=loads(it["input_json"]), deadline_ms=it["deadline_ms"], attempts=attempts)
+
+    @write_procedure
+    def promote_window(self, t: Tx, unit_id: str, *, skip_locked: bool = True) -> tuple[Dispatch, ...]:
+        """Fill an itemized unit's free window slots with its queued items."""
+        run_id = self._run_of(t, "await_units", "unit_id", unit_id)
+        if run_id is None or t.lock_run(run_id, skip_locked=skip_locked) is None:
+            return ()
+        dispatches, deadline = self._promote(t, unit_id)
+        if dispatches:
+            self._raise_expiry(t, run_id, deadline)
+            self._event(t, run_id, "reconcile.promote", f"reconcile.promote:{unit_id}:{dispatches[0].item_index}",
+                        {"unit_id": unit_id, "items": [d.item_index for d in dispatches]})
+        return tuple(dispatches)
+
+    @write_procedure
+    def claim_child(self, t: Tx, unit_id: str, item_index: int, *, older_than_ms: int, lease_ms: int,
+                    owner: str | None = None, skip_locked: bool = True) -> int | None:
+        """Claim a stuck child for reconciliation: ``running`` with a lease, version + 1 (the
+        new version, or None when it is not stuck or another node holds the run)."""
+        run_id = self._run_of(t, "await_units", "unit_id", unit_id)
+        if run_id is None or t.lock_run(run_id, skip_locked=skip_locked) is None:
+            return None
+        rows = t.returning(
+            "UPDATE item_children SET status = 'running', lease_owner = ?, lease_until_ms = ?, "
+            "version = version + 1, updated_ms = ? WHERE unit_id = ? AND item_index = ? AND ("
+            "(status = 'queued' AND updated_ms <= ?) OR (status = 'running' AND lease_until_ms < ?)) "
+            "RETURNING version",
+            (owner or self.node_id, t.now + lease_ms, t.now, unit_id, item_index, t.now - older_than_ms, t.now),
+        )
+        if not rows:
+            return None
+        self._event(t, run_id, "reconcile.child", f"reconcile.child:{unit_id}:{item_index}:{rows[0][0]}",
+                    {"unit_id": unit_id, "item_index": item_index})
+        return rows[0][0]
+
+    # ----------------------------------------------------------------------------------------
+    # reads
+
+    @staticmethod
+    def _suspend(t: Tx, run_id: str, stage: str, visit: int,
+                 members: tuple[tuple[str, str], ...] | None = None) -> SuspendRecord | None:
+        r = t.one("SELECT * FROM suspends WHERE run_id = ? AND stage = ? AND visit = ?", (run_id, stage, visit))
+        if r is None:
+            return None
+        if members is None:
+            members = tuple((m["unit_id"], m["role"]) for m in t.all(
+                "SELECT m.unit_id, m.role FROM suspend_members m JOIN await_units u ON u.unit_id = m.unit_id "
+                "WHERE m.run_id = ? AND m.stage = ? AND m.visit = ? ORDER BY u.created_seq", (run_id, stage, visit)))
+        return SuspendRecord(
+            run_id=r["run_id"], stage=r["stage"], visit=r["visit"], kind=r["kind"], status=r["status"],
+            envelope=loads(r["envelope_json"]), budgets=loads(r["budget_json"]), segment_id=r["segment_id"],
+            dispatch_complete=bool(r["dispatch_complete"]), suspended_ms=r["suspended_ms"], closed_ms=r["closed_ms"],
+            members=members,
+        )
+
+    @read_procedure
+    def get_run(self, t: Tx, run_id: str) -> RunRecord | None:
+        r = t.one("SELECT * FROM runs WHERE run_id = ?", (run_id,))
+        return run_record(r) if r else None
+
+    @read_procedure
+    def get_run_by_rcid(self, t: Tx, rcid: str) -> RunRecord | None:
+        r = t.one("SELECT * FROM runs WHERE rcid = ?", (rcid,))
+        return run_record(r) if r else None
+
+    @read_procedure
+    def get_run_by_origin(self, t: Tx, origin_rid: str) -> RunRecord | None:
+        r = t.one("SELECT * FROM runs WHERE origin_rid = ?", (origin_rid,))
+        return run_record(r) if r else None
+
+    @read_procedure
+    def list_runs(self, t: Tx, *, status: str | None = None, limit: int = 100) -> list[RunRecord]:
+        if status:
+            rows = t.all("SELECT * FROM runs WHERE status = ? ORDER BY created_ms DESC, run_id DESC LIMIT ?",
+                         (status, limit))
+        else:
+            rows = t.all("SELECT * FROM runs ORDER BY created_ms DESC, run_id DESC LIMIT ?", (limit,))
+        return [run_record(r) for r in rows]
+
+    @read_procedure
+    def get_suspend(self, t: Tx, run_id: str, stage: str, visit: int) -> SuspendRecord | None:
+        return self._suspend(t, run_id, stage, visit)
+
+    @read_procedure
+    def list_suspends(self, t: Tx, run_id: str) -> list[SuspendRecord]:
+        rows = t.all("SELECT stage, visit FROM suspends WHERE run_id = ? ORDER BY suspended_ms, stage, visit",
+                     (run_id,))
+        return [self._suspend(t, run_id, r["stage"], r["visit"]) for r in rows]
+
+    @read_procedure
+    def get_unit(self, t: Tx, unit_id: str) -> UnitRecord | None:
+        r = t.one("SELECT * FROM await_units WHERE unit_id = ?", (unit_id,))
+        return unit_record(r) if r else None
+
+    @read_procedure
+    def list_units(self, t: Tx, run_id: str) -> list[UnitRecord]:
+        return [unit_record(r) for r in t.all("SELECT * FROM await_units WHERE run_id = ? ORDER BY created_seq",
+                                              (run_id,))]
+
+    @read_procedure
+    def get_interaction(self, t: Tx, opc: str) -> InteractionRecord | None:
+        r = t.one("SELECT * FROM interactions WHERE opc = ?", (opc,))
+        return interaction_record(r) if r else None
+
+    @read_procedure
+    def find_interaction(self, t: Tx, run_id: str, op_name: str | None = None, item_index: int = 0
+                         ) -> InteractionRecord | None:
+        """The newest interaction of a run (optionally of one op) at an item index (``txcl complete``)."""
+        sql = ("SELECT i.* FROM interactions i JOIN await_units u ON u.unit_id = i.unit_id "
+               "WHERE i.run_id = ? AND i.item_index = ?")
+        params: list[object] = [run_id, item_index]
+        if op_name is not None:
+            sql += " AND u.op_name = ?"
+            params.append(op_name)
+        r = t.one(sql + " ORDER BY u.created_seq DESC LIMIT 1", params)
+        return interaction_record(r) if r else None
+
+    @read_procedure
+    def list_interactions(self, t: Tx, unit_id: str) -> list[InteractionRecord]:
+        return [interaction_record(r) for r in t.all(
+            "SELECT * FROM interactions WHERE unit_id = ? ORDER BY item_index", (unit_id,))]
+
+    @read_procedure
+    def get_terminal(self, t: Tx, opc: str) -> TerminalRecord | None:
+        r = t.one("SELECT * FROM terminals WHERE opc = ?", (opc,))
+        return terminal_record(r) if r else None
+
+    @read_procedure
+    def list_children(self, t: Tx, unit_id: str) -> list[ChildRecord]:
+        return [child_record(r) for r in t.all(
+            "SELECT * FROM item_children WHERE unit_id = ? ORDER BY item_index", (unit_id,))]
+
+    @read_procedure
+    def list_facts(self, t: Tx, unit_id: str) -> list[tuple[str, int]]:
+        rows = t.all("SELECT kind, item_index FROM continuation_facts WHERE unit_id = ? ORDER BY kind, item_index",
+                     (unit_id,))
+        return [(r["kind"], r["item_index"]) for r in rows]
+
+    @read_procedure
+    def get_joined_marker(self, t: Tx, unit_id: str) -> JoinedMarker | None:
+        r = t.one("SELECT * FROM joined_markers WHERE unit_id = ?", (unit_id,))
+        return JoinedMarker(r["unit_id"], r["run_id"], r["segment_id"], r["joined_ms"]) if r else None
+
+    @read_procedure
+    def get_claim(self, t: Tx, run_id: str) -> ClaimRecord | None:
+        r = t.one("SELECT * FROM resume_claims WHERE run_id = ? ORDER BY claimed_ms DESC LIMIT 1", (run_id,))
+        return claim_record(r) if r else None
+
+    @read_procedure
+    def list_run_events(self, t: Tx, run_id: str) -> list[RunEvent]:
+        return [RunEvent(r["run_id"], r["seq"], r["event_key"], r["kind"], r["at_ms"], loads(r["data_json"]))
+                for r in t.all("SELECT * FROM run_events WHERE run_id = ? ORDER BY seq", (run_id,))]
+
+    @read_procedure
+    def get_snapshot(self, t: Tx, snapshot_id: str) -> bytes | None:
+        r = t.one("SELECT body FROM snapshots WHERE snapshot_id = ?", (snapshot_id,))
+        return zlib.decompress(bytes(r["body"])) if r else None
+
+    # sweeper candidates (bounded batches; each is re-checked by its procedure) --------------
+
+    @read_procedure
+    def due_interactions(self, t: Tx, *, limit: int = 500) -> list[str]:
+        return [r["opc"] for r in t.all(
+            f"SELECT opc FROM interactions WHERE status IN {_OPEN} AND deadline_ms < ? ORDER BY deadline_ms LIMIT ?",
+            (t.now, limit))]
+
+    @read_procedure
+    def expirable_runs(self, t: Tx, *, limit: int = 500) -> list[str]:
+        return [r["run_id"] for r in t.all(
+            "SELECT run_id FROM runs WHERE status IN ('active', 'waiting') AND expires_ms < ? LIMIT ?",
+            (t.now, limit))]
+
+    @read_procedure
+    def stale_claims(self, t: Tx, *, stale_after_ms: int, limit: int = 500) -> list[str]:
+        return [r["run_id"] for r in t.all(
+            "SELECT c.run_id FROM resume_claims c JOIN runs r ON r.run_id = c.run_id AND r.claim_token = c.claim_token "
+            "WHERE r.status = 'resuming' AND c.heartbeat_ms < ? LIMIT ?", (t.now - stale_after_ms, limit))]
+
+    @read_procedure
+    def stuck_dispatches(self, t: Tx, *, older_than_ms: int, limit: int = 500) -> list[str]:
+        return [r["opc"] for r in t.all(
+            "SELECT i.opc FROM interactions i JOIN await_units u ON u.unit_id = i.unit_id "
+            "WHERE i.status = 'dispatching' AND i.dispatch_ms <= ? AND u.status = 'waiting' "
+            "AND u.kind IN ('unary', 'itemized') LIMIT ?",
+            (t.now - older_than_ms, limit))]
+
+    @read_procedure
+    def promotable_units(self, t: Tx, *, limit: int = 500) -> list[str]:
+        return [r["unit_id"] for r in t.all(
+            "SELECT u.unit_id FROM await_units u WHERE u.status = 'waiting' AND u.kind = 'itemized' "
+            "AND EXISTS (SELECT 1 FROM interactions i WHERE i.unit_id = u.unit_id AND i.status = 'queued') "
+            f"AND (SELECT COUNT(*) FROM interactions i WHERE i.unit_id = u.unit_id AND i.status IN {_IN_FLIGHT}) "
+            "< u.window_size LIMIT ?", (limit,))]
+
+    @read_procedure
+    def stuck_children(self, t: Tx, *, older_than_ms: int, limit: int = 500) -> list[tuple[str, int, str]]:
+        return [(r["unit_id"], r["item_index"], r["opc"]) for r in t.all(
+            "SELECT unit_id, item_index, opc FROM item_children WHERE (status = 'queued' AND updated_ms <= ?) "
+            "OR (status = 'running' AND lease_until_ms < ?) LIMIT ?", (t.now - older_than_ms, t.now, limit))]
+
+    @read_procedure
+    def unsettled_units(self, t: Tx, *, limit: int = 500) -> list[str]:
+        """Waiting units whose facts or counters are short of their children, or that could settle."""
+        return [r["unit_id"] for r in t.all(
+            "SELECT u.unit_id FROM await_units u WHERE u.status = 'waiting' AND ("
+            "u.continuation_done >= u.expected OR "
+            "(SELECT COUNT(*) FROM item_children c WHERE c.unit_id = u.unit_id AND c.status IN ('succeeded', 'failed')) "
+            "> u.continuation_done) LIMIT ?", (limit,))]
+
+    @read_procedure
+    def releasable_runs(self, t: Tx, *, limit: int = 500) -> list[str]:
+        return [r["run_id"] for r in t.all(
+            "SELECT r.run_id FROM runs r JOIN suspends s ON s.run_id = r.run_id AND s.stage = r.cur_stage "
+            "AND s.visit = r.cur_visit WHERE r.status = 'waiting' AND s.status = 'open' AND s.dispatch_complete = 1 "
+            "AND (NOT EXISTS (SELECT 1 FROM suspend_members m JOIN await_units u ON u.unit_id = m.unit_id "
+            "WHERE m.run_id = s.run_id AND m.stage = s.stage AND m.visit = s.visit AND u.status = 'waiting') "
+            "OR EXISTS (SELECT 1 FROM suspend_members m JOIN await_units u ON u.unit_id = m.unit_id "
+            "WHERE m.run_id = s.run_id AND m.stage = s.stage AND m.visit = s.visit "
+            "AND u.status IN ('failed', 'timed_out', 'cancelled'))) LIMIT ?", (limit,))]
+
+    @read_procedure
+    def unrecorded_sync_members(self, t: Tx, *, older_than_ms: int, limit: int = 500) -> list[str]:
+        return [r["opc"] for r in t.all(
+            "SELECT i.opc FROM interactions i JOIN await_units u ON u.unit_id = i.unit_id "
+            f"WHERE u.kind = 'sync' AND u.status = 'waiting' AND i.status IN {_OPEN} AND i.created_ms <= ? "
+            "AND NOT EXISTS (SELECT 1 FROM terminals x WHERE x.opc = i.opc) LIMIT ?", (t.now - older_than_ms, limit))]
+
+    @read_procedure
+    def purgeable_runs(self, t: Tx, *, retention_ms: int, limit: int = 500) -> list[str]:
+        return [r["run_id"] for r in t.all(
+            f"SELECT run_id FROM runs WHERE status IN {_FINISHED} "
+            "AND ? > COALESCE(finished_ms, 0) + ? AND ? > COALESCE(expires_ms, 0) + ? LIMIT ?",
+            (t.now, retention_ms, t.now, retention_ms, limit))]
+
+
+__all__ = ["ContinuationProcedures"]

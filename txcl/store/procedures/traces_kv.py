@@ -1,0 +1,159 @@
+"""Trace and kv procedures, written once for every backend.
+
+Traces: one row per segment (the request, its steps and its timeline events packed as JSON
+arrays), written by ``write_traces`` for many segments in one transaction. Kv: the
+``txco://kv/*`` builtins; every read-modify-write locks its key first (``tx.lock_key``), so
+``incr`` and ``cas`` are atomic on every backend.
+"""
+
+from __future__ import annotations
+
+import json
+
+from txcl.store.backend import SqlBackend, Tx
+from txcl.store.errors import KvError
+from txcl.store.procedures import read_procedure, write_procedure
+from txcl.store.records import JsonValue, KvEntry, TraceRecord
+from txcl.trace.packing import pack_events, pack_steps
+
+STEP_FIELDS = ("seq", "stage", "stack", "scope", "name", "operation", "transport", "status",
+               "started_ms", "finished_ms", "duration_ms", "input_bytes", "output_bytes", "error",
+               "ack", "unit_id", "items", "passes", "stop", "rule", "input_json", "output_json", "traceback")
+TRACE_COLUMNS = ("rid", "origin_rid", "run_id", "src", "entry_stack", "started_ms", "finished_ms",
+                 "status", "http_status", "fuel_used", "bytes_in", "bytes_out", "mode", "in_json",
+                 "out_json", "error_json")
+_ALL_TRACE_COLUMNS = (*TRACE_COLUMNS, "steps_json", "events_json")
+_WRITE_TRACE = (
+    f"INSERT INTO traces ({', '.join(_ALL_TRACE_COLUMNS)}) VALUES ({', '.join('?' for _ in _ALL_TRACE_COLUMNS)}) "
+    f"ON CONFLICT (rid) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in _ALL_TRACE_COLUMNS[1:])
+)
+
+
+def _json_dumps(value: JsonValue) -> str:
+    from txcl.values.jsonio import dumps
+
+    return dumps(value)
+
+
+def _json_loads(text: str) -> JsonValue:
+    from txcl.values.jsonio import loads
+
+    return loads(text)
+
+
+class TraceProcedures:
+    backend: SqlBackend
+
+    @write_procedure
+    def write_traces(self, t: Tx, traces: list[TraceRecord]) -> None:
+        """Write every trace (one row each) in one transaction."""
+        t.many(_WRITE_TRACE, [
+            (*[trace.request.get(c) for c in TRACE_COLUMNS], pack_steps(trace.steps), pack_events(trace.events))
+            for trace in traces])
+
+    @read_procedure
+    def get_trace(self, t: Tx, rid: str) -> TraceRecord | None:
+        row = t.one(f"SELECT {', '.join(_ALL_TRACE_COLUMNS)} FROM traces WHERE rid = ?", (rid,))
+        if row is None:
+            return None
+        request = {c: row[i] for i, c in enumerate(TRACE_COLUMNS)}
+        steps = [{f: s.get(f) for f in STEP_FIELDS} | s for s in json.loads(row[len(TRACE_COLUMNS)])]
+        events = [e if isinstance(e, dict) else {"seq": e[0], "at_ms": e[1], "kind": e[2], "data": e[3]}
+                  for e in json.loads(row[len(TRACE_COLUMNS) + 1])]
+        return TraceRecord(request, steps, events)
+
+    @read_procedure
+    def last_trace_rid(self, t: Tx) -> str | None:
+        order = self.backend.dialect.seq_order
+        row = t.one(f"SELECT rid FROM traces ORDER BY started_ms DESC, {order} DESC LIMIT 1")
+        return row[0] if row else None
+
+    @read_procedure
+    def trace_rids_for_run(self, t: Tx, run_id: str) -> list[str]:
+        order = self.backend.dialect.seq_order
+        return [r[0] for r in t.all(f"SELECT rid FROM traces WHERE run_id = ? ORDER BY started_ms, {order}",
+                                    (run_id,))]
+
+    @write_procedure
+    def purge_traces(self, t: Tx, before_ms: int) -> int:
+        return t.run("DELETE FROM traces WHERE started_ms < ?", (before_ms,))
+
+
+class KvProcedures:
+    backend: SqlBackend
+
+    @staticmethod
+    def _live(row: object, now_ms: int) -> bool:
+        return row is not None and (row[2] is None or row[2] > now_ms)  # type: ignore[index]
+
+    @staticmethod
+    def _row(t: Tx, ns: str, key: str) -> object:
+        return t.one("SELECT value_json, version, expires_ms FROM kv WHERE ns = ? AND key = ?", (ns, key))
+
+    def _locked_row(self, t: Tx, ns: str, key: str) -> object:
+        t.lock_key(json.dumps(["kv", ns, key]))
+        return self._row(t, ns, key)
+
+    @staticmethod
+    def _put(t: Tx, ns: str, key: str, value: JsonValue, row: object, now_ms: int, expires_ms: int | None) -> int:
+        version = row[1] + 1 if row is not None else 1  # type: ignore[index]  # monotonic, also across expiry
+        t.run("INSERT INTO kv (ns, key, value_json, version, updated_ms, expires_ms) VALUES (?, ?, ?, ?, ?, ?) "
+              "ON CONFLICT (ns, key) DO UPDATE SET value_json = excluded.value_json, version = excluded.version, "
+              "updated_ms = excluded.updated_ms, expires_ms = excluded.expires_ms",
+              (ns, key, _json_dumps(value), version, now_ms, expires_ms))
+        return version
+
+    @read_procedure
+    def kv_get(self, t: Tx, ns: str, key: str, now_ms: int) -> KvEntry | None:
+        row = self._row(t, ns, key)
+        if not self._live(row, now_ms):
+            return None
+        return KvEntry(key, _json_loads(row[0]), row[1])  # type: ignore[index]
+
+    @write_procedure
+    def kv_set(self, t: Tx, ns: str, key: str, value: JsonValue, now_ms: int, expires_ms: int | None = None) -> int:
+        return self._put(t, ns, key, value, self._locked_row(t, ns, key), now_ms, expires_ms)
+
+    @write_procedure
+    def kv_delete(self, t: Tx, ns: str, key: str, now_ms: int) -> bool:
+        row = self._locked_row(t, ns, key)
+        t.run("DELETE FROM kv WHERE ns = ? AND key = ?", (ns, key))
+        return self._live(row, now_ms)
+
+    @write_procedure
+    def kv_incr(self, t: Tx, ns: str, key: str, by: int, now_ms: int) -> KvEntry:
+        """Atomic add; a missing key counts as 0; raises KvError on a non-integer value."""
+        row = self._locked_row(t, ns, key)
+        current: JsonValue = 0
+        expires = None
+        if self._live(row, now_ms):
+            current = _json_loads(row[0])  # type: ignore[index]
+            expires = row[2]  # type: ignore[index]
+        if isinstance(current, bool) or not isinstance(current, int):
+            raise KvError(f"kv/incr: value of {key!r} is not an integer")
+        value = current + by
+        return KvEntry(key, value, self._put(t, ns, key, value, row, now_ms, expires))
+
+    @write_procedure
+    def kv_cas(self, t: Tx, ns: str, key: str, value: JsonValue, expect_version: int, now_ms: int
+               ) -> tuple[bool, KvEntry | None]:
+        """Atomic compare-and-swap; expect_version 0 means "must not exist"."""
+        row = self._locked_row(t, ns, key)
+        live = self._live(row, now_ms)
+        current_version = row[1] if live else 0  # type: ignore[index]
+        if current_version != expect_version:
+            return False, (KvEntry(key, _json_loads(row[0]), row[1]) if live else None)  # type: ignore[index]
+        return True, KvEntry(key, value, self._put(t, ns, key, value, row, now_ms, None))
+
+    @read_procedure
+    def kv_list(self, t: Tx, ns: str, prefix: str, limit: int, now_ms: int) -> tuple[list[KvEntry], bool]:
+        rows = t.all(
+            "SELECT key, value_json, version FROM kv WHERE ns = ? AND substr(key, 1, ?) = ? "
+            "AND (expires_ms IS NULL OR expires_ms > ?) ORDER BY key LIMIT ?",
+            (ns, len(prefix), prefix, now_ms, limit + 1))
+        items = [KvEntry(r[0], _json_loads(r[1]), r[2]) for r in rows[:limit]]
+        return items, len(rows) > limit
+
+
+__all__ = ["TraceProcedures", "KvProcedures", "STEP_FIELDS", "TRACE_COLUMNS"]

@@ -1,0 +1,480 @@
+"""The store's plain-data records: what goes in (specs) and what comes out (records and
+results), with the state names of every table as ``Literal`` types.
+
+Nothing here knows rules: values are plain JSON (:data:`JsonValue`), envelopes included. The
+few decisions the store cannot make alone (how a worker's answer becomes an item's outcome,
+which errors fail a unit at once, the texts of the errors it records) come from a
+:class:`~txcl.store.protocol.StorePolicy` that the continuations layer provides.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Literal, Sequence, Union
+
+JsonValue = Union[None, bool, int, float, str, list["JsonValue"], dict[str, "JsonValue"]]
+
+# ---------------------------------------------------------------------------------------------
+# States and kinds
+
+RunStatus = Literal["active", "waiting", "resuming", "completed", "failed", "expired"]
+SuspendStatus = Literal["open", "resuming", "resumed", "failed", "expired"]
+SuspendKind = Literal["barrier", "join", "promotion"]
+UnitKind = Literal["unary", "itemized", "local", "sync"]
+UnitStatus = Literal["waiting", "completed", "failed", "timed_out", "cancelled"]
+InteractionStatus = Literal["queued", "dispatching", "dispatched", "completed", "failed", "timed_out", "cancelled"]
+ChildStatus = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+TerminalStatus = Literal["completed", "failed"]
+TerminalSource = Literal["callback", "ack", "local", "sync", "cli"]
+MemberRole = Literal["op", "sync", "join", "promotion"]
+ItemErrorPolicy = Literal["fail", "collect"]
+
+RUN_OPEN: tuple[RunStatus, ...] = ("active", "waiting", "resuming")
+RUN_FINISHED: tuple[RunStatus, ...] = ("completed", "failed", "expired")
+UNIT_TERMINAL: tuple[UnitStatus, ...] = ("completed", "failed", "timed_out", "cancelled")
+UNIT_BAD: tuple[UnitStatus, ...] = ("failed", "timed_out", "cancelled")
+INTERACTION_OPEN: tuple[InteractionStatus, ...] = ("queued", "dispatching", "dispatched")
+INTERACTION_IN_FLIGHT: tuple[InteractionStatus, ...] = ("dispatching", "dispatched")
+CHILD_PENDING: tuple[ChildStatus, ...] = ("queued", "running")
+DEFAULT_ROLE: dict[str, MemberRole] = {"unary": "op", "itemized": "op", "local": "promotion", "sync": "sync"}
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers shared by every backend
+
+
+def canonical_json(value: JsonValue) -> bytes:
+    """The canonical form of a payload: sorted keys, no insignificant whitespace, UTF-8 (two
+    callbacks carry "the same outcome" when these bytes are equal)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode(
+        "utf-8"
+    )
+
+
+def payload_sha256(value: JsonValue) -> str:
+    return hashlib.sha256(canonical_json(value)).hexdigest()
+
+
+def snapshot_id_for(body: bytes) -> str:
+    """Content address of an ops snapshot body (the caller may use its own id)."""
+    return hashlib.sha256(body).hexdigest()
+
+
+_STAGE_SAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def resume_segment_id(run_id: str, stage: str, visit: int, attempt: int = 1) -> str:
+    """Segment (and trace) id of a resume: ``resume-<run>-<stage>-v<visit>`` (``-a<n>`` after
+    the n-th takeover)."""
+    base = f"resume-{run_id}-{_STAGE_SAFE.sub('_', stage)}-v{visit}"
+    return base if attempt <= 1 else f"{base}-a{attempt}"
+
+
+def inline_segment_id(origin_rid: str, visit: int) -> str:
+    """Segment id of a request that drained its own suspend and goes on inline."""
+    return f"{origin_rid}/v{visit}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Records (read side)
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    run_id: str
+    rcid: str
+    origin_rid: str
+    entry_stack: str
+    src: str
+    snapshot_id: str | None
+    status: RunStatus
+    version: int
+    cur_stage: str | None
+    cur_visit: int | None
+    segment_id: str | None
+    claim_token: str | None
+    expires_ms: int | None
+    created_ms: int
+    updated_ms: int
+    finished_ms: int | None
+    fail_reason: str | None
+    result: JsonValue
+    error: JsonValue
+    next_seq: int
+
+
+@dataclass(frozen=True)
+class SuspendRecord:
+    run_id: str
+    stage: str
+    visit: int
+    kind: SuspendKind
+    status: SuspendStatus
+    envelope: JsonValue
+    budgets: JsonValue
+    segment_id: str | None
+    dispatch_complete: bool
+    suspended_ms: int
+    closed_ms: int | None
+    members: tuple[tuple[str, MemberRole], ...] = ()  # (unit_id, role) in unit creation order
+
+
+@dataclass(frozen=True)
+class UnitRecord:
+    unit_id: str
+    run_id: str
+    created_seq: int
+    kind: UnitKind
+    op_name: str
+    op_stack: str | None
+    op_scope: int | None
+    dispatch_stage: str | None
+    dispatch_stack: str | None
+    join_at_scope: int | None
+    segment_id: str | None
+    status: UnitStatus
+    version: int
+    expected: int
+    dispatch_complete: bool
+    provider_done: int
+    continuation_done: int
+    window: int
+    on_item_error: ItemErrorPolicy
+    into: str | None
+    exec_target: str | None
+    directives: JsonValue
+    input_view: JsonValue
+    output: JsonValue
+    error: JsonValue
+    fuel_used: int
+    budget_ms: int | None
+    deadline_ms: int | None
+    created_ms: int
+    closed_ms: int | None
+
+    @property
+    def deferred(self) -> bool:
+        return self.join_at_scope is not None
+
+
+@dataclass(frozen=True)
+class InteractionRecord:
+    opc: str
+    unit_id: str
+    run_id: str
+    item_index: int
+    has_token: bool
+    status: InteractionStatus
+    version: int
+    input: JsonValue
+    deadline_ms: int | None
+    dispatch_owner: str | None
+    dispatch_ms: int | None
+    attempts: int
+    ack: JsonValue
+    created_ms: int
+    closed_ms: int | None
+
+
+@dataclass(frozen=True)
+class TerminalRecord:
+    opc: str
+    status: TerminalStatus
+    payload: JsonValue  # the output (completed) or the error (failed), as received
+    payload_sha256: str
+    source: TerminalSource
+    best_effort: bool
+    transport: str | None
+    fuel_used: int
+    recorded_ms: int
+
+
+@dataclass(frozen=True)
+class ChildRecord:
+    unit_id: str
+    item_index: int
+    opc: str | None
+    status: ChildStatus
+    version: int
+    output: JsonValue
+    error: JsonValue
+    lease_owner: str | None
+    lease_until_ms: int | None
+    created_ms: int
+    updated_ms: int
+
+
+@dataclass(frozen=True)
+class ClaimRecord:
+    run_id: str
+    stage: str
+    visit: int
+    claim_token: str
+    owner: str
+    segment_id: str
+    attempt: int
+    claimed_ms: int
+    heartbeat_ms: int
+
+
+@dataclass(frozen=True)
+class RunEvent:
+    run_id: str
+    seq: int
+    event_key: str
+    kind: str
+    at_ms: int
+    data: JsonValue
+
+
+@dataclass(frozen=True)
+class JoinedMarker:
+    unit_id: str
+    run_id: str
+    segment_id: str
+    joined_ms: int
+
+
+# ---------------------------------------------------------------------------------------------
+# Requests (write side)
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What creating a run needs (ignored when the request's run already exists)."""
+
+    origin_rid: str
+    entry_stack: str
+    src: str = "http"
+    snapshot_id: str | None = None
+    snapshot_body: bytes | None = None  # stored compressed, insert-if-absent
+
+
+@dataclass(frozen=True)
+class Fence:
+    """Who writes: the driving segment's id, plus its claim token when resuming."""
+
+    segment_id: str
+    claim_token: str | None = None
+
+
+@dataclass(frozen=True)
+class UnitSpec:
+    """A new await unit and its interactions (one per element of ``items``).
+
+    ``items`` holds each interaction's stored input: one element for unary/local/sync units,
+    one per array element for itemized ones. ``budget_ms`` is each interaction's deadline
+    offset from its promotion (worker budget, plus the join slack for deferred units);
+    ``deadline_ms`` instead fixes an absolute deadline (a promoted continuable op: op start +
+    timeout). ``failed_error`` records a unit that failed at dispatch with no interactions.
+    """
+
+    kind: UnitKind
+    op_name: str
+    items: Sequence[JsonValue] = ()
+    op_stack: str | None = None
+    op_scope: int | None = None
+    dispatch_stage: str | None = None
+    dispatch_stack: str | None = None
+    join_at_scope: int | None = None
+    window: int = 1
+    on_item_error: ItemErrorPolicy = "fail"
+    into: str | None = None
+    exec_target: str | None = None
+    directives: JsonValue = None
+    input_view: JsonValue = None
+    budget_ms: int | None = None
+    deadline_ms: int | None = None
+    role: MemberRole | None = None  # suspend member role; default by kind
+    failed_error: JsonValue = None
+    fuel_used: int = 0
+
+    @property
+    def tokened(self) -> bool:
+        return self.kind in ("unary", "itemized")
+
+
+@dataclass(frozen=True)
+class Materialized:
+    """A child's materialised outcome built from its terminal."""
+
+    status: Literal["succeeded", "failed"]
+    output: JsonValue = None
+    error: JsonValue = None
+
+
+Materializer = Callable[[UnitRecord, InteractionRecord, TerminalRecord], Materialized]
+
+
+# ---------------------------------------------------------------------------------------------
+# Results
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    """One interaction to POST now (its token exists only here, never in the store)."""
+
+    opc: str
+    token: str | None
+    run_id: str
+    unit_id: str
+    op_name: str
+    op_stack: str | None
+    stage: str | None
+    exec_target: str | None
+    directives: JsonValue
+    item_index: int
+    item_count: int
+    kind: UnitKind
+    input: JsonValue
+    deadline_ms: int | None
+    attempts: int
+
+
+@dataclass(frozen=True)
+class CreateRunResult:
+    run: RunRecord
+    created: bool
+
+
+@dataclass(frozen=True)
+class DispatchResult:
+    run: RunRecord
+    created: bool
+    unit_ids: tuple[str, ...]
+    dispatches: tuple[Dispatch, ...]
+
+
+@dataclass(frozen=True)
+class ParkResult:
+    run: RunRecord
+    created: bool
+    stage: str
+    visit: int
+    unit_ids: tuple[str, ...]
+    dispatches: tuple[Dispatch, ...]
+
+
+AdmitOutcome = Literal["unknown", "bad_token", "cancelled", "expired", "duplicate", "conflict", "admitted"]
+
+
+@dataclass(frozen=True)
+class CallbackTarget:
+    """What the callback endpoint needs before it reads the body (unknown opc, bad token)."""
+
+    outcome: Literal["unknown", "bad_token", "ok"]
+    interaction: InteractionRecord | None = None
+    unit: UnitRecord | None = None
+
+
+@dataclass(frozen=True)
+class AdmitResult:
+    outcome: AdmitOutcome
+    opc: str
+    run_id: str | None = None
+    unit_id: str | None = None
+    item_index: int | None = None
+    child_version: int | None = None
+    dispatches: tuple[Dispatch, ...] = ()
+    terminal: TerminalRecord | None = None
+    claim: ClaimRecord | None = None  # set when an overdue interaction, timed out by this call, released the run
+
+
+@dataclass(frozen=True)
+class ExpireResult:
+    """The expiry of a run. ``expired``: the run is now ``expired``. A parked run whose every
+    awaited outcome was admitted in time is not expired for the store's own lag (a child not yet
+    materialised after a crash): the expiry first drains its suspend, and if that releases it,
+    ``claim`` is set instead."""
+
+    expired: bool
+    claim: ClaimRecord | None = None
+
+    def __bool__(self) -> bool:
+        return self.expired
+
+
+@dataclass(frozen=True)
+class TimeoutResult:
+    """An interaction's timeout: ``timed_out`` (this call closed it), ``not_due``, ``unknown``,
+    ``busy`` (another node holds the run) or the closed status. ``claim`` is set when the timeout (``on_item_error = "collect"``) completed the unit and
+    released the run: the caller drives that resume. ``expired`` tells that the run expired.
+    ``dispatches`` are queued items promoted into the slot the timed-out item freed (collect):
+    the caller sends them, as after an admitted completion."""
+
+    outcome: str
+    claim: ClaimRecord | None = None
+    expired: bool = False
+    dispatches: tuple[Dispatch, ...] = ()  # collect: the freed window slot promoted the next items
+
+
+@dataclass(frozen=True)
+class ReleaseResult:
+    """The outcome of a release attempt (a completion's, the drain's or the sweeper's)."""
+
+    outcome: Literal["resumed", "recorded"]
+    run_id: str | None = None
+    unit_status: UnitStatus | None = None
+    claim: ClaimRecord | None = None
+    materialized: bool = False
+
+    @property
+    def won(self) -> bool:
+        return self.outcome == "resumed"
+
+
+@dataclass(frozen=True)
+class JoinResult:
+    """The join check: ``proceed`` (merge ``merged`` in order, go on), ``failed`` (run failed), ``parked``."""
+
+    outcome: Literal["proceed", "failed", "parked"]
+    merged: tuple[UnitRecord, ...] = ()
+    failed: UnitRecord | None = None
+    park: ParkResult | None = None
+    error: JsonValue = None
+
+
+@dataclass(frozen=True)
+class ResumeBundle:
+    """Everything a resuming segment loads (claim verified, heartbeat refreshed)."""
+
+    run: RunRecord
+    suspend: SuspendRecord
+    claim: ClaimRecord
+    members: tuple[UnitRecord, ...]  # by (op_name, created_seq)
+
+
+@dataclass(frozen=True)
+class TakeoverResult:
+    outcome: Literal["taken", "failed", "not_stale", "gone"]
+    claim: ClaimRecord | None = None
+
+
+
+ParkBuilder = Callable[[Sequence[UnitRecord]], "tuple[JsonValue, JsonValue]"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Traces and kv
+
+
+@dataclass
+class TraceRecord:
+    """One segment's trace, written in one transaction: the request row, its steps and its
+    timeline events (``{"seq", "at_ms", "kind", "data"}`` dicts, or ``(seq, at_ms, kind, data)``
+    tuples as the recorder makes them; the store reads them back as dicts)."""
+
+    request: dict[str, JsonValue]
+    steps: list[dict[str, JsonValue]] = field(default_factory=list)
+    events: list[dict[str, JsonValue] | tuple] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class KvEntry:
+    key: str
+    value: JsonValue
+    version: int
+

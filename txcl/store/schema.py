@@ -1,0 +1,333 @@
+"""The database schema, written once for every backend, with a version per component.
+
+Three components live in one database: ``traces`` (one row per segment's trace), ``kv`` (the
+``txco://kv/*`` builtins) and ``continuations`` (durable runs). Each has a version in
+``txcl_schema(component, version)``; :func:`migrate` creates what is missing and upgrades what
+is older, inside one write transaction holding the schema lock (SQLite's write lock; a
+PostgreSQL advisory lock), so two processes starting at once never both migrate. A database
+written by a newer txcl is refused (:class:`SchemaTooNew`).
+
+DDL uses the dialect's tokens: ``{bigint}`` (64-bit integers: every ``*_ms`` column is
+milliseconds since the epoch), ``{blob}``, ``{seq}`` (an insertion-order column where rows
+have none of their own) and ``{table}`` (table options). JSON columns are TEXT on both
+backends, so a value reads back byte for byte as it was written (key order included).
+
+Column names avoid three SQL keywords: ``into_path``, ``window_size``, ``exec_target``.
+``interactions.token_hash`` may hold several comma-separated hashes (a resent dispatch gets a
+fresh token; the earlier one stays valid).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from txcl.store.backend import SqlBackend, Tx
+from txcl.store.errors import SchemaOutdated, SchemaTooNew
+
+
+@dataclass(frozen=True)
+class Component:
+    name: str
+    version: int
+    create: tuple[str, ...]  # the current version's DDL, every statement idempotent
+    upgrades: dict[int, tuple[str, ...]] = field(default_factory=dict)  # from version v to v + 1
+
+
+TRACES = Component(
+    "traces",
+    3,
+    (
+        # One row per segment: steps and timeline events are packed as JSON arrays, so writing
+        # a trace is one INSERT.
+        """CREATE TABLE IF NOT EXISTS traces (
+    {seq}rid TEXT PRIMARY KEY, origin_rid TEXT, run_id TEXT, src TEXT, entry_stack TEXT,
+    started_ms {bigint}, finished_ms {bigint}, status TEXT, http_status {bigint},
+    fuel_used {bigint}, bytes_in {bigint}, bytes_out {bigint}, mode TEXT,
+    in_json TEXT, out_json TEXT, error_json TEXT, steps_json TEXT NOT NULL DEFAULT '[]',
+    events_json TEXT NOT NULL DEFAULT '[]')""",
+        "CREATE INDEX IF NOT EXISTS traces_started ON traces (started_ms)",
+        "CREATE INDEX IF NOT EXISTS traces_run ON traces (run_id, started_ms)",
+    ),
+    {
+        # v1 kept steps and events in tables of their own; v2 packs them into the row
+        1: (
+            "DROP TABLE IF EXISTS trace_steps",
+            "DROP TABLE IF EXISTS trace_events",
+            "ALTER TABLE traces ADD COLUMN steps_json TEXT NOT NULL DEFAULT '[]'",
+            "ALTER TABLE traces ADD COLUMN events_json TEXT NOT NULL DEFAULT '[]'",
+        ),
+        2: (),  # v3: written through the shared procedures (no change to the table)
+    },
+)
+
+KV = Component(
+    "kv",
+    1,
+    (
+        """CREATE TABLE IF NOT EXISTS kv (
+    ns TEXT NOT NULL, key TEXT NOT NULL, value_json TEXT NOT NULL, version {bigint} NOT NULL,
+    updated_ms {bigint} NOT NULL, expires_ms {bigint}, PRIMARY KEY (ns, key))""",
+    ),
+)
+
+CONTINUATIONS = Component(
+    "continuations",
+    3,
+    (
+    """CREATE TABLE IF NOT EXISTS snapshots (
+    snapshot_id TEXT PRIMARY KEY,
+    created_ms  {bigint} NOT NULL,
+    body        {blob} NOT NULL,
+    bytes       {bigint} NOT NULL
+)""",
+    """CREATE TABLE IF NOT EXISTS runs (
+    run_id      TEXT PRIMARY KEY,
+    rcid        TEXT NOT NULL UNIQUE,
+    origin_rid  TEXT NOT NULL UNIQUE,
+    entry_stack TEXT NOT NULL,
+    src         TEXT NOT NULL,
+    snapshot_id TEXT REFERENCES snapshots(snapshot_id),
+    status      TEXT NOT NULL,
+    version     {bigint} NOT NULL DEFAULT 0,
+    cur_stage   TEXT,
+    cur_visit   {bigint},
+    segment_id  TEXT,
+    claim_token TEXT,
+    expires_ms  {bigint},
+    created_ms  {bigint} NOT NULL,
+    updated_ms  {bigint} NOT NULL,
+    finished_ms {bigint},
+    fail_reason TEXT,
+    result_json TEXT,
+    error_json  TEXT,
+    next_seq    {bigint} NOT NULL DEFAULT 1
+){table}""",
+    """CREATE INDEX IF NOT EXISTS runs_status_expires ON runs(status, expires_ms)""",
+    """CREATE TABLE IF NOT EXISTS suspends (
+    run_id            TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+    stage             TEXT NOT NULL,
+    visit             {bigint} NOT NULL,
+    kind              TEXT NOT NULL,
+    status            TEXT NOT NULL,
+    envelope_json     TEXT,
+    budget_json       TEXT,
+    segment_id        TEXT,
+    dispatch_complete {bigint} NOT NULL DEFAULT 0,
+    suspended_ms      {bigint} NOT NULL,
+    closed_ms         {bigint},
+    PRIMARY KEY (run_id, stage, visit)
+){table}""",
+    """CREATE TABLE IF NOT EXISTS await_units (
+    unit_id           TEXT PRIMARY KEY,
+    run_id            TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+    created_seq       {bigint} NOT NULL,
+    kind              TEXT NOT NULL,
+    op_name           TEXT NOT NULL,
+    op_stack          TEXT,
+    op_scope          {bigint},
+    dispatch_stage    TEXT,
+    dispatch_stack    TEXT,
+    join_at_scope     {bigint},
+    segment_id        TEXT,
+    status            TEXT NOT NULL,
+    version           {bigint} NOT NULL DEFAULT 0,
+    expected          {bigint} NOT NULL,
+    dispatch_complete {bigint} NOT NULL DEFAULT 1,
+    provider_done     {bigint} NOT NULL DEFAULT 0,
+    continuation_done {bigint} NOT NULL DEFAULT 0,
+    window_size       {bigint} NOT NULL DEFAULT 1,
+    on_item_error     TEXT NOT NULL DEFAULT 'fail',
+    into_path         TEXT,
+    exec_target       TEXT,
+    directives_json   TEXT,
+    input_view_json   TEXT,
+    output_json       TEXT,
+    error_json        TEXT,
+    fuel_used         {bigint} NOT NULL DEFAULT 0,
+    budget_ms         {bigint},
+    deadline_ms       {bigint},
+    created_ms        {bigint} NOT NULL,
+    closed_ms         {bigint},
+    UNIQUE (run_id, created_seq)
+){table}""",
+    """CREATE INDEX IF NOT EXISTS await_units_status ON await_units(status, kind)""",
+    """CREATE TABLE IF NOT EXISTS suspend_members (
+    run_id  TEXT NOT NULL,
+    stage   TEXT NOT NULL,
+    visit   {bigint} NOT NULL,
+    unit_id TEXT NOT NULL REFERENCES await_units(unit_id) ON DELETE CASCADE,
+    role    TEXT NOT NULL,
+    PRIMARY KEY (run_id, stage, visit, unit_id),
+    FOREIGN KEY (run_id, stage, visit) REFERENCES suspends(run_id, stage, visit) ON DELETE CASCADE
+){table}""",
+    """CREATE INDEX IF NOT EXISTS suspend_members_unit ON suspend_members(unit_id)""",
+    """CREATE TABLE IF NOT EXISTS interactions (
+    opc            TEXT PRIMARY KEY,
+    unit_id        TEXT NOT NULL REFERENCES await_units(unit_id) ON DELETE CASCADE,
+    item_index     {bigint} NOT NULL,
+    run_id         TEXT NOT NULL,
+    token_hash     TEXT,
+    status         TEXT NOT NULL,
+    version        {bigint} NOT NULL DEFAULT 0,
+    input_json     TEXT,
+    deadline_ms    {bigint},
+    dispatch_owner TEXT,
+    dispatch_ms    {bigint},
+    attempts       {bigint} NOT NULL DEFAULT 0,
+    ack_json       TEXT,
+    created_ms     {bigint} NOT NULL,
+    closed_ms      {bigint},
+    UNIQUE (unit_id, item_index)
+){table}""",
+    """CREATE INDEX IF NOT EXISTS interactions_open_deadline ON interactions(deadline_ms)
+    WHERE status IN ('queued', 'dispatching', 'dispatched')""",
+    """CREATE INDEX IF NOT EXISTS interactions_unit_status ON interactions(unit_id, status, item_index)""",
+    """CREATE TABLE IF NOT EXISTS terminals (
+    opc            TEXT PRIMARY KEY REFERENCES interactions(opc) ON DELETE CASCADE,
+    status         TEXT NOT NULL,
+    payload_json   TEXT,
+    payload_sha256 TEXT NOT NULL,
+    source         TEXT NOT NULL,
+    best_effort    {bigint} NOT NULL DEFAULT 0,
+    transport      TEXT,
+    fuel_used      {bigint} NOT NULL DEFAULT 0,
+    recorded_ms    {bigint} NOT NULL
+){table}""",
+    """CREATE TABLE IF NOT EXISTS item_children (
+    unit_id        TEXT NOT NULL REFERENCES await_units(unit_id) ON DELETE CASCADE,
+    item_index     {bigint} NOT NULL,
+    opc            TEXT,
+    status         TEXT NOT NULL,
+    version        {bigint} NOT NULL DEFAULT 0,
+    output_json    TEXT,
+    error_json     TEXT,
+    lease_owner    TEXT,
+    lease_until_ms {bigint},
+    created_ms     {bigint} NOT NULL,
+    updated_ms     {bigint} NOT NULL,
+    PRIMARY KEY (unit_id, item_index)
+){table}""",
+    """CREATE INDEX IF NOT EXISTS item_children_pending ON item_children(status, updated_ms)
+    WHERE status IN ('queued', 'running')""",
+    """CREATE TABLE IF NOT EXISTS continuation_facts (
+    unit_id     TEXT NOT NULL REFERENCES await_units(unit_id) ON DELETE CASCADE,
+    kind        TEXT NOT NULL,
+    item_index  {bigint} NOT NULL,
+    recorded_ms {bigint} NOT NULL,
+    PRIMARY KEY (unit_id, kind, item_index)
+){table}""",
+    """CREATE TABLE IF NOT EXISTS joined_markers (
+    unit_id    TEXT PRIMARY KEY REFERENCES await_units(unit_id) ON DELETE CASCADE,
+    run_id     TEXT NOT NULL,
+    segment_id TEXT NOT NULL,
+    joined_ms  {bigint} NOT NULL
+){table}""",
+    """CREATE INDEX IF NOT EXISTS joined_markers_segment ON joined_markers(run_id, segment_id)""",
+    """CREATE TABLE IF NOT EXISTS resume_claims (
+    run_id       TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+    stage        TEXT NOT NULL,
+    visit        {bigint} NOT NULL,
+    claim_token  TEXT NOT NULL UNIQUE,
+    owner        TEXT NOT NULL,
+    segment_id   TEXT NOT NULL,
+    attempt      {bigint} NOT NULL,
+    claimed_ms   {bigint} NOT NULL,
+    heartbeat_ms {bigint} NOT NULL,
+    PRIMARY KEY (run_id, stage, visit)
+){table}""",
+    """CREATE TABLE IF NOT EXISTS run_events (
+    run_id    TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+    seq       {bigint} NOT NULL,
+    event_key TEXT NOT NULL,
+    kind      TEXT NOT NULL,
+    at_ms     {bigint} NOT NULL,
+    data_json TEXT,
+    PRIMARY KEY (run_id, event_key)
+){table}""",
+    """CREATE INDEX IF NOT EXISTS item_children_failed ON item_children(unit_id, item_index)
+    WHERE status = 'failed'""",
+    """CREATE INDEX IF NOT EXISTS runs_created ON runs(created_ms, run_id)""",
+    ),
+    {
+        1: (),
+        # v2 kept the unit counters in a trigger (SQLite only); v3 counts in the procedures,
+        # written once for every backend
+        2: ("DROP TRIGGER IF EXISTS continuation_facts_count",),
+    },
+)
+
+COMPONENTS: tuple[Component, ...] = (TRACES, KV, CONTINUATIONS)
+
+
+@dataclass(frozen=True)
+class ComponentStatus:
+    name: str
+    have: int | None  # None: not created yet
+    want: int
+
+    @property
+    def state(self) -> str:
+        if self.have is None:
+            return "missing"
+        if self.have < self.want:
+            return "outdated"
+        if self.have > self.want:
+            return "too new"
+        return "current"
+
+
+_VERSIONS = "CREATE TABLE IF NOT EXISTS txcl_schema (component TEXT PRIMARY KEY, version {bigint} NOT NULL)"
+
+
+def _versions(t: Tx) -> dict[str, int]:
+    if t.one(t.backend.dialect.table_exists_sql, ("txcl_schema",)) is None:
+        return {}
+    return {r[0]: int(r[1]) for r in t.all("SELECT component, version FROM txcl_schema")}
+
+
+def status(backend: SqlBackend) -> list[ComponentStatus]:
+    """Every component's stored and expected version (a read; changes nothing)."""
+    have = backend.read(_versions)
+    return [ComponentStatus(c.name, have.get(c.name), c.version) for c in COMPONENTS]
+
+
+def check_current(backend: SqlBackend) -> None:
+    """Raise unless every component is at this txcl's version (for ``--no-migrate`` opens)."""
+    for st in status(backend):
+        if st.state == "too new":
+            raise SchemaTooNew(f"the database holds {st.name} schema version {st.have}; this txcl knows up "
+                               f"to {st.want}")
+        if st.state != "current":
+            raise SchemaOutdated(f"the database's {st.name} schema is {st.state}; run `txcl db upgrade`")
+
+
+def migrate(backend: SqlBackend) -> list[ComponentStatus]:
+    """Create or upgrade every component; returns what it found before (see the module docstring)."""
+    dialect = backend.dialect
+
+    def body(t: Tx) -> list[ComponentStatus]:
+        t.lock_key("txcl_schema")
+        t.run(dialect.ddl(_VERSIONS))
+        have = _versions(t)
+        found = [ComponentStatus(c.name, have.get(c.name), c.version) for c in COMPONENTS]
+        for component, st in zip(COMPONENTS, found):
+            if st.state == "too new":
+                raise SchemaTooNew(f"the database holds {component.name} schema version {st.have}; this txcl "
+                                   f"knows up to {component.version}")
+            if st.state == "current":
+                continue
+            if st.have is not None:
+                for version in range(st.have, component.version):
+                    for statement in component.upgrades.get(version, ()):
+                        t.run(dialect.ddl(statement))
+            for statement in component.create:
+                t.run(dialect.ddl(statement))
+            t.run("INSERT INTO txcl_schema (component, version) VALUES (?, ?) "
+                  "ON CONFLICT (component) DO UPDATE SET version = excluded.version",
+                  (component.name, component.version))
+        return found
+
+    return backend.transact(body)
+
+
+__all__ = ["Component", "ComponentStatus", "COMPONENTS", "migrate", "status", "check_current"]

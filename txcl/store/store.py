@@ -1,0 +1,50 @@
+"""The one store class: every procedure (continuations, traces, kv) over one backend."""
+
+from __future__ import annotations
+
+import os
+import socket
+from typing import Callable
+
+from txcl.store.backend import SqlBackend
+from txcl.store.procedures.continuations import ContinuationProcedures
+from txcl.store.procedures.traces_kv import KvProcedures, TraceProcedures
+from txcl.store.protocol import StorePolicy
+
+
+def default_node_id() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+class DatabaseStore(ContinuationProcedures, TraceProcedures, KvProcedures):
+    """Traces, kv and durable runs in one database (open it with :func:`txcl.store.open_store`)."""
+
+    def __init__(self, backend: SqlBackend, *, node_id: str | None = None, policy: StorePolicy | None = None) -> None:
+        self.backend = backend
+        self.node_id = node_id or default_node_id()
+        self.policy = policy
+        self._directives_cache: dict[str, tuple[str | None, object]] = {}
+
+    @property
+    def kind(self) -> str:
+        """``sqlite`` or ``postgresql``."""
+        return self.backend.kind
+
+    def describe(self) -> str:
+        return self.backend.describe()
+
+    def use_policy(self, policy: StorePolicy) -> None:
+        """The continuations layer's decisions (set once by whoever drives durable runs)."""
+        self.policy = policy
+
+    def subscribe(self, listener: Callable[[str | None], None]) -> None:
+        self.backend.subscribe(listener)
+
+    def unsubscribe(self, listener: Callable[[str | None], None]) -> None:
+        self.backend.unsubscribe(listener)
+
+    def close(self) -> None:
+        self.backend.close()
+
+
+__all__ = ["DatabaseStore", "default_node_id"]
