@@ -14,6 +14,8 @@ from typing import Any
 
 import click
 
+from txcl.cli.common import DB_HELP
+
 from txcl.cli.common import fail, read_json_arg
 
 ANSWERS = {
@@ -32,7 +34,7 @@ ANSWERS = {
 @click.option("--op", "op_name", default=None, help="With a run id: the op whose interaction to complete.")
 @click.option("--item", "item", default=0, type=int, help="With a run id: the item index (itemized ops).")
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON (the default).")
-@click.option("--db", default=None, help="Database file (default <workspace>/.txcl/txcl.db).")
+@click.option("--db", default=None, help=DB_HELP)
 @click.option("--workspace", "directory", default=".", help="The workspace (for py:// modules of the resume).")
 def command(target: str, output: str | None, failed: bool, error: str | None, op_name: str | None, item: int,
             as_json: bool, db: str | None, directory: str) -> None:
@@ -100,11 +102,10 @@ async def _complete(service: Any, opc: str, status: str, payload: Any) -> tuple[
         admit, release = await service.complete(opc, status, payload, source="cli")
         data: dict[str, Any] = {"opc": opc, "run_id": admit.run_id}
         if admit.outcome == "duplicate":
-            data["status"] = "recorded"
             data["duplicate"] = True
         elif admit.outcome != "admitted":
             return admit.outcome, data
-        elif release is not None and release.won and release.claim is not None:
+        if release is not None and release.won and release.claim is not None:
             data["status"] = "resumed"
             await service.drive_resume(release.claim)
             await service.drain_tasks(30.0)

@@ -12,6 +12,8 @@ from typing import Any
 
 import click
 
+from txcl.cli.common import DB_HELP
+
 from txcl.cli.common import fail, read_json_arg
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_SUSPENDED = 0, 1, 2, 3
@@ -70,7 +72,7 @@ def open_store(settings: Any, workspace: Path):
 @click.option("--private", is_flag=True, default=None, help="Keep top-level keys starting with '_'.")
 @click.option("--trace", "show_trace", is_flag=True, help="Print the trace on stderr afterwards.")
 @click.option("--trace-mode", type=click.Choice(["off", "summary", "full"]), default=None)
-@click.option("--db", default=None, help="Database file (default <workspace>/.txcl/txcl.db).")
+@click.option("--db", default=None, help=DB_HELP)
 @click.option("--workspace", default=None, help="Same as DIR.")
 @click.option("--wait", "wait", is_flag=False, flag_value="10m", default=None, metavar="[DURATION]",
               help="When the run suspends, wait for its result (default 10m); exit 3 if still running.")

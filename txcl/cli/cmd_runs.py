@@ -9,6 +9,8 @@ from typing import Any
 
 import click
 
+from txcl.cli.common import DB_HELP
+
 
 def _ms(value: int | None) -> str:
     if not value:
@@ -79,7 +81,7 @@ def _print_show(r: dict) -> None:
 @click.option("--state", "state", default=None, help="Only runs in this state (list).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--limit", default=100, show_default=True, help="At most this many runs (list).")
-@click.option("--db", default=None, help="Database file (default <workspace>/.txcl/txcl.db).")
+@click.option("--db", default=None, help=DB_HELP)
 @click.option("--workspace", "directory", default=".", help="The workspace.")
 def command(action: str | None, ident: str | None, state: str | None, as_json: bool, limit: int, db: str | None,
             directory: str) -> None:

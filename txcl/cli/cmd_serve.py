@@ -93,6 +93,7 @@ def _build_state(ws: Any, settings: Any, sock: Any) -> Any:
     from txcl.errors import TxclLoadError, render_all
     from txcl.runtime.config import ConfigError
     from txcl.serve.app import build_state
+    from txcl.store.errors import StoreError
 
     try:
         return build_state(ws, settings)
@@ -104,9 +105,12 @@ def _build_state(ws: Any, settings: Any, sock: Any) -> Any:
     except ConfigError as exc:
         sock.close()
         fail(str(exc))
+    except StoreError as exc:  # unreachable server, refused login, newer schema, unwritable file
+        sock.close()
+        fail(f"--db: {exc}")
     except OSError as exc:
         sock.close()
-        fail(f"--db {settings.db_path(ws)}: cannot open the database: {exc}")
-    except Exception as exc:  # noqa: BLE001 - e.g. sqlite3.DatabaseError: a startup problem, not a crash
+        fail(f"cannot start: {exc}")
+    except Exception as exc:  # noqa: BLE001 - a startup problem, not a crash
         sock.close()
         fail(f"cannot start: {type(exc).__name__}: {exc}")

@@ -9,6 +9,8 @@ import sys
 
 import click
 
+from txcl.cli.common import DB_HELP
+
 
 @click.command("sweep")
 @click.option("--loop", "loop", is_flag=True, help="Keep sweeping every --continuation-sweep-period.")
@@ -19,7 +21,7 @@ import click
 @click.option("--reconcile-after", "reconcile", default=None)
 @click.option("--continuation-retention", "retention", default=None)
 @click.option("--callback-base-url", default=None, help="Base URL workers call back to (resent dispatches).")
-@click.option("--db", default=None, help="Database file (default <workspace>/.txcl/txcl.db).")
+@click.option("--db", default=None, help=DB_HELP)
 @click.option("--workspace", "directory", default=".", help="The workspace.")
 def command(loop: bool, as_json: bool, period: str | None, stale: str | None, attempts: str | None,
             reconcile: str | None, retention: str | None, callback_base_url: str | None, db: str | None,

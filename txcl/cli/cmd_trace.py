@@ -7,6 +7,8 @@ import sys
 
 import click
 
+from txcl.cli.common import DB_HELP
+
 from txcl.cli.common import fail
 
 
@@ -17,7 +19,7 @@ from txcl.cli.common import fail
 @click.option("--step", "step", type=int, default=None, help="Print one step (by its # number) in full.")
 @click.option("--grep", default=None, help="Only steps whose name, operation or error contains TEXT.")
 @click.option("-v", "--verbose", is_flag=True, help="Show step details.")
-@click.option("--db", default=None, help="Database file (default <workspace>/.txcl/txcl.db).")
+@click.option("--db", default=None, help=DB_HELP)
 @click.option("--workspace", default=".", help="Workspace (for the default --db).")
 def command(rid: str, run_id: str | None, as_json: bool, step: int | None, grep: str | None,
             verbose: bool, db: str | None, workspace: str) -> None:

@@ -12,6 +12,10 @@ import click
 from txcl.errors import TxclError
 
 
+DB_HELP = ("The database: a file path, sqlite:///path or postgresql://user@host/dbname "
+           "(default: $TXCL_DB, then the workspace's txcl.toml, then <workspace>/.txcl/txcl.db).")
+
+
 def fail(message: str, code: int = 2) -> NoReturn:
     """Print `txcl: error: message` on stderr and exit with `code`."""
     click.echo(f"txcl: error: {message}", err=True)

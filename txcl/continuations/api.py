@@ -57,9 +57,10 @@ def complete(store: Any, opc: str, outcome: dict, *, settings: Any = None, works
         try:
             admit, release = await service.complete(opc, status, payload, source="cli")
             result: dict[str, Any] = {"run_id": admit.run_id}
-            if admit.outcome != "admitted":
+            won = release is not None and release.won and release.claim is not None
+            if admit.outcome != "admitted" and not won:
                 result["status"] = admit.outcome
-            elif release is not None and release.won and release.claim is not None:
+            elif won:
                 result["status"] = "resumed"
                 await service.drive_resume(release.claim)
                 await service.drain_tasks(60.0)

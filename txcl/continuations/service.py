@@ -317,7 +317,16 @@ class ContinuationService:
 
     async def continue_admitted(self, admit: AdmitResult) -> tuple[AdmitResult, ReleaseResult | None]:
         """After P4 committed: send the items it promoted, then P5 (its own transaction — the
-        admitted completion is durable before child work starts, AU-7)."""
+        admitted completion is durable before child work starts, AU-7).
+
+        A duplicate runs P5 again: when the first delivery's P5 never happened (the database
+        went away between the two, or the process died), the worker's retry finishes it at
+        once instead of leaving it to the sweeper. P5 is idempotent (compare-and-swap on the
+        child, one release per suspend)."""
+        if admit.outcome == "duplicate":
+            release = await self.run_store_batched(self.store.continue_release, admit.opc,
+                                                   materialize=self.materialize)
+            return admit, release
         if admit.outcome != "admitted":
             return admit, None
         if admit.dispatches:

@@ -32,8 +32,9 @@ from txcl.serve.inlet import (BodyTooLarge, ClientGone, RequestHead, build_envel
 from txcl.serve.mount import load_serve_tree
 from txcl.serve.routing import Route, Router, parse_routes
 from txcl.serve.shaping import Answer, error_answer, error_payload, finish, json_answer, shape_completed, \
-    suspended_answer
+    store_unavailable_answer, suspended_answer
 from txcl.serve.traces import TraceWriter
+from txcl.store.errors import StoreUnavailable
 
 log = logging.getLogger("txcl.serve")
 
@@ -137,6 +138,9 @@ class TxclHandler:
         try:
             try:
                 answer = await self._handle(scope, receive, send, head, rid)
+            except StoreUnavailable as exc:
+                log.warning("txcl: request %s: %s", rid, exc)
+                answer = store_unavailable_answer(exc)
             except Exception:  # noqa: BLE001 - never a traceback to the client
                 log.exception("txcl: request %s failed", rid)
                 answer = error_answer(error_payload("txcl_internal_error", "internal error; see the server log",
@@ -175,6 +179,9 @@ class TxclHandler:
             outcome = await self._walk(envelope, decision.stack, rid, receive)
         except UnknownStack as exc:  # only after a reload removed a stack mid-request
             return error_answer(error_payload("txcl_unknown_stack", str(exc)), 500)
+        except StoreUnavailable as exc:
+            log.warning("txcl: request %s: %s", rid, exc)
+            return store_unavailable_answer(exc)
         except Exception:  # noqa: BLE001 - never a traceback to the client
             log.exception("txcl: request %s failed inside the runtime", rid)
             return error_answer(error_payload("txcl_internal_error", "internal error; see the server log",

@@ -17,10 +17,10 @@ request when it is still answering), never inside the callback request.
 from __future__ import annotations
 
 import logging
-import sqlite3
 from typing import Any
 
-from txcl.serve.shaping import Answer, json_answer
+from txcl.serve.shaping import Answer, json_answer, store_unavailable_answer
+from txcl.store.errors import StoreUnavailable
 
 log = logging.getLogger("txcl.serve")
 
@@ -122,9 +122,9 @@ async def handle_callback(service: Any, request: Any, opc: str) -> Answer:
         if isinstance(checked, Answer):
             return checked
         admit, release = await service.continue_admitted(checked)
-    except sqlite3.OperationalError as exc:
-        log.warning("txcl: callback %s: store unavailable: %s", opc, exc)
-        return _answer(503, {"error": "store unavailable"}, [("retry-after", "1")])
+    except StoreUnavailable as exc:  # nothing lost: the worker sends the same callback again
+        log.warning("txcl: callback %s: %s", opc, exc)
+        return store_unavailable_answer(exc)
     except Exception:  # noqa: BLE001 - never a traceback to a worker
         log.exception("txcl: callback %s failed", opc)
         return _answer(500, {"error": "internal error"})
@@ -138,6 +138,9 @@ async def handle_callback(service: Any, request: Any, opc: str) -> Answer:
     if outcome == "expired":
         return _answer(410, {"error": "gone", "reason": "expired"})
     if outcome == "duplicate":
+        if release is not None and release.won and release.claim is not None:  # the first P5 never ran
+            service.start_resume(release.claim)
+            return _answer(200, {"status": "resumed", "duplicate": True})
         return _answer(200, {"status": "recorded", "duplicate": True})
     if outcome == "conflict":
         return _answer(409, {"error": "conflicting completion"})

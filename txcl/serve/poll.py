@@ -23,8 +23,9 @@ from typing import Any
 
 from txcl.ids import RCID_RE
 from txcl.runtime.dispatch import OpContext, OpError
-from txcl.serve.shaping import Answer, json_answer, shape_completed, strip_private
+from txcl.serve.shaping import Answer, json_answer, shape_completed, store_unavailable_answer, strip_private
 from txcl.serve.waitpage import error_page, wait_page
+from txcl.store.errors import StoreUnavailable
 
 _SERVICE: Any = None
 POLL_INTERVAL_S = 1.0  # re-read at least this often where changes are not announced across processes
@@ -155,5 +156,8 @@ async def continuation_result(op_input: dict, directives: dict, ctx: OpContext) 
     wait_s = settings.continuation_longpoll_ms / 1000.0
     if ctx.deadline:
         wait_s = min(wait_s, ctx.deadline - time.monotonic() - 1.5)
-    answer = await poll_answer(service, rcid, browser=browser, want_json=want_json, wait_s=max(0.0, wait_s))
+    try:
+        answer = await poll_answer(service, rcid, browser=browser, want_json=want_json, wait_s=max(0.0, wait_s))
+    except StoreUnavailable as exc:  # the poll is safe to repeat: 503 with Retry-After
+        answer = store_unavailable_answer(exc)
     return {"_txc": {"web": {"res": answer_to_res(answer)}, "halt": True}}

@@ -155,6 +155,17 @@ def error_payload(code: str, message: str, **details: Any) -> dict:
     return {"error": {"code": code, "message": message, **details}}
 
 
+STORE_RETRY_AFTER_S = 2
+
+
+def store_unavailable_answer(exc: Exception) -> Answer:
+    """503 + Retry-After: the database cannot be reached right now; nothing was lost, and the
+    same request may be sent again."""
+    payload = error_payload("txcl_store_unavailable", "the database is unavailable; retry later",
+                            retry_after_s=STORE_RETRY_AFTER_S)
+    return json_answer(503, payload, [("cache-control", "no-store"), ("retry-after", str(STORE_RETRY_AFTER_S))])
+
+
 def suspended_answer(outcome: Any, *, path: str, accept: str, query: dict[str, list[str]],
                      retry_after_ms: int, private: bool = False) -> Answer:
     """CONTINUATIONS.md §4.1: 303 to the poll URL for browsers, else 202 with Location."""
