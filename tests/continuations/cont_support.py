@@ -49,7 +49,9 @@ def _use_database(ws: Path, url: str) -> None:
     config = ws / "txcl.toml"
     text = config.read_text(encoding="utf-8") if config.exists() else ""
     line = f"db = {url!r}"
-    if "[serve]" in text:
+    if re.search(r"(?m)^db = ", text):
+        text = re.sub(r"(?m)^db = .*$", line, text)
+    elif "[serve]" in text:
         text = text.replace("[serve]", "[serve]\n" + line, 1)
     else:
         text = f"[serve]\n{line}\n\n" + text

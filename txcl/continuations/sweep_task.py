@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 from txcl.continuations.sweeper import SweepConfig, SweepReport, sweep
+from txcl.store.errors import StoreUnavailable
 
 log = logging.getLogger("txcl.continuations")
 
@@ -64,6 +65,8 @@ async def sweep_forever(service: Any, period_ms: int) -> None:
             await sweep_once(service)
         except asyncio.CancelledError:
             raise
+        except StoreUnavailable as exc:  # the next period tries again
+            log.warning("txcl: sweeper pass skipped: %s", exc)
         except Exception:  # noqa: BLE001 - a failed pass is retried next period
             log.exception("txcl: sweeper pass failed")
         if period_ms <= 0:

@@ -214,17 +214,17 @@ class SqlBackend:
                     self._commit(conn)
                 except BaseException as exc:
                     healthy = self._rollback_quietly(conn)
-                    translated = self.translate(exc) if not isinstance(exc, StoreError) else None
-                    if translated is not None and not committing and attempt < self.max_attempts \
-                            and self.retryable(exc):
+                    driver, translated = self._driver_error(exc)
+                    if driver is not None and not committing and attempt < self.max_attempts \
+                            and self.retryable(driver):
                         self._count_retry()
                         time.sleep(min(0.2, 0.005 * 2 ** attempt))
                         continue
-                    if translated is not None:
-                        if committing and isinstance(translated, StoreUnavailable):
-                            translated = StoreUnavailable(
-                                f"{translated} (the connection was lost while committing: the change may "
-                                f"or may not have been applied; repeating it is safe)")
+                    if committing and isinstance(translated, StoreUnavailable):
+                        raise StoreUnavailable(
+                            f"{translated} (the connection was lost while committing: the change may or may "
+                            f"not have been applied; repeating it is safe)") from exc
+                    if translated is not None and translated is not exc:
                         raise translated from exc
                     raise
             finally:
@@ -239,7 +239,8 @@ class SqlBackend:
         try:
             result = fn(tx)
         except BaseException as exc:
-            if not isinstance(exc, StoreError) and self.translate(exc) is not None and self.retryable(exc):
+            driver, _ = self._driver_error(exc)
+            if driver is not None and self.retryable(driver):
                 batch.broken = True  # redo call by call, where the retry policy applies
             try:
                 if self._in_transaction(conn):
@@ -327,16 +328,24 @@ class SqlBackend:
                 return fn(Tx(self, conn, self._tx_now(conn)))
             except BaseException as exc:
                 healthy = self._rollback_quietly(conn)
-                translated = self.translate(exc) if not isinstance(exc, StoreError) else None
-                if translated is not None and attempt < self.max_attempts and self.retryable(exc):
+                driver, translated = self._driver_error(exc)
+                if driver is not None and attempt < self.max_attempts and self.retryable(driver):
                     self._count_retry()
                     time.sleep(min(0.2, 0.005 * 2 ** attempt))
                     continue
-                if translated is not None:
+                if translated is not None and translated is not exc:
                     raise translated from exc
                 raise
             finally:
                 self._checkin_read(conn, healthy)
+
+    def _driver_error(self, exc: BaseException) -> tuple[BaseException | None, BaseException | None]:
+        """(the driver's exception behind `exc`, the store error to raise for it)."""
+        if isinstance(exc, StoreError):
+            cause = exc.__cause__
+            return (cause if cause is not None and self.translate(cause) is not None else None), exc
+        translated = self.translate(exc)
+        return (exc if translated is not None else None), translated
 
     def _rollback_quietly(self, conn: Any) -> bool:
         """Roll back whatever is open; False when the connection is unusable."""

@@ -27,6 +27,8 @@ from txcl.store.backend import Dialect, SqlBackend, Tx
 from txcl.store.errors import StoreError, StoreUnavailable
 
 log = logging.getLogger("txcl.store")
+# the pool logs every failed reconnection attempt; an outage is reported once per failed call
+logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
 
 CHANNEL = "txcl_runs"
 
@@ -91,7 +93,7 @@ class PostgresBackend(SqlBackend):
     dialect = POSTGRES
 
     def __init__(self, url: str, *, clock: Callable[[], int] | None = None, min_size: int = 1,
-                 max_size: int = 10, connect_timeout_s: float = 5.0, pool_timeout_s: float = 10.0) -> None:
+                 max_size: int = 10, connect_timeout_s: float = 5.0, pool_timeout_s: float = 5.0) -> None:
         super().__init__(clock=clock)
         import psycopg  # noqa: F401 - fail here when the driver is missing
         from psycopg_pool import ConnectionPool
@@ -152,6 +154,11 @@ class PostgresBackend(SqlBackend):
             except Exception:  # noqa: BLE001
                 pass
         self.pool.putconn(conn)
+        if conn.closed:  # the server went away (or restarted): its other idle connections are dead too
+            try:
+                self.pool.check()
+            except Exception:  # noqa: BLE001 - the pool reconnects in the background
+                pass
 
     _checkout_write = _checkout
     _checkout_read = _checkout
