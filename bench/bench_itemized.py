@@ -1,7 +1,8 @@
 """Itemized await throughput (CONTINUATIONS.md §6 T7 shape): 1 000 items, window 25, against
 a local worker on 127.0.0.1 that acks 202 and calls back at once.
 
-Two figures, both with durable commits (SQLite WAL, synchronous=FULL):
+Two figures per store backend, with durable commits (SQLite WAL, synchronous=FULL;
+PostgreSQL with fsync and synchronous_commit = on, a throwaway server of this run):
 
 1. end to end through `txcl serve`: request → park → 1 000 worker POSTs (25 in flight) →
    1 000 HTTP callbacks → release → resume → run completed; items/s from the request to the
@@ -13,7 +14,7 @@ Wall-clock figures move with the machine's load, so each part also reports CPU t
 (Linux: the `txcl serve` process from /proc; in-process: this process, worker included) —
 compare those between builds on a shared machine.
 
-    python bench/bench_itemized.py [--items 1000] [--window 25]
+    python bench/bench_itemized.py [--items 1000] [--window 25] [--backend sqlite|postgresql|both]
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+from _backends import Backends  # noqa: E402
 from _timing import report  # noqa: E402
 
 TXCL = str(Path(sys.executable).parent / "txcl")
@@ -52,8 +54,9 @@ class _Poster(threading.local):
 class Worker:
     """Acks 202, then posts `{"status": "completed", "output": {"i": <index>}}` from a pool."""
 
-    def __init__(self, deliver=None, pool: int = 16):
+    def __init__(self, deliver=None, pool: int = 16, bases: list[str] | None = None):
         self.deliver = deliver  # in-process: deliver(opc, output) instead of an HTTP callback
+        self.bases = bases  # callbacks spread over these servers (item index modulo), not the callback URL's
         self.pool = ThreadPoolExecutor(pool)
         self.local = _Poster()
         self.received = 0
@@ -91,18 +94,23 @@ class Worker:
             self.deliver(txc["op_continuation_id"], output)
             return
         url = urllib.parse.urlsplit(txc["callback_url"])
+        if self.bases:
+            url = url._replace(netloc=urllib.parse.urlsplit(self.bases[txc["item_index"] % len(self.bases)]).netloc)
         data = json.dumps({"status": "completed", "output": output}).encode()
         for _ in range(3):
             try:
+                conns = self.local.__dict__.setdefault("by_host", {})
+                self.local.conn = conns.get(url.netloc)
                 if self.local.conn is None:
-                    self.local.conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+                    self.local.conn = conns[url.netloc] = http.client.HTTPConnection(url.hostname, url.port,
+                                                                                      timeout=30)
                 self.local.conn.request("POST", url.path, data, {"Content-Type": "application/json",
                                                                  "Authorization": f"Bearer {token}"})
                 response = self.local.conn.getresponse()
                 response.read()
                 return
             except (OSError, http.client.HTTPException):
-                self.local.conn = None
+                self.local.__dict__.get("by_host", {}).pop(url.netloc, None)
 
     def close(self) -> None:
         self.server.shutdown()
@@ -133,14 +141,13 @@ def _proc_cpu(pid: int) -> float | None:
         return None
 
 
-def end_to_end(items: int, window: int) -> tuple[float, float | None, float]:
+def end_to_end(items: int, window: int, db: str) -> tuple[float, float | None, float]:
     """(items/s, serve CPU ms per item or None, this process's CPU ms per item: worker + poll)."""
-    from txcl.continuations.service import open_durable_store
+    from txcl.continuations.service import open_run_store
 
     worker = Worker()
     with tempfile.TemporaryDirectory() as tmp:
         ws = _tree(Path(tmp), worker.url, items, window)
-        db = ws / ".txcl" / "txcl.db"
         proc = subprocess.Popen([TXCL, "serve", str(ws), "--port", "0", "--db", str(db), "--trace-mode", "off",
                                  "--continuation-sweep-period", "0"],
                                 stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
@@ -155,7 +162,7 @@ def end_to_end(items: int, window: int) -> tuple[float, float | None, float]:
             assert base, "txcl serve did not start"
             threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
             body = (ws / "records.json").read_bytes()
-            store = open_durable_store(db)
+            store = open_run_store(db)
             serve_cpu0 = _proc_cpu(proc.pid)
             own_cpu0 = time.process_time()
             started = time.perf_counter()
@@ -188,9 +195,9 @@ def end_to_end(items: int, window: int) -> tuple[float, float | None, float]:
             worker.close()
 
 
-def in_process(items: int, window: int) -> tuple[float, float, float]:
+def in_process(items: int, window: int, db: str) -> tuple[float, float, float]:
     """(items/s, commits per item, process CPU ms per item: engine, store and worker)."""
-    from txcl.continuations.service import ContinuationService, open_durable_store
+    from txcl.continuations.service import ContinuationService, open_run_store
     from txcl.ops.tree import load_ops
     from txcl.runtime.config import Settings
     from txcl.runtime.interpreter import Completed, Suspended
@@ -210,7 +217,7 @@ def in_process(items: int, window: int) -> tuple[float, float, float]:
 
         worker = Worker(deliver)
         ws = _tree(Path(tmp), worker.url, items, window)
-        store = open_durable_store(ws / "bench.db")
+        store = open_run_store(db)
         service = ContinuationService(store, Settings().evolve(trace_mode="off"), workspace=ws)
         interp = service.interpreter(load_ops(ws))
         commits0 = store.commit_count()
@@ -247,26 +254,29 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=1000)
     parser.add_argument("--window", type=int, default=25)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--backend", choices=["sqlite", "postgresql", "both"], default="both")
     args = parser.parse_args()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"itemized await: {args.items} items, window {args.window}, SQLite durable commits "
-          f"(cpu count {os.cpu_count()}, load average {load:.1f}); medians of {args.repeat} runs")
-    inproc = [in_process(args.items, args.window) for _ in range(args.repeat)]
-    report("in-process (engine + store, direct P4/P5 admits)", statistics.median(r for r, _, _ in inproc), "items/s",
-           ">= 500")
-    report("  store write transactions per item", statistics.median(c for _, c, _ in inproc), "commits")
-    cpu = statistics.median(m for _, _, m in inproc)
-    report("  process CPU per item (engine, store, worker)", cpu, "ms")
-    report("  items per CPU-second", 1000 / cpu, "items/s")
-    e2e = [end_to_end(args.items, args.window) for _ in range(args.repeat)]
-    report("end to end via txcl serve (HTTP dispatch + HTTP callbacks)", statistics.median(r for r, _, _ in e2e),
-           "items/s", ">= 500")
-    report("  best end-to-end run", max(r for r, _, _ in e2e), "items/s")
-    serve_ms = [m for _, m, _ in e2e if m is not None]
-    if serve_ms:
-        report("  txcl serve CPU per item", statistics.median(serve_ms), "ms")
-        report("  items per serve CPU-second", 1000 / statistics.median(serve_ms), "items/s")
-    report("  worker + poller CPU per item (this process)", statistics.median(m for _, _, m in e2e), "ms")
+    names = ["sqlite", "postgresql"] if args.backend == "both" else [args.backend]
+    with Backends(names) as backends:
+        for name, fresh in backends:
+            print(f"itemized await: {args.items} items, window {args.window}, {name} durable commits "
+                  f"(cpu count {os.cpu_count()}, load average {load:.1f}); medians of {args.repeat} runs")
+            inproc = [in_process(args.items, args.window, fresh()) for _ in range(args.repeat)]
+            report(f"[{name}] in-process (engine + store, direct admits)", statistics.median(r for r, _, _ in inproc),
+                   "items/s", ">= 500")
+            report("  store write transactions per item", statistics.median(c for _, c, _ in inproc), "commits")
+            cpu = statistics.median(m for _, _, m in inproc)
+            report("  process CPU per item (engine, store, worker)", cpu, "ms")
+            e2e = [end_to_end(args.items, args.window, fresh()) for _ in range(args.repeat)]
+            report(f"[{name}] end to end via txcl serve (HTTP dispatch + callbacks)",
+                   statistics.median(r for r, _, _ in e2e), "items/s", ">= 500")
+            report("  best end-to-end run", max(r for r, _, _ in e2e), "items/s")
+            serve_ms = [m for _, m, _ in e2e if m is not None]
+            if serve_ms:
+                report("  txcl serve CPU per item", statistics.median(serve_ms), "ms")
+            report("  worker + poller CPU per item (this process)", statistics.median(m for _, _, m in e2e), "ms")
+
 
 if __name__ == "__main__":
     main()

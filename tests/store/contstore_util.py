@@ -105,7 +105,7 @@ def proc_join_checks(path: str, run_ids: list[str], rids: list[str], seed: int, 
     merged = []
     for run_id, rid in zip(run_ids, rids):
         time.sleep(rng.random() * 0.003)  # the request side is a little slower: both orders occur
-        res = store.join_check(run_id, Fence(rid), stage="shop/200", stack="shop", scope=200,
+        res = join_at(store, run_id, Fence(rid), stage="shop/200", stack="shop", scope=200,
                                build_park=lambda m: ({"parked": True}, {}))
         if res.merged:
             merged.append(run_id)
@@ -142,3 +142,13 @@ def proc_complete_items(path: str, jobs: list[tuple[str, str, int]], barrier, ou
         won += store.continue_release(opc, child_version=admit.child_version).won
     out.put(won)
     store.close()
+
+
+def join_at(store, run_id: str, fence, *, stage: str, stack: str, scope: int, **kwargs):
+    """The join check at a frame (stack, scope): the deferred units the floor rule says are due
+    there (as the continuations layer computes them from Run.joins), joined by the store."""
+    from txcl.continuations.model import join_due
+
+    due = [u.unit_id for u in store.list_units(run_id)
+           if u.join_at_scope is not None and join_due(u.dispatch_stack, u.join_at_scope, stack, scope)]
+    return store.join_check(run_id, fence, unit_ids=due, stage=stage, **kwargs)

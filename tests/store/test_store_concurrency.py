@@ -12,7 +12,7 @@ import threading
 import time
 
 import pytest
-from contstore_util import (complete, itemized, open_store, park_barrier, proc_admit, proc_callbacks,
+from contstore_util import (join_at, complete, itemized, open_store, park_barrier, proc_admit, proc_callbacks,
                             proc_complete_items, proc_continue, proc_join_checks, proc_try_release, run_spec, unary)
 
 from txcl.store.records import Fence
@@ -110,7 +110,7 @@ def _join_race_trial(store, rid, rng):
 
     def request():
         time.sleep(rng.random() * 0.002)
-        outcome["join"] = store.join_check(run_id, Fence(rid), stage="shop/200", stack="shop", scope=200,
+        outcome["join"] = join_at(store, run_id, Fence(rid), stage="shop/200", stack="shop", scope=200,
                                            build_park=lambda merged: ({"parked": True}, {}))
 
     threads = [threading.Thread(target=callback), threading.Thread(target=request)]
@@ -146,11 +146,11 @@ def test_join_race_forced_interleavings_t4(store):
     disp = store.dispatch_deferred(run_spec("a"), Fence("a"), [unary("x", join_at=200)])
     _, rel = complete(store, disp.dispatches[0])
     assert rel.outcome == "recorded"
-    j = store.join_check(disp.run.run_id, Fence("a"), stage="s/200", stack="shop", scope=200)
+    j = join_at(store, disp.run.run_id, Fence("a"), stage="s/200", stack="shop", scope=200)
     assert len(j.merged) == 1
     # P6 first
     disp = store.dispatch_deferred(run_spec("b"), Fence("b"), [unary("x", join_at=200)])
-    j = store.join_check(disp.run.run_id, Fence("b"), stage="s/200", stack="shop", scope=200,
+    j = join_at(store, disp.run.run_id, Fence("b"), stage="s/200", stack="shop", scope=200,
                          build_park=lambda m: ({}, {}))
     assert j.outcome == "parked" and j.merged == ()
     _, rel = complete(store, disp.dispatches[0])
@@ -159,7 +159,7 @@ def test_join_race_forced_interleavings_t4(store):
     disp = store.dispatch_deferred(run_spec("c"), Fence("c"), [unary("x", join_at=200)])
     d = disp.dispatches[0]
     admit = store.admit_terminal(d.opc, "completed", {"v": 1}, source="callback", token=d.token)
-    j = store.join_check(disp.run.run_id, Fence("c"), stage="s/200", stack="shop", scope=200)
+    j = join_at(store, disp.run.run_id, Fence("c"), stage="s/200", stack="shop", scope=200)
     assert len(j.merged) == 1
     assert store.continue_release(d.opc, child_version=admit.child_version).outcome == "recorded"
 

@@ -40,14 +40,13 @@ def test_killed_between_two_writes_of_a_procedure_is_retried_and_applied_once(pg
     original = ContinuationProcedures._fact
     killed = []
 
-    def fact_then_die(self, t, unit_id, kind, item_index):
-        inserted = original(self, t, unit_id, kind, item_index)
+    def fact_then_die(t, unit_id, kind, item_index):
+        original(t, unit_id, kind, item_index)
         if not killed:  # the terminal row is written in this transaction: kill it now
             killed.append(True)
             _kill_own_backend(t)
-        return inserted
 
-    monkeypatch.setattr(ContinuationProcedures, "_fact", fact_then_die)
+    monkeypatch.setattr(ContinuationProcedures, "_fact", staticmethod(fact_then_die))
     retries = store.backend.retry_count()
     admit = store.admit_terminal(d.opc, "completed", {"i": 0}, source="callback", token=d.token)
     assert killed and store.backend.retry_count() > retries
@@ -90,20 +89,23 @@ def test_a_whole_flow_survives_every_connection_being_killed_once(pg_store, monk
     store = pg_store
     from txcl.store.backend import Tx
 
-    original = Tx.lock_run
     calls = [0]
     lock = threading.Lock()
 
-    def lock_then_die(self, run_id, *, skip_locked=False):
-        row = original(self, run_id, skip_locked=skip_locked)
-        with lock:
-            calls[0] += 1
-            kill = calls[0] % 2 == 1  # every first attempt dies, its retry goes through
-        if kill:
-            _kill_own_backend(self)
-        return row
+    def dying(original):
+        def locked_then_die(self, *args, **kwargs):
+            row = original(self, *args, **kwargs)
+            with lock:
+                calls[0] += 1
+                kill = calls[0] % 2 == 1  # every first attempt dies, its retry goes through
+            if kill:
+                _kill_own_backend(self)
+            return row
 
-    monkeypatch.setattr(Tx, "lock_run", lock_then_die)
+        return locked_then_die
+
+    monkeypatch.setattr(Tx, "lock_run", dying(Tx.lock_run))
+    monkeypatch.setattr(Tx, "lock_run_of", dying(Tx.lock_run_of))
     park = park_barrier(store, units=[itemized(n=3, window=3)])
     releases = [complete(store, d)[1] for d in park.dispatches]
     assert [r.won for r in releases].count(True) == 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 from testtools import RawDb
 
 import pytest
-from contstore_util import complete, itemized, park_barrier, run_spec, unary
+from contstore_util import join_at, complete, itemized, park_barrier, run_spec, unary
 
 from txcl import ids
 from txcl.store.errors import RunLost
@@ -238,13 +238,13 @@ def test_completion_before_suspension_waits_for_park_ec3(store):
     assert admit.outcome == "admitted" and rel.outcome == "recorded"
     assert store.get_run(disp.run.run_id).status == "active" and store.get_claim(disp.run.run_id) is None
     # not due before the floor
-    early = store.join_check(disp.run.run_id, Fence("rid-1"), stage="shop/150", stack="shop", scope=150)
+    early = join_at(store, disp.run.run_id, Fence("rid-1"), stage="shop/150", stack="shop", scope=150)
     assert early.outcome == "proceed" and early.merged == ()
     # merged in-request at the first scope >= floor (250: no scope 200 needed)
-    at = store.join_check(disp.run.run_id, Fence("rid-1"), stage="shop/250", stack="shop", scope=250)
+    at = join_at(store, disp.run.run_id, Fence("rid-1"), stage="shop/250", stack="shop", scope=250)
     assert at.outcome == "proceed" and [u.output for u in at.merged] == [{"ok": 0}]
     assert store.get_joined_marker(disp.unit_ids[0]).segment_id == "rid-1"
-    again = store.join_check(disp.run.run_id, Fence("rid-1"), stage="shop/300", stack="shop", scope=300)
+    again = join_at(store, disp.run.run_id, Fence("rid-1"), stage="shop/300", stack="shop", scope=300)
     assert again.merged == ()  # merged at most once (DJ-5)
 
 
@@ -254,7 +254,7 @@ def test_completion_before_suspension_waits_for_park_ec3(store):
 def test_p6_join_parks_when_not_ready_then_callback_releases_with_marker(store):
     disp = store.dispatch_deferred(run_spec(), Fence("rid-1"), [unary("b", join_at=200), unary("a", join_at=200)])
     run_id = disp.run.run_id
-    res = store.join_check(run_id, Fence("rid-1"), stage="shop/200", stack="shop", scope=200,
+    res = join_at(store, run_id, Fence("rid-1"), stage="shop/200", stack="shop", scope=200,
                            build_park=lambda merged: ({"env": [u.op_name for u in merged]}, {"ttl": 5}))
     assert res.outcome == "parked" and res.park.visit == 1
     susp = store.get_suspend(run_id, "shop/200", 1)
@@ -273,7 +273,7 @@ def test_p6_join_parks_when_not_ready_then_callback_releases_with_marker(store):
 def test_p6_cross_stack_resolves_at_first_frame_dj7(store):
     disp = store.dispatch_deferred(run_spec(), Fence("rid-1"), [unary("x", join_at=900)])
     complete(store, disp.dispatches[0])
-    res = store.join_check(disp.run.run_id, Fence("rid-1"), stage="other/10", stack="other", scope=10)
+    res = join_at(store, disp.run.run_id, Fence("rid-1"), stage="other/10", stack="other", scope=10)
     assert [u.op_name for u in res.merged] == ["x"]
 
 
@@ -283,7 +283,7 @@ def test_p6_failed_unit_fails_the_run_at_the_join(store):
     d = disp.dispatches[0]
     store.admit_terminal(d.opc, "failed", {"message": "no 202"}, source="ack")
     store.continue_release(d.opc)
-    res = store.join_check(disp.run.run_id, Fence("rid-1"), stage="shop/200", stack="shop", scope=200)
+    res = join_at(store, disp.run.run_id, Fence("rid-1"), stage="shop/200", stack="shop", scope=200)
     assert res.outcome == "failed" and res.failed.op_name == "x"
     run = store.get_run(disp.run.run_id)
     assert run.status == "failed" and run.fail_reason == "join_failed"
@@ -295,7 +295,7 @@ def test_p6_drains_terminals_not_yet_continued_in_between_case(store):
     disp = store.dispatch_deferred(run_spec(), Fence("rid-1"), [unary("x", join_at=200)])
     d = disp.dispatches[0]
     admit = store.admit_terminal(d.opc, "completed", {"v": 7}, source="callback", token=d.token)
-    res = store.join_check(disp.run.run_id, Fence("rid-1"), stage="shop/200", stack="shop", scope=200)
+    res = join_at(store, disp.run.run_id, Fence("rid-1"), stage="shop/200", stack="shop", scope=200)
     assert [u.output for u in res.merged] == [{"v": 7}]
     late = store.continue_release(d.opc, child_version=admit.child_version)  # AU-8: already succeeded
     assert late.outcome == "recorded" and late.unit_status == "completed"
@@ -370,7 +370,7 @@ def test_p8_timeout_of_unjoined_deferred_unit_only_records_au14(store, clock):
     assert result.outcome == "timed_out" and not result.expired
     assert store.get_unit(disp.unit_ids[0]).status == "timed_out"
     assert store.get_run(disp.run.run_id).status == "active"  # the flow meets it at its join
-    res = store.join_check(disp.run.run_id, Fence("rid-1"), stage="shop/200", stack="shop", scope=200)
+    res = join_at(store, disp.run.run_id, Fence("rid-1"), stage="shop/200", stack="shop", scope=200)
     assert res.outcome == "failed"
 
 
@@ -419,7 +419,7 @@ def test_p10_takeover_after_stale_then_attempt_limit(store, clock):
 
 def test_p10_takeover_moves_join_markers_and_cancels_dead_units(store, clock):
     disp = store.dispatch_deferred(run_spec(), Fence("rid-1"), [unary("x", join_at=200)])
-    store.join_check(disp.run.run_id, Fence("rid-1"), stage="shop/200", stack="shop", scope=200,
+    join_at(store, disp.run.run_id, Fence("rid-1"), stage="shop/200", stack="shop", scope=200,
                      build_park=lambda m: ({}, {}))
     rel = complete(store, disp.dispatches[0])[1]
     old = Fence(rel.claim.segment_id, rel.claim.claim_token)
@@ -530,6 +530,6 @@ def test_backward_loop_units_join_in_op_name_then_dispatch_order_djf5_t18(store)
     third = store.dispatch_deferred(run_id, fence, [unary("a", join_at=200)])  # the loop re-dispatches "a"
     for disp in (third, first, second):  # completions in another order
         complete(store, disp.dispatches[0], {"from": disp.unit_ids[0]})
-    res = store.join_check(run_id, fence, stage="shop/200", stack="shop", scope=200)
+    res = join_at(store, run_id, fence, stage="shop/200", stack="shop", scope=200)
     assert [u.unit_id for u in res.merged] == [second.unit_ids[0], third.unit_ids[0], first.unit_ids[0]]
     assert [u.created_seq for u in res.merged] == [2, 3, 1]

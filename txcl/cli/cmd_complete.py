@@ -39,7 +39,7 @@ ANSWERS = {
 def command(target: str, output: str | None, failed: bool, error: str | None, op_name: str | None, item: int,
             as_json: bool, db: str | None, directory: str) -> None:
     """Complete (or fail) an outstanding interaction by hand."""
-    from txcl.continuations.cli_support import echo_json, open_service, open_settings, open_store
+    from txcl.cli.durable import echo_json, open_service, open_settings, open_store
     from txcl.continuations.policy import normalize_error
 
     if (output is None) == (not failed):

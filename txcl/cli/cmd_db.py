@@ -16,7 +16,7 @@ from txcl.cli.common import DB_HELP
 
 
 def _open(directory: str, db: str | None, *, create: bool = False):
-    from txcl.continuations.cli_support import open_settings
+    from txcl.cli.durable import open_settings
     from txcl.cli.common import fail
     from txcl.store import open_backend, sqlite_file
     from txcl.store.errors import StoreError

@@ -55,7 +55,7 @@ def open_runtime(directory: str, db: str | None, flags: dict[str, Any]):
 
 def open_store(settings: Any, workspace: Path):
     """Traces, kv and continuations in one SQLite file (a suspending stack needs the latter)."""
-    from txcl.continuations.cli_support import open_store as open_durable
+    from txcl.cli.durable import open_store as open_durable
 
     return open_durable(settings, workspace)
 
@@ -106,7 +106,7 @@ def command(directory: str, stack: str | None, input_: str | None, mock_request:
             wait_ms = parse_duration_ms(wait)
         except ValueError as exc:
             fail(f"--wait: {exc}")
-    from txcl.continuations.cli_support import run_command_walk
+    from txcl.cli.durable import run_command_walk
 
     try:
         outcome, finished = run_command_walk(tree, store, settings, ws, envelope, stack,
@@ -115,7 +115,7 @@ def command(directory: str, stack: str | None, input_: str | None, mock_request:
         fail(str(exc))
     indent = None if compact else 2
     if finished is not None:  # --wait saw the suspended run end (CONTINUATIONS.md §4.4)
-        from txcl.continuations.cli_support import error_payload
+        from txcl.cli.durable import error_payload
 
         if finished.status == "completed":
             click.echo(dumps(shape_envelope(dict(finished.result or {}), settings.private), indent=indent))

@@ -87,7 +87,7 @@ def command(action: str | None, ident: str | None, state: str | None, as_json: b
             directory: str) -> None:
     """List durable runs, or show one run (by run id or rcid)."""
     from txcl.cli.common import fail
-    from txcl.continuations.cli_support import echo_json, open_settings, open_store
+    from txcl.cli.durable import echo_json, open_settings, open_store
 
     action = action or "list"
     if action == "show" and not ident:

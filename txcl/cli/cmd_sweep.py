@@ -27,7 +27,7 @@ def command(loop: bool, as_json: bool, period: str | None, stale: str | None, at
             reconcile: str | None, retention: str | None, callback_base_url: str | None, db: str | None,
             directory: str) -> None:
     """Time out, expire, take over stale resumes, reconcile and purge, idempotently."""
-    from txcl.continuations.cli_support import echo_json, open_service, open_settings
+    from txcl.cli.durable import echo_json, open_service, open_settings
     from txcl.continuations.sweep_task import sweep_once
 
     flags = {"continuation_sweep_period": period, "continuation_stale_resume_after": stale,

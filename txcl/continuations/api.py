@@ -30,8 +30,7 @@ def durable_interpreter(workspace: str | Path, *, db: str | Path | None = None, 
     ws, _ = find_workspace(workspace)
     settings = settings or Settings()
     store = open_run_store(db or settings.db_path(ws), settings)
-    service = ContinuationService(store, settings, workspace=ws)
-    service.inline_store = True
+    service = ContinuationService(store, settings, workspace=ws, inline_store=True)
     return service.interpreter(load_ops(ws)), service
 
 
@@ -50,8 +49,7 @@ def complete(store: Any, opc: str, outcome: dict, *, settings: Any = None, works
     else:
         raise ValueError(f"unknown outcome status {status!r}")
     service = ContinuationService(store, settings or Settings(),
-                                  workspace=Path(workspace) if workspace is not None else None)
-    service.inline_store = True
+                                  workspace=Path(workspace) if workspace is not None else None, inline_store=True)
 
     async def go() -> dict:
         try:

@@ -16,48 +16,33 @@ import asyncio
 import time
 from typing import TYPE_CHECKING, Any
 
-from txcl.continuations.engine import (
-    UNIT_BUILDERS,
-    OpClass,
-    adopt_run,
-    fence_of,
-    recorder_of,
-    run_lost,
-    run_spec,
-    run_state,
-)
+import attrs
+
+from txcl.continuations.apply import apply_members, rebuild_op
+from txcl.continuations.model import OpClass, build_unit
+from txcl.continuations.segment import adopt_run, fence_of, recorder_of, run_lost, run_spec, run_state, set_claim
+from txcl.runtime.state import Frame, Run
 from txcl.store.errors import RunLost
-from txcl.store.records import UNIT_BAD, ClaimRecord, Dispatch, UnitSpec
+from txcl.store.records import UNIT_BAD, ClaimRecord, Dispatch
+from txcl.trace.recorder import TraceRecorder
+from txcl.values.merge import deep_copy
 
 if TYPE_CHECKING:
-    from txcl.continuations.engine import ContinuationEngine
-    from txcl.runtime.state import Frame, PreparedOp, Run
-    from txcl.runtime.walker import Walker
+    from txcl.continuations.ports import OpRunner, Services
+    from txcl.runtime.state import PreparedOp
 
 
-def member_spec(engine: "ContinuationEngine", run: "Run", frame: "Frame", pop: "PreparedOp",
-                opclass: OpClass) -> UnitSpec:
-    kind = opclass.unit_kind if opclass.kind == "barrier" and opclass.unit_kind else "sync"
-    builder = UNIT_BUILDERS.get(kind)
-    if builder is None:
-        op = pop.op
-        return UnitSpec(kind=kind, op_name=op.name, op_stack=op.stack, op_scope=op.scope,
-                        dispatch_stage=frame.stage, dispatch_stack=frame.stack, exec_target=op.exec_text,
-                        failed_error={"message": f"{kind} await units are not supported by this txcl"})
-    return builder(engine, run, frame, pop, opclass)
-
-
-async def park_barrier(engine: "ContinuationEngine", walker: "Walker", run: "Run", frame: "Frame",
+async def park_barrier(service: "Services", walker: "OpRunner", run: Run, frame: Frame,
                        classes: list[tuple["PreparedOp", OpClass]]) -> None:
-    service = engine.service
+    """Every op still in the scope's set becomes a member: park, dispatch, drain."""
     store = service.store
     rec = recorder_of(frame)
     members = sorted(classes, key=lambda pc: pc[0].name)
-    specs = [member_spec(engine, run, frame, pop, c) for pop, c in members]
+    specs = [build_unit(service.settings, frame, pop, c) for pop, c in members]
     try:
-        park = await service.run_store(
-            store.park_suspend, run_spec(engine, walker, run), fence_of(run), stage=frame.stage, kind="barrier",
-            envelope=run.envelope, budgets=run_state(run, frame), units=specs)
+        park = await service.call(
+            store.park_suspend, run_spec(run, service.snapshot_of(walker.tree)), fence_of(run), stage=frame.stage,
+            kind="barrier", envelope=run.envelope, budgets=run_state(run, frame), units=specs)
     except RunLost as exc:
         run_lost(run, exc)
         return
@@ -91,7 +76,7 @@ async def park_barrier(engine: "ContinuationEngine", walker: "Walker", run: "Run
         if syncs:
             results = await asyncio.gather(
                 service.send_then(workers, origin),
-                *(_run_sync_member(engine, walker, run, frame, by_unit[d.unit_id][0], d) for d in syncs))
+                *(_run_sync_member(service, walker, frame, by_unit[d.unit_id][0], d, run) for d in syncs))
             acks, claims, _ = results[0]
             for extra in results[1:]:
                 claims.extend(extra)
@@ -108,16 +93,16 @@ async def park_barrier(engine: "ContinuationEngine", walker: "Walker", run: "Run
                     extra["items"] = d.item_count
                 if ack is not None and ack.ok:
                     extra["ack"] = ack.job_id
-                    walker._record(run, frame, pop, "pending", "async", started_wall, started, rec, extra=extra,
+                    walker.record_step(run, frame, pop, "pending", "async", started_wall, started, rec, extra=extra,
                                    input_value=d.input)
                 else:
-                    walker._record(run, frame, pop, "error", "async", started_wall, started, rec, extra=extra,
+                    walker.record_step(run, frame, pop, "error", "async", started_wall, started, rec, extra=extra,
                                    error=ack.error if ack is not None else "dispatch failed", input_value=d.input)
         # one release per suspend: at most one claim can have been won (units that failed at
         # dispatch, with no interactions, are released by the drain below)
         claim = claims[0] if claims else None
         if claim is None:
-            release = drained if (drained is not None or not syncs) else await service.run_store(drain)
+            release = drained if (drained is not None or not syncs) else await service.call(drain)
             if release is not None and release.won:
                 claim = release.claim
         if claim is None and handoff.done():
@@ -136,39 +121,34 @@ async def park_barrier(engine: "ContinuationEngine", walker: "Walker", run: "Run
         rec.event("continuation.suspend", data)
         run.status = "suspended"
         return
-    await continue_inline(engine, walker, run, frame, claim, {p.name: p for p, _ in members})
+    await continue_inline(service, walker, run, frame, claim, {p.name: p for p, _ in members})
 
 
-async def continue_inline(engine: "ContinuationEngine", walker: "Walker", run: "Run", frame: "Frame",
+async def continue_inline(service: "Services", walker: "OpRunner", run: Run, frame: Frame,
                           claim: ClaimRecord, pops: dict[str, "PreparedOp"] | None = None) -> None:
     """The request drained its own suspend: go on as a new segment in the same request."""
-    from txcl.continuations.engine import set_claim
-    from txcl.continuations.resume import apply_members
-
-    store = engine.service.store
+    store = service.store
     rec = recorder_of(frame)
     rec.event("continuation.resume", {"run_id": run.run_id, "origin_rid": run.origin_rid, "stage": claim.stage,
                                       "visit": claim.visit, "snapshot_id": run.snapshot_id,
                                       "attempt": claim.attempt, "inline": True})
     set_claim(run, claim.segment_id, claim.claim_token)
     try:
-        bundle = store.claim_resume(claim.run_id, claim.claim_token)  # a short read
+        bundle = await service.call(store.claim_resume, claim.run_id, claim.claim_token)
     except RunLost as exc:
         run_lost(run, exc)
         return
     apply_members(walker, run, frame, bundle.members, rec, pops)
 
 
-async def _run_sync_member(engine: "ContinuationEngine", walker: "Walker", run: "Run", frame: "Frame",
-                           pop: "PreparedOp", dispatch: Dispatch) -> list[ClaimRecord]:
+async def _run_sync_member(service: "Services", walker: "OpRunner", frame: Frame, pop: "PreparedOp",
+                           dispatch: Dispatch, run: Run) -> list[ClaimRecord]:
     """Run a sync sibling under its normal timeout (its tail included) and admit the outcome
     as its terminal (source `sync`; an error stays best effort)."""
-    from txcl.runtime.state import Frame as _Frame
-
-    scratch = _Frame(frame.stack, frame.scope, frame.stage, frame.visit)
+    scratch = Frame(frame.stack, frame.scope, frame.stage, frame.visit)
     scratch.rec = recorder_of(frame)
     if pop.op.target is None:
-        walker._finish_op(run, scratch, pop, {}, True, "noop", time.time(), time.perf_counter(), scratch.rec)
+        walker.finish_op(run, scratch, pop, {}, True, "noop", time.time(), time.perf_counter(), scratch.rec)
     else:
         await walker.run_op(run, scratch, pop, scratch.rec)
     outcome = scratch.outcomes.get(pop.name)
@@ -178,35 +158,30 @@ async def _run_sync_member(engine: "ContinuationEngine", walker: "Walker", run: 
         status, payload = "completed", outcome.output
     else:
         status, payload = "failed", {"message": outcome.error if outcome is not None else "op did not run"}
-    _, release = await engine.service.complete(dispatch.opc, status, payload, source="sync",
-                                               best_effort=status == "failed", transport=transport)
+    _, release = await service.complete(dispatch.opc, status, payload, source="sync",
+                                        best_effort=status == "failed", transport=transport)
     if release is not None and release.won and release.claim is not None:
         return [release.claim]
     return []
 
 
-async def rerun_sync_member(service: Any, opc: str) -> None:
-    """§5.9: a barrier's sync sibling whose outcome was never recorded (the parking process
-    died) is re-run here from its stored input against the run's snapshot (at-least-once)
-    and admitted like the original would have been."""
-    from txcl.continuations.resume import rebuild_op
-    from txcl.runtime.state import Frame, Run
-    from txcl.values.merge import deep_copy
-
+async def rerun_sync_member(service: "Services", opc: str) -> None:
+    """A barrier's sync sibling whose outcome was never recorded (the parking process died)
+    is re-run here from its stored input against the run's snapshot (at least once) and
+    admitted like the original would have been."""
     store = service.store
-    interaction = await asyncio.to_thread(store.get_interaction, opc)
-    if interaction is None or store.get_terminal(opc) is not None:
+    interaction = await service.call(store.get_interaction, opc)
+    if interaction is None or await service.call(store.get_terminal, opc) is not None:
         return
-    unit = store.get_unit(interaction.unit_id)
-    run_record = store.get_run(interaction.run_id)
+    unit = await service.call(store.get_unit, interaction.unit_id)
+    run_record = await service.call(store.get_run, interaction.run_id)
     if unit is None or run_record is None or unit.status != "waiting":
         return
-    suspend = next((s for s in store.list_suspends(run_record.run_id)
-                    if any(m[0] == unit.unit_id for m in s.members)), None)
+    suspends = await service.call(store.list_suspends, run_record.run_id)
+    suspend = next((s for s in suspends if any(m[0] == unit.unit_id for m in s.members)), None)
     if suspend is None:
         return
-    tree = service.tree_for_snapshot(run_record.snapshot_id)
-    walker = service.interpreter(tree).walker
+    walker = service.walker_for(run_record.snapshot_id)
     state = dict(suspend.budgets or {})
     info = state.pop("frame", None) or {}
     state["envelope"] = deep_copy(suspend.envelope)
@@ -216,25 +191,16 @@ async def rerun_sync_member(service: Any, opc: str) -> None:
     if pop is None:
         return
     if isinstance(interaction.input, dict):
-        import attrs
-
         pop.prepared = attrs.evolve(pop.prepared, dispatched=interaction.input)
     frame = Frame(info.get("stack", run.stack), int(info.get("scope", unit.op_scope or 0)),
                   info.get("stage", suspend.stage), int(info.get("visit", 1)))
-    from txcl.trace.recorder import TraceRecorder
-
     frame.rec = TraceRecorder("off", "", "", "")
     dispatch = Dispatch(opc=opc, token=None, run_id=run_record.run_id, unit_id=unit.unit_id, op_name=unit.op_name,
                         op_stack=unit.op_stack, stage=suspend.stage, exec_target=unit.exec_target,
                         directives=unit.directives, item_index=0, item_count=1, kind="sync",
                         input=interaction.input, deadline_ms=None, attempts=interaction.attempts)
-    claims = await _run_sync_member(_EngineRef(service), walker, run, frame, pop, dispatch)
-    for claim in claims:
+    for claim in await _run_sync_member(service, walker, frame, pop, dispatch, run):
         service.start_resume(claim)
 
 
-class _EngineRef:
-    """The little of an engine `_run_sync_member` needs."""
-
-    def __init__(self, service: Any):
-        self.service = service
+__all__ = ["park_barrier", "continue_inline", "rerun_sync_member"]

@@ -1,15 +1,15 @@
-"""`mode = "continuable"` (CONTINUATIONS.md §2.4): synchronous when quick, promoted to a
-continuation when slow.
+"""``mode = "continuable"``: synchronous when quick, promoted to a continuation when slow.
 
-1. preconditions (each ends the request with `txcl_continuable_invalid`, HTTP 500): alone in
-   its scope's set; no `join_at_scope` (DJ-6 message); `continue_after` > 0 and shorter than
-   the op's timeout;
+1. preconditions (each ends the request with ``txcl_continuable_invalid``, HTTP 500): alone in
+   its scope's set; no ``join_at_scope`` (that needs ``mode = "async"``); ``continue_after``
+   greater than 0 and shorter than the op's timeout;
 2. the op starts as a detached task with its own deadline (start + timeout);
-3. it finishes first → tail, merge, step `ok` (transport `continuable`); an op error ends the
-   request with `txcl_op_failed` (502);
-4. `continue_after` passes first → promotion: P2 (kind `promotion`, one `local` unit, no
-   token, deadline = start + timeout), the client gets the suspend answer; when the task
-   ends it admits its terminal (P4, source `local`), P5 releases, and this process resumes;
+3. it finishes first → tail, merge, step ``ok`` (transport ``continuable``); an op error ends
+   the request with ``txcl_op_failed`` (502);
+4. ``continue_after`` passes first → promotion: a ``promotion`` suspend with one ``local``
+   unit (no token, deadline = start + timeout) and the client gets the suspend answer; when
+   the task ends it admits its outcome (source ``local``), the release follows and this
+   process resumes the run;
 5. a process that dies loses the task: the run expires at its deadline.
 """
 
@@ -19,24 +19,18 @@ import asyncio
 import time
 from typing import TYPE_CHECKING, Any
 
-from txcl.continuations.engine import (
-    OpClass,
-    _base_spec,
-    adopt_run,
-    fence_of,
-    recorder_of,
-    run_lost,
-    run_spec,
-    run_state,
-)
+from txcl.continuations.model import OpClass, base_spec
+from txcl.continuations.policy import OP_FAILED
+from txcl.continuations.segment import adopt_run, fence_of, recorder_of, run_lost, run_spec, run_state
+from txcl.runtime.budget import DISPATCH_FUEL
 from txcl.runtime.dispatch import OpError
+from txcl.runtime.state import OpOutcome
 from txcl.store.errors import RunLost
 from txcl.values.coerce import duration_to_ms
 
 if TYPE_CHECKING:
-    from txcl.continuations.engine import ContinuationEngine
+    from txcl.continuations.ports import OpRunner, Services
     from txcl.runtime.state import Frame, PreparedOp, Run
-    from txcl.runtime.walker import Walker
 
 INVALID = "txcl_continuable_invalid"
 
@@ -55,9 +49,9 @@ def _duration(directives: dict, key: str, default: int) -> int | None:
     return ms
 
 
-async def run_continuable(engine: "ContinuationEngine", walker: "Walker", run: "Run", frame: "Frame",
+async def run_continuable(service: "Services", walker: "OpRunner", run: "Run", frame: "Frame",
                           classes: list[tuple["PreparedOp", OpClass]]) -> list["PreparedOp"]:
-    settings = engine.service.settings
+    settings = service.settings
     pop, opclass = next((p, c) for p, c in classes if c.kind == "continuable")
     if len(classes) != 1:
         _invalid(run, f'mode = "continuable" requires a solo scope; scope {frame.scope} has {len(classes)} ops')
@@ -80,8 +74,6 @@ async def run_continuable(engine: "ContinuationEngine", walker: "Walker", run: "
     started_wall, started = time.time(), time.perf_counter()
     start_ms = int(started_wall * 1000)
     op_input = walker.stamped_input(frame, pop, target, pop.prepared.dispatched)
-    from txcl.runtime.budget import DISPATCH_FUEL
-
     run.budget.charge(DISPATCH_FUEL)  # a continuable op is a normal EXEC until it is promoted
 
     async def call() -> Any:
@@ -93,39 +85,39 @@ async def run_continuable(engine: "ContinuationEngine", walker: "Walker", run: "
         done, _ = await asyncio.wait({task}, timeout=continue_after / 1000.0)
     except asyncio.CancelledError:  # the client went away before promotion: cancel the op (step 5)
         task.cancel()
-        walker._record(run, frame, pop, "cancelled", "continuable", started_wall, started, rec,
+        walker.record_step(run, frame, pop, "cancelled", "continuable", started_wall, started, rec,
                        error="cancelled", input_value=op_input)
         raise
     if task in done:
         try:
             raw = task.result()
         except OpError as exc:
-            walker._record(run, frame, pop, exc.status, "continuable", started_wall, started, rec,
+            walker.record_step(run, frame, pop, exc.status, "continuable", started_wall, started, rec,
                            error=exc.message, input_value=op_input)
-            run.fail({"error": {"code": "txcl_op_failed", "message": f"op {pop.name} failed: {exc.message}",
-                                "op": pop.name}}, 502, reason="txcl_op_failed")
+            run.fail({"error": {"code": OP_FAILED, "message": f"op {pop.name} failed: {exc.message}",
+                                "op": pop.name}}, 502, reason=OP_FAILED)
             return []
         output, error, dropped = walker.tail(run, frame, pop, raw, bool(target.trusted))
-        walker._note_drops(rec, pop, dropped)
+        walker.note_dropped(rec, pop, dropped)
         from txcl.runtime.state import OpOutcome
 
         if output is None:
-            walker._record(run, frame, pop, "error", "continuable", started_wall, started, rec, error=error,
+            walker.record_step(run, frame, pop, "error", "continuable", started_wall, started, rec, error=error,
                            input_value=op_input)
-            run.fail({"error": {"code": "txcl_op_failed", "message": f"op {pop.name} failed: {error}",
-                                "op": pop.name}}, 502, reason="txcl_op_failed")
+            run.fail({"error": {"code": OP_FAILED, "message": f"op {pop.name} failed: {error}",
+                                "op": pop.name}}, 502, reason=OP_FAILED)
             return []
         frame.outcomes[pop.name] = OpOutcome(pop.name, output, "ok")
         frame.ran.append(pop.op)
-        walker._record(run, frame, pop, "ok", "continuable", started_wall, started, rec, input_value=op_input,
+        walker.record_step(run, frame, pop, "ok", "continuable", started_wall, started, rec, input_value=op_input,
                        output_value=output)
         return []
     # promotion (step 4)
-    spec = _base_spec(run, frame, pop, "local", [op_input], deadline_ms=start_ms + timeout)
+    spec = base_spec(frame, pop, "local", [op_input], deadline_ms=start_ms + timeout)
     try:
-        park = await engine.service.run_store(
-            engine.service.store.park_suspend, run_spec(engine, walker, run), fence_of(run), stage=frame.stage,
-            kind="promotion", envelope=run.envelope, budgets=run_state(run, frame), units=[spec])
+        park = await service.call(
+            service.store.park_suspend, run_spec(run, service.snapshot_of(walker.tree)), fence_of(run),
+            stage=frame.stage, kind="promotion", envelope=run.envelope, budgets=run_state(run, frame), units=[spec])
     except RunLost as exc:
         task.cancel()
         run_lost(run, exc)
@@ -134,20 +126,18 @@ async def run_continuable(engine: "ContinuationEngine", walker: "Walker", run: "
     opc = park.dispatches[0].opc if park.dispatches else None
     rec.event("stage.promote-to-continuation", {"stage": frame.stage, "op": pop.name, "run_id": run.run_id,
                                                 "continue_after_ms": continue_after})
-    walker._record(run, frame, pop, "pending", "continuable", started_wall, started, rec, input_value=op_input,
+    walker.record_step(run, frame, pop, "pending", "continuable", started_wall, started, rec, input_value=op_input,
                    extra={"unit_id": park.unit_ids[0] if park.unit_ids else None})
     rec.event("continuation.suspend", {"run_id": run.run_id, "stage": frame.stage, "visit": park.visit,
                                        "kind": "promotion"})
     run.status = "suspended"
     if opc is not None:
-        engine.service.spawn(_finish_promoted(engine, task, opc, bool(target.trusted), target.transport))
+        service.spawn(_finish_promoted(service, task, opc, target.transport))
     return []
 
 
-async def _finish_promoted(engine: "ContinuationEngine", task: asyncio.Task, opc: str, trusted: bool,
-                           transport: str) -> None:
-    """The detached op's end: admit its terminal (source `local`), release, resume here."""
-    service = engine.service
+async def _finish_promoted(service: "Services", task: asyncio.Task, opc: str, transport: str) -> None:
+    """The detached op's end: admit its outcome (source `local`), release, resume here."""
     try:
         raw = await task
         status, payload = "completed", raw if raw is not None else {}
@@ -171,3 +161,6 @@ def _show(value: Any) -> str:
     from txcl.values.jsonio import dumps
 
     return dumps(value)
+
+
+__all__ = ["run_continuable", "INVALID"]

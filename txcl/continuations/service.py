@@ -1,37 +1,36 @@
 """The continuation service of one process: store, settings, snapshots, worker dispatch,
-completions and resumes, shared by the web server, `txcl run`, `txcl complete` and
-`txcl sweep`.
+completions and resumes, shared by `txcl serve`, `txcl run`, `txcl complete` and `txcl sweep`.
 
-    store = open_durable_store(path)
+    store = open_run_store(db, settings)
     service = ContinuationService(store, settings, workspace=ws)
     interp = service.interpreter(tree)           # Interpreter with the continuation hooks
     outcome = await interp.run(envelope, stack)  # Completed | Failed | Suspended
 
 In-process state is a cache only: parks in flight (so a release won by a callback while the
 parking request is still sending can be handed back to that request, which then continues
-inline, §2.2 step 4) and the background resume tasks.
+inline without a 202) and the background resume tasks. Store calls go through the lane
+(`call`, `call_batched`, `apart`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
-import functools
 import json
 import logging
-import os
-import threading
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 from txcl.continuations.engine import ContinuationEngine
-from txcl.continuations.worker_client import AckResult, DispatchClient, post_dispatch
+from txcl.continuations.lane import StoreLane
 from txcl.continuations.policy import POLICY, normalize_error
+from txcl.continuations.resume import resume_run
+from txcl.continuations.worker_client import AckResult, DispatchClient, post_dispatch
 from txcl.store import open_store
 from txcl.store.records import AdmitResult, ClaimRecord, Dispatch, ReleaseResult
 from txcl.store.store import DatabaseStore
 
 log = logging.getLogger("txcl.continuations")
+T = TypeVar("T")
 
 
 def open_run_store(db: str | Path, settings: Any = None, **kwargs: Any) -> DatabaseStore:
@@ -42,110 +41,12 @@ def open_run_store(db: str | Path, settings: Any = None, **kwargs: Any) -> Datab
     return open_store(db, policy=POLICY, **kwargs)
 
 
-class StoreLane:
-    """The service's store calls, run in order on one thread of their own.
-
-    Store procedures block (a commit's fsync, another process's write lock), so they never run
-    on the event loop. One thread suffices — SQLite serialises writers anyway — and lets calls
-    that queue up while it is busy share a commit: consecutive calls submitted as batchable run
-    through ``store.run_batch`` (one write transaction, a savepoint per call, one COMMIT). A
-    call's result is handed back only after the commit that made it durable, so everything
-    a caller does with it (answer a callback, send a worker POST, run P5 after P4) still
-    happens after its own writes are durable. Calls whose steps need separate commits (P4 then
-    P5) are submitted one step at a time, or run unbatched."""
-
-    MAX_BATCH = 64
-
-    def __init__(self, store: Any) -> None:
-        self.store = store
-        self.can_batch = callable(getattr(store, "run_batch", None))
-        self._jobs: collections.deque = collections.deque()
-        self._cond = threading.Condition(threading.Lock())
-        self._thread: threading.Thread | None = None
-        self._pid = 0
-        self._closing = False
-
-    def submit(self, fn: Callable[..., Any], args: tuple, kwargs: dict, batchable: bool) -> asyncio.Future:
-        loop = asyncio.get_running_loop()
-        future = loop.create_future()
-        with self._cond:
-            self._jobs.append((fn, args, kwargs, batchable and self.can_batch, future, loop))
-            thread = self._thread
-            if thread is None or self._pid != os.getpid() or not thread.is_alive():
-                self._closing = False
-                self._pid = os.getpid()
-                self._thread = threading.Thread(target=self._work, name="txcl-store", daemon=True)
-                self._thread.start()
-            else:
-                self._cond.notify()
-        return future
-
-    def close(self) -> None:
-        """Let the thread end once the calls already queued have run."""
-        with self._cond:
-            self._closing = True
-            self._cond.notify()
-
-    def _work(self) -> None:
-        while True:
-            with self._cond:
-                while not self._jobs:
-                    if self._closing:
-                        self._thread = None
-                        return
-                    self._cond.wait()
-                jobs = list(self._jobs)
-                self._jobs.clear()
-            i = 0
-            while i < len(jobs):
-                group = [jobs[i]]
-                i += 1
-                if group[0][3]:
-                    while i < len(jobs) and jobs[i][3] and len(group) < self.MAX_BATCH:
-                        group.append(jobs[i])
-                        i += 1
-                self._run(group)
-
-    def _run(self, group: list) -> None:
-        live = [job for job in group if not job[4].cancelled()]  # a caller gone before the call started
-        if not live:
-            return
-        calls = [functools.partial(fn, *args, **kwargs) for fn, args, kwargs, *_ in live]
-        try:
-            if len(calls) == 1:
-                try:
-                    outcomes = [(True, calls[0]())]
-                except BaseException as exc:  # noqa: BLE001 - handed to the caller
-                    outcomes = [(False, exc)]
-            else:
-                outcomes = self.store.run_batch(calls)
-        except BaseException as exc:  # noqa: BLE001 - handed to every caller of the batch
-            outcomes = [(False, exc)] * len(calls)
-        by_loop: dict[Any, list] = {}
-        for job, outcome in zip(live, outcomes):
-            by_loop.setdefault(job[5], []).append((job[4], outcome))
-        for loop, items in by_loop.items():
-            try:
-                loop.call_soon_threadsafe(_settle_futures, items)
-            except RuntimeError:  # that loop is closed: nobody is waiting any more
-                pass
-
-
-def _settle_futures(items: list) -> None:
-    for future, (ok, value) in items:
-        if future.done():
-            continue
-        if ok:
-            future.set_result(value)
-        else:
-            future.set_exception(value)
-
-
 class ContinuationService:
     """One process's continuation machinery (see the module docstring)."""
 
     def __init__(self, store: Any, settings: Any, *, workspace: Path | None = None,
-                 trace_sink: Callable[[Any], None] | None = None, callback_base_url: str | None = None):
+                 trace_sink: Callable[[Any], None] | None = None, callback_base_url: str | None = None,
+                 inline_store: bool = False):
         self.store = store
         self.settings = settings
         self.workspace = Path(workspace) if workspace is not None else None
@@ -153,7 +54,7 @@ class ContinuationService:
         self.callback_base_url = callback_base_url if callback_base_url is not None else settings.callback_base_url
         self.engine = ContinuationEngine(self)
         self.materialize = POLICY.materialize
-        if getattr(store, "policy", POLICY) is None:
+        if store.policy is None:
             store.use_policy(POLICY)
         self._snapshots: dict[int, tuple[Any, str, bytes]] = {}
         self._trees: dict[str, Any] = {}
@@ -167,12 +68,14 @@ class ContinuationService:
         self._listening: Any = None  # the loop whose waiters the store's change notices wake
         self.suspended_envelopes: dict[str, dict] = {}  # rid -> envelope at the suspend (202 body)
         self.before_dispatch: Callable[[], None] | None = None  # e.g. `txcl run`'s one-time warning
-        # Store calls run on the store lane's thread (StoreLane) so a commit's fsync (or a busy
-        # wait on another process's write lock) never stalls the event loop of `txcl serve`;
-        # one-shot commands (`txcl run`, `complete`, `sweep`) run them inline and save the
-        # thread hand-offs.
-        self.inline_store = False
-        self.lane = StoreLane(store)
+        self.lane = StoreLane(store, inline=inline_store)
+
+    def remember_suspended(self, rid: str, envelope: dict) -> None:
+        """The envelope at a request's suspend, for its 202 answer (the oldest forgotten first
+        when answers are never collected)."""
+        self.suspended_envelopes[rid] = envelope
+        if len(self.suspended_envelopes) > 10_000:
+            self.suspended_envelopes.pop(next(iter(self.suspended_envelopes)))
 
     # ------------------------------------------------------------------ trees and snapshots
     def snapshot_of(self, tree: Any) -> tuple[str, bytes]:
@@ -200,6 +103,10 @@ class ContinuationService:
             self._trees[snapshot_id] = tree
         return tree
 
+    def walker_for(self, snapshot_id: str | None) -> Any:
+        """The walker over a run's frozen ops snapshot."""
+        return self.interpreter(self.tree_for_snapshot(snapshot_id)).walker
+
     def interpreter(self, tree: Any) -> Any:
         """An Interpreter over `tree` with the continuation hooks (cached per tree)."""
         interp = self._interps.get(id(tree))
@@ -220,18 +127,13 @@ class ContinuationService:
         else:
             self.store.write_traces([record])
 
-    async def run_store(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """Call a (blocking) store procedure: on the store lane's thread, or inline (`inline_store`)."""
-        if self.inline_store:
-            return fn(*args, **kwargs)
-        return await self.lane.submit(fn, args, kwargs, False)
+    async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """One store call through the lane (see txcl.continuations.lane)."""
+        return await self.lane.call(fn, *args, **kwargs)
 
-    async def run_store_batched(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """`run_store` for a call of exactly one write transaction that may share its commit
-        with other such calls queued at the same time (StoreLane)."""
-        if self.inline_store:
-            return fn(*args, **kwargs)
-        return await self.lane.submit(fn, args, kwargs, True)
+    async def call_batched(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """A one-transaction store call that may share its commit with others queued with it."""
+        return await self.lane.call_batched(fn, *args, **kwargs)
 
     # ------------------------------------------------------------------ worker dispatch
     def http(self) -> Any:
@@ -277,21 +179,21 @@ class ContinuationService:
         failed = [r for r in results if not r.ok]
         after_result = None
         if acked and after is None:
-            await self.run_store_batched(self.store.mark_ack, acked)  # P3 may share a commit
+            await self.call_batched(self.store.mark_ack, acked)  # P3 may share a commit
         elif acked or (after is not None and not failed):
             def step() -> Any:
                 if acked:
                     self.store.mark_ack(acked)
                 return after() if after is not None and not failed else None
 
-            after_result = await self.run_store(step)
+            after_result = await self.call(step)
         claims: list[ClaimRecord] = []
         for r in failed:
             _, release = await self.complete(r.opc, "failed", {"message": r.error}, source="ack")
             if release is not None and release.won and release.claim is not None:
                 claims.append(release.claim)
         if after is not None and failed:
-            after_result = await self.run_store(after)
+            after_result = await self.call(after)
         return results, claims, after_result
 
     def send_later(self, dispatches: list[Dispatch] | tuple[Dispatch, ...], origin_rid: str | None = None) -> None:
@@ -311,7 +213,7 @@ class ContinuationService:
                        best_effort: bool = False, transport: str | None = None
                        ) -> tuple[AdmitResult, ReleaseResult | None]:
         """P4 then (when admitted) P5 for one interaction; promoted items are sent."""
-        admit = await self.run_store_batched(self.store.admit_terminal, opc, status, payload, source=source,
+        admit = await self.call_batched(self.store.admit_terminal, opc, status, payload, source=source,
                                              token=token, best_effort=best_effort, transport=transport)
         return await self.continue_admitted(admit)
 
@@ -324,14 +226,14 @@ class ContinuationService:
         once instead of leaving it to the sweeper. P5 is idempotent (compare-and-swap on the
         child, one release per suspend)."""
         if admit.outcome == "duplicate":
-            release = await self.run_store_batched(self.store.continue_release, admit.opc,
+            release = await self.call_batched(self.store.continue_release, admit.opc,
                                                    materialize=self.materialize)
             return admit, release
         if admit.outcome != "admitted":
             return admit, None
         if admit.dispatches:
             self.send_later(admit.dispatches)
-        release = await self.run_store_batched(self.store.continue_release, admit.opc,
+        release = await self.call_batched(self.store.continue_release, admit.opc,
                                                child_version=admit.child_version, materialize=self.materialize)
         return admit, release
 
@@ -357,8 +259,6 @@ class ContinuationService:
         self.spawn(self.drive_resume(claim))
 
     async def drive_resume(self, claim: ClaimRecord) -> Any:
-        from txcl.continuations.resume import resume_run
-
         outcome = await resume_run(self, claim)
         for listener in list(self.resume_listeners):
             try:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from typing import Any
 
+from txcl.continuations.barrier import rerun_sync_member
 from txcl.continuations.sweeper import SweepConfig, SweepReport, sweep
 from txcl.store.errors import StoreUnavailable
 
@@ -34,25 +34,16 @@ async def sweep_once(service: Any) -> SweepReport:
     settings = service.settings
 
     def purge_traces() -> int:
-        fn = getattr(store, "purge_traces", None)
-        if fn is None:
-            return 0
-        return int(fn(int(time.time() * 1000) - settings.trace_retention) or 0)
+        return int(store.purge_traces(store.now_ms() - settings.trace_retention) or 0)
 
-    report = await asyncio.to_thread(sweep, store, sweep_config(settings), materialize=service.materialize,
-                                     extra_purges=(purge_traces,))
-    for run_id in report.expired:
-        service.notify_run(run_id)
-    for run_id in report.stale_failed:
-        service.notify_run(run_id)
+    report = await service.lane.apart(sweep, store, sweep_config(settings), materialize=service.materialize,
+                                      extra_purges=(purge_traces,))
     outgoing = [*report.resent, *report.promoted]
     if outgoing:
         service.send_later(outgoing)
     for claim in report.resumes_to_drive:
         service.start_resume(claim)
     if report.sync_to_rerun:
-        from txcl.continuations.barrier import rerun_sync_member
-
         for opc in report.sync_to_rerun:
             service.spawn(rerun_sync_member(service, opc))
     return report

@@ -222,6 +222,10 @@ def json_type(value: Any) -> str:
         return "string"
     if isinstance(value, list):
         return "array"
+    if isinstance(value, dict):
+        return "object"
+    if value is None:
+        return "null"
     return type(value).__name__
 
 

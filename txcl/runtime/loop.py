@@ -55,11 +55,11 @@ async def run_loop(walker: "Walker", run: "Run", frame: "Frame", pop: "PreparedO
     transport = target.transport
     problem = _admission_error(walker, pop)
     if problem is not None:
-        walker._op_failed(run, frame, pop, OpError(problem), transport, started_wall, started, rec, None)
+        walker.op_failed(run, frame, pop, OpError(problem), transport, started_wall, started, rec, None)
         return
-    timeout_ms, problem = walker._op_timeout(pop.directives, walker.settings.loop_timeout)
+    timeout_ms, problem = walker.op_timeout(pop.directives, walker.settings.loop_timeout)
     if problem is not None:
-        walker._op_failed(run, frame, pop, OpError(problem), transport, started_wall, started, rec, None)
+        walker.op_failed(run, frame, pop, OpError(problem), transport, started_wall, started, rec, None)
         return
     loop = pop.op.rule.loop
     maximum = loop.max if loop.max is not None else DEFAULT_MAX
@@ -106,7 +106,7 @@ async def run_loop(walker: "Walker", run: "Run", frame: "Frame", pop: "PreparedO
             break
         if not trusted and raw:
             raw, dropped = sanitize_untrusted(raw)
-            walker._note_drops(rec, pop, dropped)
+            walker.note_dropped(rec, pop, dropped)
         if raw:
             merge_into(accumulator, raw)
             merge_into(view, raw)
@@ -154,7 +154,7 @@ async def run_loop(walker: "Walker", run: "Run", frame: "Frame", pop: "PreparedO
     if directives is not pop.prepared.directives:
         pop_for_tail = attrs.evolve(pop, prepared=attrs.evolve(pop.prepared, directives=directives))
     output, tail_error, dropped = walker.tail(run, frame, pop_for_tail, accumulator, True)
-    walker._note_drops(rec, pop, dropped)
+    walker.note_dropped(rec, pop, dropped)
     if output is None:
         output = {}
         error = error or tail_error
@@ -164,7 +164,7 @@ async def run_loop(walker: "Walker", run: "Run", frame: "Frame", pop: "PreparedO
 
     frame.outcomes[pop.name] = OpOutcome(pop.name, output, "ok", error)
     frame.ran.append(pop.op)
-    walker._record(run, frame, pop, "ok", transport, started_wall, started, rec, error=error,
+    walker.record_step(run, frame, pop, "ok", transport, started_wall, started, rec, error=error,
                    input_value=first_input, output_value=output, extra={"passes": passes, "stop": stop})
 
 

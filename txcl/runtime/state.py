@@ -42,6 +42,9 @@ class Run:
     joins: list[dict] = attrs.Factory(list)
     reason: str | None = None
     started_monotonic: float = 0.0
+    # what the walk hooks keep about the segment driving this run (the continuations layer's
+    # typed `txcl.continuations.segment.Segment`); never serialised
+    segment: Any = None
 
     @property
     def finished(self) -> bool:

@@ -193,7 +193,7 @@ class Walker:
             return None
         if stack not in run.stacks_seen:
             run.stacks_seen.append(stack)
-            omit, redact = self._redaction_paths(stack)
+            omit, redact = self.redaction_paths(stack)
             if omit or redact:
                 rec.add_redactions(omit, redact)
         visits = run.visits
@@ -284,11 +284,11 @@ class Walker:
             if pop.op.target is not None:
                 remote.append(pop)
             else:
-                self._finish_op(run, frame, pop, {}, True, "noop", time.time() if timed else 0.0,
+                self.finish_op(run, frame, pop, {}, True, "noop", time.time() if timed else 0.0,
                                 time.perf_counter() if timed else 0.0, rec)
         return remote
 
-    def _op_timeout(self, directives: dict, default_ms: int) -> tuple[int, str | None]:
+    def op_timeout(self, directives: dict, default_ms: int) -> tuple[int, str | None]:
         raw = directives.get("timeout") if directives else None
         if raw is None:
             return default_ms, None
@@ -386,9 +386,9 @@ class Walker:
         mocked = self._is_mocked(run, op)
         transport = "mock" if mocked else target.transport
         trusted = False if mocked else target.trusted
-        timeout_ms, problem = self._op_timeout(pop.directives, self.settings.op_timeout)
+        timeout_ms, problem = self.op_timeout(pop.directives, self.settings.op_timeout)
         if problem is not None:
-            self._op_failed(run, frame, pop, OpError(problem), transport, started_wall, started, rec, None)
+            self.op_failed(run, frame, pop, OpError(problem), transport, started_wall, started, rec, None)
             return
         run.budget.charge(DISPATCH_FUEL)
         op_input = self.stamped_input(frame, pop, target, pop.prepared.dispatched)
@@ -398,13 +398,13 @@ class Walker:
             else:
                 raw, http_info = await self.call_target(run, frame, pop, target, op_input, pop.directives, timeout_ms)
         except OpError as exc:
-            self._op_failed(run, frame, pop, exc, transport, started_wall, started, rec, op_input)
+            self.op_failed(run, frame, pop, exc, transport, started_wall, started, rec, op_input)
             return
         except asyncio.CancelledError:
-            self._record(run, frame, pop, "cancelled", transport, started_wall, started, rec,
+            self.record_step(run, frame, pop, "cancelled", transport, started_wall, started, rec,
                          error="cancelled", input_value=op_input)
             raise
-        self._finish_op(run, frame, pop, raw, trusted, transport, started_wall, started, rec,
+        self.finish_op(run, frame, pop, raw, trusted, transport, started_wall, started, rec,
                         input_value=op_input, http_info=http_info)
 
     # ================================================================ the per-op tail
@@ -454,12 +454,12 @@ class Walker:
                     del finished.output["_txc"]
         return finished.output, None, dropped
 
-    def _finish_op(self, run: Run, frame: Frame, pop: PreparedOp, raw: Any, trusted: bool, transport: str,
+    def finish_op(self, run: Run, frame: Frame, pop: PreparedOp, raw: Any, trusted: bool, transport: str,
                    started_wall: float, started: float, rec: TraceRecorder, *, input_value: Any = None,
                    http_info: Any = None, extra: dict | None = None) -> None:
         output, error, dropped = self.tail(run, frame, pop, raw, trusted, http_info)
         if dropped:
-            self._note_drops(rec, pop, dropped)
+            self.note_dropped(rec, pop, dropped)
         if frame.ttl_raise_ignored:
             rec.event("budget.ttl_raise_ignored", {"op": pop.name, "ttl": run.budget.ttl})
             frame.ttl_raise_ignored = False
@@ -468,7 +468,7 @@ class Walker:
         if output is None:
             frame.outcomes[name] = OpOutcome(name, None, "error", error)
             frame.ran.append(op)
-            self._record(run, frame, pop, "error", transport, started_wall, started, rec, error=error,
+            self.record_step(run, frame, pop, "error", transport, started_wall, started, rec, error=error,
                          input_value=input_value, extra=extra)
             return
         frame.outcomes[name] = OpOutcome(name, output, "ok", None)
@@ -477,10 +477,10 @@ class Walker:
             txc = output.get("_txc")
             if isinstance(txc, dict) and bool_form(txc.get("halt")):
                 frame.halt_event.set()
-        self._record(run, frame, pop, "ok", transport, started_wall, started, rec,
+        self.record_step(run, frame, pop, "ok", transport, started_wall, started, rec,
                      input_value=input_value, output_value=output, extra=extra)
 
-    def _op_failed(self, run: Run, frame: Frame, pop: PreparedOp, exc: OpError, transport: str,
+    def op_failed(self, run: Run, frame: Frame, pop: PreparedOp, exc: OpError, transport: str,
                    started_wall: float, started: float, rec: TraceRecorder, input_value: Any,
                    extra: dict | None = None) -> None:
         frame.outcomes[pop.name] = OpOutcome(pop.name, None, exc.status, exc.message)
@@ -489,15 +489,15 @@ class Walker:
         if tb and rec.enabled:
             extra = dict(extra or {})
             extra["traceback"] = tb
-        self._record(run, frame, pop, exc.status, transport, started_wall, started, rec, error=exc.message,
+        self.record_step(run, frame, pop, exc.status, transport, started_wall, started, rec, error=exc.message,
                      input_value=input_value, extra=extra)
 
-    def _note_drops(self, rec: TraceRecorder, pop: PreparedOp, dropped: list[str]) -> None:
+    def note_dropped(self, rec: TraceRecorder, pop: PreparedOp, dropped: list[str]) -> None:
         if rec.enabled:
             for path in dropped:
                 rec.event("envelope.reserved_write_dropped", {"path": path, "op": pop.name})
 
-    def _record(self, run: Run, frame: Frame, pop: PreparedOp, status: str, transport: str, started_wall: float,
+    def record_step(self, run: Run, frame: Frame, pop: PreparedOp, status: str, transport: str, started_wall: float,
                 started: float, rec: TraceRecorder, *, error: str | None = None, input_value: Any = None,
                 output_value: Any = None, extra: dict | None = None) -> None:
         if not rec.enabled:
@@ -527,29 +527,14 @@ class Walker:
     # ================================================================ end of scope
     def complete_scope(self, run: Run, frame: Frame, rec: TraceRecorder) -> None:
         """§3.2 steps 13–16: merge in op-name order, SET POST, deletes, control, next."""
-        envelope = run.envelope
         outcomes = frame.outcomes
-        for name in (sorted(outcomes) if len(outcomes) > 1 else outcomes):
-            output = outcomes[name].output
-            if output:
-                merge_into(envelope, output)
-        ran = sorted(frame.ran, key=_by_name) if len(frame.ran) > 1 else frame.ran
-        set_post = False
+        outputs = [(name, outcomes[name].output) for name in outcomes]
         facts_of = self.facts
-        for op in ran:
-            facts = op.facts or facts_of(op)
-            if op.target is None and facts.writes_goto:
+        for op in frame.ran:
+            if op.target is None and (op.facts or facts_of(op)).writes_goto:
                 run.budget.charge(DISPATCH_FUEL)
-            set_post = set_post or facts.has_set_post
-        if set_post:
-            result = apply_set_post([op.rule for op in ran], envelope)
-            envelope = result.envelope
-            if rec.enabled:
-                for path in result.dropped:
-                    rec.event("envelope.reserved_write_dropped", {"path": path, "op": "SET POST"})
-            if result.error is not None:
-                rec.event("envelope.set_post_failed", {"stage": frame.stage, "error": result.error})
-            run.envelope = envelope
+        ran = self.merge_outputs(run, frame.stage, outputs, frame.ran, rec)
+        envelope = run.envelope
         txc = envelope.get("_txc")
         if type(txc) is dict and "delete" not in txc and "halt" not in txc and "goto" not in txc:
             control = _NO_CONTROL  # what apply_delete and read_control would find: nothing to do
@@ -561,6 +546,29 @@ class Walker:
         if rec.enabled:
             rec.event("stage.merge", {"stage": frame.stage, "ops": [op.name for op in ran]})
         self.next_position(run, frame, control, rec)
+
+    def merge_outputs(self, run: Run, stage: str, outputs: list[tuple[str, dict | None]], ran: list[OpRule],
+                      rec: TraceRecorder) -> list[OpRule]:
+        """The one merge of a scope's results: each output deep-merged into the envelope in op-name
+        order (outputs of one name keep their given order), then the SET POST of every rule that
+        ran, in op-name order. Used at the end of every scope and for results that arrive later
+        (a deferred op's join, a resumed barrier). Returns the rules in the order applied."""
+        envelope = run.envelope
+        ordered = sorted(outputs, key=_first) if len(outputs) > 1 else outputs
+        for _name, output in ordered:
+            if output:
+                merge_into(envelope, output)
+        ran = sorted(ran, key=_by_name) if len(ran) > 1 else ran
+        facts_of = self.facts
+        if any((op.facts or facts_of(op)).has_set_post for op in ran):
+            result = apply_set_post([op.rule for op in ran], envelope)
+            if rec.enabled:
+                for path in result.dropped:
+                    rec.event("envelope.reserved_write_dropped", {"path": path, "op": "SET POST"})
+            if result.error is not None:
+                rec.event("envelope.set_post_failed", {"stage": stage, "error": result.error})
+            run.envelope = result.envelope
+        return ran
 
     def next_position(self, run: Run, frame: Frame, control: Any, rec: TraceRecorder) -> None:
         """§3.2 step 16 / §3.8: halt, goto, or natural advance."""
@@ -596,7 +604,7 @@ class Walker:
         run.previous_stage = frame.stage
 
     # ================================================================ trace redaction
-    def _redaction_paths(self, stack: str) -> tuple[set, set]:
+    def redaction_paths(self, stack: str) -> tuple[set, set]:
         cached = self._redactions.get(stack)
         if cached is None:
             omit: set = set()
@@ -668,6 +676,10 @@ def _mask_hmac_keys(op: OpRule) -> str:
 
 def _by_name(op: OpRule) -> str:
     return op.name
+
+
+def _first(pair: tuple[str, Any]) -> str:
+    return pair[0]
 
 
 def _fmt_ms(ms: int) -> str:

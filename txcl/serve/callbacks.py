@@ -118,7 +118,7 @@ async def handle_callback(service: Any, request: Any, opc: str) -> Answer:
             body: bytes | None = await read_capped(request, cap)
         except _TooLarge:
             body = None  # answered 413 unless the opc or token is wrong (rows 1–2 come first)
-        checked = await service.run_store_batched(check_and_admit, store, opc, token, body, cap)
+        checked = await service.call_batched(check_and_admit, store, opc, token, body, cap)
         if isinstance(checked, Answer):
             return checked
         admit, release = await service.continue_admitted(checked)

@@ -39,7 +39,7 @@ from typing import Any, Callable
 
 log = logging.getLogger("txcl.serve")
 
-EXTENSION_MODULES: tuple[str, ...] = ("txcl.continuations.serve",)
+EXTENSION_MODULES: tuple[str, ...] = ("txcl.serve.continuations",)
 _FACTORIES: list[Callable[[Any, Path], Any]] = []
 
 

@@ -16,7 +16,6 @@ and writes the whole answer into `@web.res` (status, headers, base64 body), then
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import time
 from typing import Any
@@ -102,7 +101,7 @@ async def poll_answer(service: Any, rcid: Any, *, browser: bool, want_json: bool
     if not RCID_RE.match(rcid):
         return not_found(rcid, "malformed_rcid", browser)
     store = service.store
-    run = await asyncio.to_thread(store.get_run_by_rcid, rcid)
+    run = await service.call(store.get_run_by_rcid, rcid)
     if run is None:
         return not_found(rcid, "unknown_or_expired", browser)
     if run.status in RUNNING and not browser and wait_s > 0:
@@ -113,7 +112,7 @@ async def poll_answer(service: Any, rcid: Any, *, browser: bool, want_json: bool
             if left <= 0:
                 break
             await service.wait_for_run(run.run_id, min(interval, left))
-            run = await asyncio.to_thread(store.get_run_by_rcid, rcid)
+            run = await service.call(store.get_run_by_rcid, rcid)
         if run is None:
             return not_found(rcid, "unknown_or_expired", browser)
     return answer_for(run, rcid, browser=browser, want_json=want_json, retry_after_s=retry,

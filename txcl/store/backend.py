@@ -83,6 +83,12 @@ class Tx:
         """Execute; the number of rows changed."""
         return self.backend.execute(self.conn, sql, params).rowcount
 
+    def send(self, sql: str, params: Params = ()) -> None:
+        """Execute a statement whose result is not needed. A backend may send it without
+        waiting for the answer (PostgreSQL pipelines it with the next statement); its error,
+        if any, surfaces at the next statement that waits, inside the same transaction."""
+        self.backend.send(self.conn, sql, params)
+
     def returning(self, sql: str, params: Params = ()) -> list[Any]:
         """Execute an ``INSERT/UPDATE … RETURNING``; the returned rows."""
         return self.backend.execute(self.conn, sql, params).fetchall()
@@ -100,6 +106,14 @@ class Tx:
         dialect = self.backend.dialect
         suffix = dialect.lock_run_skip if skip_locked else dialect.lock_run
         return self.one("SELECT * FROM runs WHERE run_id = ?" + suffix, (run_id,))
+
+    def lock_run_of(self, table: str, key: str, value: str, *, skip_locked: bool = False) -> Any:
+        """``lock_run`` for the run that owns a row of `table` (an interaction by ``opc``, a unit
+        by ``unit_id``), found and locked in one statement."""
+        dialect = self.backend.dialect
+        suffix = dialect.lock_run_skip if skip_locked else dialect.lock_run
+        return self.one(f"SELECT * FROM runs WHERE run_id = (SELECT run_id FROM {table} WHERE {key} = ?)" + suffix,
+                        (value,))
 
     def lock_key(self, key: str) -> None:
         """Serialise transactions on an arbitrary key (kv read-modify-writes)."""
@@ -160,6 +174,17 @@ class SqlBackend:
     def execute(self, conn: Any, sql: str, params: Params = ()) -> Any:
         try:
             return self._execute(conn, self.sql(sql), tuple(params))
+        except StoreError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a driver error, translated
+            translated = self.translate(exc)
+            if translated is None:
+                raise
+            raise translated from exc
+
+    def send(self, conn: Any, sql: str, params: Params = ()) -> None:
+        try:
+            self._send(conn, self.sql(sql), tuple(params))
         except StoreError:
             raise
         except Exception as exc:  # noqa: BLE001 - a driver error, translated
@@ -414,6 +439,10 @@ class SqlBackend:
 
     def _execute_many(self, conn: Any, sql: str, rows: list[tuple]) -> None:
         raise NotImplementedError
+
+    def _send(self, conn: Any, sql: str, params: tuple) -> None:
+        """Default: an ordinary execution."""
+        self._execute(conn, sql, params)
 
     def _checkout_write(self) -> Any:
         raise NotImplementedError

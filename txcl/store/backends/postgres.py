@@ -6,9 +6,14 @@
   on one run is serialised across nodes exactly as SQLite's single writer serialises it. The
   sweeper's procedures lock with ``FOR UPDATE SKIP LOCKED`` and leave a run another node is
   working on to that node; compare-and-swap conditions make any overlap harmless.
-- ``tx.now`` is the database's clock, so deadlines do not move with a node's clock skew.
+- ``tx.now`` is the database's clock, so deadlines do not move with a node's clock skew: the
+  offset of this node's clock from the server's is measured on a connection every few
+  seconds (to within half a round trip), which saves a query per transaction.
 - A committed change to a run sends ``NOTIFY txcl_runs, '<run id>'``; every node listens on a
   connection of its own and wakes its long polls (``subscribe``).
+- Inside a write transaction the connection is in pipeline mode: statements whose result is
+  not needed (``tx.send``) travel with the next one that waits, which saves most round trips;
+  every statement that returns something waits for its answer (and for everything before it).
 - A deadlock, a serialization failure, or a connection lost before ``COMMIT`` was sent is
   retried from the start (nothing was applied); a connection lost *during* ``COMMIT`` is
   reported as :class:`StoreUnavailable` (the change may have been applied; every procedure
@@ -83,9 +88,22 @@ class _Row:
         return list(self._index)
 
 
-def _row_factory(cursor: Any) -> Callable[[tuple], _Row]:
-    index = {c.name: i for i, c in enumerate(cursor.description or ())}
-    return lambda values: _Row(values, index)
+class _RowFactory:
+    """Rows of one statement: the column index is read from the first result and kept (a
+    statement's columns never change), saving psycopg's per-result column objects."""
+
+    __slots__ = ("index",)
+
+    def __init__(self) -> None:
+        self.index: dict[str, int] | None = None
+
+    def __call__(self, cursor: Any) -> Callable[[tuple], _Row]:
+        index = self.index
+        if index is None:
+            result = cursor.pgresult
+            index = self.index = ({result.fname(i).decode(): i for i in range(result.nfields)}
+                                  if result is not None else {})
+        return lambda values: _Row(values, index)
 
 
 class PostgresBackend(SqlBackend):
@@ -109,6 +127,10 @@ class PostgresBackend(SqlBackend):
             reconnect_timeout=0,  # keep trying while the server is away; never give the pool up
             name="txcl",
         )
+        self._factories: dict[str, _RowFactory] = {}
+        self._pipelines: dict[int, tuple[Any, Any]] = {}  # connection id -> (context, pipeline) while writing
+        self._offset_ms = 0.0  # the server's clock minus this node's, in ms
+        self._offset_at = float("-inf")  # time.monotonic() of the last measurement
         self._listen_thread: threading.Thread | None = None
         self._listen_stop = threading.Event()
         self._listen_conn: Any = None
@@ -128,11 +150,34 @@ class PostgresBackend(SqlBackend):
             reason = " ".join(str(exc).split()) or type(exc).__name__
             raise StoreUnavailable(f"cannot connect to PostgreSQL at {self.describe()}: {reason}") from exc
 
+    # ------------------------------------------------------------------ the database clock
+    CLOCK_REFRESH_S = 5.0
+
+    def _tx_now(self, conn: Any) -> int:
+        if self.clock is not None:
+            return int(self.clock())
+        if time.monotonic() - self._offset_at > self.CLOCK_REFRESH_S:
+            before = time.time()
+            server_ms = self._execute(conn, POSTGRES.now_sql or "", ()).fetchone()[0]
+            after = time.time()
+            self._offset_ms = server_ms - (before + after) * 500.0
+            self._offset_at = time.monotonic()
+        return int(time.time() * 1000 + self._offset_ms)
+
     # ------------------------------------------------------------------ primitives
     def _execute(self, conn: Any, sql: str, params: tuple) -> Any:
-        cursor = conn.cursor(row_factory=_row_factory)
+        factory = self._factories.get(sql)
+        if factory is None:
+            factory = self._factories.setdefault(sql, _RowFactory())
+        cursor = conn.cursor(row_factory=factory)
         cursor.execute(sql, params)
+        open_pipeline = self._pipelines.get(id(conn))
+        if open_pipeline is not None:
+            open_pipeline[1].sync()  # its answer (and the errors of everything sent before it) now
         return cursor
+
+    def _send(self, conn: Any, sql: str, params: tuple) -> None:
+        conn.execute(sql, params)
 
     def _execute_many(self, conn: Any, sql: str, rows: list[tuple]) -> None:
         with conn.cursor() as cursor:
@@ -166,17 +211,34 @@ class PostgresBackend(SqlBackend):
     _checkin_read = _checkin
 
     def _begin(self, conn: Any) -> None:
+        context = conn.pipeline()
+        self._pipelines[id(conn)] = (context, context.__enter__())
         conn.execute("BEGIN")
+
+    def _end_pipeline(self, conn: Any, *, quiet: bool) -> None:
+        open_pipeline = self._pipelines.pop(id(conn), None)
+        if open_pipeline is None:
+            return
+        try:
+            open_pipeline[0].__exit__(None, None, None)  # sends what is queued and waits for it
+        except Exception:  # noqa: BLE001
+            if not quiet:
+                raise
 
     def _commit(self, conn: Any) -> None:
         conn.execute("COMMIT")
+        self._end_pipeline(conn, quiet=False)
 
     def _rollback(self, conn: Any) -> None:
-        conn.execute("ROLLBACK")
+        self._end_pipeline(conn, quiet=True)
+        if self._in_transaction(conn):
+            conn.execute("ROLLBACK")
 
     def _in_transaction(self, conn: Any) -> bool:
         from psycopg.pq import TransactionStatus
 
+        if id(conn) in self._pipelines:
+            return True
         return conn.info.transaction_status in (TransactionStatus.INTRANS, TransactionStatus.INERROR)
 
     def _usable(self, conn: Any) -> bool:

@@ -144,13 +144,6 @@ class ContinuationProcedures:
         return row
 
     @staticmethod
-    def _run_of(t: Tx, table: str, key: str, value: str) -> str | None:
-        """The run id of an interaction (``opc``) or unit (``unit_id``): immutable, read before
-        the run lock is taken."""
-        row = t.one(f"SELECT run_id FROM {table} WHERE {key} = ?", (value,))
-        return row["run_id"] if row is not None else None
-
-    @staticmethod
     def _check_fence(run: Row, fence: Fence) -> None:
         status = run["status"]
         if status == "active" and fence.claim_token is None and run["segment_id"] == fence.segment_id:
@@ -160,14 +153,14 @@ class ContinuationProcedures:
         raise RunLost(f"segment {fence.segment_id} no longer owns run {run['run_id']} (run is {status})")
 
     @staticmethod
-    def _event(t: Tx, run_id: str, kind: str, key: str, data: JsonValue = None) -> bool:
-        rows = t.returning(
+    def _event(t: Tx, run_id: str, kind: str, key: str, data: JsonValue = None) -> None:
+        """A run event, once per key (a repeated repair records nothing new)."""
+        t.send(
             "INSERT INTO run_events (run_id, seq, event_key, kind, at_ms, data_json) "
             "SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ?, ? FROM run_events WHERE run_id = ? "
-            "ON CONFLICT DO NOTHING RETURNING seq",
+            "ON CONFLICT DO NOTHING",
             (run_id, key, kind, t.now, dumps(data), run_id),
         )
-        return bool(rows)
 
     def _create_run(self, t: Tx, spec: RunSpec, status: str, segment_id: str | None) -> tuple[Row, bool]:
         if spec.snapshot_body is not None and spec.snapshot_id:
@@ -222,7 +215,7 @@ class ContinuationProcedures:
             failed = spec.failed_error is not None
             items = [] if failed else list(spec.items)
             window = max(1, int(spec.window)) if spec.kind == "itemized" else 1
-            t.run(
+            t.send(
                 "INSERT INTO await_units (unit_id, run_id, created_seq, kind, op_name, op_stack, op_scope, "
                 "dispatch_stage, dispatch_stack, join_at_scope, segment_id, status, expected, window_size, "
                 "on_item_error, into_path, exec_target, directives_json, input_view_json, error_json, fuel_used, "
@@ -322,7 +315,7 @@ class ContinuationProcedures:
     def _raise_expiry(t: Tx, run_id: str, deadline: int | None) -> None:
         """A run's expiry is raised by later deadlines, never lowered."""
         if deadline is not None:
-            t.run("UPDATE runs SET expires_ms = ? WHERE run_id = ? AND (expires_ms IS NULL OR expires_ms < ?)",
+            t.send("UPDATE runs SET expires_ms = ? WHERE run_id = ? AND (expires_ms IS NULL OR expires_ms < ?)",
                   (deadline, run_id, deadline))
 
     def _park(self, t: Tx, run: Row, fence: Fence, *, stage: str, kind: str, envelope: JsonValue,
@@ -332,7 +325,7 @@ class ContinuationProcedures:
         visit, the new unit ids, the dispatches to send and the run as the park left it."""
         run_id = run["run_id"]
         if run["status"] == "resuming":
-            t.run(
+            t.send(
                 "UPDATE suspends SET status = 'resumed', closed_ms = ? "
                 "WHERE run_id = ? AND stage = ? AND visit = ? AND status = 'resuming'",
                 (t.now, run_id, run["cur_stage"], run["cur_visit"]),
@@ -341,7 +334,7 @@ class ContinuationProcedures:
                       (run_id, stage))["v"]
         # dispatch_complete = 1 is written with the suspend: every member unit and interaction is
         # inserted by this same transaction, so no reader can see the suspend without them
-        t.run(
+        t.send(
             "INSERT INTO suspends (run_id, stage, visit, kind, status, envelope_json, budget_json, segment_id, "
             "dispatch_complete, suspended_ms) VALUES (?, ?, ?, ?, 'open', ?, ?, ?, 1, ?)",
             (run_id, stage, visit, kind, dumps(envelope), dumps(budgets), fence.segment_id, t.now),
@@ -356,7 +349,7 @@ class ContinuationProcedures:
             rows,
         )
         if fence.claim_token is not None:
-            t.run("DELETE FROM resume_claims WHERE run_id = ? AND claim_token = ?", (run_id, fence.claim_token))
+            t.send("DELETE FROM resume_claims WHERE run_id = ? AND claim_token = ?", (run_id, fence.claim_token))
         expires = run["expires_ms"] if deadline is None else max(run["expires_ms"] or 0, deadline)
         changed = t.run(
             "UPDATE runs SET status = 'waiting', cur_stage = ?, cur_visit = ?, claim_token = NULL, "
@@ -380,17 +373,17 @@ class ContinuationProcedures:
         for chunk_start in range(0, len(unit_ids), 500):
             chunk = list(unit_ids[chunk_start:chunk_start + 500])
             ph = placeholders(len(chunk))
-            t.run(
+            t.send(
                 f"UPDATE interactions SET status = ?, closed_ms = ?, version = version + 1 "
                 f"WHERE unit_id IN ({ph}) AND status IN {_OPEN}",
                 (interaction_status, t.now, *chunk),
             )
-            t.run(
+            t.send(
                 f"UPDATE item_children SET status = 'cancelled', version = version + 1, updated_ms = ?, "
                 f"lease_owner = NULL WHERE unit_id IN ({ph}) AND status IN {_PENDING_CHILD}",
                 (t.now, *chunk),
             )
-            t.run(
+            t.send(
                 f"UPDATE await_units SET status = ?, version = version + 1, closed_ms = ? "
                 f"WHERE unit_id IN ({ph}) AND status = 'waiting'",
                 (unit_status, t.now, *chunk),
@@ -413,13 +406,13 @@ class ContinuationProcedures:
                           "timed_out" if expired else "cancelled")
         for start in range(0, len(kept), 500):
             chunk = kept[start:start + 500]
-            t.run(
+            t.send(
                 "UPDATE interactions SET status = 'cancelled', closed_ms = ?, version = version + 1 "
                 f"WHERE unit_id IN ({placeholders(len(chunk))}) AND status = 'queued'",
                 (t.now, *chunk),
             )
         if run["status"] == "resuming":  # only a resuming run holds a claim
-            t.run("DELETE FROM resume_claims WHERE run_id = ?", (run_id,))
+            t.send("DELETE FROM resume_claims WHERE run_id = ?", (run_id,))
 
     # ----------------------------------------------------------------------------------------
     # the steps of a completion: materialise the child, record the fact, settle, release
@@ -469,18 +462,19 @@ class ContinuationProcedures:
     def _add_facts(t: Tx, unit_id: str, kind: str, count: int) -> None:
         column = "provider_done" if kind == "provider" else "continuation_done"
         if count:
-            t.run(f"UPDATE await_units SET {column} = {column} + ? WHERE unit_id = ?", (count, unit_id))
+            t.send(f"UPDATE await_units SET {column} = {column} + ? WHERE unit_id = ?", (count, unit_id))
 
-    def _fact(self, t: Tx, unit_id: str, kind: str, item_index: int) -> bool:
-        """Insert a provider or continuation fact (once per item) and count it on the unit."""
-        inserted = bool(t.returning(
-            "INSERT INTO continuation_facts (unit_id, kind, item_index, recorded_ms) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT DO NOTHING RETURNING item_index",
-            (unit_id, kind, item_index, t.now),
-        ))
-        if inserted:
-            self._add_facts(t, unit_id, kind, 1)
-        return inserted
+    @staticmethod
+    def _fact(t: Tx, unit_id: str, kind: str, item_index: int) -> None:
+        """Record a provider or continuation fact (once per item) and count it on the unit.
+        The count goes first, raised only while the fact is absent: under the run lock nobody
+        else inserts it in between, and neither statement needs to wait for an answer."""
+        column = "provider_done" if kind == "provider" else "continuation_done"
+        t.send(f"UPDATE await_units SET {column} = {column} + 1 WHERE unit_id = ? AND NOT EXISTS "
+               "(SELECT 1 FROM continuation_facts WHERE unit_id = ? AND kind = ? AND item_index = ?)",
+               (unit_id, unit_id, kind, item_index))
+        t.send("INSERT INTO continuation_facts (unit_id, kind, item_index, recorded_ms) VALUES (?, ?, ?, ?) "
+               "ON CONFLICT DO NOTHING", (unit_id, kind, item_index, t.now))
 
     def _record_continuation_fact(self, t: Tx, unit: Row, item_index: int, child_status: str | None) -> None:
         """Only a succeeded child counts — or a failed one of a unit that does not fail fast."""
@@ -508,7 +502,7 @@ class ContinuationProcedures:
             )
             if bad is not None:
                 error = policy.unit_failed_error(kind, bad["item_index"], loads(bad["error_json"]))
-                t.run("UPDATE await_units SET error_json = ? WHERE unit_id = ?", (dumps(error), unit_id))
+                t.send("UPDATE await_units SET error_json = ? WHERE unit_id = ?", (dumps(error), unit_id))
                 self._close_units(t, [unit_id], "cancelled", unit_status="failed")
                 return "failed"
         expected = unit["expected"]
@@ -655,7 +649,7 @@ class ContinuationProcedures:
         row, created = self._resolve_run(t, run, fence, "active")
         unit_ids, dispatches, deadline, next_seq = self._insert_units(t, row, units, fence.segment_id)
         if units:
-            t.run("UPDATE runs SET next_seq = ? WHERE run_id = ?", (next_seq, row["run_id"]))
+            t.send("UPDATE runs SET next_seq = ? WHERE run_id = ?", (next_seq, row["run_id"]))
         self._raise_expiry(t, row["run_id"], deadline)
         t.fault("deferred-dispatch")
         result_run = t.one("SELECT * FROM runs WHERE run_id = ?", (row["run_id"],))
@@ -713,10 +707,8 @@ class ContinuationProcedures:
         promoted into the freed window slot."""
         if status not in ("completed", "failed"):
             raise ValueError(f"terminal status must be completed or failed, not {status!r}")
-        run_id = self._run_of(t, "interactions", "opc", opc)
-        if run_id is None:
+        if t.lock_run_of("interactions", "opc", opc) is None:
             return AdmitResult("unknown", opc)
-        t.lock_run(run_id)
         it = t.one("SELECT i.*, u.kind AS unit_kind, u.on_item_error AS unit_policy FROM interactions i "
                    "JOIN await_units u ON u.unit_id = i.unit_id WHERE i.opc = ?", (opc,))
         if it is None:
@@ -742,7 +734,7 @@ class ContinuationProcedures:
             first = t.one("SELECT * FROM terminals WHERE opc = ?", (opc,))
             same = first["status"] == status and first["payload_sha256"] == sha
             return AdmitResult("duplicate" if same else "conflict", terminal=terminal_record(first), **base)
-        t.run(
+        t.send(
             f"UPDATE interactions SET status = ?, closed_ms = ?, version = version + 1 "
             f"WHERE opc = ? AND status IN {_OPEN}",
             (status, t.now, opc),
@@ -774,10 +766,10 @@ class ContinuationProcedures:
                          materialize: Materializer | None = None) -> ReleaseResult:
         """After an admitted terminal committed: materialise the item's child, record its
         continuation fact, settle the unit and try the release."""
-        run_id = self._run_of(t, "interactions", "opc", opc)
-        if run_id is None:
+        run = t.lock_run_of("interactions", "opc", opc)
+        if run is None:
             return ReleaseResult("recorded")
-        t.lock_run(run_id)
+        run_id = run["run_id"]
         it = t.one("SELECT * FROM interactions WHERE opc = ?", (opc,))
         unit = t.one("SELECT * FROM await_units WHERE unit_id = ?", (it["unit_id"],))
         status = self._materialize_child(t, unit, opc, child_version, self._materializer(materialize), it)
@@ -821,9 +813,10 @@ class ContinuationProcedures:
         facts of settled children, settle, release. Children still ``queued`` are left to the
         stuck-children pass (claimed with a lease, then materialised), so a live completion on
         its way is never overtaken. (``materialize`` is accepted for symmetry.)"""
-        run_id = self._run_of(t, "await_units", "unit_id", unit_id)
-        if run_id is None or t.lock_run(run_id, skip_locked=skip_locked) is None:
+        run = t.lock_run_of("await_units", "unit_id", unit_id, skip_locked=skip_locked)
+        if run is None:
             return ReleaseResult("recorded")
+        run_id = run["run_id"]
         unit = t.one("SELECT * FROM await_units WHERE unit_id = ?", (unit_id,))
         before = unit["continuation_done"]
         status = self._settle_unit(t, unit_id, reconcile=True)
@@ -841,24 +834,26 @@ class ContinuationProcedures:
     # deferred joins
 
     @write_procedure
-    def join_check(self, t: Tx, run_id: str, fence: Fence, *, stage: str, stack: str, scope: int,
+    def join_check(self, t: Tx, run_id: str, fence: Fence, *, unit_ids: Sequence[str], stage: str,
                    build_park: ParkBuilder | None = None, materialize: Materializer | None = None,
                    join_error: JoinErrorBuilder | None = None) -> JoinResult:
-        """At a frame where deferred units are due (the caller's floor rule decides which frames
-        look), under the run lock: merge what has arrived (``proceed``, with the units to merge
-        in op-name then dispatch order, each marked joined once), fail the run when a due unit
-        failed (``failed``: the run is failed in this same transaction), or park the flow here
-        as a ``join`` suspend (``parked``; ``build_park`` gives the envelope and state to park,
-        with the units merged so far already in it)."""
+        """The join of the deferred units ``unit_ids`` (the caller's floor rule says they are
+        due at this frame), under the run lock: merge what has arrived (``proceed``, with the
+        units to merge, each marked joined exactly once), fail the run when a due unit failed
+        (``failed``: the run is failed in this same transaction), or park the flow here as a
+        ``join`` suspend (``parked``; ``build_park`` gives the envelope and state to park, with
+        the units merged so far already in it). Units already joined or cancelled are skipped."""
         materializer = self._materializer(materialize)
         run = self._lock(t, run_id)
         self._check_fence(run, fence)
+        if not unit_ids:
+            return JoinResult("proceed")
         due = t.all(
-            "SELECT unit_id FROM await_units u WHERE run_id = ? AND join_at_scope IS NOT NULL "
-            "AND status != 'cancelled' AND NOT EXISTS (SELECT 1 FROM joined_markers m WHERE m.unit_id = u.unit_id) "
-            "AND (dispatch_stack IS NULL OR dispatch_stack <> ? OR join_at_scope <= ?) "
+            f"SELECT unit_id FROM await_units u WHERE run_id = ? AND unit_id IN ({placeholders(len(unit_ids))}) "
+            "AND join_at_scope IS NOT NULL AND status != 'cancelled' "
+            "AND NOT EXISTS (SELECT 1 FROM joined_markers m WHERE m.unit_id = u.unit_id) "
             "ORDER BY op_name, created_seq",
-            (run_id, stack, scope),
+            (run_id, *unit_ids),
         )
         if not due:
             return JoinResult("proceed")
@@ -898,10 +893,11 @@ class ContinuationProcedures:
     @write_procedure
     def record_join(self, t: Tx, unit_id: str, fence: Fence) -> bool:
         """Insert a joined marker for a segment that owns the run; True only for the inserter."""
-        run_id = self._run_of(t, "await_units", "unit_id", unit_id)
-        if run_id is None:
+        run = t.lock_run_of("await_units", "unit_id", unit_id)
+        if run is None:
             return False
-        self._check_fence(self._lock(t, run_id), fence)
+        run_id = run["run_id"]
+        self._check_fence(run, fence)
         return self._insert_marker(t, unit_id, run_id, fence.segment_id)
 
     # ----------------------------------------------------------------------------------------
@@ -947,7 +943,7 @@ class ContinuationProcedures:
                 fail_reason: str | None) -> None:
         run_id = run["run_id"]
         if run["status"] == "resuming":
-            t.run(
+            t.send(
                 "UPDATE suspends SET status = ?, closed_ms = ? WHERE run_id = ? AND stage = ? AND visit = ? "
                 "AND status = 'resuming'",
                 ("resumed" if status == "completed" else "failed", t.now, run_id, run["cur_stage"], run["cur_visit"]),
@@ -971,11 +967,9 @@ class ContinuationProcedures:
     def time_out_interaction(self, t: Tx, opc: str, *, materialize: Materializer | None = None,
                              skip_locked: bool = True) -> TimeoutResult:
         """Time out one interaction whose deadline has passed (the sweeper's timeout pass)."""
-        run_id = self._run_of(t, "interactions", "opc", opc)
-        if run_id is None:
-            return TimeoutResult("unknown")
-        if t.lock_run(run_id, skip_locked=skip_locked) is None:
-            return TimeoutResult("busy")
+        if t.lock_run_of("interactions", "opc", opc, skip_locked=skip_locked) is None:
+            known = t.one("SELECT 1 FROM interactions WHERE opc = ?", (opc,)) is not None
+            return TimeoutResult("busy" if known else "unknown")
         it = t.one("SELECT * FROM interactions WHERE opc = ?", (opc,))
         if it["status"] not in INTERACTION_OPEN:
             return TimeoutResult(it["status"])
@@ -998,7 +992,7 @@ class ContinuationProcedures:
         policy = self._policy()
         error = policy.timeout_error(unit["kind"], index)
         if unit["kind"] == "itemized" and not policy.fails_fast("itemized", unit["on_item_error"]):
-            t.run(
+            t.send(
                 "INSERT INTO item_children (unit_id, item_index, opc, status, version, error_json, created_ms, "
                 "updated_ms) VALUES (?, ?, ?, 'failed', 1, ?, ?, ?) ON CONFLICT (unit_id, item_index) DO UPDATE SET "
                 "status = 'failed', error_json = excluded.error_json, version = item_children.version + 1, "
@@ -1012,7 +1006,7 @@ class ContinuationProcedures:
             self._raise_expiry(t, run_id, deadline)
             self._settle_unit(t, unit_id)
             return self._release(t, run_id), False, promoted
-        t.run("UPDATE await_units SET error_json = ? WHERE unit_id = ?", (dumps(error), unit_id))
+        t.send("UPDATE await_units SET error_json = ? WHERE unit_id = ?", (dumps(error), unit_id))
         self._close_units(t, [unit_id], "cancelled", unit_status="timed_out")
         run = t.one("SELECT * FROM runs WHERE run_id = ?", (run_id,))
         member = t.one(
@@ -1051,10 +1045,10 @@ class ContinuationProcedures:
 
     def _expire(self, t: Tx, run: Row, *, reason: str, detail: JsonValue) -> None:
         run_id = run["run_id"]
-        t.run("UPDATE suspends SET status = 'expired', closed_ms = ? WHERE run_id = ? AND status = 'open'",
+        t.send("UPDATE suspends SET status = 'expired', closed_ms = ? WHERE run_id = ? AND status = 'open'",
               (t.now, run_id))
         error = self._policy().expiry_error(reason, detail)
-        t.run(
+        t.send(
             "UPDATE runs SET status = 'expired', fail_reason = ?, error_json = ?, finished_ms = ?, updated_ms = ?, "
             "claim_token = NULL, segment_id = NULL, version = version + 1 WHERE run_id = ?",
             (reason, dumps(error), t.now, t.now, run_id),
@@ -1089,18 +1083,18 @@ class ContinuationProcedures:
         token = new_claim_token()
         segment = resume_segment_id(run_id, stage, visit, attempt)
         node = owner or self.node_id
-        t.run(
+        t.send(
             "UPDATE resume_claims SET claim_token = ?, owner = ?, segment_id = ?, attempt = ?, claimed_ms = ?, "
             "heartbeat_ms = ? WHERE run_id = ? AND stage = ? AND visit = ? AND claim_token = ?",
             (token, node, segment, attempt, t.now, t.now, run_id, stage, visit, claim["claim_token"]),
         )
-        t.run("UPDATE runs SET claim_token = ?, segment_id = ?, version = version + 1, updated_ms = ? "
+        t.send("UPDATE runs SET claim_token = ?, segment_id = ?, version = version + 1, updated_ms = ? "
               "WHERE run_id = ? AND version = ?", (token, segment, t.now, run_id, run["version"]))
         dead_units = [r["unit_id"] for r in t.all(
             "SELECT unit_id FROM await_units WHERE run_id = ? AND segment_id = ? AND status = 'waiting'",
             (run_id, old_segment))]
         self._close_units(t, dead_units, "cancelled")
-        t.run("DELETE FROM joined_markers WHERE run_id = ? AND segment_id = ?", (run_id, old_segment))
+        t.send("DELETE FROM joined_markers WHERE run_id = ? AND segment_id = ?", (run_id, old_segment))
         joins = [r["unit_id"] for r in t.all(
             "SELECT unit_id FROM suspend_members WHERE run_id = ? AND stage = ? AND visit = ? AND role = 'join'",
             (run_id, stage, visit))]
@@ -1144,8 +1138,7 @@ class ContinuationProcedures:
     def resend_dispatch(self, t: Tx, opc: str, *, older_than_ms: int, skip_locked: bool = True) -> Dispatch | None:
         """A ``dispatching`` interaction never acked (its sender may have died): a new token
         (earlier ones stay valid), attempts + 1, to send again."""
-        run_id = self._run_of(t, "interactions", "opc", opc)
-        if run_id is None or t.lock_run(run_id, skip_locked=skip_locked) is None:
+        if t.lock_run_of("interactions", "opc", opc, skip_locked=skip_locked) is None:
             return None
         it = t.one("SELECT * FROM interactions WHERE opc = ?", (opc,))
         if it["status"] != "dispatching" or (it["dispatch_ms"] or 0) > t.now - older_than_ms:
@@ -1156,7 +1149,7 @@ class ContinuationProcedures:
         token = new_token() if unit["kind"] in ("unary", "itemized") else None
         hashes = ",".join(h for h in ((it["token_hash"] or ""), hash_token(token) if token else "") if h)
         attempts = it["attempts"] + 1
-        t.run("UPDATE interactions SET token_hash = ?, attempts = ?, dispatch_ms = ?, dispatch_owner = ?, "
+        t.send("UPDATE interactions SET token_hash = ?, attempts = ?, dispatch_ms = ?, dispatch_owner = ?, "
               "version = version + 1 WHERE opc = ? AND status = 'dispatching'",
               (hashes or None, attempts, t.now, self.node_id, opc))
         self._event(t, it["run_id"], "reconcile.resend", f"reconcile.resend:{opc}:{attempts}",
@@ -1171,9 +1164,10 @@ class ContinuationProcedures:
     @write_procedure
     def promote_window(self, t: Tx, unit_id: str, *, skip_locked: bool = True) -> tuple[Dispatch, ...]:
         """Fill an itemized unit's free window slots with its queued items."""
-        run_id = self._run_of(t, "await_units", "unit_id", unit_id)
-        if run_id is None or t.lock_run(run_id, skip_locked=skip_locked) is None:
+        run = t.lock_run_of("await_units", "unit_id", unit_id, skip_locked=skip_locked)
+        if run is None:
             return ()
+        run_id = run["run_id"]
         dispatches, deadline = self._promote(t, unit_id)
         if dispatches:
             self._raise_expiry(t, run_id, deadline)
@@ -1186,9 +1180,10 @@ class ContinuationProcedures:
                     owner: str | None = None, skip_locked: bool = True) -> int | None:
         """Claim a stuck child for reconciliation: ``running`` with a lease, version + 1 (the
         new version, or None when it is not stuck or another node holds the run)."""
-        run_id = self._run_of(t, "await_units", "unit_id", unit_id)
-        if run_id is None or t.lock_run(run_id, skip_locked=skip_locked) is None:
+        run = t.lock_run_of("await_units", "unit_id", unit_id, skip_locked=skip_locked)
+        if run is None:
             return None
+        run_id = run["run_id"]
         rows = t.returning(
             "UPDATE item_children SET status = 'running', lease_owner = ?, lease_until_ms = ?, "
             "version = version + 1, updated_ms = ? WHERE unit_id = ? AND item_index = ? AND ("

@@ -98,7 +98,7 @@ class KvProcedures:
     @staticmethod
     def _put(t: Tx, ns: str, key: str, value: JsonValue, row: object, now_ms: int, expires_ms: int | None) -> int:
         version = row[1] + 1 if row is not None else 1  # type: ignore[index]  # monotonic, also across expiry
-        t.run("INSERT INTO kv (ns, key, value_json, version, updated_ms, expires_ms) VALUES (?, ?, ?, ?, ?, ?) "
+        t.send("INSERT INTO kv (ns, key, value_json, version, updated_ms, expires_ms) VALUES (?, ?, ?, ?, ?, ?) "
               "ON CONFLICT (ns, key) DO UPDATE SET value_json = excluded.value_json, version = excluded.version, "
               "updated_ms = excluded.updated_ms, expires_ms = excluded.expires_ms",
               (ns, key, _json_dumps(value), version, now_ms, expires_ms))
@@ -118,7 +118,7 @@ class KvProcedures:
     @write_procedure
     def kv_delete(self, t: Tx, ns: str, key: str, now_ms: int) -> bool:
         row = self._locked_row(t, ns, key)
-        t.run("DELETE FROM kv WHERE ns = ? AND key = ?", (ns, key))
+        t.send("DELETE FROM kv WHERE ns = ? AND key = ?", (ns, key))
         return self._live(row, now_ms)
 
     @write_procedure

@@ -41,9 +41,9 @@ def open_store(settings: Any, workspace: Path) -> Any:
 def open_service(settings: Any, workspace: Path, store: Any = None) -> Any:
     from txcl.continuations.service import ContinuationService
 
+    # one-shot commands: no event loop to keep responsive, so store calls run inline
     service = ContinuationService(store if store is not None else open_store(settings, workspace), settings,
-                                  workspace=workspace)
-    service.inline_store = True  # one-shot commands: no event loop to keep responsive
+                                  workspace=workspace, inline_store=True)
     return service
 
 
@@ -52,7 +52,7 @@ async def wait_for_finish(service: Any, run_id: str, timeout_ms: int) -> Any:
     loop = asyncio.get_running_loop()
     end = loop.time() + timeout_ms / 1000.0
     while True:
-        record = await asyncio.to_thread(service.store.get_run, run_id)
+        record = await service.call(service.store.get_run, run_id)
         if record is None or record.status in ("completed", "failed", "expired"):
             return record
         left = end - loop.time()

@@ -1,6 +1,6 @@
 """The continuation layer's extension of `txcl serve` (see txcl/serve/extensions.py).
 
-It opens the durable store (traces + kv + continuations in one SQLite file), gives the
+It opens the store named by --db (traces, kv and durable runs in one database), gives the
 interpreter the continuation hooks, answers worker callbacks (txcl/serve/callbacks.py),
 makes polls answer from the store (txcl/serve/poll.py), shapes the suspend answer with the
 envelope at the suspend, and runs the sweeper: once at startup, then every
@@ -52,8 +52,6 @@ class ContinuationExtension:
         from txcl.continuations.service import ContinuationService
         from txcl.serve import poll
 
-        if not hasattr(store, "park_suspend"):
-            return None  # a store without continuation support: async falls back to sync
         self.service = ContinuationService(store, settings, workspace=self.workspace,
                                            callback_base_url=self.base_url())
         poll.install(self.service)

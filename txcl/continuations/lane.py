@@ -1,0 +1,137 @@
+"""The one way async code reaches the store: a :class:`StoreLane`.
+
+Store procedures block (a commit's fsync, another process's write lock, a round trip to
+PostgreSQL), so they never run on the event loop. The lane runs them in order on one thread of
+its own, and lets calls that queue up while it is busy share a commit: consecutive calls
+submitted as batchable run through ``store.run_batch`` (one write transaction, a savepoint per
+call, one COMMIT). A call's result is handed back only after the commit that made it durable,
+so everything a caller does with it (answer a callback, send a worker POST, run the next step)
+happens after its own writes are durable. One-shot commands (``txcl run``, ``complete``,
+``sweep``) run the calls inline instead (``inline=True``): they have no event loop to keep
+responsive. Long store work that must not hold up the lane (a whole sweeper pass) runs
+``apart``, in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import functools
+import os
+import threading
+from typing import Any, Callable, TypeVar
+
+T = TypeVar("T")
+
+
+class StoreLane:
+    """A store's calls, in order, on one thread of their own (see the module docstring)."""
+
+    MAX_BATCH = 64
+
+    def __init__(self, store: Any, *, inline: bool = False) -> None:
+        self.store = store
+        self.inline = inline
+        self.can_batch = callable(getattr(store, "run_batch", None))
+        self._jobs: collections.deque = collections.deque()
+        self._cond = threading.Condition(threading.Lock())
+        self._thread: threading.Thread | None = None
+        self._pid = 0
+        self._closing = False
+
+    async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run one store call; its result once committed."""
+        if self.inline:
+            return fn(*args, **kwargs)
+        return await self.submit(fn, args, kwargs, False)
+
+    async def call_batched(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``call`` for a call of exactly one write transaction that may share its commit with
+        other such calls queued at the same time."""
+        if self.inline:
+            return fn(*args, **kwargs)
+        return await self.submit(fn, args, kwargs, True)
+
+    async def apart(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Long store work (many transactions) in a worker thread, beside the lane."""
+        if self.inline:
+            return fn(*args, **kwargs)
+        return await asyncio.to_thread(fn, *args, **kwargs)
+
+    def submit(self, fn: Callable[..., Any], args: tuple, kwargs: dict, batchable: bool) -> asyncio.Future:
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        with self._cond:
+            self._jobs.append((fn, args, kwargs, batchable and self.can_batch, future, loop))
+            thread = self._thread
+            if thread is None or self._pid != os.getpid() or not thread.is_alive():
+                self._closing = False
+                self._pid = os.getpid()
+                self._thread = threading.Thread(target=self._work, name="txcl-store", daemon=True)
+                self._thread.start()
+            else:
+                self._cond.notify()
+        return future
+
+    def close(self) -> None:
+        """Let the thread end once the calls already queued have run."""
+        with self._cond:
+            self._closing = True
+            self._cond.notify()
+
+    def _work(self) -> None:
+        while True:
+            with self._cond:
+                while not self._jobs:
+                    if self._closing:
+                        self._thread = None
+                        return
+                    self._cond.wait()
+                jobs = list(self._jobs)
+                self._jobs.clear()
+            i = 0
+            while i < len(jobs):
+                group = [jobs[i]]
+                i += 1
+                if group[0][3]:
+                    while i < len(jobs) and jobs[i][3] and len(group) < self.MAX_BATCH:
+                        group.append(jobs[i])
+                        i += 1
+                self._run(group)
+
+    def _run(self, group: list) -> None:
+        live = [job for job in group if not job[4].cancelled()]  # a caller gone before the call started
+        if not live:
+            return
+        calls = [functools.partial(fn, *args, **kwargs) for fn, args, kwargs, *_ in live]
+        try:
+            if len(calls) == 1:
+                try:
+                    outcomes = [(True, calls[0]())]
+                except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                    outcomes = [(False, exc)]
+            else:
+                outcomes = self.store.run_batch(calls)
+        except BaseException as exc:  # noqa: BLE001 - handed to every caller of the batch
+            outcomes = [(False, exc)] * len(calls)
+        by_loop: dict[Any, list] = {}
+        for job, outcome in zip(live, outcomes):
+            by_loop.setdefault(job[5], []).append((job[4], outcome))
+        for loop, items in by_loop.items():
+            try:
+                loop.call_soon_threadsafe(_settle_futures, items)
+            except RuntimeError:  # that loop is closed: nobody is waiting any more
+                pass
+
+
+def _settle_futures(items: list) -> None:
+    for future, (ok, value) in items:
+        if future.done():
+            continue
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
+
+
+__all__ = ["StoreLane"]

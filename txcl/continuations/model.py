@@ -1,0 +1,217 @@
+"""What a scope's ops become: pure functions from prepared ops to classes and await units.
+
+- :func:`classify` sorts an op: ``sync``, ``barrier`` (``mode = "async"``, waits at its own
+  scope), ``deferred`` (``mode = "async"`` with ``join_at_scope`` above its scope) or
+  ``continuable``;
+- the unit builders turn an op into the :class:`UnitSpec` the store records: ``unary`` (one
+  worker call), ``itemized`` (one call per element of ``each``), ``local`` (a promoted
+  continuable op, run inside txcl) and ``sync`` (a sync sibling inside a barrier);
+- the two rules every mechanism shares, stated once here: the **floor rule** (when a deferred
+  op is due for its join) and the **merge order** (how results that arrive in any order are
+  merged).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from txcl.evaluate.rule import json_type
+from txcl.runtime.budget import strip_budget_fields
+from txcl.store.records import UnitRecord, UnitSpec
+from txcl.values.coerce import duration_to_ms
+from txcl.values.merge import deep_copy
+from txcl.values.paths import MISSING, PathError, read, split_path_string
+
+if TYPE_CHECKING:
+    from txcl.runtime.config import Settings
+    from txcl.runtime.state import Frame, PreparedOp
+
+ITEM_POLICIES = ("fail", "collect")
+
+
+# ---------------------------------------------------------------------------------------------
+# classification
+
+
+@attrs.frozen
+class OpClass:
+    """How one prepared op is handled at its scope."""
+
+    kind: str  # sync | barrier | deferred | continuable
+    unit_kind: str | None = None  # unary | itemized | local (None: a plain sync op)
+    join_at_scope: int | None = None  # deferred: the floor; continuable: the offending value
+    join_raw: Any = None
+
+
+def join_value(directives: dict | None) -> int | None:
+    """``join_at_scope`` as an integer, or None (absent; a non-integer value is ignored)."""
+    raw = directives.get("join_at_scope") if directives else None
+    if raw is None or isinstance(raw, bool):
+        return None
+    if isinstance(raw, int):
+        return raw
+    if isinstance(raw, float) and raw.is_integer():
+        return int(raw)
+    if isinstance(raw, str) and raw.strip().lstrip("-").isdigit():
+        return int(raw.strip())
+    return None
+
+
+def classify(pop: "PreparedOp", scope: int) -> OpClass:
+    """The class of one prepared op at scope `scope`. ``mode = "async"`` applies to http(s)
+    targets only (elsewhere the op runs synchronously); a ``join_at_scope`` at or below the
+    op's own scope makes it a plain barrier."""
+    directives = pop.directives or {}
+    target = pop.op.target
+    if pop.mode == "continuable":
+        if target is None:
+            return OpClass("sync")
+        return OpClass("continuable", "local", join_value(directives), directives.get("join_at_scope"))
+    if pop.mode != "async" or target is None or target.kind != "http":
+        return OpClass("sync")
+    unit_kind = "itemized" if "each" in directives else "unary"
+    join = join_value(directives)
+    if join is not None and join > scope:
+        return OpClass("deferred", unit_kind, join)
+    return OpClass("barrier", unit_kind)
+
+
+# ---------------------------------------------------------------------------------------------
+# the floor rule and the merge order
+
+
+def join_due(dispatch_stack: str | None, floor: int, stack: str, scope: int) -> bool:
+    """A deferred op is due for its join at the first frame whose scope reaches its floor in
+    the stack it was dispatched from — or at the first frame of any other stack the flow moves
+    to (the join scope need not exist)."""
+    return dispatch_stack != stack or floor <= scope
+
+
+def merge_order(unit: UnitRecord) -> tuple[str, int]:
+    """Results that arrive in any order merge by op name, then in dispatch order."""
+    return unit.op_name, unit.created_seq
+
+
+# ---------------------------------------------------------------------------------------------
+# unit builders
+
+
+def worker_budget_ms(directives: dict | None, default_ms: int) -> int:
+    """A worker's time budget: ``max_duration``, else ``timeout``, else --async-runtime-default."""
+    for key in ("max_duration", "timeout"):
+        raw = directives.get(key) if directives else None
+        if raw is None:
+            continue
+        ms = duration_to_ms(raw)
+        if ms is not None and ms >= 0:
+            return ms
+    return default_ms
+
+
+def worker_input(value: Any) -> Any:
+    """What a worker receives as ``input``: the dispatched input without the budget fields."""
+    copy = deep_copy(value)
+    if isinstance(copy, dict):
+        strip_budget_fields(copy)
+    return copy
+
+
+def base_spec(frame: "Frame", pop: "PreparedOp", kind: str, items: list, **extra: Any) -> UnitSpec:
+    op = pop.op
+    directives = pop.directives or {}
+    into = directives.get("into") if isinstance(directives.get("into"), str) else None
+    return UnitSpec(kind=kind, op_name=op.name, items=items, op_stack=op.stack, op_scope=op.scope,
+                    dispatch_stage=frame.stage, dispatch_stack=frame.stack, into=into,
+                    exec_target=op.exec_text, directives=deep_copy(directives),
+                    input_view=deep_copy(pop.prepared.input), **extra)
+
+
+def _worker_budget(settings: "Settings", directives: dict, deferred: bool) -> int:
+    budget = worker_budget_ms(directives, settings.async_runtime_default)
+    return budget + settings.deferred_join_slack if deferred else budget
+
+
+def build_unary(settings: "Settings", frame: "Frame", pop: "PreparedOp", opclass: OpClass) -> UnitSpec:
+    deferred = opclass.kind == "deferred"
+    return base_spec(frame, pop, "unary", [worker_input(pop.prepared.dispatched)],
+                     budget_ms=_worker_budget(settings, pop.directives or {}, deferred),
+                     join_at_scope=opclass.join_at_scope if deferred else None)
+
+
+def build_sync(settings: "Settings", frame: "Frame", pop: "PreparedOp", opclass: OpClass) -> UnitSpec:
+    """A sync sibling inside a barrier: recorded so the resume can merge it (no token)."""
+    return base_spec(frame, pop, "sync", [deep_copy(pop.prepared.dispatched)])
+
+
+def items_of(pop: "PreparedOp") -> Any:
+    """``each`` as resolved by WITH (a path resolves to its value); a path string is read from
+    the op's input view (after SET PRE), so ``each = "orders"`` works like ``each = .orders``."""
+    raw = (pop.directives or {}).get("each")
+    if isinstance(raw, str):
+        try:
+            value = read(pop.prepared.input, split_path_string(raw.lstrip(".")))
+        except (PathError, ValueError):
+            return raw
+        return raw if value is MISSING else value
+    return raw
+
+
+def item_problem(items: Any, settings: "Settings") -> str | None:
+    """Why ``each`` cannot be awaited (None when it can)."""
+    if not isinstance(items, list):
+        return f"each must resolve to an array (got {json_type(items)})"
+    limit = settings.await_items_max
+    if limit and len(items) > limit:
+        return f"each has {len(items)} elements, more than --await-items-max {limit}"
+    return None
+
+
+def window_of(directives: dict | None, settings: "Settings") -> int:
+    """``window`` when it is an integer within 1…--await-window-max, else the default."""
+    raw = directives.get("window") if directives else None
+    value: int | None = None
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        value = raw
+    elif isinstance(raw, float) and raw.is_integer():
+        value = int(raw)
+    elif isinstance(raw, str) and raw.strip().isdigit():
+        value = int(raw.strip())
+    if value is None or not 1 <= value <= settings.await_window_max:
+        return settings.await_window_default
+    return value
+
+
+def item_policy(directives: dict | None) -> str:
+    raw = directives.get("on_item_error") if directives else None
+    return raw if raw in ITEM_POLICIES else "fail"
+
+
+def build_itemized(settings: "Settings", frame: "Frame", pop: "PreparedOp", opclass: OpClass) -> UnitSpec:
+    """One interaction per element of ``each``; an ``each`` that is not an array (or is too
+    long) makes a unit that failed at dispatch, with no interactions."""
+    directives = pop.directives or {}
+    deferred = opclass.kind == "deferred"
+    join = opclass.join_at_scope if deferred else None
+    items = items_of(pop)
+    problem = item_problem(items, settings)
+    if problem is not None:
+        return base_spec(frame, pop, "itemized", [], join_at_scope=join, failed_error={"message": problem})
+    return base_spec(frame, pop, "itemized", [deep_copy(x) for x in items], window=window_of(directives, settings),
+                     on_item_error=item_policy(directives), budget_ms=_worker_budget(settings, directives, deferred),
+                     join_at_scope=join)
+
+
+def build_unit(settings: "Settings", frame: "Frame", pop: "PreparedOp", opclass: OpClass) -> UnitSpec:
+    """The unit of an awaited op (``unary``/``itemized``) or of a barrier's sync sibling."""
+    if opclass.unit_kind == "itemized" and opclass.kind in ("barrier", "deferred"):
+        return build_itemized(settings, frame, pop, opclass)
+    if opclass.unit_kind == "unary" and opclass.kind in ("barrier", "deferred"):
+        return build_unary(settings, frame, pop, opclass)
+    return build_sync(settings, frame, pop, opclass)
+
+
+__all__ = ["OpClass", "classify", "join_value", "join_due", "merge_order", "worker_budget_ms", "worker_input",
+           "base_spec", "build_unit", "build_unary", "build_sync", "build_itemized", "items_of", "item_problem",
+           "window_of", "item_policy"]
