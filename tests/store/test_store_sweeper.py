@@ -207,6 +207,8 @@ def test_parked_run_nobody_released_is_released_by_sweeper(store, clock):
     conn.execute("UPDATE suspends SET status = 'open' WHERE run_id = ?", (park.run.run_id,))
     conn.execute("DELETE FROM resume_claims WHERE run_id = ?", (park.run.run_id,))
     conn.execute("DELETE FROM run_events WHERE run_id = ? AND kind = 'run.released'", (park.run.run_id,))
+    assert sweep(store, CFG).released == []  # a fresh park belongs to its request's drain
+    clock.advance(CFG.reconcile_after_ms)
     report = sweep(store, CFG)
     assert len(report.released) == 1
     assert "reconcile.release" in [e.kind for e in store.list_run_events(park.run.run_id)]

@@ -62,10 +62,10 @@ async def wait_for_finish(service: Any, run_id: str, timeout_ms: int) -> Any:
 
 
 def error_payload(record: Any) -> dict:
-    """The error payload of a failed or expired run (RUNTIME.md §6.4 shape)."""
+    """The error payload of a failed or expired run (`{"error": {...}}`)."""
     error = record.error if record.error is not None else {"message": record.fail_reason or record.status}
     if isinstance(error, dict) and ("code" in error and ("fuel_used" in error or "ttl" in error)):
-        return error  # a budget payload is already top level (§4.3)
+        return error  # a budget payload is already top level
     if record.status == "expired" and isinstance(error, dict):
         error = {"code": "txcl_run_expired", **error}
     return {"error": error}

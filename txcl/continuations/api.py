@@ -1,4 +1,4 @@
-"""The Python side of durable runs (CONTINUATIONS.md §4.4), mirroring the commands.
+"""The Python side of durable runs, mirroring the commands `txcl run`, `complete` and `runs`.
 
     from txcl.continuations.api import durable_interpreter, complete, wait
 

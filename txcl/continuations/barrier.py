@@ -1,11 +1,12 @@
-"""`mode = "async"` barrier at its own scope (CONTINUATIONS.md §2.2).
+"""`mode = "async"`: a barrier at the op's own scope.
 
 1. every op still in the scope's set is a member (async → unary/itemized unit, sync sibling
    → sync unit), ordered by op name;
-2. park first: one P2 transaction writes the suspend, units, interactions (first window
+2. park first: one transaction writes the suspend, units, interactions (first window
    `dispatching`) and moves the run to `waiting` — before anything is sent;
-3. dispatch after the commit: POST every worker interaction and wait for its 202 (P3 / P4 on
-   failure, each P4 followed by P5); run the sync siblings and admit their outcomes;
+3. dispatch after the commit: POST every worker interaction and wait for its 202 (the ack
+   is recorded; a failed ack is the interaction's failed outcome); run the sync siblings
+   and admit their outcomes;
 4. drain: the release check; a won release (here, or handed over by a callback of this
    process) continues inline in the same request; otherwise the segment ends suspended.
 """
@@ -63,7 +64,7 @@ async def park_barrier(service: "Services", walker: "OpRunner", run: Run, frame:
 
         def drain() -> Any:  # the release check of step 4, in the ack marking's thread hop
             # When every open member still lacks terminals (and none failed), draining can change
-            # nothing and each missing terminal's own P5 will settle and release: skip the write
+            # nothing and each missing outcome's own completion will settle and release: skip the write
             # transaction (a read decides). A member that could settle now — all terminals in,
             # or zero items — is drained.
             units = [store.get_unit(u) for u in member_ids]

@@ -89,7 +89,7 @@ class ContinuationService:
         return cached[1], cached[2]
 
     def tree_for_snapshot(self, snapshot_id: str | None) -> Any:
-        """The frozen tree of a run (RUNTIME.md §1.7), rebuilt from the store when not cached."""
+        """The frozen tree of a run (its ops snapshot), rebuilt from the store when not cached."""
         if snapshot_id is None:
             raise LookupError("the run has no ops snapshot")
         tree = self._trees.get(snapshot_id)
@@ -158,7 +158,7 @@ class ContinuationService:
     async def send(self, dispatches: list[Dispatch] | tuple[Dispatch, ...], origin_rid: str | None = None
                    ) -> tuple[list[AckResult], list[ClaimRecord]]:
         """POST every dispatch concurrently; mark acks (P3); a failed ack is a failed terminal
-        (P4, source `ack`) followed by P5. Returns the ack results and any claims won."""
+        (admitted with source `ack`), then its release attempt. Returns the ack results and any claims won."""
         acks, claims, _ = await self.send_then(dispatches, origin_rid)
         return acks, claims
 
@@ -179,7 +179,7 @@ class ContinuationService:
         failed = [r for r in results if not r.ok]
         after_result = None
         if acked and after is None:
-            await self.call_batched(self.store.mark_ack, acked)  # P3 may share a commit
+            await self.call_batched(self.store.mark_ack, acked)  # the ack marking may share a commit
         elif acked or (after is not None and not failed):
             def step() -> Any:
                 if acked:
@@ -212,19 +212,20 @@ class ContinuationService:
     async def complete(self, opc: str, status: str, payload: Any, *, source: str, token: str | None = None,
                        best_effort: bool = False, transport: str | None = None
                        ) -> tuple[AdmitResult, ReleaseResult | None]:
-        """P4 then (when admitted) P5 for one interaction; promoted items are sent."""
+        """Admit one interaction's outcome, then (when admitted) continue it: materialise, settle,
+        try the release. Items the admission promoted are sent."""
         admit = await self.call_batched(self.store.admit_terminal, opc, status, payload, source=source,
                                              token=token, best_effort=best_effort, transport=transport)
         return await self.continue_admitted(admit)
 
     async def continue_admitted(self, admit: AdmitResult) -> tuple[AdmitResult, ReleaseResult | None]:
-        """After P4 committed: send the items it promoted, then P5 (its own transaction — the
-        admitted completion is durable before child work starts, AU-7).
+        """After the admission committed: send the items it promoted, then continue the item in
+        a transaction of its own (an admitted outcome is durable before any work depends on it).
 
-        A duplicate runs P5 again: when the first delivery's P5 never happened (the database
-        went away between the two, or the process died), the worker's retry finishes it at
-        once instead of leaving it to the sweeper. P5 is idempotent (compare-and-swap on the
-        child, one release per suspend)."""
+        A duplicate continues again: when the first delivery's continuation never happened (the
+        database went away between the two, or the process died), the worker's retry finishes
+        it at once instead of leaving it to the sweeper. Continuing is idempotent
+        (compare-and-swap on the child, one release per suspend)."""
         if admit.outcome == "duplicate":
             release = await self.call_batched(self.store.continue_release, admit.opc,
                                                    materialize=self.materialize)

@@ -1,7 +1,7 @@
-"""Running the sweeper (CONTINUATIONS.md §5.8) inside a process: once at startup, then every
+"""Running the sweeper inside a process: once at startup, then every
 --continuation-sweep-period (`txcl serve`), or on demand (`txcl sweep [--loop]`).
 
-The pass itself (`sweeper.sweep`) is synchronous store work and runs in a thread; its
+The pass itself (`sweeper.sweep`) is synchronous store work and runs beside the store lane; its
 effects outside the store — resending dispatches, driving released or taken-over resumes —
 happen afterwards on the event loop through the process's `ContinuationService`.
 """

@@ -1,4 +1,4 @@
-"""The sweeper pass (CONTINUATIONS.md §5.8, reconciliation §5.9) as a function over the store.
+"""The sweeper pass (timeouts, expiry, stale claims, reconciliation, purge) as a function over the store.
 
 ``sweep(store, config)`` runs the passes in order — timeouts, expiry, stale claims,
 reconciliation, purge — each over bounded batches of candidates, each candidate handled by its
@@ -10,7 +10,7 @@ Effects outside the store come back as data and through optional hooks: dispatch
 (``send``), sync siblings to re-run (``rerun_sync``), taken-over resumes to drive
 (``drive_resume``), and extra purges (traces, kv) supplied by the host (``extra_purges``).
 
-The reconciliation claim of §5.9 is the in-process set :data:`RECONCILING`: it only stops two
+The reconciliation claim is the in-process set :data:`RECONCILING`: it only stops two
 sweeps of one process from scanning the same unit at once and is never consulted for
 correctness.
 """
@@ -120,7 +120,7 @@ def sweep(
         elif result.outcome == "failed":
             report.stale_failed.append(run_id)
 
-    # 4. reconciliation (§5.9), for work older than --reconcile-after
+    # 4. reconciliation, for work older than --reconcile-after
     older = config.reconcile_after_ms
     for opc in store.stuck_dispatches(older_than_ms=older, limit=batch):
         dispatch = store.resend_dispatch(opc, older_than_ms=older)
@@ -159,7 +159,7 @@ def sweep(
             _note_release(report, result)
         finally:
             _release_unit(unit_id)
-    for run_id in store.releasable_runs(limit=batch):
+    for run_id in store.releasable_runs(older_than_ms=older, limit=batch):
         _note_release(report, store.try_release(run_id, materialize=materialize, reconcile=True))
 
     # 5. purge (P12)

@@ -1,10 +1,10 @@
-"""The worker contract's dispatch side (CONTINUATIONS.md §3.1–§3.2).
+"""The worker contract's dispatch side: the POST to the worker and its 202 ack.
 
 `post_dispatch` sends one interaction: always POST, JSON body `{"input": …, "_txc": {…}}`
 with the callback URL, expiry, ids and (for itemized ops) the item index and count; headers
 carry the single-use token (`X-Txco-Continuation-Token`) and `Idempotency-Key: <opc>`. The
 worker must answer exactly 202 within the ack timeout; anything else is a failed ack whose
-message follows §3.2. The token is never logged and never put in an error message.
+message names what went wrong. The token is never logged and never put in an error message.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def worker_url(dispatch: Dispatch) -> str:
 
 
 def dispatch_body(dispatch: Dispatch, base_url: str | None) -> dict:
-    """The JSON body of §3.1 (the identity stamp is not added to `input`)."""
+    """The JSON body of a dispatch (the identity stamp is not added to `input`)."""
     stack = (dispatch.stage or "").rsplit("/", 1)[0] if dispatch.stage else dispatch.op_stack
     txc: dict[str, Any] = {
         "op_continuation_id": dispatch.opc,

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import re
 import socket
-import sqlite3
 import tomllib
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -230,8 +229,6 @@ class Settings(_SettingsBase):  # type: ignore[misc, valid-type]
             bad("reconcile_after", "must exceed async-ack-timeout")
         if self.callback_base_url is not None and not re.match(r"^https?://[^/\s]+", self.callback_base_url):
             bad("callback_base_url", "must be an absolute http(s) URL")
-        if sqlite3.sqlite_version_info < (3, 35, 0):
-            raise ConfigError(f"SQLite {sqlite3.sqlite_version} is too old; txcl needs 3.35 or later")
         return self
 
 

@@ -1,4 +1,4 @@
-"""`POST /_txc/continuations/op/<opc>/complete` — the worker callback (CONTINUATIONS.md §3.3–§3.5).
+"""`POST /_txc/continuations/op/<opc>/complete` — the worker callback.
 
 Answers, checked in this order (no answer before the admitting transaction committed; a
 non-2xx answer leaves the store unchanged, except that an open interaction found past its
@@ -91,7 +91,8 @@ def parse_completion(body: bytes, unit: Any) -> tuple[str, Any] | str:
 
 
 def check_and_admit(store: Any, opc: str, token: str | None, body: bytes | None, cap: int) -> Any:
-    """Rows 1–4 of §3.4, then P4: an `Answer` for a rejected request, else the AdmitResult.
+    """The checks of a callback (unknown opc 404, bad token 401, body too large 413, bad body
+    400), then the admission: an `Answer` for a rejected request, else the AdmitResult.
     One store call (a read, then at most one write transaction), so it runs on the service's
     store lane and may share its commit with other admissions. `body` None: over the cap."""
     target = store.check_callback(opc, token)
@@ -109,7 +110,7 @@ def check_and_admit(store: Any, opc: str, token: str | None, body: bytes | None,
 
 
 async def handle_callback(service: Any, request: Any, opc: str) -> Answer:
-    """The whole §3.4 table for one callback request."""
+    """Every answer of the callback endpoint for one request (see docs/continuations.md)."""
     store = service.store
     token = presented_token(request.headers)
     cap = service.settings.callback_max_bytes
@@ -138,7 +139,7 @@ async def handle_callback(service: Any, request: Any, opc: str) -> Answer:
     if outcome == "expired":
         return _answer(410, {"error": "gone", "reason": "expired"})
     if outcome == "duplicate":
-        if release is not None and release.won and release.claim is not None:  # the first P5 never ran
+        if release is not None and release.won and release.claim is not None:  # the first delivery's continuation never ran
             service.start_resume(release.claim)
             return _answer(200, {"status": "resumed", "duplicate": True})
         return _answer(200, {"status": "recorded", "duplicate": True})

@@ -1,4 +1,4 @@
-"""Poll answers (CONTINUATIONS.md §4.2–§4.3) as the builtin `txco://continuation-result`.
+"""Poll answers (and the long poll) as the builtin `txco://continuation-result`.
 
 A poll is any request with `?_txc.continuation=<rcid>`; the router sends it to
 `_sys/continuation`, whose shipped rule calls this builtin. It reads the run from the store

@@ -111,7 +111,7 @@ class PostgresBackend(SqlBackend):
     dialect = POSTGRES
 
     def __init__(self, url: str, *, clock: Callable[[], int] | None = None, min_size: int = 1,
-                 max_size: int = 10, connect_timeout_s: float = 5.0, pool_timeout_s: float = 5.0) -> None:
+                 max_size: int = 10, connect_timeout_s: float = 5.0, pool_timeout_s: float = 3.0) -> None:
         super().__init__(clock=clock)
         import psycopg  # noqa: F401 - fail here when the driver is missing
         from psycopg_pool import ConnectionPool
@@ -128,6 +128,8 @@ class PostgresBackend(SqlBackend):
             name="txcl",
         )
         self._factories: dict[str, _RowFactory] = {}
+        self._checking = False
+        self._checking_lock = threading.Lock()
         self._pipelines: dict[int, tuple[Any, Any]] = {}  # connection id -> (context, pipeline) while writing
         self._offset_ms = 0.0  # the server's clock minus this node's, in ms
         self._offset_at = float("-inf")  # time.monotonic() of the last measurement
@@ -200,10 +202,26 @@ class PostgresBackend(SqlBackend):
                 pass
         self.pool.putconn(conn)
         if conn.closed:  # the server went away (or restarted): its other idle connections are dead too
+            self._replace_idle_connections()
+
+    def _replace_idle_connections(self) -> None:
+        """Check the pool's idle connections in the background (never on the caller's time:
+        with the server away, reconnecting waits for the connect timeout)."""
+        with self._checking_lock:
+            if self._checking:
+                return
+            self._checking = True
+
+        def check() -> None:
             try:
                 self.pool.check()
-            except Exception:  # noqa: BLE001 - the pool reconnects in the background
+            except Exception:  # noqa: BLE001 - the pool keeps reconnecting on its own
                 pass
+            finally:
+                with self._checking_lock:
+                    self._checking = False
+
+        threading.Thread(target=check, name="txcl-pg-check", daemon=True).start()
 
     _checkout_write = _checkout
     _checkout_read = _checkout

@@ -775,7 +775,9 @@ class ContinuationProcedures:
         status = self._materialize_child(t, unit, opc, child_version, self._materializer(materialize), it)
         self._record_continuation_fact(t, unit, it["item_index"], status)
         unit_status = self._settle_unit(t, it["unit_id"])
-        claim = self._release(t, run_id)
+        # a unit still waiting keeps its suspend parked: only a member's end can release it
+        # (and each member's end tries), so the check is skipped for every item but the last
+        claim = self._release(t, run_id) if unit_status != "waiting" else None
         return ReleaseResult("resumed" if claim else "recorded", run_id, unit_status, claim,
                              materialized="materialize" in t.fired)
 
@@ -1372,15 +1374,18 @@ class ContinuationProcedures:
             "> u.continuation_done) LIMIT ?", (limit,))]
 
     @read_procedure
-    def releasable_runs(self, t: Tx, *, limit: int = 500) -> list[str]:
+    def releasable_runs(self, t: Tx, *, older_than_ms: int = 0, limit: int = 500) -> list[str]:
+        """Parked runs whose suspend could be released, parked at least `older_than_ms` ago
+        (a fresh park belongs to the request that made it: its drain decides)."""
         return [r["run_id"] for r in t.all(
             "SELECT r.run_id FROM runs r JOIN suspends s ON s.run_id = r.run_id AND s.stage = r.cur_stage "
             "AND s.visit = r.cur_visit WHERE r.status = 'waiting' AND s.status = 'open' AND s.dispatch_complete = 1 "
+            "AND s.suspended_ms <= ? "
             "AND (NOT EXISTS (SELECT 1 FROM suspend_members m JOIN await_units u ON u.unit_id = m.unit_id "
             "WHERE m.run_id = s.run_id AND m.stage = s.stage AND m.visit = s.visit AND u.status = 'waiting') "
             "OR EXISTS (SELECT 1 FROM suspend_members m JOIN await_units u ON u.unit_id = m.unit_id "
             "WHERE m.run_id = s.run_id AND m.stage = s.stage AND m.visit = s.visit "
-            "AND u.status IN ('failed', 'timed_out', 'cancelled'))) LIMIT ?", (limit,))]
+            "AND u.status IN ('failed', 'timed_out', 'cancelled'))) LIMIT ?", (t.now - older_than_ms, limit))]
 
     @read_procedure
     def unrecorded_sync_members(self, t: Tx, *, older_than_ms: int, limit: int = 500) -> list[str]:
