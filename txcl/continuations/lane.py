@@ -32,7 +32,7 @@ class StoreLane:
     def __init__(self, store: Any, *, inline: bool = False) -> None:
         self.store = store
         self.inline = inline
-        self.can_batch = callable(getattr(store, "run_batch", None))
+        self.can_batch = store.batches_writes
         self._jobs: collections.deque = collections.deque()
         self._cond = threading.Condition(threading.Lock())
         self._thread: threading.Thread | None = None

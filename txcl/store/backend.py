@@ -152,6 +152,7 @@ class SqlBackend:
 
     dialect: Dialect
     kind: str = "sql"
+    serialises_writers = False  # one write transaction at a time for the whole database
     max_attempts = 4  # of one transaction, when the database says a retry is safe
 
     def __init__(self, *, clock: Callable[[], int] | None = None) -> None:

@@ -33,6 +33,14 @@ class DatabaseStore(ContinuationProcedures, TraceProcedures, KvProcedures):
     def describe(self) -> str:
         return self.backend.describe()
 
+    @property
+    def batches_writes(self) -> bool:
+        """Whether independent write calls should share one transaction (``run_batch``): yes
+        where writers are serialised anyway (SQLite: one commit instead of many); no where
+        they run in parallel (PostgreSQL: a batch would hold several runs' row locks, taken
+        in no particular order, and two nodes' batches could deadlock)."""
+        return self.backend.serialises_writers
+
     def use_policy(self, policy: StorePolicy) -> None:
         """The continuations layer's decisions (set once by whoever drives durable runs)."""
         self.policy = policy

@@ -51,6 +51,7 @@ def sqlite_path(db: str | Path) -> Path:
 class SqliteBackend(SqlBackend):
     kind = "sqlite"
     dialect = SQLITE
+    serialises_writers = True
 
     def __init__(self, path: str | Path, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
                  clock: Callable[[], int] | None = None, create: bool = True) -> None:
