@@ -46,13 +46,11 @@ class Backends:
     def fresh(self, name: str) -> str:
         if name == "sqlite":
             return str(Path(self.tmp.name) / f"db{next(self.numbers)}.db")
-        import psycopg
+        from txcl.testing.postgres import create_database, database_url
 
         database = "bench_" + uuid.uuid4().hex[:12]
-        with psycopg.connect(self.pg_url, autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{database}"')
-        base = self.pg_url.rsplit("/", 1)[0]
-        return f"{base}/{database}"
+        create_database(self.pg_url, database)
+        return database_url(self.pg_url, database)
 
     def __iter__(self) -> Iterator[tuple[str, Callable[[], str]]]:
         for name in self.names:

@@ -39,24 +39,20 @@ class _ExternalPostgres:
         self.url = url
 
     def url_for(self, database: str) -> str:
-        from urllib.parse import urlsplit, urlunsplit
+        from txcl.testing.postgres import database_url
 
-        parts = urlsplit(self.url)
-        return urlunsplit((parts.scheme, parts.netloc, "/" + database, parts.query, ""))
+        return database_url(self.url, database)
 
     def create_database(self, name: str) -> str:
-        import psycopg
+        from txcl.testing.postgres import create_database
 
-        with psycopg.connect(self.url, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-            conn.execute(f'CREATE DATABASE "{name}"')
+        create_database(self.url, name)
         return self.url_for(name)
 
     def drop_database(self, name: str) -> None:
-        import psycopg
+        from txcl.testing.postgres import drop_database
 
-        with psycopg.connect(self.url, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        drop_database(self.url, name)
 
 
 @pytest.fixture(scope="session")

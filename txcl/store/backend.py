@@ -173,30 +173,20 @@ class SqlBackend:
         return cached
 
     def execute(self, conn: Any, sql: str, params: Params = ()) -> Any:
-        try:
-            return self._execute(conn, self.sql(sql), tuple(params))
-        except StoreError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - a driver error, translated
-            translated = self.translate(exc)
-            if translated is None:
-                raise
-            raise translated from exc
+        return self._translating(self._execute, conn, self.sql(sql), tuple(params))
 
     def send(self, conn: Any, sql: str, params: Params = ()) -> None:
-        try:
-            self._send(conn, self.sql(sql), tuple(params))
-        except StoreError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - a driver error, translated
-            translated = self.translate(exc)
-            if translated is None:
-                raise
-            raise translated from exc
+        self._translating(self._send, conn, self.sql(sql), tuple(params))
 
     def execute_many(self, conn: Any, sql: str, rows: list[Params]) -> None:
+        self._translating(self._execute_many, conn, self.sql(sql), [tuple(r) for r in rows])
+
+    def _translating(self, call: Callable[..., T], *args: Any) -> T:
+        """`call(*args)` with the driver's exceptions turned into store errors."""
         try:
-            self._execute_many(conn, self.sql(sql), [tuple(r) for r in rows])
+            return call(*args)
+        except StoreError:
+            raise
         except Exception as exc:  # noqa: BLE001 - a driver error, translated
             translated = self.translate(exc)
             if translated is None:

@@ -186,18 +186,35 @@ class TempPostgres:
 
     def create_database(self, name: str) -> str:
         """A fresh, empty database; returns its URL."""
-        import psycopg
-
-        with psycopg.connect(self.url, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-            conn.execute(f'CREATE DATABASE "{name}"')
+        create_database(self.url, name)
         return self.url_for(name)
 
     def drop_database(self, name: str) -> None:
-        import psycopg
+        drop_database(self.url, name)
 
-        with psycopg.connect(self.url, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+def database_url(server_url: str, name: str) -> str:
+    """The URL of database `name` on the server of `server_url`."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(server_url)
+    return urlunsplit((parts.scheme, parts.netloc, "/" + name, parts.query, ""))
+
+
+def create_database(server_url: str, name: str) -> None:
+    """(Re)create an empty database `name` on the server of `server_url`."""
+    import psycopg
+
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def drop_database(server_url: str, name: str) -> None:
+    import psycopg
+
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def wait_ready(url: str, timeout: float = 30.0) -> None:
