@@ -23,12 +23,17 @@ _counter = itertools.count()
 BACKENDS = ("sqlite", "postgresql")
 
 
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
 def pytest_collection_modifyitems(items):
-    """Every test run against PostgreSQL carries the `postgres` marker (`-m "not postgres"`
-    runs the SQLite half alone)."""
+    """Every test that needs a PostgreSQL server carries the `postgres` marker (`-m "not
+    postgres"` runs without one)."""
     for item in items:
         callspec = getattr(item, "callspec", None)
-        if callspec is not None and callspec.params.get("backend") == "postgresql":
+        on_pg = callspec is not None and "postgresql" in (callspec.params.get("backend"),
+                                                          callspec.params.get("shared_barrier"))
+        info = getattr(item, "_fixtureinfo", None)
+        asked = set(info.argnames) if info is not None else set()  # what the test itself requests
+        if on_pg or {"pg_server", "pg_store", "new_pg_database"} & asked:
             item.add_marker(pytest.mark.postgres)
 
 
