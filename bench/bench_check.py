@@ -66,7 +66,7 @@ def main() -> None:
         for _ in range(args.runs):  # interleaved, so load from other processes hits both alike
             cold.append(run_cli(root, "--no-cache"))
             cold1.append(run_cli(root, "--no-cache", "--jobs", "2"))
-        shutil.rmtree(root / ".txcl", ignore_errors=True)
+        shutil.rmtree(root / ".txcl-data", ignore_errors=True)
         run_cli(root)  # fills the cache
         warm = [run_cli(root) for _ in range(args.runs)]
         if os.environ.get("TXCL_BENCH_VERBOSE"):

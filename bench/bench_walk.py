@@ -73,7 +73,7 @@ async def _rounds(interp: Interpreter, n: int, rounds: int) -> list[tuple[float,
 
 def measure(ws: Path, mode: str, n: int, rounds: int) -> tuple[float, float]:
     tree = load_ops(ws)
-    store = open_store(ws / ".txcl" / f"bench-{mode}.db")
+    store = open_store(ws / ".txcl-data" / f"bench-{mode}.db")
     # Traces are group-committed (512 per transaction, at most 250 ms old): each trace is
     # still written whole in one transaction, but a commit's fsync is shared.
     interp = Interpreter(tree, store=store, settings=Settings(trace_mode=mode), trace_batch=512, trace_batch_delay_s=0.25)

@@ -163,7 +163,7 @@ def run_tree(tmp_path: Path):
 
     def run(ws: Path, envelope: dict | None = None, stack: str | None = None, *, mocks=None,
             sleep=None, **settings: Any):
-        store = open_store(ws / ".txcl" / "txcl.db")
+        store = open_store(ws / ".txcl-data" / "txcl.db")
         stores.append(store)
         tree = load_ops(ws)
         interp = Interpreter(tree, store=store, settings=Settings(**settings))

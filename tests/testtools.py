@@ -47,3 +47,11 @@ class RawDb:
 
     def __exit__(self, *exc) -> bool:
         return False
+
+
+def rule_files(root, pattern: str = "*.txcl") -> list:
+    """The rule files below `root`, sorted: regular files only (a folder or a dangling link
+    whose name ends in `.txcl` is not a rule)."""
+    from pathlib import Path
+
+    return sorted(p for p in Path(root).rglob(pattern) if p.is_file() and not p.is_symlink())

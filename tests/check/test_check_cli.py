@@ -138,7 +138,7 @@ def test_progress_bar_only_on_a_terminal(tmp_path, monkeypatch) -> None:
 def test_cache_gives_the_same_findings(tmp_path, monkeypatch) -> None:
     _tree(tmp_path, WARN)
     first = _run(["check", "--output-format", "concise"], tmp_path, monkeypatch).stdout
-    assert (tmp_path / ".txcl" / "cache").is_dir()
+    assert (tmp_path / ".txcl-data" / "cache").is_dir()
     second = _run(["check", "--output-format", "concise"], tmp_path, monkeypatch).stdout
     assert first == second and "TX201" in first
 

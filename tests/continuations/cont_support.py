@@ -3,7 +3,7 @@
 `txcl serve` subprocess on 127.0.0.1, the test worker, and in-process stores.
 
 Every test that builds a workspace runs once per store backend: on SQLite the workspace's
-database is its default file `<ws>/.txcl/txcl.db`; on PostgreSQL the workspace gets a fresh
+database is its default file `<ws>/.txcl-data/txcl.db`; on PostgreSQL the workspace gets a fresh
 database of the session's server, named in its `txcl.toml` (`[serve] db = …`), so `txcl
 serve`, `txcl run`, `txcl runs` and `txcl complete` all find it as a user's would. `store_at`
 and `db_of` map a workspace's default file to its database on either backend."""
@@ -56,7 +56,7 @@ def _use_database(ws: Path, url: str) -> None:
     else:
         text = f"[serve]\n{line}\n\n" + text
     config.write_text(text, encoding="utf-8")
-    _PG_DATABASES[str(ws / ".txcl" / "txcl.db")] = url
+    _PG_DATABASES[str(ws / ".txcl-data" / "txcl.db")] = url
 
 
 def db_of(path: Path | str) -> str:
@@ -148,7 +148,7 @@ def serve(tmp_path: Path, new_pg_database):
 
     def start(ws: Path, *flags: str, db: Path | None = None, env: dict[str, str] | None = None,
               fast: bool = True) -> ServeProcess:
-        proc = ServeProcess(ws, db or (ws / ".txcl" / "txcl.db"), [*(FAST_FLAGS if fast else []), *flags], env)
+        proc = ServeProcess(ws, db or (ws / ".txcl-data" / "txcl.db"), [*(FAST_FLAGS if fast else []), *flags], env)
         procs.append(proc)
         return proc.start()
 
@@ -230,7 +230,7 @@ def shared_barrier(tmp_path_factory, request):
         if request.param == "postgresql":
             server = request.getfixturevalue("pg_server")
             _use_database(ws, server.create_database("shared_" + ws.name.replace("-", "_")))
-        srv = ServeProcess(ws, ws / ".txcl" / "txcl.db",
+        srv = ServeProcess(ws, ws / ".txcl-data" / "txcl.db",
                            [*FAST_FLAGS, "--continuation-longpoll-ms", "8000", "--op-timeout", "10s"]).start()
         try:
             yield ws, srv, w

@@ -48,7 +48,7 @@ def test_t20_resume_runs_the_rules_frozen_at_the_suspend(serve, workspace, worke
     srv2 = serve(ws)
     assert worker.callback(job, {"enriched": "old-path"}, url=job.callback_url.replace(srv.url, srv2.url)) \
         == (200, {"status": "resumed"})
-    store = store_at(ws / ".txcl" / "txcl.db")
+    store = store_at(ws / ".txcl-data" / "txcl.db")
     run_id = job.body["_txc"]["run_id"]
     run = wait_until(lambda: (r := store.get_run(run_id)) and r.status == "completed" and r)
     assert run.result["after"] == "old-path"
@@ -65,7 +65,7 @@ def test_t23_two_threads_release_one_suspend(tmp_path, workspace, worker):
     from txcl.runtime.interpreter import Completed, Suspended
 
     ws = workspace(barrier_tree(worker.url()))
-    store = open_run_store(db_of(ws / ".txcl" / "txcl.db"))
+    store = open_run_store(db_of(ws / ".txcl-data" / "txcl.db"))
     service = ContinuationService(store, Settings(), workspace=ws)
 
     async def main():
@@ -112,7 +112,7 @@ def test_sync_sibling_error_is_best_effort(tmp_path, workspace, worker):
     files["OPS/shop/100/side.txcl"] = 'EXEC "py://cont_failing_op:fn"'
     files["cont_failing_op.py"] = "def fn(op_input, ctx):\n    raise ValueError('side failed')\n"
     ws = workspace(files)
-    store = open_run_store(db_of(ws / ".txcl" / "txcl.db"))
+    store = open_run_store(db_of(ws / ".txcl-data" / "txcl.db"))
     service = ContinuationService(store, Settings(), workspace=ws)
 
     async def main():
@@ -170,7 +170,7 @@ def test_barrier_parks_twice_at_one_stage_with_visits(workspace, worker):
         "OPS/shop/300/done.txcl": "EMIT .n = &len(.answers)",
     }
     ws = workspace(files)
-    store = open_run_store(db_of(ws / ".txcl" / "txcl.db"))
+    store = open_run_store(db_of(ws / ".txcl-data" / "txcl.db"))
     service = ContinuationService(store, Settings(), workspace=ws)
 
     async def main():

@@ -40,7 +40,7 @@ def test_t1_duplicate_callback_ten_times(shared, store_at):
     answers = [worker.callback(job, {"enriched": {"n": 1}}) for _ in range(10)]
     assert answers[0] == (200, {"status": "resumed"})
     assert all(a == (200, {"status": "recorded", "duplicate": True}) for a in answers[1:])
-    store = store_at(ws / ".txcl" / "txcl.db")
+    store = store_at(ws / ".txcl-data" / "txcl.db")
     run_id = job.body["_txc"]["run_id"]
     run = wait_until(lambda: (r := store.get_run(run_id)) and r.status == "completed" and r)
     assert run.result["enriched"] == {"n": 1} and run.result["after"] == {"n": 1}  # merged once: no list growth
@@ -65,7 +65,7 @@ def test_t2_conflicting_callback_keeps_the_first(shared, store_at, second):
     else:
         answer = worker.callback(job, {"enriched": "second"})
     assert answer == (409, {"error": "conflicting completion"})
-    store = store_at(ws / ".txcl" / "txcl.db")
+    store = store_at(ws / ".txcl-data" / "txcl.db")
     run_id = job.body["_txc"]["run_id"]
     run = wait_until(lambda: (r := store.get_run(run_id)) and r.status == "completed" and r)
     assert run.result["after"] == "first"
@@ -86,14 +86,14 @@ def test_t2_callback_after_an_ack_failure_terminal_conflicts(serve, workspace, s
         job = bad.wait_job()
         answer = bad.callback(job, {"enriched": 1})
         assert answer == (409, {"error": "conflicting completion"}) or answer[0] == 410
-        store = store_at(ws / ".txcl" / "txcl.db")
+        store = store_at(ws / ".txcl-data" / "txcl.db")
         assert store.get_run(job.body["_txc"]["run_id"]).status == "failed"
 
 
 def test_t13_bad_callbacks_change_nothing(shared, store_at):
     """T13: 401 / 401 / 404 / 413 / 400 / 400 / 400, each leaving the store as it was."""
     ws, srv, headers, job = _suspend(shared)
-    store = store_at(ws / ".txcl" / "txcl.db")
+    store = store_at(ws / ".txcl-data" / "txcl.db")
     run_id = job.body["_txc"]["run_id"]
     before = _snapshot(store, run_id)
     url = job.callback_url
@@ -139,7 +139,7 @@ def test_t13_cancelled_and_expired_interactions_are_gone(serve, workspace, store
         # the run expired with it: the sibling's interaction is gone too
         answer = w.callback(slow, {"x": 1})
         assert answer[0] == 410
-        store = store_at(ws / ".txcl" / "txcl.db")
+        store = store_at(ws / ".txcl-data" / "txcl.db")
         assert store.get_run(fast.body["_txc"]["run_id"]).status == "expired"
 
 
@@ -155,7 +155,7 @@ def test_t13_fail_fast_sibling_is_cancelled(serve, workspace, worker, store_at):
     jobs = {j.path: j for j in (worker.wait_job(), worker.wait_job())}
     assert worker.callback(jobs["/jobs"], status="failed", error="boom") == (200, {"status": "resumed"})
     assert worker.callback(jobs["/two"], {"x": 1}) == (410, {"error": "gone", "reason": "cancelled"})
-    store = store_at(ws / ".txcl" / "txcl.db")
+    store = store_at(ws / ".txcl-data" / "txcl.db")
     run_id = jobs["/jobs"].body["_txc"]["run_id"]
     wait_until(lambda: store.get_run(run_id).status == "failed")
     status, _, body = http_get(srv.url + headers["location"])

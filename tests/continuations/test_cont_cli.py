@@ -74,12 +74,14 @@ def test_t30_run_wait_failure_and_timeout(workspace, worker):
 def test_t30_complete_usage_errors(workspace, worker):
     ws = workspace(barrier_tree(worker.url()))
     assert txcl("complete", "opc_x", "--workspace", str(ws), "--output", "{}", "--fail").returncode == 2
+    assert txcl("db", "upgrade", "--workspace", str(ws)).returncode == 0
     unknown = txcl("complete", "opc_" + "1" * 22, "--workspace", str(ws), "--output", "{}")
     assert unknown.returncode == 1
 
 
 def test_t30_sweep_once_from_the_command_line(workspace, worker):
     ws = workspace(barrier_tree(worker.url()))
+    assert txcl("db", "upgrade", "--workspace", str(ws)).returncode == 0
     swept = txcl("sweep", "--workspace", str(ws), "--json")
     assert swept.returncode == 0
     assert json.loads(swept.stdout.strip().splitlines()[-1])["expired"] == 0

@@ -41,7 +41,7 @@ def test_t28_fast_op_answers_synchronously(serve, workspace, store_at):
     srv = serve(ws)
     status, _, body = http_get(srv.url + "/")
     assert status == 200 and json.loads(body) == {"v": "fast", "after": "fast"}
-    assert store_at(ws / ".txcl" / "txcl.db").list_runs() == []  # no run was needed
+    assert store_at(ws / ".txcl-data" / "txcl.db").list_runs() == []  # no run was needed
 
 
 def test_t28_slow_op_is_promoted_and_answers_later(serve, workspace, store_at):
@@ -49,7 +49,7 @@ def test_t28_slow_op_is_promoted_and_answers_later(serve, workspace, store_at):
     srv = serve(ws)
     status, headers, body = http_get(srv.url + "/")
     assert status == 202 and json.loads(body)["status"] == "running"
-    store = store_at(ws / ".txcl" / "txcl.db")
+    store = store_at(ws / ".txcl-data" / "txcl.db")
     run = store.list_runs()[0]
     assert [s.kind for s in store.list_suspends(run.run_id)] == ["promotion"]
     unit = store.list_units(run.run_id)[0]
@@ -75,7 +75,7 @@ def test_t28_restart_during_promotion_expires_the_run(serve, workspace, store_at
     status, _, _ = http_get(srv.url + "/", dead_ok=True)
     assert status == 0  # the connection died with the process
     assert srv.wait_dead() is not None
-    store = store_at(ws / ".txcl" / "txcl.db")
+    store = store_at(ws / ".txcl-data" / "txcl.db")
     run = store.list_runs()[0]
     assert run.status == "waiting" and run.expires_ms is not None
     srv2 = serve(ws, "--continuation-sweep-period", "500ms", "--continuation-stale-resume-after", "2s")

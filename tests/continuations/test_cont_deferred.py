@@ -89,7 +89,7 @@ def test_t3_callback_before_the_join_merges_in_request_no_202(serve, workspace, 
     assert answer["rendered"] == "P" and answer["research"] == {"done": True, "page": "P"}
     assert answer["audit"] == {"started": True}  # DJ-2: the in-between scope saw nothing
     assert "location" not in headers
-    store = store_at(ws / ".txcl" / "txcl.db")
+    store = store_at(ws / ".txcl-data" / "txcl.db")
     run = store.list_runs()[0]
     assert run.status == "completed" and run.result["rendered"] == "P"
     unit = store.list_units(run.run_id)[0]
@@ -130,7 +130,7 @@ def test_dj3_floor_scope_need_not_exist_and_dj4_resume_runs_the_join_scope(serve
     assert json.loads(body)["audit"] == {"started": True}
     job = worker.wait_job()
     assert worker.callback(job, RESULT) == (200, {"status": "resumed"})
-    store = store_at(ws / ".txcl" / "txcl.db")
+    store = store_at(ws / ".txcl-data" / "txcl.db")
     run_id = _run_id(job)
     run = wait_until(lambda: (r := store.get_run(run_id)) and r.status == "completed" and r)
     assert run.result["rendered"] == "P" and "saw_result" not in run.result["audit"]
@@ -160,7 +160,7 @@ def test_t14_djf1_no_callback_expires_at_dispatch_plus_timeout_plus_slack(serve,
     status, headers, _ = http_get(srv.url + "/go")
     assert status == 202  # the flow waits at the join
     job = worker.wait_job()
-    store = store_at(ws / ".txcl" / "txcl.db")
+    store = store_at(ws / ".txcl-data" / "txcl.db")
     run_id = _run_id(job)
     it = store.get_interaction(job.opc)
     assert it.deadline_ms - it.dispatch_ms == 2000  # timeout 1s + slack 1s
@@ -181,7 +181,7 @@ def test_t14_djf2_no_ack_fails_at_the_join_after_the_in_between_scopes(serve, wo
     assert status == 502
     error = json.loads(body)["error"]
     assert error["code"] == "txcl_join_failed" and "expected 202, got 503" in error["message"]
-    store = store_at(ws / ".txcl" / "txcl.db")
+    store = store_at(ws / ".txcl-data" / "txcl.db")
     trace = wait_until(lambda: store.get_trace(headers["x-request-id"]))
     steps = [(s["stage"], s["name"], s["status"]) for s in trace.steps]
     assert ("site/100", "research", "error") in steps  # a failed dispatch is an error step
@@ -217,7 +217,7 @@ def test_t14_djf3_worker_failure_in_request_and_after_suspend(serve, workspace, 
         assert status == 202
         job = w.wait_job()
         assert w.callback(job, status="failed", error={"message": "late failure"}) == (200, {"status": "resumed"})
-        store = store_at(ws / ".txcl" / "txcl.db")
+        store = store_at(ws / ".txcl-data" / "txcl.db")
         run = wait_until(lambda: (r := store.get_run(_run_id(job))) and r.status == "failed" and r)
         assert run.error["code"] == "txcl_join_failed"
         status, _, body = http_get(srv.url + headers["location"])
@@ -234,7 +234,7 @@ def test_t14_djf4_halt_or_end_of_stack_before_the_floor(serve, workspace, worker
     files["txcl.toml"] = '[serve]\ndefault_stack = "site"\n\n[[serve.routes]]\npath = "/short"\nstack = "short"\n'
     ws = workspace(files)
     srv = serve(ws)
-    store = store_at(ws / ".txcl" / "txcl.db")
+    store = store_at(ws / ".txcl-data" / "txcl.db")
     for path in ("/stop", "/short/go"):
         status, _, body = http_get(srv.url + path)
         assert status == 200, body
@@ -277,7 +277,7 @@ def test_t14_djf5_t18_backward_goto_redispatches_and_all_join_at_the_floor(serve
     assert status == 202
     jobs = [worker.wait_job() for _ in range(3)]
     assert len({j.opc for j in jobs}) == 3
-    store = store_at(ws / ".txcl" / "txcl.db")
+    store = store_at(ws / ".txcl-data" / "txcl.db")
     run_id = _run_id(jobs[0])
     assert len(store.list_units(run_id)) == 3
     suspend = store.list_suspends(run_id)
@@ -296,7 +296,7 @@ def test_t14_djf6_t9_kill_before_the_join_expires_the_run(serve, workspace, work
     first = serve(ws, *flags, env={"TXCL_TESTING": "1", "TXCL_FAULT": "deferred-dispatch"})
     status, _, _ = http_get(first.url + "/go", dead_ok=True)
     assert status == 0 and first.wait_dead() is not None
-    store = store_at(ws / ".txcl" / "txcl.db")
+    store = store_at(ws / ".txcl-data" / "txcl.db")
     run = store.list_runs()[0]
     assert run.status == "active" and run.expires_ms is not None
     unit = store.list_units(run.run_id)[0]
@@ -326,7 +326,7 @@ def test_djf6_restart_after_the_join_suspend_is_safe(serve, workspace, worker, s
     second = serve(ws)
     url = second.url + job.callback_url[job.callback_url.index("/_txc/"):]
     assert worker.callback(job, RESULT, url=url) == (200, {"status": "resumed"})
-    store = store_at(ws / ".txcl" / "txcl.db")
+    store = store_at(ws / ".txcl-data" / "txcl.db")
     run = wait_until(lambda: (r := store.get_run(_run_id(job))) and r.status == "completed" and r)
     assert run.result["rendered"] == "P"
     status, _, body = http_get(second.url + headers["location"])
@@ -345,7 +345,7 @@ def test_t15_dj6_floor_at_or_below_own_scope_is_plain_async(serve, workspace, wo
     assert status == 202
     assert "audit" not in json.loads(body)  # suspended at its own scope, before 150
     job = worker.wait_job()
-    store = store_at(ws / ".txcl" / "txcl.db")
+    store = store_at(ws / ".txcl-data" / "txcl.db")
     assert [(s.stage, s.kind) for s in store.list_suspends(_run_id(job))] == [("site/100", "barrier")]
     assert store.list_units(_run_id(job))[0].join_at_scope is None
     assert worker.callback(job, RESULT) == (200, {"status": "resumed"})
@@ -390,7 +390,7 @@ def test_t16_dj7_cross_stack_goto_resolves_at_the_first_scope_of_the_new_stack(s
         status, headers, _ = http_get(srv.url + "/go?nap=0")
         assert status == 202
         job = w.wait_job()
-        store = store_at(ws / ".txcl" / "txcl.db")
+        store = store_at(ws / ".txcl-data" / "txcl.db")
         assert [(s.stage, s.kind) for s in store.list_suspends(_run_id(job))] == [("other/10", "join")]
         assert w.callback(job, RESULT) == (200, {"status": "resumed"})
         status, _, body = wait_until(lambda: (r := http_get(srv.url + headers["location"]))[0] == 200 and r)
@@ -416,7 +416,7 @@ def test_t17_dj8_join_scope_with_its_own_async_op_suspends_twice(serve, workspac
         # the second async op saw the merged deferred result in its input
         assert job2.body["input"]["research"] == {"done": True, "page": "P"}
         assert w2.callback(job2, {"second": {"v": 2}}) == (200, {"status": "resumed"})
-        store = store_at(ws / ".txcl" / "txcl.db")
+        store = store_at(ws / ".txcl-data" / "txcl.db")
         run = wait_until(lambda: (r := store.get_run(_run_id(job))) and r.status == "completed" and r)
         assert run.result["final"] == 2 and run.result["rendered"] == "P"
         assert [(s.stage, s.visit, s.kind) for s in store.list_suspends(run.run_id)] == \
@@ -446,7 +446,7 @@ def test_t17_goto_loop_suspends_twice_at_one_stage(serve, workspace, worker, sto
     for k in range(2):
         job = worker.wait_job()
         assert worker.callback(job, {"answers": [k]}) == (200, {"status": "resumed"})
-    store = store_at(ws / ".txcl" / "txcl.db")
+    store = store_at(ws / ".txcl-data" / "txcl.db")
     run = wait_until(lambda: (r := store.get_run(_run_id(job))) and r.status == "completed" and r)
     assert run.result["answers"] == [0, 1] and run.result["rounds"] == 2
     assert [(s.stage, s.visit) for s in store.list_suspends(run.run_id)] == [("site/100", 1), ("site/100", 2)]
@@ -472,7 +472,7 @@ def test_t19_two_joins_at_one_floor_merge_by_op_name(serve, workspace, store_at)
         ja, jb = wa.wait_job(), wb.wait_job()
         assert wb.callback(jb, {"log": ["beta"]}) == (200, {"status": "recorded"})
         assert wa.callback(ja, {"log": ["alpha"]}) == (200, {"status": "resumed"})
-        store = store_at(ws / ".txcl" / "txcl.db")
+        store = store_at(ws / ".txcl-data" / "txcl.db")
         run = wait_until(lambda: (r := store.get_run(_run_id(ja))) and r.status == "completed" and r)
         assert run.result["log"] == ["sync", "alpha", "beta"] and run.result["joined"] == 3
         # in the request: both completions arrive (beta first) before the floor
@@ -502,7 +502,7 @@ def test_dj9_same_scope_async_and_later_continuable_reuse_the_run(serve, workspa
         assert _run_id(job) == _run_id(job2)
         assert w.callback(job, RESULT) == (200, {"status": "recorded"})  # run parked on the barrier
         assert w2.callback(job2, {"plain": 1}) == (200, {"status": "resumed"})
-        store = store_at(ws / ".txcl" / "txcl.db")
+        store = store_at(ws / ".txcl-data" / "txcl.db")
         run = wait_until(lambda: (r := store.get_run(_run_id(job))) and r.status == "completed" and r, timeout=15)
         assert run.result["rendered"] == "P" and run.result["plain"] == 1 and run.result["napped"] is True
         assert len(store.list_runs()) == 1
@@ -523,7 +523,7 @@ def test_dj1_resumed_flow_runs_the_rules_frozen_at_dispatch(serve, workspace, wo
     second = serve(ws)
     url = second.url + job.callback_url[job.callback_url.index("/_txc/"):]
     assert worker.callback(job, RESULT, url=url) == (200, {"status": "resumed"})
-    store = store_at(ws / ".txcl" / "txcl.db")
+    store = store_at(ws / ".txcl-data" / "txcl.db")
     run = wait_until(lambda: (r := store.get_run(_run_id(job))) and r.status == "completed" and r)
     assert run.result["rendered"] == "P"
 
@@ -544,7 +544,7 @@ def test_au14_deadline_passed_before_the_join_fails_the_request_there(serve, wor
     assert error["code"] == "txcl_join_failed" and "timed out" in error["message"]
     jobs = {j.body["_txc"]["op"]: j for j in (worker.wait_job(), worker.wait_job())}
     job = jobs["site/research"]
-    store = store_at(ws / ".txcl" / "txcl.db")
+    store = store_at(ws / ".txcl-data" / "txcl.db")
     assert store.get_interaction(job.opc).status == "timed_out"
     run = store.get_run(_run_id(job))
     assert run.status == "failed" and run.fail_reason == "join_failed"

@@ -22,7 +22,7 @@ def _free_port() -> int:
 
 def test_approval_example_in_three_commands(tmp_path):
     ws = tmp_path / "approval"
-    shutil.copytree(EXAMPLE, ws, ignore=shutil.ignore_patterns(".txcl"))
+    shutil.copytree(EXAMPLE, ws, ignore=shutil.ignore_patterns(".txcl", ".txcl-data"))
     port = _free_port()
     rule = ws / "OPS/approval/0200_approve/ask.txcl"
     rule.write_text(rule.read_text().replace("127.0.0.1:8766", f"127.0.0.1:{port}"))

@@ -51,7 +51,7 @@ def test_t8_barrier_survives_a_kill_at(point, serve, workspace, worker, store_at
         job = worker.wait_job(timeout=20)
     if point in IN_REQUEST:
         assert _callback(job, second.url, {"enriched": ["x"]})[0] == 200
-    store = store_at(ws / ".txcl" / "txcl.db")
+    store = store_at(ws / ".txcl-data" / "txcl.db")
     run_id = job.body["_txc"]["run_id"]
     run = wait_until(lambda: (r := store.get_run(run_id)) and r.status in ("completed", "failed", "expired") and r,
                      timeout=25)
@@ -89,7 +89,7 @@ def test_t8_continuable_after_promotion_survives_a_kill_at(point, serve, workspa
     assert status == 202
     assert first.wait_dead() is not None
     second = serve(ws, *FLAGS)
-    store = store_at(ws / ".txcl" / "txcl.db")
+    store = store_at(ws / ".txcl-data" / "txcl.db")
     run_id = store.list_runs()[0].run_id
     run = wait_until(lambda: (r := store.get_run(run_id)) and r.status != "waiting" and r.status != "resuming"
                      and r, timeout=25)

@@ -59,7 +59,7 @@ def _scenario(point: str, files: dict, n_jobs: int, in_request: tuple, output, c
         jobs[job.opc] = job
     for job in jobs.values():  # already admitted → 200 duplicate; otherwise admitted now
         assert _callback(job, second.url, output(job)) == 200
-    store = store_at(ws / ".txcl" / "txcl.db")
+    store = store_at(ws / ".txcl-data" / "txcl.db")
     run_id = next(iter(jobs.values())).body["_txc"]["run_id"]
     run = wait_until(lambda: (r := store.get_run(run_id)) and r.status in ("completed", "failed", "expired") and r,
                      timeout=25)

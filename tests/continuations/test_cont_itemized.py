@@ -65,7 +65,7 @@ def test_t5_reverse_order_completions_join_in_item_order(serve, workspace, worke
     assert [j.body["_txc"]["item_index"] for j in jobs] == list(range(6))
     assert {j.body["_txc"]["item_count"] for j in jobs} == {6}
     assert [j.body["input"] for j in jobs] == [{"id": i, "amount": 10 * i} for i in range(6)]  # the element itself
-    store = store_at(ws / ".txcl" / "txcl.db")
+    store = store_at(ws / ".txcl-data" / "txcl.db")
     run_id = _run_id(jobs[0])
     answers = [worker.callback(j, _receipt(j)) for j in reversed(jobs)]
     assert answers[:-1] == [(200, {"status": "recorded"})] * 5 and answers[-1] == (200, {"status": "resumed"})
@@ -93,7 +93,7 @@ def test_t6_window_peak_24_items_window_3(serve, workspace, worker, store_at):
         if done <= 21:
             pending.append(worker.wait_job())
     assert worker.peak == 3 and worker.in_flight == 0 and len(worker.jobs) == 24
-    store = store_at(ws / ".txcl" / "txcl.db")
+    store = store_at(ws / ".txcl-data" / "txcl.db")
     run_id = _run_id(first[0])
     unit = store.list_units(run_id)[0]
     assert len(store.list_interactions(unit.unit_id)) == 24 and unit.window == 3
@@ -135,7 +135,7 @@ def _burst(serve, workspace, worker, store_at, n: int, window: int = 25) -> None
             assert worker.peak <= window
     assert duplicates
     assert worker.peak <= window and worker.in_flight == 0
-    store = store_at(ws / ".txcl" / "txcl.db")
+    store = store_at(ws / ".txcl-data" / "txcl.db")
     run_id = store.list_runs()[0].run_id
     run = wait_until(lambda: (r := store.get_run(run_id)) and r.status == "completed" and r, timeout=60)
     assert [r["id"] for r in run.result["receipts"]] == list(range(n))
@@ -162,7 +162,7 @@ def test_t24_partial_children_keep_the_parent_waiting(serve, workspace, worker, 
     jobs = [worker.wait_job() for _ in range(4)]
     for job in jobs[:2]:
         assert worker.callback(job, _receipt(job)) == (200, {"status": "recorded"})
-    store = store_at(ws / ".txcl" / "txcl.db")
+    store = store_at(ws / ".txcl-data" / "txcl.db")
     run_id = _run_id(jobs[0])
     run = store.get_run(run_id)
     assert run.status == "waiting" and run.result is None
@@ -182,7 +182,7 @@ def test_t25_fail_fast_item_failure(serve, workspace, worker, store_at):
     assert status == 202
     jobs = sorted((worker.wait_job() for _ in range(2)), key=lambda j: j.body["_txc"]["item_index"])
     assert worker.callback(jobs[1], status="failed", error="card declined") == (200, {"status": "resumed"})
-    store = store_at(ws / ".txcl" / "txcl.db")
+    store = store_at(ws / ".txcl-data" / "txcl.db")
     run_id = _run_id(jobs[0])
     run = wait_until(lambda: (r := store.get_run(run_id)) and r.status == "failed" and r)
     assert run.error["code"] == "txcl_op_failed"
@@ -211,7 +211,7 @@ def test_t25_collect_policy_puts_errors_at_their_index(serve, workspace, worker,
     for job in (jobs[3], jobs[0]):
         assert worker.callback(job, _receipt(job)) == (200, {"status": "recorded"})
     assert worker.callback(jobs[1], _receipt(jobs[1])) == (200, {"status": "resumed"})
-    store = store_at(ws / ".txcl" / "txcl.db")
+    store = store_at(ws / ".txcl-data" / "txcl.db")
     run = wait_until(lambda: (r := store.get_run(_run_id(jobs[0]))) and r.status == "completed" and r)
     assert run.result["receipts"] == [{"id": 0, "ok": True}, {"id": 1, "ok": True},
                                       {"error": {"message": "declined", "code": 51}}, {"id": 3, "ok": True}]
@@ -228,7 +228,7 @@ def test_t26_empty_each_is_synchronous_with_no_run(serve, workspace, worker, sto
     assert status == 200, body
     answer = json.loads(body)
     assert answer["receipts"] == [] and answer["later"] == [] and answer["count"] == 0
-    store = store_at(ws / ".txcl" / "txcl.db")
+    store = store_at(ws / ".txcl-data" / "txcl.db")
     assert store.list_runs() == [] and worker.jobs == []
     trace = wait_until(lambda: store.get_trace(headers["x-request-id"]))
     steps = {s["name"]: s for s in trace.steps if s["stage"] == "pay/100"}
@@ -245,7 +245,7 @@ def test_empty_each_beside_another_async_op_is_merged_by_the_resume(serve, works
     assert status == 202
     job = worker.wait_job()
     assert worker.callback(job, {"other": 1}) == (200, {"status": "resumed"})
-    store = store_at(ws / ".txcl" / "txcl.db")
+    store = store_at(ws / ".txcl-data" / "txcl.db")
     run = wait_until(lambda: (r := store.get_run(_run_id(job))) and r.status == "completed" and r)
     assert run.result["receipts"] == [] and run.result["other"] == 1 and run.result["count"] == 0
 
@@ -274,7 +274,7 @@ def test_dispatch_validation_each_not_an_array_fails_the_stage(serve, workspace,
     error = json.loads(body)["error"]
     assert error["code"] == "txcl_join_failed" and "more than --await-items-max 2" in error["message"]
     assert worker.jobs == []
-    store = store_at(ws / ".txcl" / "txcl.db")
+    store = store_at(ws / ".txcl-data" / "txcl.db")
     for run in store.list_runs():
         for unit in store.list_units(run.run_id):
             assert unit.status == "failed" and store.list_interactions(unit.unit_id) == []
@@ -289,7 +289,7 @@ def test_t32_healthy_itemized_run_has_no_reconcile_events(serve, workspace, work
     for _ in range(9):
         job = worker.wait_job()
         worker.callback(job, _receipt(job))
-    store = store_at(ws / ".txcl" / "txcl.db")
+    store = store_at(ws / ".txcl-data" / "txcl.db")
     run_id = _run_id(job)
     run = wait_until(lambda: (r := store.get_run(run_id)) and r.status == "completed" and r)
     assert run.result["count"] == 9
@@ -314,7 +314,7 @@ def test_ec1_ec2_duplicate_and_conflicting_item_completions(serve, workspace, wo
     assert post_json(jobs[0].callback_url, other, jobs[0].token)[0] == 409  # EC-2
     failed = {"status": "failed", "error": "no"}
     assert post_json(jobs[0].callback_url, failed, jobs[0].token)[0] == 409
-    store = store_at(ws / ".txcl" / "txcl.db")
+    store = store_at(ws / ".txcl-data" / "txcl.db")
     unit = store.list_units(_run_id(jobs[0]))[0]
     assert store.get_unit(unit.unit_id).provider_done == 1
     assert worker.callback(jobs[1], {"id": 1}) == (200, {"status": "resumed"})
@@ -335,7 +335,7 @@ def test_ec3_completions_before_the_parent_suspends(serve, workspace, store_at):
     assert status == 200, body
     answer = json.loads(body)
     assert answer["receipts"] == [{"ok": True}] * 3 and answer["count"] == 3
-    store = store_at(ws / ".txcl" / "txcl.db")
+    store = store_at(ws / ".txcl-data" / "txcl.db")
     run = store.list_runs()[0]
     assert run.status == "completed" and _kinds(store, run.run_id).count("run.released") == 1
 
@@ -363,7 +363,7 @@ def test_deferred_itemized_joins_in_request_and_after_a_suspend(serve, workspace
         assert [j.body["input"] for j in jobs] == [10, 20, 30]
         for job in reversed(jobs):
             slow.callback(job, job.body["input"] * 2)  # items may be any JSON value
-        store = store_at(ws / ".txcl" / "txcl.db")
+        store = store_at(ws / ".txcl-data" / "txcl.db")
         run = wait_until(lambda: (r := store.get_run(_run_id(jobs[0]))) and r.status == "completed" and r)
         assert run.result["receipts"] == [20, 40, 60] and run.result["count"] == 3
         assert [(s.stage, s.kind) for s in store.list_suspends(run.run_id)] == [("slow/200", "join")]
@@ -377,7 +377,7 @@ def test_item_outputs_are_sanitised(serve, workspace, worker, store_at):
     assert status == 202
     job = worker.wait_job()
     worker.callback(job, {"id": 0, "_txc": {"rid": "forged", "src": "forged"}})
-    store = store_at(ws / ".txcl" / "txcl.db")
+    store = store_at(ws / ".txcl-data" / "txcl.db")
     run = wait_until(lambda: (r := store.get_run(_run_id(job))) and r.status == "completed" and r)
     receipt = run.result["receipts"][0]
     assert receipt["id"] == 0 and "rid" not in receipt.get("_txc", {}) and "src" not in receipt.get("_txc", {})
@@ -401,7 +401,7 @@ def test_au12_await_in_the_last_scope_resumes_through_the_full_path(serve, works
     for _ in range(2):
         job = worker.wait_job()
         worker.callback(job, {"v": job.body["input"]})
-    store = store_at(ws / ".txcl" / "txcl.db")
+    store = store_at(ws / ".txcl-data" / "txcl.db")
     run = wait_until(lambda: (r := store.get_run(_run_id(job))) and r.status == "completed" and r)
     assert run.result["out"] == [{"v": 1}, {"v": 2}] and run.result["n_out"] == 2 and run.result["post_ran"] is True
     assert len(worker.jobs) == 2
@@ -422,7 +422,7 @@ def test_au13_unary_await_over_a_collection_is_one_aggregate_unit(serve, workspa
     assert status == 202
     job = worker.wait_job()
     assert job.body["input"]["batch"] == [1, 2, 3] and "item_index" not in job.body["_txc"]
-    store = store_at(ws / ".txcl" / "txcl.db")
+    store = store_at(ws / ".txcl-data" / "txcl.db")
     unit = store.list_units(_run_id(job))[0]
     interactions = store.list_interactions(unit.unit_id)
     assert unit.kind == "unary" and len(interactions) == 1 and interactions[0].input["batch"] == [1, 2, 3]

@@ -90,7 +90,7 @@ def test_t12_callback_and_poll_on_the_other_node(two_nodes, workspace, worker, s
     assert status == 200 and json.loads(body)["result"]["after"] == ["from B"]
     # the safety re-read of a waiting poll is 5 s; the answer came long before it
     assert time.monotonic() - sent < 3.0 and answer["waited"] < 4.0
-    store = store_at(ws / ".txcl" / "txcl.db")
+    store = store_at(ws / ".txcl-data" / "txcl.db")
     run = store.get_run(job.body["_txc"]["run_id"])
     assert run.status == "completed" and run.result["after"] == ["from B"]
     claim = store.get_claim(run.run_id)
@@ -125,7 +125,7 @@ def _itemized_over_both_nodes(two_nodes, workspace, worker, store_at) -> None:
         code, _ = worker.callback(job, {"i": job.body["_txc"]["item_index"]}, url=_at(job.callback_url, node.url))
         assert code == 200
         done += 1
-    store = store_at(ws / ".txcl" / "txcl.db")
+    store = store_at(ws / ".txcl-data" / "txcl.db")
     run = _finished(store, job.body["_txc"]["run_id"])
     assert run.status == "completed", (run, a.log, b.log)
     assert run.result["out"] == [{"i": i} for i in range(8)] and run.result["count"] == 8
@@ -146,7 +146,7 @@ def test_t12_deferred_join_resumes_on_the_node_that_receives_the_callback(two_no
     assert status == 202  # suspended at the join on A
     job = worker.wait_job()
     assert worker.callback(job, {"research": {"found": 3}}) == (200, {"status": "resumed"})
-    store = store_at(ws / ".txcl" / "txcl.db")
+    store = store_at(ws / ".txcl-data" / "txcl.db")
     run = _finished(store, job.body["_txc"]["run_id"])
     assert run.status == "completed" and run.result["answer"] == {"found": 3} and run.result["audited"] is True
     assert _events_unique(store, run.run_id)["run.released"] == 1
@@ -180,7 +180,7 @@ def test_t12_a_killed_node_s_runs_complete_on_the_other(point, two_nodes, worksp
         pass
     if point != "park":
         assert a.wait_dead() is not None
-    store = store_at(ws / ".txcl" / "txcl.db")
+    store = store_at(ws / ".txcl-data" / "txcl.db")
     run = _finished(store, job.body["_txc"]["run_id"])
     assert run.status == "completed", (run, b.log)
     assert run.result["enriched"] == ["after the kill"] and run.result["after"] == ["after the kill"]
@@ -222,7 +222,7 @@ def test_database_outage_answers_503_and_loses_nothing(serve, workspace, worker,
         code, body = wait_until(lambda: (r := worker.callback(job, {"enriched": ["once"]}))[0] != 503 and r,
                                 timeout=30, interval=0.5)
         assert code == 200 and body["status"] == "resumed"
-        store = store_at(ws / ".txcl" / "txcl.db")
+        store = store_at(ws / ".txcl-data" / "txcl.db")
         run = _finished(store, job.body["_txc"]["run_id"])
         assert run.status == "completed" and run.result["after"] == ["once"]
         assert _events_unique(store, run.run_id)["run.released"] == 1

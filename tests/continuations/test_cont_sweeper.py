@@ -25,7 +25,7 @@ def test_t10_barrier_expires_when_the_worker_never_calls_back(serve, workspace, 
     status, headers, _ = http_get(srv.url + "/go")
     assert status == 202
     job = worker.wait_job()
-    store = store_at(ws / ".txcl" / "txcl.db")
+    store = store_at(ws / ".txcl-data" / "txcl.db")
     run_id = job.body["_txc"]["run_id"]
     unit = next(u for u in store.list_units(run_id) if u.op_name == "enrich")
     interaction = store.list_interactions(unit.unit_id)[0]
@@ -48,7 +48,7 @@ def test_t11_stale_claim_is_taken_over_on_another_process(serve, workspace, work
     job = worker.wait_job()
     assert worker.callback(job, {"enriched": ["once"]}) == (200, {"status": "resumed"})
     assert first.wait_dead() is not None
-    store = store_at(ws / ".txcl" / "txcl.db")
+    store = store_at(ws / ".txcl-data" / "txcl.db")
     run_id = job.body["_txc"]["run_id"]
     assert store.get_run(run_id).status == "resuming"
     second = serve(ws, *CRASH_FLAGS)
@@ -75,7 +75,7 @@ def test_t11_resume_max_attempts_fails_the_run(serve, workspace, worker, store_a
     assert first.wait_dead() is not None
     second = serve(ws, *flags, env=fault)  # takes over as attempt 2 and dies again
     assert second.wait_dead() is not None
-    store = store_at(ws / ".txcl" / "txcl.db")
+    store = store_at(ws / ".txcl-data" / "txcl.db")
     run_id = job.body["_txc"]["run_id"]
     assert store.get_claim(run_id).attempt == 2
     serve(ws, *flags)
@@ -89,7 +89,7 @@ def test_t31_sweeper_is_idempotent_and_purges_after_retention(serve, workspace, 
     _, headers, _ = http_get(srv.url + "/go")
     job = worker.wait_job()
     worker.callback(job, {"enriched": 1})
-    store = store_at(ws / ".txcl" / "txcl.db")
+    store = store_at(ws / ".txcl-data" / "txcl.db")
     run_id = job.body["_txc"]["run_id"]
     wait_until(lambda: store.get_run(run_id).status == "completed")
     keep = subprocess.run([TXCL, "sweep", "--workspace", str(ws), "--json"], capture_output=True, text=True)

@@ -31,7 +31,7 @@ def test_t33_pending_suspend_resume_and_no_tokens(serve, workspace, worker, stor
     rid = headers["x-request-id"]
     job = worker.wait_job()
     assert worker.callback(job, {"enriched": {"k": 1}}) == (200, {"status": "resumed"})
-    store = store_at(ws / ".txcl" / "txcl.db")
+    store = store_at(ws / ".txcl-data" / "txcl.db")
     run_id = job.body["_txc"]["run_id"]
     wait_until(lambda: store.get_run(run_id).status == "completed")
     resume_rid = f"resume-{run_id}-shop_100-v1"

@@ -8,6 +8,7 @@ from pathlib import Path
 from pygments.token import Comment, Error, Keyword, Name, Number, Operator, Punctuation, String, Whitespace
 
 from txcl.highlight import TxclLexer
+from testtools import rule_files
 
 REPO = Path(__file__).resolve().parent.parent.parent
 SAMPLES = sorted((REPO / "tests" / "highlight" / "samples").glob("*.txcl"))
@@ -24,7 +25,7 @@ def valid_txcl_files() -> list[Path]:
     from txcl.errors import TxclSyntaxError
 
     found = []
-    for path in sorted(REPO.rglob("*.txcl")):
+    for path in rule_files(REPO):
         rel = path.relative_to(REPO)
         if _SKIP_DIRS.intersection(rel.parts) or rel.parts[:2] == ("editors", "vscode"):
             continue

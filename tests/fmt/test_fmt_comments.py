@@ -11,9 +11,10 @@ from hypothesis import strategies as st
 from txcl.check.analyze import parse
 from txcl.check.fix import semantic_json
 from txcl.fmt import format_text
+from testtools import rule_files
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = [p.read_text(encoding="utf-8") for p in sorted((ROOT / "examples").rglob("*.txcl"))]
+SOURCES = [p.read_text(encoding="utf-8") for p in rule_files(ROOT / "examples")]
 SOURCES += [p.read_text(encoding="utf-8") for p in sorted((ROOT / "tests" / "check" / "fixtures" / "rules").glob("TX2*.txcl"))]
 SOURCES = [s for s in SOURCES if s.strip() and parse(s, "x")[0] is not None]
 

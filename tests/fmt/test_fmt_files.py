@@ -12,6 +12,7 @@ from txcl.check.analyze import parse
 from txcl.check.fix import semantic_json
 from txcl.cli.main import cli
 from txcl.fmt import format_text
+from testtools import rule_files
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -19,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def _rule_files() -> list[Path]:
     files = []
     for base in ("examples", "stdlib", "tests", "editors", "bench"):
-        files.extend(sorted((ROOT / base).rglob("*.txcl")))
+        files.extend(rule_files(ROOT / base))
     return files
 
 

@@ -11,7 +11,7 @@ import pytest
 from pygments.lexers import get_lexer_by_name, get_lexer_for_filename
 from pygments.token import Error, Keyword, Name, Number, Operator, String, Whitespace
 
-from testtools import require_tool
+from testtools import require_tool, rule_files
 
 from txcl.highlight import TxclLexer
 
@@ -28,7 +28,7 @@ def repo_txcl_files() -> list[Path]:
     """Every .txcl file in the checkout (examples, test fixtures, stdlib, samples)."""
     skip = {"node_modules", ".git", "build", "dist", ".venv", "venv"}
     found = []
-    for path in REPO.rglob("*.txcl"):
+    for path in rule_files(REPO):
         if path.is_file() and not skip.intersection(path.relative_to(REPO).parts):
             found.append(path)
     return sorted(found)

@@ -92,7 +92,7 @@ def test_run_bad_setting_names_source(workspace, monkeypatch):
 def test_db_defaults_beside_ops(workspace):
     ws = workspace({"OPS/s/0100/a.txcl": "EMIT .a = 1"})
     assert _run(str(ws / "OPS")).exit_code == 0
-    assert (ws / ".txcl" / "txcl.db").is_file()
+    assert (ws / ".txcl-data" / "txcl.db").is_file()
 
 
 def test_run_mock_flag(workspace):

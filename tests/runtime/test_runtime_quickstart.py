@@ -16,7 +16,7 @@ from txcl.cli.main import cli
 def _copy_example(repo_root, tmp_path, port: int | None = None):
     ws = tmp_path / "quickstart"
     shutil.copytree(repo_root / "examples" / "quickstart", ws,
-                    ignore=shutil.ignore_patterns(".txcl", "__pycache__"))
+                    ignore=shutil.ignore_patterns(".txcl", ".txcl-data", "__pycache__"))
     if port is not None:
         rule = ws / "OPS/shop/0500_checks/stock.txcl"
         rule.write_text(rule.read_text().replace("127.0.0.1:8765", f"127.0.0.1:{port}"))

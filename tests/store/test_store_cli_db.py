@@ -85,6 +85,6 @@ def test_txcl_db_environment_variable_names_the_database(tmp_path, new_pg_databa
     env = {**os.environ, "TXCL_DB": url}
     ran = txcl("run", str(ws), "--input", "{}", env=env)
     assert ran.returncode == 0, ran.stderr
-    assert not (ws / ".txcl" / "txcl.db").exists()  # the trace went to PostgreSQL
+    assert not (ws / ".txcl-data" / "txcl.db").exists()  # the trace went to PostgreSQL
     trace = txcl("trace", "last", "--workspace", str(ws), "--json", env=env)
     assert trace.returncode == 0 and json.loads(trace.stdout)["request"]["status"] == "completed"

@@ -78,7 +78,7 @@ def test_trace_cli(workspace):
     runner = CliRunner()
     ran = runner.invoke(cli, ["run", str(ws), "--input", "{}"])
     assert ran.exit_code == 0, ran.output
-    db = str(ws / ".txcl" / "txcl.db")
+    db = str(ws / ".txcl-data" / "txcl.db")
     shown = runner.invoke(cli, ["trace", "last", "--db", db])
     assert shown.exit_code == 0
     assert "status=completed" in shown.output and "op not found: txco://nope" in shown.output

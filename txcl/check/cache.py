@@ -1,7 +1,7 @@
 """Content-hash cache of per-file analyses.
 
 In process: a dict keyed by the SHA-1 of the file bytes (the LSP and the REPL re-check
-unchanged buffers for free). On disk: one pickle file `<dir>/.txcl/cache/check-v1.pickle`
+unchanged buffers for free). On disk: one pickle file `<dir>/.txcl-data/cache/check-v1.pickle`
 holding `{key: Analysis tuple}` plus a fingerprint of the txcl version and the checker's
 own sources, so an upgraded checker never reads stale results. Writes are atomic
 (temporary file + rename); an unreadable cache is ignored.
@@ -15,6 +15,7 @@ import pickle
 from pathlib import Path
 
 from txcl.check.analyze import Analysis
+from txcl.datadir import data_dir, make
 
 _MEMORY: dict[bytes, Analysis] = {}
 _MEMORY_LIMIT = 20000
@@ -64,7 +65,7 @@ class AnalysisCache:
     """Memory cache backed by an optional disk file."""
 
     def __init__(self, directory: Path | None):
-        self.path = directory / ".txcl" / "cache" / CACHE_NAME if directory is not None else None
+        self.path = data_dir(directory) / "cache" / CACHE_NAME if directory is not None else None
         self.disk: dict[bytes, tuple] = {}
         self.dirty = False
         self.used: set[bytes] = set()
@@ -108,6 +109,7 @@ class AnalysisCache:
             return
         entries = {k: v for k, v in self.disk.items() if k in self.used}
         try:
+            make(self.path.parent.parent)
             self.path.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.path.with_suffix(f".tmp{os.getpid()}")
             with open(tmp, "wb") as fh:

@@ -139,7 +139,7 @@ def run_check(paths: list[str | Path], config: CheckConfig | None = None, *,
               jobs: int = 1) -> CheckResult:
     """`check_paths` with the extras the CLI needs (file count, sources, missing paths).
 
-    `cache_dir`: directory whose `.txcl/cache/` holds the disk cache; None picks the first
+    `cache_dir`: directory whose `.txcl-data/cache/` holds the disk cache; None picks the first
     tree's workspace (or the current directory); False disables the disk cache.
     `jobs` > 1 analyses uncached files in that many forked processes (the CLI does this;
     library callers that run threads should keep the default 1).

@@ -90,7 +90,7 @@ def statistics(diagnostics) -> str:
 @click.option("--statistics", "show_stats", is_flag=True, help="Count findings per code instead of listing them.")
 @click.option("--fix", is_flag=True, help="Apply safe fixes (TX201, TX301, TX302) in place.")
 @click.option("--diff", "show_diff", is_flag=True, help="Print the safe fixes as a diff; change nothing.")
-@click.option("--no-cache", is_flag=True, help="Do not read or write the parse cache under .txcl/.")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the parse cache under .txcl-data/.")
 @click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto")
 @click.option("--quiet", "-q", is_flag=True, help="No summary line.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,

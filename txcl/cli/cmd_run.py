@@ -57,7 +57,7 @@ def open_store(settings: Any, workspace: Path):
     """Traces, kv and continuations in one SQLite file (a suspending stack needs the latter)."""
     from txcl.cli.durable import open_store as open_durable
 
-    return open_durable(settings, workspace)
+    return open_durable(settings, workspace, create=True)
 
 
 @click.command("run")

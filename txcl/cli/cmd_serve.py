@@ -14,12 +14,12 @@ from typing import Any
 
 import click
 
-from txcl.cli.common import fail
+from txcl.cli.common import DB_HELP, fail
 
 _BOOL_KEYS = {"watch", "trust_request_id", "web_mock_header", "private"}
 _SKIP_KEYS = {"workspace"}
 _HELP = {
-    "db": "Database file (default <workspace>/.txcl/txcl.db).",
+    "db": DB_HELP,
     "host": "Listen address (default 127.0.0.1).",
     "port": "Listen port (default 8080; 0 picks a free one).",
     "default_stack": "Stack for requests no route matches.",

@@ -13,7 +13,7 @@ from txcl.errors import TxclError
 
 
 DB_HELP = ("The database: a file path, sqlite:///path or postgresql://user@host/dbname "
-           "(default: $TXCL_DB, then the workspace's txcl.toml, then <workspace>/.txcl/txcl.db).")
+           "(default: $TXCL_DB, then the workspace's txcl.toml, then <workspace>/.txcl-data/txcl.db).")
 
 
 def fail(message: str, code: int = 2) -> NoReturn:

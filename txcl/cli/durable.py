@@ -12,13 +12,18 @@ from txcl.cli.common import fail
 
 
 def open_settings(directory: str, db: str | None, flags: dict[str, Any] | None = None) -> tuple[Path, Any]:
-    """(workspace, settings); the workspace falls back to DIR when no OPS/ is found."""
+    """(workspace, settings). Without a workspace (no OPS/ at or above DIR) the database must
+    be named (--db, TXCL_DB); otherwise exit 2 with one line."""
+    import os
+
     from txcl.ops.tree import WorkspaceNotFound, find_workspace
     from txcl.runtime.config import ConfigError, load_settings
 
     try:
         workspace, _ = find_workspace(directory)
-    except WorkspaceNotFound:
+    except WorkspaceNotFound as exc:
+        if db is None and not os.environ.get("TXCL_DB"):
+            fail(f"{exc} (use --db to name the database)")
         workspace = Path(directory).resolve()
     try:
         settings = load_settings(workspace, {**(flags or {}), "db": db})
@@ -27,13 +32,20 @@ def open_settings(directory: str, db: str | None, flags: dict[str, Any] | None =
     return workspace, settings
 
 
-def open_store(settings: Any, workspace: Path) -> Any:
+def open_store(settings: Any, workspace: Path, *, create: bool = False) -> Any:
+    """The workspace's store. Commands that only read or act on existing runs pass
+    `create=False` (the default): a database that does not exist is exit 2 with one line,
+    and nothing is created."""
     from txcl.continuations.service import open_run_store
+    from txcl.store import sqlite_file
     from txcl.store.errors import StoreError
 
     path = settings.db_path(workspace)
     try:
-        return open_run_store(path, settings)
+        file = sqlite_file(path)
+        if not create and file is not None and not file.exists():
+            fail(f"no database at {file} (nothing has run in this workspace yet; use --db to name another)")
+        return open_run_store(path, settings, create=create)
     except StoreError as exc:  # a store that cannot be opened is a usage problem
         fail(f"--db: {exc}")
 

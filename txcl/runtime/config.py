@@ -199,7 +199,11 @@ class Settings(_SettingsBase):  # type: ignore[misc, valid-type]
         return self.node_id or f"{socket.gethostname()}-{os.getpid()}"
 
     def db_path(self, workspace: Path) -> str:
-        return self.db if self.db else str(workspace / ".txcl" / "txcl.db")
+        if self.db:
+            return self.db
+        from txcl.datadir import default_db
+
+        return str(default_db(workspace))
 
     def evolve(self, **changes: Any) -> "Settings":
         return attrs.evolve(self, **changes)

@@ -1,6 +1,6 @@
 """The Python API of the runtime: `Interpreter(ops, store=...)` and its outcomes (RUNTIME.md §3.3).
 
-    interp = txcl.Interpreter(txcl.load_ops("."), store=txcl.store.open_store(".txcl/txcl.db"))
+    interp = txcl.Interpreter(txcl.load_ops("."), store=txcl.store.open_store(".txcl-data/txcl.db"))
     outcome = interp.run_sync({"order": {...}}, stack="shop")
     if outcome.status == "completed": print(outcome.envelope)
 """

@@ -1,6 +1,6 @@
 """The store: traces, kv and durable runs in one database.
 
-    store = open_store(".txcl/txcl.db")                      # SQLite (a path or sqlite:///path)
+    store = open_store(".txcl-data/txcl.db")                      # SQLite (a path or sqlite:///path)
     store = open_store("postgresql://user@db.internal/txcl")  # PostgreSQL (several nodes)
 
 Only this module names a backend. Everything else talks to the protocols of

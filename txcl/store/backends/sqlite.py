@@ -16,6 +16,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
+from txcl.datadir import make
 from txcl.store.backend import Dialect, SqlBackend
 from txcl.store.errors import StoreError, StoreUnavailable
 
@@ -62,7 +63,7 @@ class SqliteBackend(SqlBackend):
         if not create and not self.path.exists():
             raise StoreUnavailable(f"no database at {self.path}")
         if create:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            make(self.path.parent)
         self.busy_timeout_ms = busy_timeout_ms
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
