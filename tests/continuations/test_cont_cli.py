@@ -21,13 +21,19 @@ def test_t30_run_exits_3_then_complete_resumes(workspace, worker):
     ran = txcl("run", str(ws), "--input", '{"q": 1}')
     assert ran.returncode == 3, ran.stderr
     printed = json.loads(ran.stdout)
-    assert printed["status"] == "running" and printed["run_id"].startswith("run_")
+    assert printed["status"] == "waiting" and printed["run_id"].startswith("run_")
     assert printed["continuation"].startswith("rc_")
     assert "callback_url: null" in ran.stderr and ran.stderr.count("warning") == 1
     job = worker.wait_job()
     assert job.body["_txc"]["callback_url"] is None and job.token  # only `txcl complete` can finish it
     listed = json.loads(txcl("runs", "--workspace", str(ws), "--json").stdout)
     assert [(r["run_id"], r["status"]) for r in listed] == [(printed["run_id"], "waiting")]
+    # one vocabulary: `running` is every unfinished state; an unknown state is a usage error
+    running = json.loads(txcl("runs", "list", "--state", "running", "--workspace", str(ws), "--json").stdout)
+    assert [r["run_id"] for r in running] == [printed["run_id"]]
+    assert json.loads(txcl("runs", "list", "--state", "completed", "--workspace", str(ws), "--json").stdout) == []
+    bogus = txcl("runs", "list", "--state", "bogus", "--workspace", str(ws))
+    assert bogus.returncode == 2 and "'bogus' is not one of" in bogus.stderr
     done = txcl("complete", printed["run_id"], "--workspace", str(ws), "--output", '{"enriched": "by hand"}')
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
@@ -60,7 +66,7 @@ def test_t30_run_wait_prints_the_result(workspace, worker):
 def test_t30_run_wait_failure_and_timeout(workspace, worker):
     ws = workspace(barrier_tree(worker.url()))
     ran = txcl("run", str(ws), "--wait", "300ms")
-    assert ran.returncode == 3 and json.loads(ran.stdout)["status"] == "running"
+    assert ran.returncode == 3 and json.loads(ran.stdout)["status"] == "waiting"
     job = worker.wait_job()
     failed = txcl("complete", job.opc, "--workspace", str(ws), "--fail", "--error", '{"message": "denied"}')
     assert failed.returncode == 0

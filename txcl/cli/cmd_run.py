@@ -131,7 +131,7 @@ def command(directory: str, stack: str | None, input_: str | None, mock_request:
         click.echo(dumps(outcome.payload, indent=indent))
         code = EXIT_FAILED
     else:
-        click.echo(dumps({"status": "running", "run_id": outcome.run_id, "continuation": outcome.rcid},
+        click.echo(dumps({"status": "waiting", "run_id": outcome.run_id, "continuation": outcome.rcid},
                          indent=indent))
         code = EXIT_SUSPENDED
     if show_trace:

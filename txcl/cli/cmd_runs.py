@@ -75,10 +75,16 @@ def _print_show(r: dict) -> None:
         click.echo("  error " + dumps(r["error"]))
 
 
+# A run is in exactly one of these states; `running` names the first three together (it is the
+# word a poll answers with while the run is not finished).
+STATES = ("running", "active", "waiting", "resuming", "completed", "failed", "expired")
+
+
 @click.command("runs")
 @click.argument("action", required=False, type=click.Choice(["list", "show"]))
 @click.argument("ident", required=False)
-@click.option("--state", "state", default=None, help="Only runs in this state (list).")
+@click.option("--state", "state", default=None, type=click.Choice(STATES),
+              help="Only runs in this state (list); running = active, waiting or resuming.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--limit", default=100, show_default=True, help="At most this many runs (list).")
 @click.option("--db", default=None, help=DB_HELP)
@@ -98,7 +104,8 @@ def command(action: str | None, ident: str | None, state: str | None, as_json: b
     store = open_store(settings, workspace)
     try:
         if action == "list":
-            runs = [run_json(store, r, False) for r in store.list_runs(status=state, limit=limit)]
+            wanted = ("active", "waiting", "resuming") if state == "running" else state
+            runs = [run_json(store, r, False) for r in store.list_runs(status=wanted, limit=limit)]
             echo_json(runs) if as_json else _print_list(runs)
             code = 0
         else:

@@ -1235,10 +1235,12 @@ class ContinuationProcedures:
         return run_record(r) if r else None
 
     @read_procedure
-    def list_runs(self, t: Tx, *, status: str | None = None, limit: int = 100) -> list[RunRecord]:
+    def list_runs(self, t: Tx, *, status: str | Sequence[str] | None = None, limit: int = 100) -> list[RunRecord]:
+        """The newest runs first; `status` one state or several."""
         if status:
-            rows = t.all("SELECT * FROM runs WHERE status = ? ORDER BY created_ms DESC, run_id DESC LIMIT ?",
-                         (status, limit))
+            statuses = [status] if isinstance(status, str) else list(status)
+            rows = t.all(f"SELECT * FROM runs WHERE status IN ({placeholders(len(statuses))}) "
+                         "ORDER BY created_ms DESC, run_id DESC LIMIT ?", (*statuses, limit))
         else:
             rows = t.all("SELECT * FROM runs ORDER BY created_ms DESC, run_id DESC LIMIT ?", (limit,))
         return [run_record(r) for r in rows]
