@@ -12,6 +12,7 @@ import re
 from typing import Any, Callable, Iterable, Iterator
 
 import attrs
+import re2
 from prompt_toolkit.completion import Completer, Completion
 from prompt_toolkit.document import Document
 
@@ -19,7 +20,9 @@ from txcl.lsp import vocabulary
 from txcl.repl.entry import META_COMMANDS
 from txcl.repl.render import iter_paths, path_text
 
-_WORD = re.compile(r'(?:[.@](?:[A-Za-z0-9_-]|"[^"\n]*"?|\.)*|&[A-Za-z0-9_]*|[A-Za-z_][A-Za-z0-9_]*)$')
+# The word before the cursor. RE2 (linear time): with Python's backtracking engine this
+# pattern took exponential time on unclosed quotes (`."a"a"a…`), freezing the language server.
+_WORD = re2.compile(r'(?:[.@](?:[A-Za-z0-9_-]|"[^"\n]*"?|\.)*|&[A-Za-z0-9_]*|[A-Za-z_][A-Za-z0-9_]*)$')
 _CLAUSE = re.compile(r"(?i)\b(WHEN|SET|SELECT|WITH|PRIORITY|EXEC|LOOP|EMIT)\b")
 _STRING_OR_COMMENT = re.compile(r'"(?:\\.|[^"\\])*"|#[^\n]*')
 
