@@ -161,11 +161,17 @@ def _suppress(diag: Diagnostic, directives: Iterable[Directive]) -> bool:
 
 
 def _unused_message(d: Directive, enabled) -> str | None:
+    from txcl.codes import CODES
+
     kind = "file-wide '# txcl: noqa'" if d.file_level else "'# noqa'"
     if d.codes is None:
         if d.used_blanket or not enabled("*"):
             return None
         return f"unused {kind} directive: it suppresses nothing"
+    unknown = [c for c in d.codes if c not in CODES]
+    if unknown:
+        word = "codes" if len(unknown) > 1 else "code"
+        return f"{kind} directive names an unknown rule {word}: {', '.join(unknown)} (`txcl rule` lists them)"
     unused = [c for c in d.codes if c not in d.used and enabled(c)]
     if not unused:
         return None

@@ -30,6 +30,17 @@ class LazyGroup(click.Group):
         ]
         return sorted(names)
 
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        """A mistyped command name is a usage error that suggests the closest command."""
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and self.get_command(ctx, name) is None:
+            from txcl.suggest import did_you_mean
+
+            close = did_you_mean(name, self.list_commands(ctx))
+            hint = f" Did you mean '{close}'?" if close else ""
+            ctx.fail(f"No such command '{name}'.{hint}")
+        return super().resolve_command(ctx, args)
+
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if not cmd_name.isidentifier() or cmd_name not in self.list_commands(ctx):
             return None

@@ -10,7 +10,6 @@ message that starts with `&name: `. The checker, the REPL and the language serve
 from __future__ import annotations
 
 import contextlib
-import difflib
 import os
 import secrets
 import threading
@@ -118,15 +117,16 @@ def call(name: str, args: list) -> Any:
         raise TxclEvalError(f"&{name}: {exc}") from None
 
 
+# the functions rules use most, first: a tie between equally close names goes to these
+COMMON = ("concat", "add", "get", "len", "now", "json", "sub", "mul", "div", "has", "set", "split", "join",
+          "substr", "to_json", "array", "object", "mod", "pad", "repeat", "uuid", "sha256")
+
+
 def suggest(name: str) -> str | None:
     """The closest registered name, for `did you mean` hints (TX101)."""
-    if name.startswith("&"):
-        name = name[1:]
-    close = difflib.get_close_matches(name, list(REGISTRY), n=1, cutoff=0.6)
-    if close:
-        return close[0]
-    lowered = {k.lower(): k for k in REGISTRY}
-    return lowered.get(name.lower())
+    from txcl.suggest import did_you_mean
+
+    return did_you_mean(name[1:] if name.startswith("&") else name, REGISTRY, COMMON)
 
 
 # ---------------------------------------------------------------- clock and randomness

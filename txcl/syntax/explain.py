@@ -10,9 +10,9 @@ there are none) and falls back to a TX010 at the table's token.
 
 from __future__ import annotations
 
-import difflib
 
 from txcl.errors import Diagnostic, Span
+from txcl.suggest import did_you_mean
 from txcl.syntax.tokens import CLAUSE_KEYWORDS, CLAUSE_KW_SET, Tok, describe
 
 _ORDER_OPS = {"EQ", "NE", "LT", "LE", "GT", "GE"}
@@ -113,9 +113,9 @@ class _Explainer:
             hint = f"use {_WORD_OPERATORS[tok.value.lower()]}"
         elif t == "NAME":
             words = list(CLAUSE_KEYWORDS) + (["UNTIL", "EVERY", "MAX"] if self.in_loop else [])
-            close = difflib.get_close_matches(tok.value.upper(), words, n=1, cutoff=0.6)
+            close = did_you_mean(tok.value, words)
             if close:
-                hint = f"did you mean {close[0]}?"
+                hint = f"did you mean {close}?"
         if self.last == "star" and hint is None:
             hint = "WHEN * stands alone"
         expected = f"a clause keyword ({_CLAUSE_LIST})"
