@@ -3,7 +3,7 @@
 Candidates are ranked by edit distance (insertions, deletions, substitutions, and swaps of
 two neighbours), then by how long a prefix they share with the typed word, then by how common
 they are (the order of `common`), then alphabetically. A candidate further away than about a
-third of the word's length is not suggested.
+third of the word's length (one edit for short words) is not suggested.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def did_you_mean(word: str, candidates: Iterable[str], common: Sequence[str] = (
     rank = {name: i for i, name in enumerate(common)}
     best: tuple | None = None
     choice = None
-    limit = max(1, (len(typed) + 2) // 3)
+    limit = max(1, len(typed) // 3)
     for candidate in candidates:
         known = candidate if case_sensitive else candidate.lower()
         distance = edit_distance(typed, known)
