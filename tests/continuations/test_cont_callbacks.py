@@ -64,7 +64,7 @@ def test_t2_conflicting_callback_keeps_the_first(shared, store_at, second):
         answer = worker.callback(job, status="failed", error="nope")
     else:
         answer = worker.callback(job, {"enriched": "second"})
-    assert answer == (409, {"error": "conflicting completion"})
+    assert answer == (409, {"error": {"code": "txcl_conflicting_completion", "message": "conflicting completion: the first outcome is kept"}})
     store = store_at(ws / ".txcl-data" / "txcl.db")
     run_id = job.body["_txc"]["run_id"]
     run = wait_until(lambda: (r := store.get_run(run_id)) and r.status == "completed" and r)
@@ -85,7 +85,7 @@ def test_t2_callback_after_an_ack_failure_terminal_conflicts(serve, workspace, s
         assert "expected 202, got 500" in body.decode()
         job = bad.wait_job()
         answer = bad.callback(job, {"enriched": 1})
-        assert answer == (409, {"error": "conflicting completion"}) or answer[0] == 410
+        assert answer == (409, {"error": {"code": "txcl_conflicting_completion", "message": "conflicting completion: the first outcome is kept"}}) or answer[0] == 410
         store = store_at(ws / ".txcl-data" / "txcl.db")
         assert store.get_run(job.body["_txc"]["run_id"]).status == "failed"
 
@@ -98,18 +98,18 @@ def test_t13_bad_callbacks_change_nothing(shared, store_at):
     before = _snapshot(store, run_id)
     url = job.callback_url
     ok_body = {"status": "completed", "output": {"x": 1}}
-    assert post_json(url, ok_body, "wrong-token") == (401, {"error": "bad token"})
-    assert post_json(url, ok_body, None) == (401, {"error": "bad token"})
+    assert post_json(url, ok_body, "wrong-token") == (401, {"error": {"code": "txcl_bad_token", "message": "bad token"}})
+    assert post_json(url, ok_body, None) == (401, {"error": {"code": "txcl_bad_token", "message": "bad token"}})
     unknown = url.replace(job.opc, "opc_" + "1" * 22)
-    assert post_json(unknown, ok_body, job.token) == (404, {"error": "unknown op continuation"})
+    assert post_json(unknown, ok_body, job.token) == (404, {"error": {"code": "txcl_unknown_op_continuation", "message": "unknown op continuation"}})
     big = {"status": "completed", "output": {"x": "y" * (1024 * 1024 + 10)}}
     status, body = post_json(url, big, job.token)
-    assert status == 413 and body["error"] == "body too large" and body["limit"] == 1024 * 1024
+    assert status == 413 and body["error"]["code"] == "txcl_body_too_large" and body["error"]["limit"] == 1024 * 1024
     assert post_json(url, None, job.token, raw=b"{not json")[0] == 400
     status, body = post_json(url, {"status": "done", "output": {}}, job.token)
-    assert status == 400 and "unknown status" in body["error"]
+    assert status == 400 and body["error"]["code"] == "txcl_bad_callback" and "unknown status" in body["error"]["message"]
     status, body = post_json(url, {"status": "completed", "output": [1, 2]}, job.token)
-    assert status == 400 and "object" in body["error"]
+    assert status == 400 and "object" in body["error"]["message"]
     # the token travels as X-Txco-Continuation-Token too
     assert post_json(url, ok_body, None, headers={"X-Txco-Continuation-Token": "nope"})[0] == 401
     assert _snapshot(store, run_id) == before
@@ -135,7 +135,7 @@ def test_t13_cancelled_and_expired_interactions_are_gone(serve, workspace, store
         import time
 
         time.sleep(1.3)
-        assert w.callback(fast, {"enriched": 1}) == (410, {"error": "gone", "reason": "expired"})
+        assert w.callback(fast, {"enriched": 1}) == (410, {"error": {"code": "txcl_gone", "message": "the op continuation is gone", "reason": "expired"}})
         # the run expired with it: the sibling's interaction is gone too
         answer = w.callback(slow, {"x": 1})
         assert answer[0] == 410
@@ -154,7 +154,7 @@ def test_t13_fail_fast_sibling_is_cancelled(serve, workspace, worker, store_at):
     assert status == 202
     jobs = {j.path: j for j in (worker.wait_job(), worker.wait_job())}
     assert worker.callback(jobs["/jobs"], status="failed", error="boom") == (200, {"status": "resumed"})
-    assert worker.callback(jobs["/two"], {"x": 1}) == (410, {"error": "gone", "reason": "cancelled"})
+    assert worker.callback(jobs["/two"], {"x": 1}) == (410, {"error": {"code": "txcl_gone", "message": "the op continuation is gone", "reason": "cancelled"}})
     store = store_at(ws / ".txcl-data" / "txcl.db")
     run_id = jobs["/jobs"].body["_txc"]["run_id"]
     wait_until(lambda: store.get_run(run_id).status == "failed")

@@ -87,7 +87,7 @@ def test_t29_unknown_continuations_are_404_with_a_reason(shared, query, reason):
     status, headers, body = http_get(srv.url + "/any/path?" + query)
     assert status == 404
     data = json.loads(body)
-    assert data["error"] == "unknown_continuation" and data["reason"] == reason
+    assert data["error"]["code"] == "txcl_unknown_continuation" and data["error"]["reason"] == reason
     status, headers, page = http_get(srv.url + "/any/path?" + query, accept="text/html")
     assert status == 404 and headers["content-type"].startswith("text/html")
 

@@ -36,7 +36,7 @@ def test_t10_barrier_expires_when_the_worker_never_calls_back(serve, workspace, 
     assert store.get_interaction(interaction.opc).status == "timed_out"
     status, _, body = http_get(srv.url + headers["location"])
     assert status == 502 and json.loads(body)["error"]["code"] == "txcl_run_expired"
-    assert worker.callback(job, {"late": 1}) == (410, {"error": "gone", "reason": "expired"})
+    assert worker.callback(job, {"late": 1}) == (410, {"error": {"code": "txcl_gone", "message": "the op continuation is gone", "reason": "expired"}})
 
 
 def test_t11_stale_claim_is_taken_over_on_another_process(serve, workspace, worker, store_at):
@@ -107,5 +107,5 @@ def test_t31_sweeper_is_idempotent_and_purges_after_retention(serve, workspace, 
     assert all(v == 0 for v in json.loads(second.stdout).values()), second.stdout
     assert store.get_run(run_id) is None and store.get_interaction(job.opc) is None
     status, _, body = http_get(srv.url + headers["location"])
-    assert status == 404 and json.loads(body)["reason"] == "unknown_or_expired"
+    assert status == 404 and json.loads(body)["error"]["reason"] == "unknown_or_expired"
     assert worker.callback(job, {"enriched": 2})[0] == 404

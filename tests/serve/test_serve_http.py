@@ -114,7 +114,7 @@ def test_other_txc_paths_and_methods_are_notfound(client):
 
 def test_callback_path_without_continuation_support_is_404_json(client):
     r = client.post("/_txc/continuations/op/opc_abc/complete", json={"status": "completed"})
-    assert r.status_code == 404 and r.json() == {"error": "unknown op continuation"}
+    assert r.status_code == 404 and r.json() == {"error": {"code": "txcl_unknown_op_continuation", "message": "unknown op continuation"}}
 
 
 def test_continuation_param_goes_to_sys_continuation_on_any_path(client):
@@ -126,7 +126,7 @@ def test_continuation_param_goes_to_sys_continuation_on_any_path(client):
         body = r.json()
         assert "stack" not in body
         if r.status_code == 404:
-            assert body["error"] == "unknown_continuation"
+            assert body["error"]["code"] == "txcl_unknown_continuation"
         else:
             assert body["error"]["code"] == "txcl_store_unavailable"
 

@@ -237,7 +237,8 @@ class TxclHandler:
     async def _callback(self, scope: dict, receive: Any, send: Any, opc: str, rid: str) -> Answer | None:
         handler = ext_mod.first(self.state.extensions, "callback")
         if handler is None:
-            return json_answer(404, {"error": "unknown op continuation"}, [("cache-control", "no-store")])
+            return json_answer(404, error_payload("txcl_unknown_op_continuation", "unknown op continuation"),
+                               [("cache-control", "no-store")])
         result = await handler(Request(scope, receive), opc, self.state)
         if isinstance(result, Answer):
             return result

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from txcl.serve.shaping import Answer, json_answer, store_unavailable_answer
+from txcl.serve.shaping import Answer, error_payload, json_answer, store_unavailable_answer
 from txcl.store.errors import StoreUnavailable
 
 log = logging.getLogger("txcl.serve")
@@ -29,6 +29,11 @@ _NO_STORE = [("cache-control", "no-store")]
 
 def _answer(status: int, payload: Any, extra: list[tuple[str, str]] | None = None) -> Answer:
     return json_answer(status, payload, [*_NO_STORE, *(extra or [])])
+
+
+def _error(status: int, code: str, message: str, **details: Any) -> Answer:
+    """Every error answer of txcl serve has one shape: `{"error": {"code", "message", …}}`."""
+    return _answer(status, error_payload(code, message, **details))
 
 
 def presented_token(headers: Any) -> str | None:
@@ -97,14 +102,14 @@ def check_and_admit(store: Any, opc: str, token: str | None, body: bytes | None,
     store lane and may share its commit with other admissions. `body` None: over the cap."""
     target = store.check_callback(opc, token)
     if target.outcome == "unknown":
-        return _answer(404, {"error": "unknown op continuation"})
+        return _error(404, "txcl_unknown_op_continuation", "unknown op continuation")
     if target.outcome == "bad_token":
-        return _answer(401, {"error": "bad token"})
+        return _error(401, "txcl_bad_token", "bad token")
     if body is None:
-        return _answer(413, {"error": "body too large", "limit": cap})
+        return _error(413, "txcl_body_too_large", "body too large", limit=cap)
     parsed = parse_completion(body, target.unit)
     if isinstance(parsed, str):
-        return _answer(400, {"error": parsed})
+        return _error(400, "txcl_bad_callback", parsed)
     status, payload = parsed
     return store.admit_terminal(opc, status, payload, source="callback", token=token)
 
@@ -128,23 +133,23 @@ async def handle_callback(service: Any, request: Any, opc: str) -> Answer:
         return store_unavailable_answer(exc)
     except Exception:  # noqa: BLE001 - never a traceback to a worker
         log.exception("txcl: callback %s failed", opc)
-        return _answer(500, {"error": "internal error"})
+        return _error(500, "txcl_internal_error", "internal error; see the server log")
     outcome = admit.outcome
     if outcome == "unknown":
-        return _answer(404, {"error": "unknown op continuation"})
+        return _error(404, "txcl_unknown_op_continuation", "unknown op continuation")
     if outcome == "bad_token":
-        return _answer(401, {"error": "bad token"})
+        return _error(401, "txcl_bad_token", "bad token")
     if outcome == "cancelled":
-        return _answer(410, {"error": "gone", "reason": "cancelled"})
+        return _error(410, "txcl_gone", "the op continuation is gone", reason="cancelled")
     if outcome == "expired":
-        return _answer(410, {"error": "gone", "reason": "expired"})
+        return _error(410, "txcl_gone", "the op continuation is gone", reason="expired")
     if outcome == "duplicate":
         if release is not None and release.won and release.claim is not None:  # the first delivery's continuation never ran
             service.start_resume(release.claim)
             return _answer(200, {"status": "resumed", "duplicate": True})
         return _answer(200, {"status": "recorded", "duplicate": True})
     if outcome == "conflict":
-        return _answer(409, {"error": "conflicting completion"})
+        return _error(409, "txcl_conflicting_completion", "conflicting completion: the first outcome is kept")
     if release is not None and release.won and release.claim is not None:
         service.start_resume(release.claim)
         return _answer(200, {"status": "resumed"})

@@ -81,10 +81,11 @@ class ContinuationExtension:
 
     async def callback(self, request: Any, opc: str, state: Any) -> Any:
         from txcl.serve.callbacks import handle_callback
-        from txcl.serve.shaping import json_answer
+        from txcl.serve.shaping import error_payload, json_answer
 
         if self.service is None:
-            return json_answer(404, {"error": "unknown op continuation"}, [("cache-control", "no-store")])
+            return json_answer(404, error_payload("txcl_unknown_op_continuation", "unknown op continuation"),
+                               [("cache-control", "no-store")])
         return await handle_callback(self.service, request, opc)
 
     async def suspended(self, request: Any, outcome: Any, state: Any) -> Any:

@@ -17,7 +17,7 @@ these methods (all optional; missing ones fall back to the defaults described):
     async callback(request, opc, state) -> starlette Response | Answer
         `POST /_txc/continuations/op/<opc>/complete` (CONTINUATIONS.md §3.4). The body is
         unread: the handler reads it under --callback-max-bytes. Default: 404
-        {"error": "unknown op continuation"}.
+        {"error": {"code": "txcl_unknown_op_continuation", ...}}.
     async suspended(request, outcome, state) -> Answer | None
         The answer to a request whose walk returned `Suspended` (CONTINUATIONS.md §4.1).
         Default: `shaping.suspended_answer` (303 for browsers, 202 + Location otherwise).

@@ -22,7 +22,7 @@ from typing import Any
 
 from txcl.ids import RCID_RE
 from txcl.runtime.dispatch import OpContext, OpError
-from txcl.serve.shaping import Answer, json_answer, shape_completed, store_unavailable_answer, strip_private
+from txcl.serve.shaping import Answer, error_payload, json_answer, shape_completed, store_unavailable_answer, strip_private
 from txcl.serve.waitpage import error_page, wait_page
 from txcl.store.errors import StoreUnavailable
 
@@ -62,8 +62,8 @@ def not_found(rcid: str, reason: str, browser: bool) -> Answer:
     if browser:
         return _html(404, error_page(status=404, title="Unknown request",
                                      message="This request is unknown or has expired."))
-    return json_answer(404, {"error": "unknown_continuation", "reason": reason, "rcid": rcid},
-                       [("cache-control", "no-store")])
+    return json_answer(404, error_payload("txcl_unknown_continuation", "unknown continuation, or it has expired",
+                                          reason=reason, rcid=rcid), [("cache-control", "no-store")])
 
 
 def answer_for(run: Any, rcid: str, *, browser: bool, want_json: bool, retry_after_s: int,
