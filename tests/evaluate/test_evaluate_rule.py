@@ -194,3 +194,16 @@ def test_eval_expression_syntax_error_points_into_the_expression() -> None:
         txcl.eval_expression("&add(1, ")
     diag = info.value.diagnostics[0]
     assert diag.line == 1 and diag.column <= 9
+
+
+def test_with_still_applies_after_a_set_pre_error():
+    """The op continues after a SET PRE error, so its WITH directives are kept (as the
+    reference does): the input reports the error, the directives are resolved on it."""
+    import txcl
+
+    rule = txcl.parse_rule('SET .a = &div(1, 0)\nWITH k = 1, mode = "async"\nEXEC "txco://noop"')
+    result = txcl.apply_rule(rule, {"x": 5})
+    assert result.directives == {"k": 1, "mode": "async"}
+    assert result.op_input["error"]["message"].startswith("decorate .a:")
+    both = txcl.apply_rule(txcl.parse_rule("SET .a = &div(1, 0)\nWITH k = &div(2, 0)\nEXEC \"txco://noop\""), {})
+    assert both.op_input["error"]["message"].startswith("decorate .a:")  # the first error is reported

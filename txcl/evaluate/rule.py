@@ -113,14 +113,13 @@ def prepare(rule: ast.Rule, op_input: dict, keep_pre_input: bool = False) -> Pre
     """SET PRE → WITH → SELECT on a private copy of the scope-entry envelope."""
     op_input, error = apply_set_pre(rule, op_input)
     directives: dict = {}
-    if error is None and rule.with_:
+    if rule.with_:  # after a SET PRE error too: the op goes on, with its directives
         try:
             directives = resolve_directives(rule, op_input)
         except TxclEvalError as exc:
-            error = str(exc)
-            op_input = _error_object(error)
-    elif error is None:
-        directives = {}
+            if error is None:  # the first error is the one the input reports
+                error = str(exc)
+                op_input = _error_object(error)
     pre_input = deep_copy(op_input) if keep_pre_input else None
     op_input, dispatched, synthetic = _select(rule, op_input)
     return Prepared(op_input, directives, dispatched, synthetic, error, pre_input)
