@@ -201,9 +201,9 @@ def test_with_still_applies_after_a_set_pre_error():
     reference does): the input reports the error, the directives are resolved on it."""
     import txcl
 
-    rule = txcl.parse_rule('SET .a = &div(1, 0)\nWITH k = 1, mode = "async"\nEXEC "txco://noop"')
+    rule = txcl.parse_rule('SET .a = &div(1, 0)\nWITH k = 1, timeout = "5s"\nEXEC "txco://noop"')
     result = txcl.apply_rule(rule, {"x": 5})
-    assert result.directives == {"k": 1, "mode": "async"}
+    assert result.directives == {"k": 1, "timeout": "5s"}
     assert result.op_input["error"]["message"].startswith("decorate .a:")
     both = txcl.apply_rule(txcl.parse_rule("SET .a = &div(1, 0)\nWITH k = &div(2, 0)\nEXEC \"txco://noop\""), {})
     assert both.op_input["error"]["message"].startswith("decorate .a:")  # the first error is reported
