@@ -78,3 +78,22 @@ def test_completion_offers_schemes_and_document_paths() -> None:
     assert [c.text for c in analysis.completions(text, len(text))] == [".user.name"]
     # no meta-commands in an editor
     assert all(c.kind != "command" for c in analysis.completions(".r", 2))
+
+
+def test_completion_after_at_offers_the_reserved_facts_in_a_fresh_document():
+    from txcl.lsp.analysis import completions
+
+    texts = [c.text for c in completions("EMIT @", len("EMIT @"))]
+    assert {"@halt", "@goto", "@delete", "@ttl", "@web.res"} <= set(texts)
+    assert [c.text for c in completions("EMIT @go", len("EMIT @go"))] == ["@goto"]
+
+
+def test_completion_of_a_with_key_offers_keys_not_constants():
+    from txcl.lsp.analysis import completions
+
+    at_key = [c.text for c in completions("WITH t", len("WITH t"))]
+    assert "timeout" in at_key and "true" not in at_key
+    after_pair = [c.text for c in completions('WITH into = "x, y", ti', len('WITH into = "x, y", ti'))]
+    assert after_pair == ["timeout"]
+    at_value = [c.text for c in completions("WITH retry = t", len("WITH retry = t"))]
+    assert "true" in at_value

@@ -141,3 +141,18 @@ def keyword_markdown(word: str) -> str | None:
     if doc is None:
         return None
     return f"**{word.upper()}** — {doc}"
+
+
+# The `@` facts an author reads or writes most: offered by completion after `@`.
+RESERVED_FACTS: tuple[tuple[str, str], ...] = (
+    ("halt", "EMIT @halt = true: stop the flow after this scope"),
+    ("goto", 'EMIT @goto = "stack/scope": jump after this scope'),
+    ("delete", "EMIT @delete = [paths]: remove envelope paths after the merge"),
+    ("ttl", "the remaining TTL budget (EMIT @ttl may only lower it)"),
+    ("rid", "the request id"),
+    ("src", "where the request came from (http, cli, continuation, …)"),
+    ("stack", "the stack being walked"),
+    ("web.req", "the HTTP request (method, url, headers, body)"),
+    ("web.res", "the HTTP answer a rule may shape (status, headers, body)"),
+)
+

@@ -164,13 +164,34 @@ def complete(before: str, envelope: Any = None, stacks: Iterable[str] = (),
         return function_candidates(word)
     if word.startswith((".", "@")):
         out = path_candidates(word, envelope)
+        if word.startswith("@") and "." not in word:  # the reserved facts, even in a fresh document
+            known = {c.text for c in out}
+            out += [Candidate("@" + name, -len(word), "@" + name, doc, "path")
+                    for name, doc in vocabulary.RESERVED_FACTS
+                    if name.startswith(word[1:]) and "@" + name not in known]
         if meta and line_start == 0 and line.strip() == word and re.fullmatch(r"\.[a-z]*", word):
             out = [Candidate(c, -len(word), c, "command", "command") for c in META_COMMANDS
                    if c.startswith(word) and c != ".exit"] + out
         return out
     if word:
-        return keyword_candidates(word, _last_clause(before[: len(before) - len(word)]))
+        head = before[: len(before) - len(word)]
+        clause = _last_clause(head)
+        if clause == "WITH" and _at_with_key(head):  # `WITH t|` names a key, not a value
+            return [c for c in keyword_candidates(word, clause) if c.kind == "with-key"] or \
+                keyword_candidates(word, clause)
+        return keyword_candidates(word, clause)
     return []
+
+
+def _at_with_key(head: str) -> bool:
+    """Whether the text before the word ends where a WITH key goes: right after `WITH` or
+    after a `,` that ends a `key = value` pair."""
+    match = re.search(r"(?is)\bWITH\b(.*)$", head)
+    if match is None:
+        return False
+    tail = _STRING_OR_COMMENT.sub('""', match.group(1))
+    last = tail.rsplit(",", 1)[-1]
+    return "=" not in last
 
 
 class TxclCompleter(Completer):
