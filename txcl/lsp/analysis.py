@@ -179,7 +179,9 @@ def _segments(path: str) -> tuple[str, ...]:
 
 def completions(text: str, offset: int) -> list[Candidate]:
     before = text[:offset]
-    return complete(before, _document_paths(text[:offset] + " " + text[offset:]), meta=False)
+    found = complete(before, _document_paths(text[:offset] + " " + text[offset:]), meta=False)
+    # the word being typed is in the document too: offering it back completes nothing
+    return [c for c in found if not (c.kind == "path" and before.endswith(c.text))]
 
 
 # ---------------------------------------------------------------- outline
