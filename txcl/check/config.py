@@ -156,6 +156,12 @@ def load_config(start: str | Path = ".") -> CheckConfig:
 
 def config_from_document(data: dict, path: Path) -> CheckConfig:
     """The check settings of a parsed txcl.toml or pyproject.toml."""
+    from txcl.configfile import top_level_problem
+
+    top = data.get("tool", {}).get("txcl", {}) if path.name == "pyproject.toml" else data
+    problem = top_level_problem(top, f"{path} [tool.txcl]" if path.name == "pyproject.toml" else str(path))
+    if problem is not None:
+        raise ConfigError(problem)
     if path.name == "pyproject.toml":
         tool = data.get("tool", {}).get("txcl", {})
         table, serve = tool.get("check", {}), tool.get("serve", {})
@@ -207,8 +213,13 @@ def config_from_table(table: Any, where: str, root: Path | None) -> CheckConfig:
             else:
                 cfg.exclude = cfg.exclude + patterns
         else:
-            raise ConfigError(f"{where}: unknown key {raw_key!r} (expected select, ignore, "
-                              "per-file-ignores, severity, exclude or allow)")
+            from txcl.configfile import LINT_KEYS
+            from txcl.suggest import did_you_mean
+
+            close = did_you_mean(key, LINT_KEYS)
+            hint = f"did you mean {close!r}?" if close else \
+                "expected select, ignore, per-file-ignores, severity, exclude or allow"
+            raise ConfigError(f"{where}: unknown key {raw_key!r} ({hint})")
     return cfg
 
 

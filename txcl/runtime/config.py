@@ -280,6 +280,11 @@ def load_settings(workspace: Path | None = None, flags: Mapping[str, Any] | None
         found = find_config_file(workspace)
         if found is not None:
             path, table = found
+            from txcl.configfile import top_level_problem
+
+            problem = top_level_problem(table, f"{path} [tool.txcl]" if path.name == "pyproject.toml" else str(path))
+            if problem is not None:
+                raise ConfigError(problem)
             serve = table.get("serve", {})
             if not isinstance(serve, dict):
                 raise ConfigError(f"{path}: [serve] must be a table")
@@ -289,7 +294,11 @@ def load_settings(workspace: Path | None = None, flags: Mapping[str, Any] | None
                     routes = list(value) if isinstance(value, list) else []
                     continue
                 if key not in _FIELDS:
-                    raise ConfigError(f"{path}: unknown setting {raw_key!r}")
+                    from txcl.suggest import did_you_mean
+
+                    close = did_you_mean(raw_key.replace("_", "-"), [k.replace("_", "-") for k in _FIELDS])
+                    hint = f" (did you mean {close!r}?)" if close else ""
+                    raise ConfigError(f"{path}: unknown setting {raw_key!r} in [serve]{hint}")
                 values[key] = _parse(key, value, str(path))
                 sources[key] = str(path)
     for key in _FIELDS:
