@@ -93,22 +93,31 @@ def statistics(diagnostics) -> str:
 @click.option("--no-cache", is_flag=True, help="Do not read or write the parse cache under .txcl-data/.")
 @click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto")
 @click.option("--quiet", "-q", is_flag=True, help="No summary line.")
+@click.option("--stdin-filename", default=None, metavar="PATH",
+              help="With '-' as the path: the name to report for the rule read from standard input.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
               help="Worker processes for uncached files (default: the number of CPUs when 4 or more, else 1).")
 def command(paths, output_format, select, ignore, config_path, strict, exit_zero, show_stats, fix,
-            show_diff, no_cache, color, quiet, jobs) -> None:
-    """Check TXCL rule files and OPS trees (default: the current directory)."""
+            show_diff, no_cache, color, quiet, stdin_filename, jobs) -> None:
+    """Check TXCL rule files and OPS trees (default: the current directory; '-' reads one rule
+    from standard input)."""
     from txcl.check.config import ConfigError, load_config, parse_code_list
     from txcl.check.engine import run_check
     from txcl.check.fix import FIXABLE
 
     paths = list(paths) or ["."]
     output_format = output_format or "full"
+    from_stdin = paths == ["-"]
+    if "-" in paths and not from_stdin:
+        fail("'-' (standard input) cannot be combined with other paths")
+    if from_stdin and (fix or show_diff):
+        fail("--fix and --diff work on files; format standard input with `txcl fmt -`")
     try:
         if config_path:
             cfg = _explicit_config(Path(config_path))
         else:
-            cfg = load_config(paths[0])
+            cfg = load_config(Path(stdin_filename).parent if from_stdin and stdin_filename else
+                              ("." if from_stdin else paths[0]))
         if select is not None:
             cfg.select = parse_code_list(select, "--select")
         if ignore is not None:
@@ -118,8 +127,11 @@ def command(paths, output_format, select, ignore, config_path, strict, exit_zero
 
     bar = _ProgressBar(sys.stderr.isatty())
     try:
-        result = run_check(paths, cfg, cache_dir=False if no_cache else None, progress=bar,
-                           jobs=jobs or _default_jobs())
+        if from_stdin:
+            result = _check_stdin(stdin_filename or "-", cfg)
+        else:
+            result = run_check(paths, cfg, cache_dir=False if no_cache else None, progress=bar,
+                               jobs=jobs or _default_jobs())
         bar.clear()
         if result.missing:
             fail(f"no such file or directory: {', '.join(result.missing)}")
@@ -160,6 +172,20 @@ def command(paths, output_format, select, ignore, config_path, strict, exit_zero
     failing = {"error"} | ({"warning"} if strict else set())
     status = 1 if any(d.severity in failing for d in diagnostics) else 0
     sys.exit(0 if exit_zero else status)
+
+
+def _check_stdin(name: str, cfg):
+    """One rule read from standard input, reported as `name` (the stack comes from the name
+    when it lies in an OPS tree)."""
+    from txcl.check.engine import CheckResult, check_source
+
+    data = sys.stdin.buffer.read()
+    stack = None
+    parts = Path(name).parts
+    if "OPS" in parts and len(parts) > parts.index("OPS") + 1:
+        stack = parts[parts.index("OPS") + 1]
+    diagnostics = check_source(data, name, cfg, stack=stack)
+    return CheckResult(diagnostics, 1, {name: data.decode("utf-8", "replace")})
 
 
 def _explicit_config(path: Path):

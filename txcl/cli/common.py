@@ -23,12 +23,16 @@ def fail(message: str, code: int = 2) -> NoReturn:
 
 
 def read_json_arg(value: str | None, what: str = "--input") -> Any:
-    """Parse a JSON argument given inline or as `@file`; exits 2 with a clear message."""
+    """Parse a JSON argument given inline, as `@file`, or `-` / `@-` for standard input;
+    exits 2 with a clear message."""
     if value is None:
         return None
     source = what
     text = value
-    if value.startswith("@"):
+    if value in ("-", "@-"):
+        source = f"{what} (standard input)"
+        text = sys.stdin.read()
+    elif value.startswith("@"):
         path = Path(value[1:])
         source = str(path)
         try:
