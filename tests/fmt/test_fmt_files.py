@@ -144,3 +144,24 @@ def test_fmt_stdin(tmp_path, monkeypatch) -> None:
     assert res.exit_code == 0 and res.stdout == "EMIT .a = 1\n"
     res = _invoke(["fmt", "--check", "-"], tmp_path, monkeypatch, input="emit .a=1\n")
     assert res.exit_code == 1
+
+
+def test_the_shipped_examples_pass_check_and_fmt():
+    """What the examples teach is what the linter and the formatter accept."""
+    import subprocess
+    import sys
+
+    txcl = str(Path(sys.executable).parent / "txcl")
+    examples = str(ROOT / "examples")
+    checked = subprocess.run([txcl, "check", examples, "--output-format", "concise"], capture_output=True,
+                             text=True, timeout=120)
+    assert checked.returncode == 0 and checked.stdout.startswith("All checks passed"), checked.stdout
+    formatted = subprocess.run([txcl, "fmt", "--check", examples], capture_output=True, text=True, timeout=120)
+    assert formatted.returncode == 0, formatted.stdout + formatted.stderr
+
+
+def test_a_leading_comment_block_stays_leading() -> None:
+    text = "# about this rule\n# second line\nWITH timeout = \"5s\"\nSELECT .a\nEXEC \"txco://echo\"\n"
+    once = format_text(text)
+    assert once == "# about this rule\n# second line\nSELECT .a\nWITH timeout = \"5s\"\nEXEC \"txco://echo\"\n"
+    assert format_text(once) == once

@@ -8,8 +8,9 @@ item per line, continuation lines aligned after the keyword.
 
 Comments are kept: a comment at the end of an item's line stays there; a comment on its
 own line stays in front of the item (or clause) that follows it; comments before the
-first clause that are followed by a blank line form the file header. When `source` is
-given, literal tokens (strings, numbers, regex bodies, EXEC targets, EVERY durations) are
+first clause form the file header when a blank line follows them, or when they open the
+file directly above the first clause: the header stays first. When `source` is given,
+literal tokens (strings, numbers, regex bodies, EXEC targets, EVERY durations) are
 copied as written; without it they are re-escaped, which round-trips to the same AST.
 """
 
@@ -312,9 +313,11 @@ def _place_comments(rule: ast.Rule, clauses: list[_Clause], source: str | None):
             trailer.append(c)
         else:
             pending.append((c, nxt))
-    # header: comments before the first event up to the last one followed by a blank line
+    # header: the comments before the first clause up to the last one followed by a blank
+    # line; when none is, the whole block that opens the file (it stays first, whatever clause
+    # comes first once the clauses are in canonical order)
     before_first = [c for c, e in pending if first_event is not None and e[0] == first_event]
-    cut = -1
+    cut = len(before_first) - 1
     for i, c in enumerate(before_first):
         nxt_off = before_first[i + 1].span.start.offset if i + 1 < len(before_first) else first_event
         if _blank_between(source, _comment_end(c), nxt_off):
@@ -373,7 +376,8 @@ def print_rule(rule: ast.Rule, source: str | None = None) -> str:
     clauses = _clauses(rule, p)
     header, trailer = _place_comments(rule, clauses, source)
     lines: list[str] = _comment_lines(header, "", source)
-    if header and clauses:
+    if header and clauses and (source is None or _blank_between(source, _comment_end(header[-1]),
+                                                                 min(c.start for c in clauses))):
         lines.append("")
     order = sorted(clauses, key=lambda c: _RANK[c.kind])
     header_end = header[-1].span.end.offset if header else 0
