@@ -118,3 +118,15 @@ def test_prompt_highlights_with_the_txcl_lexer() -> None:
     assert prompt.lexer.pygments_lexer_cls is TxclLexer
     assert prompt.auto_suggest is not None
     assert prompt.multiline
+
+
+def test_input_highlighting_uses_the_terminals_own_colours():
+    """ANSI colour names follow the terminal's palette, so paths read on dark and light
+    backgrounds (no fixed dark-blue from Pygments' default style)."""
+    from pygments.token import Name
+
+    from txcl.repl.app import input_style
+
+    rules = dict(input_style().style_rules)
+    assert rules["pygments.name.variable"] == "ansicyan"
+    assert all(not value or value.startswith("ansi") for value in rules.values())

@@ -9,17 +9,10 @@ from pathlib import Path
 
 import click
 
-from txcl.cli.common import fail
+from txcl.cli.common import color_option, colored_diff, fail
+from txcl.cli.common import use_color as use_color_policy
 
 FORMATS = ("full", "concise", "json", "github", "sarif")
-
-
-def _use_color(choice: str) -> bool:
-    if choice == "always":
-        return True
-    if choice == "never" or os.environ.get("NO_COLOR"):
-        return False
-    return sys.stdout.isatty()
 
 
 class _ProgressBar:
@@ -91,7 +84,7 @@ def statistics(diagnostics) -> str:
 @click.option("--fix", is_flag=True, help="Apply safe fixes (TX201, TX301, TX302) in place.")
 @click.option("--diff", "show_diff", is_flag=True, help="Print the safe fixes as a diff; change nothing.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the parse cache under .txcl-data/.")
-@click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto")
+@color_option
 @click.option("--quiet", "-q", is_flag=True, help="No summary line.")
 @click.option("--stdin-filename", default=None, metavar="PATH",
               help="With '-' as the path: the name to report for the rule read from standard input.")
@@ -136,7 +129,8 @@ def command(paths, output_format, select, ignore, config_path, strict, exit_zero
         if result.missing:
             fail(f"no such file or directory: {', '.join(result.missing)}")
         if fix or show_diff:
-            changed = _apply_fixes(result, cfg, write=fix, diff=show_diff)
+            changed = _apply_fixes(result, cfg, write=fix, diff=show_diff,
+                                   color=use_color_policy(color, sys.stdout))
             if show_diff:
                 sys.exit(1 if changed else 0)
             if changed:
@@ -153,7 +147,7 @@ def command(paths, output_format, select, ignore, config_path, strict, exit_zero
 
     diagnostics = result.diagnostics
     fixable = sum(1 for d in diagnostics if d.code in FIXABLE)
-    use_color = _use_color(color)
+    use_color = use_color_policy(color, sys.stdout)
     if show_stats:
         text = statistics(diagnostics)
         if text:
@@ -200,7 +194,7 @@ def _explicit_config(path: Path):
     return config_from_document(data, path)
 
 
-def _apply_fixes(result, cfg, write: bool, diff: bool) -> int:
+def _apply_fixes(result, cfg, write: bool, diff: bool, color: bool = False) -> int:
     """Fix (or diff) every file with a fixable finding; the number of files changed."""
     from txcl.check.fix import FIXABLE, fix_text, unified_diff
     files = sorted({d.file for d in result.diagnostics if d.code in FIXABLE})
@@ -218,7 +212,7 @@ def _apply_fixes(result, cfg, write: bool, diff: bool) -> int:
             continue
         changed += 1
         if diff:
-            click.echo(unified_diff(old, new, file), nl=False)
+            click.echo(colored_diff(unified_diff(old, new, file), color), nl=False, color=color)
         if write:
             with open(path, "w", encoding="utf-8", newline="") as fh:
                 fh.write(new)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from txcl.cli.common import fail
+from txcl.cli.common import color_option, colored_diff, fail, use_color
 
 
 @click.command("fmt")
@@ -16,7 +16,8 @@ from txcl.cli.common import fail
 @click.option("--diff", "show_diff", is_flag=True, help="Print the changes as a diff; change nothing.")
 @click.option("--stdin-filename", default=None, help="With PATH '-': the name used in messages.")
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors (and diffs).")
-def command(paths, check_only, show_diff, stdin_filename, quiet) -> None:
+@color_option
+def command(paths, check_only, show_diff, stdin_filename, quiet, color) -> None:
     """Format TXCL rule files (default: the current directory); `-` reads stdin."""
     from txcl.check.config import ConfigError, load_config
     from txcl.check.discover import rule_files
@@ -33,13 +34,13 @@ def command(paths, check_only, show_diff, stdin_filename, quiet) -> None:
         try:
             new = format_text(text, name)
         except TxclSyntaxError as exc:
-            click.echo(render_all(exc.diagnostics), err=True)
+            click.echo(render_all(exc.diagnostics, color=use_color(color)), err=True, color=use_color(color))
             sys.exit(2)
         except FormatError as exc:
             fail(str(exc))
         if check_only or show_diff:
             if show_diff and new != text:
-                click.echo(unified_diff(text, new, name), nl=False)
+                click.echo(colored_diff(unified_diff(text, new, name), use_color(color, sys.stdout)), nl=False, color=use_color(color, sys.stdout))
             sys.exit(1 if new != text else 0)
         click.echo(new, nl=False)
         return
@@ -57,7 +58,7 @@ def command(paths, check_only, show_diff, stdin_filename, quiet) -> None:
         if result.new is None:
             failed += 1
             if result.diagnostics:
-                click.echo(render_all(result.diagnostics), err=True)
+                click.echo(render_all(result.diagnostics, color=use_color(color)), err=True, color=use_color(color))
             if result.error:
                 click.echo(f"txcl: error: {result.error}", err=True)
             continue
@@ -66,7 +67,8 @@ def command(paths, check_only, show_diff, stdin_filename, quiet) -> None:
             continue
         changed += 1
         if show_diff:
-            click.echo(unified_diff(result.old, result.new, shown), nl=False)
+            click.echo(colored_diff(unified_diff(result.old, result.new, shown), use_color(color, sys.stdout)), nl=False,
+                       color=use_color(color, sys.stdout))
         elif check_only:
             if not quiet:
                 click.echo(f"Would reformat: {shown}")

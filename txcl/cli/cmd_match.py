@@ -7,14 +7,15 @@ from pathlib import Path
 
 import click
 
-from txcl.cli.common import fail, read_json_arg
+from txcl.cli.common import color_option, fail, print_error, read_json_arg
 from txcl.errors import TxclSyntaxError
 
 
 @click.command("match")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--input", "input_", metavar="JSON|@FILE", required=True, help="The envelope.")
-def command(file: Path, input_: str) -> None:
+@click.option("--input", "input_", metavar="JSON|@FILE|-", required=True, help="The envelope ('-': standard input).")
+@color_option
+def command(file: Path, input_: str, color: str) -> None:
     """Print `true` when the WHEN of FILE matches the envelope, else `false`."""
     from txcl.evaluate.when import when_matches
     from txcl.syntax.parser import parse_source
@@ -29,6 +30,6 @@ def command(file: Path, input_: str) -> None:
     try:
         rule = parse_source(data, str(file))
     except TxclSyntaxError as exc:
-        click.echo(str(exc), err=True)
+        print_error(exc, color)
         sys.exit(1)
     click.echo("true" if when_matches(rule, envelope) else "false")

@@ -7,13 +7,15 @@ import sys
 
 import click
 
+from txcl.cli.common import color_option, print_error
 from txcl.errors import TxclSyntaxError
 
 
 @click.command("parse")
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the AST of each file as JSON.")
-def command(files: tuple[str, ...], as_json: bool) -> None:
+@color_option
+def command(files: tuple[str, ...], as_json: bool, color: str) -> None:
     """Parse rule files: print `FILE: ok` (or the AST with --json) or the diagnostics.
 
     Exit status: 0 when every file parses, 1 when any has errors, 2 when a file cannot be
@@ -35,7 +37,7 @@ def command(files: tuple[str, ...], as_json: bool) -> None:
         try:
             rule = parse_source(data, name)
         except TxclSyntaxError as exc:
-            click.echo(str(exc), err=True)
+            print_error(exc, color)
             status = max(status, 1)
             if as_json:
                 outputs.append({"file": name, "diagnostics":

@@ -6,14 +6,14 @@ import sys
 
 import click
 
-from txcl.cli.common import fail, read_json_arg
+from txcl.cli.common import color_option, fail, read_json_arg, use_color
 
 
 @click.command("repl")
 @click.argument("ops_dir", required=False, type=click.Path(file_okay=False))
 @click.option("--input", "input_", metavar="JSON|@FILE", help="Initial envelope (inline JSON or @file).")
-@click.option("--color/--no-color", default=None, help="Colour output (default: when writing to a terminal).")
-def command(ops_dir: str | None, input_: str | None, color: bool | None) -> None:
+@color_option
+def command(ops_dir: str | None, input_: str | None, color: str) -> None:
     """Try rules and expressions against a working envelope.
 
     Type a rule (submitted when it parses), an expression such as &now("rfc3339") or .user.id,
@@ -28,7 +28,7 @@ def command(ops_dir: str | None, input_: str | None, color: bool | None) -> None
     if not isinstance(envelope, dict):
         fail("--input: the envelope must be a JSON object")
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
-    colour = interactive if color is None else color
+    colour = use_color(color, sys.stdout) if (interactive or color != "auto") else False
     session = ReplSession(envelope, ops_dir=ops_dir, colour=colour)
     if interactive:
         sys.exit(run_interactive(session))

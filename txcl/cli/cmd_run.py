@@ -12,9 +12,7 @@ from typing import Any
 
 import click
 
-from txcl.cli.common import DB_HELP
-
-from txcl.cli.common import fail, read_json_arg
+from txcl.cli.common import DB_HELP, color_option, fail, print_error, read_json_arg
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_SUSPENDED = 0, 1, 2, 3
 
@@ -29,9 +27,9 @@ def shape_envelope(envelope: dict, private: bool) -> dict:
     return {k: v for k, v in envelope.items() if not k.startswith("_")}
 
 
-def open_runtime(directory: str, db: str | None, flags: dict[str, Any]):
+def open_runtime(directory: str, db: str | None, flags: dict[str, Any], color: str = "auto"):
     """(workspace, tree, settings, store) or exit 2 with a clear message."""
-    from txcl.errors import TxclLoadError, render_all
+    from txcl.errors import TxclLoadError
     from txcl.ops.tree import WorkspaceNotFound, find_workspace, load_ops
     from txcl.runtime.config import ConfigError, load_settings
 
@@ -46,7 +44,7 @@ def open_runtime(directory: str, db: str | None, flags: dict[str, Any]):
     try:
         tree = load_ops(workspace)
     except TxclLoadError as exc:
-        click.echo(render_all(exc.diagnostics), err=True)
+        print_error(exc, color)
         n = len(exc.diagnostics)
         fail(f"the OPS tree failed to load ({n} error{'s' if n != 1 else ''})")
     store = open_store(settings, workspace)
@@ -77,10 +75,11 @@ def open_store(settings: Any, workspace: Path):
 @click.option("--wait", "wait", is_flag=False, flag_value="10m", default=None, metavar="[DURATION]",
               help="When the run suspends, wait for its result (default 10m); exit 3 if still running.")
 @click.option("--callback-base-url", default=None, help="Base URL workers call back to (a txcl serve).")
+@color_option
 def command(directory: str, stack: str | None, input_: str | None, mock_request: str | None,
             mocks: tuple[str, ...], compact: bool, private: bool | None, show_trace: bool,
             trace_mode: str | None, db: str | None, workspace: str | None, wait: str | None,
-            callback_base_url: str | None) -> None:
+            callback_base_url: str | None, color: str) -> None:
     """Walk one stack of the OPS tree with an input envelope and print the result."""
     from txcl.runtime.interpreter import Completed, Failed, Interpreter, UnknownStack
     from txcl.values.jsonio import dumps
@@ -95,7 +94,7 @@ def command(directory: str, stack: str | None, input_: str | None, mock_request:
     if not isinstance(envelope, dict):
         fail("--input must be a JSON object")
     flags: dict[str, Any] = {"trace_mode": trace_mode, "private": private, "callback_base_url": callback_base_url}
-    ws, tree, settings, store = open_runtime(workspace or directory, db, flags)
+    ws, tree, settings, store = open_runtime(workspace or directory, db, flags, color)
     if show_trace and settings.trace_mode == "off":
         settings = settings.evolve(trace_mode="summary")
     wait_ms = None

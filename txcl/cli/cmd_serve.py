@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from txcl.cli.common import DB_HELP, fail
+from txcl.cli.common import DB_HELP, fail, print_error
 
 _BOOL_KEYS = {"watch", "trust_request_id", "web_mock_header", "private"}
 _SKIP_KEYS = {"workspace"}
@@ -90,7 +90,7 @@ def command(directory: str | None, workspace: str | None, log_level: str, **flag
 
 def _build_state(ws: Any, settings: Any, sock: Any) -> Any:
     """Load the tree, check routes, open the store; exit 2 (closing `sock`) on any problem."""
-    from txcl.errors import TxclLoadError, render_all
+    from txcl.errors import TxclLoadError
     from txcl.runtime.config import ConfigError
     from txcl.serve.app import build_state
     from txcl.store.errors import StoreError
@@ -99,7 +99,7 @@ def _build_state(ws: Any, settings: Any, sock: Any) -> Any:
         return build_state(ws, settings)
     except TxclLoadError as exc:
         sock.close()
-        click.echo(render_all(exc.diagnostics), err=True)
+        print_error(exc)
         n = len(exc.diagnostics)
         fail(f"the OPS tree failed to load ({n} error{'s' if n != 1 else ''})")
     except ConfigError as exc:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -47,5 +48,53 @@ def read_json_arg(value: str | None, what: str = "--input") -> Any:
         fail(f"{source}: invalid JSON: {exc}")
 
 
-def print_error(exc: TxclError) -> None:
-    click.echo(str(exc), err=True)
+COLOR_HELP = "Colour: auto (on a terminal), always or never. NO_COLOR and FORCE_COLOR are honoured."
+
+
+def color_option(fn):
+    """`--color auto|always|never`, the same on every command that prints diagnostics or diffs."""
+    return click.option("--color", "color", type=click.Choice(["auto", "always", "never"]), default="auto",
+                        show_default=True, help=COLOR_HELP)(fn)
+
+
+def use_color(choice: str = "auto", stream=None) -> bool:
+    """The one colour policy: --color wins; then NO_COLOR (any value) turns colour off and
+    FORCE_COLOR (any value) on; otherwise colour when `stream` (stderr) is a terminal."""
+    if choice == "always":
+        return True
+    if choice == "never" or os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    stream = stream if stream is not None else sys.stderr
+    return bool(getattr(stream, "isatty", lambda: False)())
+
+
+def colored_diff(diff: str, color: bool) -> str:
+    """A unified diff with added lines green, removed red and hunk heads cyan (when `color`)."""
+    if not color:
+        return diff
+    out = []
+    for line in diff.splitlines(keepends=True):
+        if line.startswith(("+++", "---")):
+            out.append(f"\x1b[1m{line.rstrip(chr(10))}\x1b[0m\n")
+        elif line.startswith("+"):
+            out.append(f"\x1b[32m{line.rstrip(chr(10))}\x1b[0m\n")
+        elif line.startswith("-"):
+            out.append(f"\x1b[31m{line.rstrip(chr(10))}\x1b[0m\n")
+        elif line.startswith("@@"):
+            out.append(f"\x1b[36m{line.rstrip(chr(10))}\x1b[0m\n")
+        else:
+            out.append(line)
+    return "".join(out)
+
+
+def print_error(exc: TxclError, color: str = "auto") -> None:
+    """A user-input error's diagnostics (carets, coloured on a terminal) on stderr."""
+    from txcl.errors import render_all
+
+    diagnostics = getattr(exc, "diagnostics", None)
+    if diagnostics:
+        click.echo(render_all(diagnostics, color=use_color(color)), err=True, color=use_color(color))
+    else:
+        click.echo(str(exc), err=True)

@@ -115,6 +115,19 @@ def _safe_is_complete(text: str) -> bool:
         return True
 
 
+def input_style() -> Any:
+    """Highlighting in the terminal's own ANSI colours, so it reads on dark and light
+    backgrounds alike (Pygments' default style writes paths dark blue, invisible on black)."""
+    from prompt_toolkit.styles import style_from_pygments_dict
+    from pygments.token import Comment, Error, Keyword, Name, Number, Operator, String
+
+    return style_from_pygments_dict({
+        Keyword: "ansimagenta bold", Keyword.Constant: "ansiyellow", Name.Variable: "ansicyan",
+        Name.Function: "ansigreen", String: "ansiyellow", String.Regex: "ansiyellow", Number: "ansiblue",
+        Operator: "", Comment: "ansibrightblack italic", Error: "ansired underline",
+    })
+
+
 def build_prompt(session: ReplSession, *, input: Any = None, output: Any = None,
                  history: History | None = None) -> PromptSession:
     return PromptSession(
@@ -122,6 +135,8 @@ def build_prompt(session: ReplSession, *, input: Any = None, output: Any = None,
         multiline=True,
         prompt_continuation=lambda width, line_number, soft_wrap: CONTINUATION[:width].ljust(width),
         lexer=PygmentsLexer(TxclLexer),
+        style=input_style(),
+        include_default_pygments_style=False,
         completer=TxclCompleter(lambda: (session.envelope, session.stacks())),
         complete_while_typing=False,
         auto_suggest=AutoSuggestFromHistory(),
