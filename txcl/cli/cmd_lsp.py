@@ -13,6 +13,9 @@ import click
 @click.option("-v", "--verbose", is_flag=True, help="Log debug detail (with --log-file).")
 def command(stdio: bool, log_file: str | None, verbose: bool) -> None:
     """Start the language server: diagnostics, hover, completion, outline, formatting."""
+    from txcl.cli.common import require_extra
+
+    require_extra("lsp", "txcl lsp")
     if log_file:
         logging.basicConfig(filename=log_file, level=logging.DEBUG if verbose else logging.INFO,
                             format="%(asctime)s %(name)s %(levelname)s %(message)s")

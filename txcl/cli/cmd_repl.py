@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from txcl.cli.common import color_option, fail, read_json_arg, use_color
+from txcl.cli.common import color_option, fail, read_json_arg, require_extra, use_color
 
 
 @click.command("repl")
@@ -21,6 +21,7 @@ def command(ops_dir: str | None, input_: str | None, color: str) -> None:
     tree over the envelope. Piped stdin runs in batch mode: no prompt, one reply per entry,
     exit status 1 when any entry failed.
     """
+    require_extra("repl", "txcl repl")
     from txcl.repl.app import run_batch, run_interactive
     from txcl.repl.session import ReplSession
 

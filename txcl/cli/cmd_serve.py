@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from txcl.cli.common import DB_HELP, fail, print_error
+from txcl.cli.common import DB_HELP, fail, print_error, require_extra
 
 _BOOL_KEYS = {"watch", "trust_request_id", "web_mock_header", "private"}
 _SKIP_KEYS = {"workspace"}
@@ -56,6 +56,7 @@ def _settings_options(func: Any) -> Any:
 @_settings_options
 def command(directory: str | None, workspace: str | None, log_level: str, **flags: Any) -> None:
     """Serve the OPS tree of DIR over HTTP (binds 127.0.0.1:8080 by default)."""
+    require_extra("serve", "txcl serve")
     from txcl.ops.tree import WorkspaceNotFound, find_workspace
     from txcl.runtime.config import ConfigError, load_settings
     from txcl.serve.server import base_url, bind_socket, is_loopback, run_server, setup_logging

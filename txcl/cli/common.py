@@ -17,6 +17,24 @@ DB_HELP = ("The database: a file path, sqlite:///path or postgresql://user@host/
            "(default: $TXCL_DB, then the workspace's txcl.toml, then <workspace>/.txcl-data/txcl.db).")
 
 
+EXTRAS = {
+    "serve": ("starlette", "uvicorn"),
+    "repl": ("prompt_toolkit", "pygments"),
+    "lsp": ("pygls", "lsprotocol", "pygments"),
+    "postgres": ("psycopg", "psycopg_pool"),
+}
+
+
+def require_extra(extra: str, command: str) -> None:
+    """Exit 2 with the install command when an optional part of txcl is not installed."""
+    import importlib.util
+
+    missing = [m for m in EXTRAS[extra] if importlib.util.find_spec(m) is None]
+    if missing:
+        fail(f"{command} needs the '{extra}' extra, which is not installed (missing: {', '.join(missing)}): "
+             f"pip install 'txcl[{extra}]'")
+
+
 def fail(message: str, code: int = 2) -> NoReturn:
     """Print `txcl: error: message` on stderr and exit with `code`."""
     click.echo(f"txcl: error: {message}", err=True)

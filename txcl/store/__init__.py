@@ -48,7 +48,11 @@ def sqlite_file(db: str | Path) -> Path | None:
 def open_backend(db: str | Path, *, clock: Callable[[], int] | None = None,
                  busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS, create: bool = True, pool_max: int = 10):
     if backend_kind(db) == "postgresql":
-        from txcl.store.backends.postgres import PostgresBackend
+        try:
+            from txcl.store.backends.postgres import PostgresBackend
+        except ImportError as exc:
+            raise StoreError(f"PostgreSQL needs the 'postgres' extra, which is not installed ({exc.name}): "
+                             "pip install 'txcl[postgres]'") from None
 
         return PostgresBackend(str(db), clock=clock, max_size=pool_max)
     from txcl.store.backends.sqlite import SqliteBackend

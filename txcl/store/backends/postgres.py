@@ -28,6 +28,9 @@ import time
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
+import psycopg  # the 'postgres' extra: txcl.store.open_backend reports it missing
+import psycopg_pool
+
 from txcl.store.backend import Dialect, SqlBackend, Tx
 from txcl.store.errors import StoreError, StoreUnavailable
 
@@ -113,8 +116,7 @@ class PostgresBackend(SqlBackend):
     def __init__(self, url: str, *, clock: Callable[[], int] | None = None, min_size: int = 1,
                  max_size: int = 10, connect_timeout_s: float = 5.0, pool_timeout_s: float = 3.0) -> None:
         super().__init__(clock=clock)
-        import psycopg  # noqa: F401 - fail here when the driver is missing
-        from psycopg_pool import ConnectionPool
+        ConnectionPool = psycopg_pool.ConnectionPool
 
         self.url = url
         self.connect_timeout_s = connect_timeout_s

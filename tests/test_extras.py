@@ -1,0 +1,62 @@
+"""Dependencies by need: the core (what `pip install txcl` and the pre-commit hooks install)
+parses, checks, formats and runs rules; the web server, the REPL, the language server and the
+PostgreSQL driver are extras, and a command whose extra is missing says what to install."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+OPTIONAL = ("starlette", "uvicorn", "prompt_toolkit", "pygments", "pygls", "lsprotocol", "psycopg", "psycopg_pool")
+
+# run txcl's CLI in a fresh interpreter where the optional packages cannot be imported
+BLOCKED = f"""
+import sys, importlib.abc
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] in {OPTIONAL!r}:
+            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+        return None
+sys.meta_path.insert(0, Block())
+import importlib.util
+_find = importlib.util.find_spec
+importlib.util.find_spec = lambda name, *a: None if name.split('.')[0] in {OPTIONAL!r} else _find(name, *a)
+from txcl.cli.main import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def core(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", BLOCKED, *args], capture_output=True, text=True, timeout=120)
+
+
+def test_the_core_dependencies_hold_no_optional_part():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    core_names = {d.split(">")[0].split("[")[0].split("=")[0].strip().lower() for d in project["dependencies"]}
+    assert not core_names & {"starlette", "uvicorn", "prompt-toolkit", "pygments", "pygls", "psycopg",
+                             "psycopg-pool", "sqlite-utils"}
+    extras = project["optional-dependencies"]
+    assert {"serve", "repl", "lsp", "postgres", "all"} <= set(extras)
+
+
+def test_check_fmt_and_run_work_without_the_extras(tmp_path):
+    (tmp_path / "OPS" / "s" / "100").mkdir(parents=True)
+    rule = tmp_path / "OPS" / "s" / "100" / "a.txcl"
+    rule.write_text("EMIT .a = 1\n")
+    assert core("check", str(tmp_path)).returncode == 0
+    assert core("fmt", "--check", str(tmp_path)).returncode == 0
+    ran = core("run", str(tmp_path), "--compact")
+    assert ran.returncode == 0 and ran.stdout.strip() == '{"a":1}', ran.stderr
+
+
+@pytest.mark.parametrize("args, extra", [(["serve", "."], "serve"), (["repl"], "repl"), (["lsp"], "lsp"),
+                                         (["db", "status", "--db", "postgresql://x@127.0.0.1/y"], "postgres")])
+def test_a_command_whose_extra_is_missing_says_what_to_install(tmp_path, args, extra):
+    done = core(*args)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert f"pip install 'txcl[{extra}]'" in done.stderr
