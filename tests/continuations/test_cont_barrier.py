@@ -193,3 +193,40 @@ def test_barrier_parks_twice_at_one_stage_with_visits(workspace, worker):
         asyncio.run(main())
     finally:
         store.close()
+
+
+def test_a_resume_that_raises_fails_its_run_at_once(workspace, worker, monkeypatch):
+    """A resume that cannot go on (a bug, a value nothing can handle) fails the run with the
+    real error immediately — no takeover loop, no run left `resuming`."""
+    from cont_support import db_of
+
+    from txcl.continuations import resume
+    from txcl.continuations.service import ContinuationService, open_run_store
+    from txcl.ops.tree import load_ops
+    from txcl.runtime.config import Settings
+    from txcl.runtime.interpreter import Suspended
+
+    async def broken(*args):
+        raise ValueError("this member cannot be merged")
+
+    monkeypatch.setitem(resume.RESUMERS, "barrier", broken)
+    ws = workspace(barrier_tree(worker.url()))
+    store = open_run_store(db_of(ws / ".txcl-data" / "txcl.db"))
+    service = ContinuationService(store, Settings(), workspace=ws)
+
+    async def main():
+        outcome = await service.interpreter(load_ops(ws)).run({"q": 1}, "shop")
+        assert isinstance(outcome, Suspended)
+        job = worker.wait_job()
+        _, release = await service.complete(job.opc, "completed", {"enriched": 1}, source="cli")
+        assert await service.drive_resume(release.claim) is None
+        run = store.get_run(outcome.run_id)
+        assert run.status == "failed" and run.fail_reason == "resume_failed"
+        assert run.error["code"] == "txcl_resume_failed" and "this member cannot be merged" in run.error["message"]
+        assert store.get_claim(outcome.run_id) is None
+        await service.aclose()
+
+    try:
+        asyncio.run(main())
+    finally:
+        store.close()

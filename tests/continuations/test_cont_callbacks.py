@@ -162,3 +162,23 @@ def test_t13_fail_fast_sibling_is_cancelled(serve, workspace, worker, store_at):
     data = json.loads(body)
     assert status == 502 and data["status"] == "failed"
     assert data["error"]["code"] == "txcl_op_failed" and data["error"]["detail"] == {"message": "boom"}
+
+
+def test_a_callback_nested_too_deep_is_400_and_changes_nothing(serve, workspace, worker, store_at):
+    """A worker output nested deeper than the JSON depth limit is refused at admission with
+    the reason; the run stays parked and a proper callback completes it."""
+    ws = workspace(barrier_tree(worker.url()))
+    srv = serve(ws)
+    status, headers, _ = http_get(srv.url + "/go")
+    assert status == 202
+    job = worker.wait_job()
+    deep = '{"status": "completed", "output": {"enriched": ' + "[" * 600 + "]" * 600 + "}}"
+    code, body = post_json(job.callback_url, None, job.token, raw=deep.encode())
+    assert code == 400 and body["error"]["code"] == "txcl_bad_callback"
+    assert "deeper than 256 levels" in body["error"]["message"]
+    store = store_at(ws / ".txcl-data" / "txcl.db")
+    run_id = job.body["_txc"]["run_id"]
+    assert store.get_run(run_id).status == "waiting" and store.get_terminal(job.opc) is None
+    assert worker.callback(job, {"enriched": [[1]]}) == (200, {"status": "resumed"})
+    run = wait_until(lambda: (r := store.get_run(run_id)) and r.status == "completed" and r)
+    assert run.result["after"] == [[1]]

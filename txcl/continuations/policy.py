@@ -21,6 +21,7 @@ JOIN_FAILED = "txcl_join_failed"
 RUN_EXPIRED = "txcl_run_expired"
 RUN_LOST = "txcl_run_lost"
 OP_FAILED = "txcl_op_failed"
+RESUME_FAILED = "txcl_resume_failed"
 
 
 def error_text(error: JsonValue) -> str:

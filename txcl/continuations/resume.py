@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from txcl.continuations.apply import apply_members
 from txcl.continuations.deferred import resume_join
-from txcl.continuations.policy import RUN_LOST
+from txcl.continuations.policy import RESUME_FAILED, RUN_LOST
 from txcl.continuations.segment import run_lost, segment_of, set_claim
 from txcl.runtime.state import Frame, Run
 from txcl.store.errors import RunLost, StoreUnavailable
-from txcl.store.records import ClaimRecord, ResumeBundle
+from txcl.store.records import ClaimRecord, Fence, ResumeBundle
 from txcl.testing.faults import fault_point
 from txcl.trace.recorder import TraceRecorder
 from txcl.values.merge import deep_copy
@@ -103,16 +103,33 @@ async def resume_run(service: Any, claim: ClaimRecord) -> Any:
         if omit or redact:
             rec.add_redactions(omit, redact)
     resumer = RESUMERS.get(bundle.suspend.kind)
-    if resumer is None:  # a suspend written by a newer txcl
-        run.fail({"error": {"code": RUN_LOST, "message": f"no resumer for suspend kind {bundle.suspend.kind!r}"}},
-                 503, reason="unsupported_suspend")
-    else:
-        await resumer(service, walker, run, frame, bundle, rec)
     beat = asyncio.get_running_loop().create_task(_heartbeat_loop(service, run.run_id, claim.claim_token))
     try:
+        if resumer is None:  # a suspend written by a newer txcl
+            run.fail({"error": {"code": RUN_LOST, "message": f"no resumer for suspend kind {bundle.suspend.kind!r}"}},
+                     503, reason="unsupported_suspend")
+        else:
+            await resumer(service, walker, run, frame, bundle, rec)
         return await interp.drive(run, rec)
+    except (asyncio.CancelledError, RunLost, StoreUnavailable):
+        raise  # shutting down, or the store decides (the claim goes stale and is taken over)
+    except Exception as exc:  # noqa: BLE001 - a resume that cannot go on fails its run now
+        await _fail_resume(service, run, claim, exc)
+        return None
     finally:
         beat.cancel()
+
+
+async def _fail_resume(service: "Services", run: Run, claim: ClaimRecord, exc: Exception) -> None:
+    """The run fails at once with the real error — a takeover would only repeat it until the
+    attempts run out, leaving the run `resuming` meanwhile."""
+    log.exception("txcl: the resume of %s failed", run.run_id)
+    error = {"code": RESUME_FAILED, "message": f"the resume failed: {type(exc).__name__}: {exc}"}
+    try:
+        await service.call(service.store.finish_segment, claim.run_id, Fence(claim.segment_id, claim.claim_token),
+                           status="failed", error=error, fail_reason="resume_failed")
+    except (RunLost, StoreUnavailable) as lost:
+        log.warning("txcl: could not record the failed resume of %s: %s", run.run_id, lost)
 
 
 async def _heartbeat_loop(service: "Services", run_id: str | None, token: str) -> None:

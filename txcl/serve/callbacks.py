@@ -76,7 +76,9 @@ def parse_completion(body: bytes, unit: Any) -> tuple[str, Any] | str:
 
     try:
         data = loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, JsonError, ValueError):
+    except JsonError as exc:
+        return f"body is not valid JSON: {exc}".replace(": invalid JSON", "")
+    except (UnicodeDecodeError, ValueError):
         return "body is not valid JSON"
     if not isinstance(data, dict):
         return "body must be a JSON object"

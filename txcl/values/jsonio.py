@@ -82,6 +82,30 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
+#: How deep arrays and objects may nest in any JSON txcl reads (request bodies, callbacks,
+#: inputs, `&json`): deeper values are refused with a clear error instead of exhausting the
+#: recursion of the steps that walk them later (copy, merge, encode).
+MAX_DEPTH = 256
+
+
+def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether arrays/objects nest more than `limit` levels (iterative: any depth is safe)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        t = type(item)
+        if t is dict:
+            children = item.values()
+        elif t is list:
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if type(child) in (dict, list))
+    return False
+
+
 def loads(text: str, *, duplicates: str = "first") -> Any:
     """Parse JSON text. `duplicates` is "first" (envelopes) or "last" (`&json`)."""
     if duplicates == "first":
@@ -113,7 +137,9 @@ def loads(text: str, *, duplicates: str = "first") -> Any:
             exc.lineno, exc.colno,
         ) from None
     except RecursionError:
-        raise JsonError("invalid JSON: nested too deeply") from None
+        raise JsonError(f"invalid JSON: arrays and objects nest deeper than {MAX_DEPTH} levels") from None
+    if (text.count("[") + text.count("{") > MAX_DEPTH) and too_deep(value):
+        raise JsonError(f"invalid JSON: arrays and objects nest deeper than {MAX_DEPTH} levels")
     if "\\u" in text and _SURROGATE_ESCAPE.search(text):
         value = _fix_surrogates(value)
     return value
