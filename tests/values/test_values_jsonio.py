@@ -17,9 +17,9 @@ def test_integer_form_numbers_are_exact_ints():
     assert all(type(x) is int for x in v.values())
 
 
-def test_huge_integer_beyond_default_digit_limit_is_exact():
-    digits = "9" * 5000
-    assert loads(digits) == int("9" * 2500) * 10**2500 + int("9" * 2500)
+def test_integers_are_exact_up_to_the_digit_limit():
+    digits = "9" * 4300
+    assert loads(digits) == int("9" * 2150) * 10**2150 + int("9" * 2150)
 
 
 @pytest.mark.parametrize("text,expected", [("1.5", 1.5), ("1e3", 1000.0), ("2.0", 2.0), ("-1E-2", -0.01)])
@@ -166,3 +166,35 @@ def test_float_json_form_reads_back_exactly(x):
     assert "e-0" not in text and "e+0" not in text
     if x.is_integer() and abs(x) < 1e21:
         assert "." not in text and "e" not in text
+
+
+def test_depth_and_integer_limits_are_clear_errors():
+    """Valid JSON that would break later steps is refused at the door with its reason."""
+    import pytest
+
+    from txcl.values.jsonio import MAX_DEPTH, JsonError, dumps, loads, too_deep
+
+    assert loads("[" * MAX_DEPTH + "]" * MAX_DEPTH) is not None
+    for n in (MAX_DEPTH + 1, 5000):
+        with pytest.raises(JsonError, match=f"deeper than {MAX_DEPTH} levels"):
+            loads("[" * n + "]" * n)
+    assert too_deep({"a": [[{"b": []}]]}, limit=4) and not too_deep({"a": [[{}]]}, limit=4)
+    with pytest.raises(JsonError, match="an integer of 5000 digits"):
+        loads("9" * 5000)
+    assert loads("9" * 4300) == int("9" * 4300)
+    with pytest.raises(JsonError, match="more than 4300 digits"):
+        dumps({"n": 10 ** 5000})
+
+
+def test_cli_reports_a_too_deep_or_too_long_input_without_a_traceback(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    txcl = str(Path(sys.executable).parent / "txcl")
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"a": ' + "[" * 600 + "]" * 600 + "}")
+    done = subprocess.run([txcl, "eval", ".a", "--input", f"@{deep}"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "deeper than 256 levels" in done.stderr and "Traceback" not in done.stderr
+    big = subprocess.run([txcl, "eval", '&json("' + "9" * 5000 + '")'], capture_output=True, text=True, timeout=60)
+    assert big.returncode == 1 and "5000 digits" in big.stderr and "Traceback" not in big.stderr

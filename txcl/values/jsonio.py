@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import math
 import re
-from decimal import Decimal
 from json.decoder import JSONDecodeError
 from typing import Any
 
@@ -42,11 +41,17 @@ def _reject_constant(name: str) -> Any:
     raise JsonError(f"invalid JSON: {name} is not a number in JSON")
 
 
+#: Integers are exact, up to this many digits (Python's own limit for int/text conversion,
+#: which also keeps a hostile number from costing quadratic time).
+MAX_INT_DIGITS = 4300
+
+
 def _parse_int(text: str) -> int:
     try:
         return int(text)
     except ValueError:  # more digits than int() accepts by default
-        return int(Decimal(text))
+        raise JsonError(f"invalid JSON: an integer of {len(text.lstrip('-'))} digits "
+                        f"(at most {MAX_INT_DIGITS} are supported)") from None
 
 
 def _parse_float(text: str) -> float:
@@ -180,6 +185,8 @@ def dumps(value: Any, *, sort_keys: bool = False, indent: int | None = None,
             text = "".join(parts)
     except RecursionError:
         raise JsonError("value is nested too deeply for JSON") from None
+    except ValueError as exc:  # an integer past Python's int/text limit
+        raise JsonError(f"value has no JSON form: an integer of more than {MAX_INT_DIGITS} digits") from exc
     except TypeError as exc:  # a non-string key reached the C escaper
         raise JsonError(f"value has no JSON form: {exc}") from None
     if html_escape:
