@@ -50,6 +50,7 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ('TX030', 'invalid-loop-max', 'error', 'MAX not a positive integer'),
     ('TX031', 'invalid-loop-every', 'error', 'EVERY not a duration or milliseconds, or negative'),
     ('TX032', 'repeated-loop-modifier', 'error', 'LOOP modifier given twice'),
+    ('TX033', 'nested-too-deeply', 'error', 'parentheses, brackets, calls or `!` nest deeper than the limit'),
     ('TX101', 'unknown-function', 'error', 'call to a function that does not exist'),
     ('TX102', 'wrong-arity', 'error', 'call with an argument count the function never accepts'),
     ('TX103', 'unsupported-exec-scheme', 'error', 'EXEC scheme this runtime does not have'),

@@ -113,6 +113,11 @@ _ENTRIES = (
     _d("TX032", """Each LOOP modifier may be given once.""",
        'EXEC "txco://echo"\nLOOP UNTIL .done == true MAX 3 MAX 5',
        'EXEC "txco://echo"\nLOOP UNTIL .done == true MAX 5'),
+    _d("TX033", """Parentheses, brackets, function calls and `!` may nest at most 64 levels deep in
+one rule. Deeper nesting is refused before parsing, so no tool that walks the rule (parser,
+checker, formatter, language server) runs out of stack; split the expression with SET.""",
+       'WHEN ' + '(' * 65 + '.a == 1' + ')' * 65,
+       'WHEN (.a == 1 && (.b == 2 || .c == 3))'),
     _d("TX101", """The function does not exist in the registry (names are case-sensitive).""",
        'EMIT .n = &lenght(.items)', 'EMIT .n = &len(.items)'),
     _d("TX102", """The call has an argument count the function never accepts.""",

@@ -436,6 +436,34 @@ def _encoding_problem(text: str, filename: str) -> Diagnostic | None:
     return Diagnostic("TX002", message, filename, _point_span(text, pos))
 
 
+#: How deep parentheses, brackets, function calls and `!` may nest in one rule. Far beyond
+#: what a rule needs; it keeps every step that walks a rule (parser, checker, formatter,
+#: compiler, JSON dump of the AST) far from Python's recursion limit.
+MAX_NESTING = 64
+
+
+def _nesting_problem(text: str, filename: str) -> Diagnostic | None:
+    """TX033 at the first token that nests deeper than MAX_NESTING (None: within it)."""
+    if text.count("(") + text.count("[") + text.count("!") <= MAX_NESTING:  # ("&f(" holds a "(")
+        return None  # cannot nest that deep
+    from txcl.syntax.lexer import scan
+
+    depth = bangs = 0
+    for tok in scan(text, filename).tokens:
+        t = tok.type
+        if t in ("LPAR", "LSQB", "CALL_START"):
+            depth += 1
+        elif t in ("RPAR", "RSQB"):
+            depth = max(0, depth - 1)
+        bangs = bangs + 1 if t == "BANG" else 0
+        if depth > MAX_NESTING or bangs > MAX_NESTING:
+            span = Span(Position(tok.line, tok.col, tok.start), Position(tok.end_line, tok.end_col, tok.end))
+            what = "`!` are chained" if bangs > MAX_NESTING else "parentheses, brackets and calls nest"
+            return Diagnostic("TX033", f"{what} deeper than {MAX_NESTING} levels", filename, span,
+                              "split the expression: set an intermediate value with SET, then use it")
+    return None
+
+
 def _point_span(text: str, pos: int) -> Span:
     before = text[:pos]
     line = before.count("\n") + 1
@@ -463,7 +491,7 @@ def parse_rule(text: str, filename: str = "<string>") -> ast.Rule:
         if isinstance(text, (bytes, bytearray, memoryview)):
             return parse_source(bytes(text), filename)
         raise TypeError(f"parse_rule() needs str or bytes, not {type(text).__name__}")
-    problem = _encoding_problem(text, filename)
+    problem = _encoding_problem(text, filename) or _nesting_problem(text, filename)
     if problem is not None:
         result: Any = _with_source([problem], text)
     else:
