@@ -100,7 +100,7 @@ def test_t31_sweeper_is_idempotent_and_purges_after_retention(serve, workspace, 
                               capture_output=True, text=True)
         return json.loads(done.stdout)
 
-    # purgeable once max(finished, expires) + retention has passed (expires = dispatch + 1 s)
+    # purgeable once the retention has passed since the run finished
     wait_until(lambda: sweep()["purged_runs"] == 1, timeout=15, interval=0.2)
     second = subprocess.run([TXCL, "sweep", "--workspace", str(ws), "--json", "--continuation-retention", "1ms"],
                             capture_output=True, text=True)

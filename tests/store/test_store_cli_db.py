@@ -23,9 +23,9 @@ def test_db_upgrade_then_status_on_each_backend(db_url):
     shown = json.loads(up.stdout)
     assert shown["backend"] in ("sqlite", "postgresql")
     assert {c["name"]: (c["version"], c["state"]) for c in shown["components"]} == {
-        "traces": (3, "current"), "kv": (1, "current"), "continuations": (3, "current")}
+        "traces": (3, "current"), "kv": (1, "current"), "continuations": (4, "current")}
     status = txcl("db", "status", "--db", db_url)
-    assert status.returncode == 0 and "continuations  version  3 of 3  current" in status.stdout
+    assert status.returncode == 0 and "continuations  version  4 of 4  current" in status.stdout
 
 
 def test_db_status_reports_a_missing_schema_with_exit_1(new_pg_database):
@@ -88,3 +88,61 @@ def test_txcl_db_environment_variable_names_the_database(tmp_path, new_pg_databa
     assert not (ws / ".txcl-data" / "txcl.db").exists()  # the trace went to PostgreSQL
     trace = txcl("trace", "last", "--workspace", str(ws), "--json", env=env)
     assert trace.returncode == 0 and json.loads(trace.stdout)["request"]["status"] == "completed"
+
+
+def _fill_and_purge(db_url: str, runs: int = 40) -> None:
+    """Park and finish `runs` runs with large outputs, then purge them all."""
+    from contstore_util import FakeClock, complete, open_store, park_barrier
+
+    from txcl.store.records import Fence
+
+    clock = FakeClock()
+    store = open_store(db_url, clock)
+    try:
+        for i in range(runs):
+            park = park_barrier(store, f"rid-v{i}")
+            rel = complete(store, park.dispatches[0], output={"blob": "x" * 20_000, "i": i})[1]
+            store.finish_segment(park.run.run_id, Fence(rel.claim.segment_id, rel.claim.claim_token),
+                                 status="completed")
+        clock.advance(1_000)
+        assert len(store.purge_finished(retention_ms=10, limit=1_000)) == runs
+    finally:
+        store.close()
+
+
+def test_db_vacuum_gives_purged_space_back(db_url):
+    _fill_and_purge(db_url)
+    done = txcl("db", "vacuum", "--db", db_url)
+    assert done.returncode == 0, done.stderr
+    if db_url.startswith("postgresql"):
+        assert "postgresql" in done.stdout and "vacuumed" in done.stdout
+        return
+    before, after = (int(n.replace(",", "")) for n in done.stdout.split(":")[-1].replace("bytes", "").split("→"))
+    assert after < before / 2, done.stdout
+    assert Path(db_url).stat().st_size == after
+    wal = Path(db_url + "-wal")
+    assert not wal.exists() or wal.stat().st_size == 0  # the WAL was folded in and truncated
+
+
+def test_checkpoint_truncates_the_sqlite_wal(tmp_path):
+    db = tmp_path / "txcl.db"
+    _fill_and_purge(str(db), runs=10)
+    from txcl.store.backends.sqlite import SqliteBackend
+
+    backend = SqliteBackend(str(db))
+    try:
+        backend.connection().execute("CREATE TABLE IF NOT EXISTS filler (b BLOB)")
+        backend.connection().execute("INSERT INTO filler VALUES (zeroblob(2000000))")
+        wal = Path(str(db) + "-wal")
+        assert wal.stat().st_size > 1_000_000
+        backend.checkpoint()
+        assert wal.stat().st_size == 0
+    finally:
+        backend.close()
+
+
+def test_db_vacuum_of_a_missing_file_creates_nothing(tmp_path):
+    path = tmp_path / "nope.db"
+    done = txcl("db", "vacuum", "--db", str(path))
+    assert done.returncode == 2 and f"no database at {path}" in done.stderr
+    assert not path.exists()

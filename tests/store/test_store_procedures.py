@@ -438,13 +438,27 @@ def test_p12_purge_after_retention_deletes_every_row(store, clock):
     park = park_barrier(store)
     rel = complete(store, park.dispatches[0])[1]
     store.finish_segment(park.run.run_id, Fence(rel.claim.segment_id, rel.claim.claim_token), status="completed")
-    assert store.purge_run(park.run.run_id, retention_ms=10_000) is False
-    clock.advance(70_001)  # past max(finished, expires) + retention
-    assert store.purge_run(park.run.run_id, retention_ms=10_000) is True
+    assert store.purge_finished(retention_ms=10_000) == []
+    clock.advance(10_001)  # retention counts from when the run finished (not from its last deadline)
+    assert store.purge_finished(retention_ms=10_000) == [park.run.run_id]
     assert store.get_run(park.run.run_id) is None and store.get_run_by_rcid(park.run.rcid) is None
     assert store.get_interaction(park.dispatches[0].opc) is None
     assert store.list_units(park.run.run_id) == [] and store.list_run_events(park.run.run_id) == []
     assert store.purge_snapshots() == 1
+
+
+def test_purge_takes_runs_in_batches_oldest_first(store, clock):
+    ids = []
+    for i in range(5):
+        park = park_barrier(store, f"rid-p{i}")
+        rel = complete(store, park.dispatches[0])[1]
+        store.finish_segment(park.run.run_id, Fence(rel.claim.segment_id, rel.claim.claim_token), status="completed")
+        ids.append(park.run.run_id)
+        clock.advance(10)
+    clock.advance(1_000)
+    assert store.purge_finished(retention_ms=500, limit=2) == ids[:2]
+    assert store.purge_finished(retention_ms=500, limit=10) == ids[2:]
+    assert store.list_runs() == []
 
 
 def test_unjoined_deferred_itemized_after_completion_sends_nothing_more_djf4(store):

@@ -55,9 +55,9 @@ def test_retention_purge_t31(store, clock):
     park = park_barrier(store, units=[unary("a", budget_ms=1_000)])
     rel = complete(store, park.dispatches[0])[1]
     store.finish_segment(park.run.run_id, Fence(rel.claim.segment_id, rel.claim.claim_token), status="completed")
-    clock.advance(50_000)
+    clock.advance(90_000)
     assert not sweep(store, CFG).purged_runs
-    clock.advance(60_000)
+    clock.advance(10_001)  # the retention (100 s) counts from the finish
     report = sweep(store, CFG)
     assert report.purged_runs == [park.run.run_id] and report.purged_snapshots == 1
     assert store.get_run_by_rcid(park.run.rcid) is None  # the poll now answers 404
@@ -236,3 +236,15 @@ def test_run_whose_outcomes_were_all_admitted_in_time_is_released_not_expired(st
     report = sweep(store, CFG, drive_resume=driven.append)
     assert report.expired == [] and [c.run_id for c in driven] == [park.run.run_id]
     assert store.get_unit(park.unit_ids[0]).output == [{"i": 0}, {"i": 1}]
+
+
+def test_a_pass_purges_in_batches_until_nothing_is_left(store, clock):
+    for i in range(7):
+        park = park_barrier(store, f"rid-b{i}")
+        rel = complete(store, park.dispatches[0])[1]
+        store.finish_segment(park.run.run_id, Fence(rel.claim.segment_id, rel.claim.claim_token), status="completed")
+    clock.advance(CFG.retention_ms + 1)
+    small = SweepConfig(retention_ms=CFG.retention_ms, batch=3, purge_rounds=2)
+    assert len(sweep(store, small).purged_runs) == 6  # two batches of three this pass
+    assert len(sweep(store, small).purged_runs) == 1
+    assert store.list_runs() == []

@@ -97,3 +97,29 @@ def upgrade(as_json: bool, db: str | None, directory: str) -> None:
                 have = "nothing" if old.have is None else f"version {old.have}"
                 click.echo(f"{old.name}: {have} -> version {old.want}")
     _print(backend, after, as_json)
+
+
+@command.command("vacuum")
+@click.option("--db", default=None, help=DB_HELP)
+@click.option("--workspace", "directory", default=".", help="The workspace (for the default --db).")
+def vacuum(db: str | None, directory: str) -> None:
+    """Give the space of purged runs and traces back to the file system (SQLite: VACUUM and a
+    truncated WAL; PostgreSQL: VACUUM). Safe while the server runs; SQLite writers wait."""
+    from txcl.cli.common import fail
+    from txcl.store import sqlite_file
+    from txcl.store.errors import StoreError
+
+    backend = _open(directory, db)
+    file = sqlite_file(backend.describe()) if backend.kind == "sqlite" else None
+    before = file.stat().st_size if file is not None else None
+    try:
+        backend.vacuum()
+    except StoreError as exc:
+        fail(f"--db: {exc}")
+    finally:
+        backend.close()
+    if file is not None and before is not None:
+        click.echo(f"{file}: {before:,} → {file.stat().st_size:,} bytes")
+    else:
+        click.echo(f"{backend.kind} {backend.describe()}: vacuumed")
+

@@ -38,6 +38,8 @@ async def sweep_once(service: Any) -> SweepReport:
 
     report = await service.lane.apart(sweep, store, sweep_config(settings), materialize=service.materialize,
                                       extra_purges=(purge_traces,))
+    if report.purged_runs or report.extra_purged:  # a purge can leave a large write-ahead log behind
+        await service.lane.apart(store.backend.checkpoint)
     outgoing = [*report.resent, *report.promoted]
     if outgoing:
         service.send_later(outgoing)

@@ -476,6 +476,14 @@ class SqlBackend:
     def notify_in_tx(self, tx: Tx, run_id: str) -> None:
         """Default: nothing beyond the in-process announcement after the commit."""
 
+    def checkpoint(self) -> None:
+        """Return the space of a write-ahead log to the file system, where the backend keeps
+        one on our side (default: nothing)."""
+
+    def vacuum(self) -> None:
+        """Return the space of deleted rows (after a purge) to the file system."""
+        raise NotImplementedError
+
     def close(self) -> None:
         raise NotImplementedError
 

@@ -72,7 +72,7 @@ KV = Component(
 
 CONTINUATIONS = Component(
     "continuations",
-    3,
+    4,
     (
     """CREATE TABLE IF NOT EXISTS snapshots (
     snapshot_id TEXT PRIMARY KEY,
@@ -247,12 +247,14 @@ CONTINUATIONS = Component(
     """CREATE INDEX IF NOT EXISTS item_children_failed ON item_children(unit_id, item_index)
     WHERE status = 'failed'""",
     """CREATE INDEX IF NOT EXISTS runs_created ON runs(created_ms, run_id)""",
+    """CREATE INDEX IF NOT EXISTS runs_finished ON runs(finished_ms) WHERE finished_ms IS NOT NULL""",
     ),
     {
         1: (),
         # v2 kept the unit counters in a trigger (SQLite only); v3 counts in the procedures,
         # written once for every backend
         2: ("DROP TRIGGER IF EXISTS continuation_facts_count",),
+        3: (),  # v4: the index the purge reads (runs_finished), created below
     },
 )
 

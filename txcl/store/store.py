@@ -51,6 +51,10 @@ class DatabaseStore(ContinuationProcedures, TraceProcedures, KvProcedures):
     def unsubscribe(self, listener: Callable[[str | None], None]) -> None:
         self.backend.unsubscribe(listener)
 
+    def vacuum(self) -> None:
+        """Give the space of purged rows back to the file system (`txcl db vacuum`)."""
+        self.backend.vacuum()
+
     def close(self) -> None:
         self.backend.close()
 

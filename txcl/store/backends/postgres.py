@@ -292,6 +292,17 @@ class PostgresBackend(SqlBackend):
     def notify_in_tx(self, tx: Tx, run_id: str) -> None:
         tx.one("SELECT pg_notify(?, ?)", (CHANNEL, run_id))
 
+    def vacuum(self) -> None:
+        conn = self._checkout()
+        healthy = True
+        try:
+            conn.execute("VACUUM (ANALYZE)")
+        except psycopg.Error as exc:
+            healthy = self._usable(conn)
+            raise self.translate(exc) or StoreError(str(exc)) from exc
+        finally:
+            self._checkin(conn, healthy)
+
     # ------------------------------------------------------------------ LISTEN
     def subscribe(self, listener: Any) -> None:
         super().subscribe(listener)

@@ -110,6 +110,24 @@ class SqliteBackend(SqlBackend):
             self._all.clear()
         self._local = threading.local()
 
+    def checkpoint(self) -> None:
+        """Fold the WAL into the database and truncate it (it otherwise stays as large as
+        its largest transaction)."""
+        with self._write_lock:
+            try:
+                self.connection().execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            except sqlite3.Error as exc:
+                raise self.translate(exc) or StoreError(str(exc)) from exc
+
+    def vacuum(self) -> None:
+        with self._write_lock:
+            try:
+                conn = self.connection()
+                conn.execute("VACUUM")
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            except sqlite3.Error as exc:
+                raise self.translate(exc) or StoreError(str(exc)) from exc
+
     # ------------------------------------------------------------------ primitives
     def _execute(self, conn: sqlite3.Connection, sql: str, params: tuple) -> Any:
         return conn.execute(sql, params)

@@ -1123,13 +1123,16 @@ class ContinuationProcedures:
     # purge and reconciliation
 
     @write_procedure
-    def purge_run(self, t: Tx, run_id: str, *, retention_ms: int) -> bool:
-        """Delete a finished run (and, by cascade, everything of it) past its retention."""
-        return bool(t.run(
-            f"DELETE FROM runs WHERE run_id = ? AND status IN {_FINISHED} "
-            "AND ? > COALESCE(finished_ms, 0) + ? AND ? > COALESCE(expires_ms, 0) + ?",
-            (run_id, t.now, retention_ms, t.now, retention_ms),
-        ))
+    def purge_finished(self, t: Tx, *, retention_ms: int, limit: int = 500) -> list[str]:
+        """Delete up to `limit` runs that finished more than `retention_ms` ago (and, by
+        cascade, everything of them) in one transaction; their ids."""
+        deleted = t.returning(
+            "DELETE FROM runs WHERE run_id IN (SELECT run_id FROM runs WHERE status IN "
+            f"{_FINISHED} AND finished_ms < ? ORDER BY finished_ms LIMIT ?) RETURNING run_id, finished_ms",
+            (t.now - retention_ms, limit),
+        )
+        # RETURNING has no order of its own (PostgreSQL returns rows as it deletes them).
+        return [r[0] for r in sorted(deleted, key=lambda r: (r[1], r[0]))]
 
     @write_procedure
     def purge_snapshots(self, t: Tx) -> int:
@@ -1396,12 +1399,7 @@ class ContinuationProcedures:
             f"WHERE u.kind = 'sync' AND u.status = 'waiting' AND i.status IN {_OPEN} AND i.created_ms <= ? "
             "AND NOT EXISTS (SELECT 1 FROM terminals x WHERE x.opc = i.opc) LIMIT ?", (t.now - older_than_ms, limit))]
 
-    @read_procedure
-    def purgeable_runs(self, t: Tx, *, retention_ms: int, limit: int = 500) -> list[str]:
-        return [r["run_id"] for r in t.all(
-            f"SELECT run_id FROM runs WHERE status IN {_FINISHED} "
-            "AND ? > COALESCE(finished_ms, 0) + ? AND ? > COALESCE(expires_ms, 0) + ? LIMIT ?",
-            (t.now, retention_ms, t.now, retention_ms, limit))]
+
 
 
 __all__ = ["ContinuationProcedures"]
