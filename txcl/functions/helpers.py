@@ -10,6 +10,7 @@ from typing import Any
 from txcl.errors import TxclEvalError
 from txcl.values.coerce import parse_go_float
 from txcl.values.jsonio import JsonError, loads
+from txcl.values.utf8 import decode_lossy
 
 _ORDINAL = ("first", "second", "third", "fourth")
 MAX_STRING_BYTES = 1_048_576
@@ -114,8 +115,9 @@ def utf8(s: str) -> bytes:
 
 
 def from_bytes(b: bytes) -> str:
-    """Bytes as text, invalid UTF-8 replaced by U+FFFD."""
-    return b.decode("utf-8", "replace")
+    """Bytes as text, each byte of invalid UTF-8 replaced by one U+FFFD (as Go decodes
+    strings; Python's own "replace" writes one per invalid sequence)."""
+    return decode_lossy(b)
 
 
 def byte_len(s: str) -> int:

@@ -16,6 +16,7 @@ from json.decoder import JSONDecodeError
 from typing import Any
 
 from txcl.values.numbers import float_json
+from txcl.values.utf8 import decode_lossy
 
 try:  # the C escapers; fall back to the pure-Python ones
     from _json import encode_basestring as _escape
@@ -121,7 +122,7 @@ def loads(text: str, *, duplicates: str = "first") -> Any:
         raise ValueError(f"duplicates must be 'first' or 'last', not {duplicates!r}")
     if not isinstance(text, str):
         if isinstance(text, (bytes, bytearray)):
-            text = bytes(text).decode("utf-8", "replace")
+            text = decode_lossy(bytes(text))
         else:
             raise TypeError("loads() takes a str")
     fast = _FAST_FIRST if decoder is _FIRST else _FAST_LAST

@@ -10,6 +10,7 @@ from txcl import __version__
 from txcl.runtime.dispatch import OpContext, OpError
 from txcl.values.jsonio import JsonError, dumps, loads
 from txcl.values.paths import MISSING, PathError, read, split_path_string, write
+from txcl.values.utf8 import decode_lossy
 
 BODY_METHODS = {"POST", "PUT", "PATCH"}
 ALLOWED_METHODS = {"GET", "HEAD", "DELETE", "POST", "PUT", "PATCH", "OPTIONS"}
@@ -98,7 +99,7 @@ async def call_http(client: httpx.AsyncClient, target_url: str, op_input: dict, 
 def _body_value(raw: bytes, status: int) -> Any:
     if status == 204 or not raw.strip():
         return {}
-    text = raw.decode("utf-8", errors="replace")
+    text = decode_lossy(raw)
     try:
         return loads(text)
     except (JsonError, ValueError):
