@@ -155,3 +155,23 @@ async def test_document_symbols_and_formatting(client: LanguageClient) -> None:
     assert edits[0].range.start == types.Position(0, 0)
     assert edits[0].new_text.startswith("WHEN .a == 1\n")
     assert "EMIT .b = 2" in edits[0].new_text
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_a_lone_cr_moves_ranges_to_the_clients_next_line(client: LanguageClient) -> None:
+    """txcl reads a lone CR as whitespace; the client breaks the line there, so the range
+    of an error after it is on the client's second line."""
+    uri = "file:///tmp/lsp-test/OPS/shop/0100/cr.txcl"
+    _open(client, uri, 'WHEN .a == 1\rSET .s = "a" .x  "EUR"\n')
+    diags = await _diagnostics(client, uri)
+    assert [d.code for d in diags] == ["TX014"]
+    assert diags[0].range == types.Range(types.Position(1, 17), types.Position(1, 22))
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_a_lone_surrogate_is_reported_not_dropped(client: LanguageClient) -> None:
+    uri = "file:///tmp/lsp-test/OPS/shop/0100/surrogate.txcl"
+    _open(client, uri, 'SET .a = "\ud800"\n')
+    diags = await _diagnostics(client, uri)
+    assert [d.code for d in diags] == ["TX002"]
+    assert diags[0].range.start == types.Position(0, 10)

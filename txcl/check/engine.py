@@ -56,7 +56,9 @@ def check_source(text: str | bytes, filename: str = "<string>", config: CheckCon
     """Every per-file finding of one buffer (syntax, TX1xx, TX2xx/TX3xx, noqa), filtered by
     `config`. Tree-wide rules need the whole tree: use `check_paths` for them."""
     config = config or CheckConfig()
-    data = text.encode("utf-8") if isinstance(text, str) else text
+    # A lone surrogate (which an editor can send) is kept as its bytes, so it is reported as
+    # TX002 at its position rather than failing the encoding.
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
     system = bool(stack) and stack.startswith("_") and "/" in stack
     cache = AnalysisCache(None)
     key = key_of(data, system)
@@ -162,6 +164,9 @@ def run_check(paths: list[str | Path], config: CheckConfig | None = None, *,
             if config.exclude and config.excluded(entry.path):
                 continue
             jobs.append((os.fspath(entry.path), entry.stack, job))
+        for path in scan.unplaced:  # reported by its layout error, and parsed all the same
+            if not (config.exclude and config.excluded(path)):
+                jobs.append((os.fspath(path), None, job))
     for path in work.loose:
         jobs.append((os.fspath(path), None, None))
 

@@ -155,6 +155,10 @@ def command(paths, output_format, select, ignore, config_path, strict, exit_zero
     else:
         from txcl.check.formats import renderer
         out = renderer(output_format)(result, color=use_color and output_format in ("full", "concise"))
+        if output_format in ("json", "sarif", "github"):
+            # machine formats are UTF-8: a file name that is not shows U+FFFD
+            out = "".join("\ufffd" if "\ud800" <= ch <= "\udfff" else ch for ch in out) \
+                if not out.isascii() else out
         if out:
             click.echo(out, nl=False, color=use_color)
     if not quiet:

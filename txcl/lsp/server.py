@@ -55,17 +55,16 @@ class TxclLanguageServer(LanguageServer):
         value = str(getattr(self.workspace, "position_encoding", None) or "utf-16")
         return value if value in (positions.UTF8, positions.UTF32) else positions.UTF16
 
-    def lsp_range(self, lines: list[str], span: Span) -> types.Range:
+    def lsp_range(self, index: positions.LineIndex, span: Span) -> types.Range:
         enc = self.encoding()
-        sl, sc = positions.to_lsp(lines, span.start.line, span.start.column, enc)
-        el, ec = positions.to_lsp(lines, span.end.line, span.end.column, enc)
+        sl, sc = index.to_lsp(span.start.line, span.start.column, enc)
+        el, ec = index.to_lsp(span.end.line, span.end.column, enc)
         if (el, ec) < (sl, sc):
             el, ec = sl, sc
         return types.Range(types.Position(sl, sc), types.Position(el, ec))
 
     def offset(self, text: str, position: types.Position) -> int:
-        return positions.from_lsp(positions.split_lines(text), position.line, position.character,
-                                  self.encoding())
+        return positions.LineIndex(text).from_lsp(position.line, position.character, self.encoding())
 
 
 server = TxclLanguageServer("txcl", __version__)
@@ -96,10 +95,10 @@ def _guarded(default: Any) -> Any:
     return wrap
 
 
-def to_lsp_diagnostic(ls: TxclLanguageServer, lines: list[str], diag: Diagnostic) -> types.Diagnostic:
+def to_lsp_diagnostic(ls: TxclLanguageServer, index: positions.LineIndex, diag: Diagnostic) -> types.Diagnostic:
     message = diag.message if not diag.hint else f"{diag.message}\nhint: {diag.hint}"
     return types.Diagnostic(
-        range=ls.lsp_range(lines, diag.span),
+        range=ls.lsp_range(index, diag.span),
         message=message,
         severity=SEVERITY.get(diag.severity, types.DiagnosticSeverity.Error),
         code=diag.code,
@@ -115,9 +114,9 @@ def publish(ls: TxclLanguageServer, uri: str, version: int | None = None) -> Non
     except Exception:  # never let one bad buffer take the server down
         log.exception("diagnostics failed for %s", uri)
         found = []
-    lines = positions.split_lines(text)
+    index = positions.LineIndex(text)
     ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-        uri=uri, version=version, diagnostics=[to_lsp_diagnostic(ls, lines, d) for d in found]))
+        uri=uri, version=version, diagnostics=[to_lsp_diagnostic(ls, index, d) for d in found]))
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
@@ -150,7 +149,7 @@ def hover(ls: TxclLanguageServer, params: types.HoverParams) -> types.Hover | No
         return None
     return types.Hover(
         contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=found.markdown),
-        range=ls.lsp_range(positions.split_lines(text), found.span),
+        range=ls.lsp_range(positions.LineIndex(text), found.span),
     )
 
 
@@ -160,12 +159,12 @@ def hover(ls: TxclLanguageServer, params: types.HoverParams) -> types.Hover | No
 def completion(ls: TxclLanguageServer, params: types.CompletionParams) -> types.CompletionList:
     text = ls.workspace.get_text_document(params.text_document.uri).source
     offset = ls.offset(text, params.position)
-    lines = positions.split_lines(text)
+    index = positions.LineIndex(text)
     items = []
     for cand in analysis.completions(text, offset):
         start = analysis.position_at(text, offset + cand.start)
         end = analysis.position_at(text, offset)
-        edit_range = ls.lsp_range(lines, Span(start, end))
+        edit_range = ls.lsp_range(index, Span(start, end))
         item = types.CompletionItem(
             label=cand.display if cand.kind != "function" else cand.text + ")",
             kind=COMPLETION_KIND.get(cand.kind, types.CompletionItemKind.Text),
@@ -193,14 +192,14 @@ def completion(ls: TxclLanguageServer, params: types.CompletionParams) -> types.
     return types.CompletionList(is_incomplete=False, items=items)
 
 
-def _symbol(ls: TxclLanguageServer, lines: list[str], sym: analysis.Symbol) -> types.DocumentSymbol:
+def _symbol(ls: TxclLanguageServer, index: positions.LineIndex, sym: analysis.Symbol) -> types.DocumentSymbol:
     return types.DocumentSymbol(
         name=sym.name,
         detail=sym.detail,
         kind=SYMBOL_KIND.get(sym.kind, types.SymbolKind.Field),
-        range=ls.lsp_range(lines, sym.span),
-        selection_range=ls.lsp_range(lines, sym.selection),
-        children=[_symbol(ls, lines, child) for child in sym.children] or None,
+        range=ls.lsp_range(index, sym.span),
+        selection_range=ls.lsp_range(index, sym.selection),
+        children=[_symbol(ls, index, child) for child in sym.children] or None,
     )
 
 
@@ -209,8 +208,8 @@ def _symbol(ls: TxclLanguageServer, lines: list[str], sym: analysis.Symbol) -> t
 def document_symbol(ls: TxclLanguageServer, params: types.DocumentSymbolParams) -> list[types.DocumentSymbol]:
     doc = ls.workspace.get_text_document(params.text_document.uri)
     text = doc.source
-    lines = positions.split_lines(text)
-    return [_symbol(ls, lines, sym) for sym in analysis.outline(text, _path(doc.uri) or "<buffer>")]
+    index = positions.LineIndex(text)
+    return [_symbol(ls, index, sym) for sym in analysis.outline(text, _path(doc.uri) or "<buffer>")]
 
 
 @server.feature(types.TEXT_DOCUMENT_FORMATTING)
@@ -228,8 +227,7 @@ def formatting(ls: TxclLanguageServer, params: types.DocumentFormattingParams) -
         return None
     if new == text:
         return []
-    lines = positions.split_lines(text)
-    end_line, end_char = positions.to_lsp(lines, len(lines), len(lines[-1]) + 1, ls.encoding())
+    end_line, end_char = positions.LineIndex(text).end(ls.encoding())
     return [types.TextEdit(range=types.Range(types.Position(0, 0), types.Position(end_line, end_char)),
                            new_text=new)]
 

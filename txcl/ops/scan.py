@@ -50,6 +50,9 @@ class ScanResult:
     assets: dict[str, Path]  # stack -> its FILES directory
     diagnostics: list[Diagnostic]
     skipped: list[SkippedFile]
+    # `.txcl` files that a layout error (TX120–TX123) keeps out of the tree: not loaded, but
+    # `txcl check` still parses them so their syntax errors are reported too.
+    unplaced: list[Path] = attrs.field(factory=list)
 
 
 def display_path(path: Path) -> str:
@@ -109,6 +112,8 @@ def _classify_file(path: Path, segments: list[str], name: str, rel: str, inside_
         entry = _rule_entry(path, segments, name, rel, shown, result)
         if entry is not None:
             result.entries.append(entry)
+        else:
+            result.unplaced.append(path)
         return
     if name in FIXTURE_NAMES:
         if inside_scope:
@@ -162,6 +167,7 @@ def _check_duplicates(result: ScanResult) -> None:
             result.diagnostics.append(Diagnostic(
                 "TX122", f"{entry.display} and {first.display} both define {entry.stack}/{entry.scope}/{entry.name}",
                 file=entry.display))
+            result.unplaced.append(entry.path)
             continue
         seen[key] = entry
         keep.append(entry)

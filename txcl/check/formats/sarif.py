@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import PurePath
 
 from txcl.codes import CODES
@@ -48,7 +49,8 @@ def _uri(path: str) -> str:
     if pure.is_absolute():
         return pure.as_uri()
     from urllib.parse import quote
-    return quote(pure.as_posix())
+    # A name that is not UTF-8 holds surrogate escapes: quote its original bytes (%FF).
+    return quote(pure.as_posix(), errors="surrogateescape")
 
 
 def as_dict(result) -> dict:
@@ -86,5 +88,10 @@ def as_dict(result) -> dict:
     }
 
 
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
 def render(result, color: bool = False) -> str:
-    return json.dumps(as_dict(result), indent=2, ensure_ascii=False) + "\n"
+    # SARIF is UTF-8: a file name that is not (kept as surrogate escapes) shows U+FFFD in
+    # messages, as the other formats print it; its URI keeps the real bytes, percent-encoded.
+    return _SURROGATES.sub("\ufffd", json.dumps(as_dict(result), indent=2, ensure_ascii=False)) + "\n"
