@@ -6,6 +6,7 @@ formatting would change its meaning is left alone with an error (never silently 
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import attrs
@@ -62,6 +63,18 @@ def _int_texts(node, out=None):
     return out
 
 
+FORMAT_FIXES = ("TX301", "TX302")  # clause order and split clauses: what formatting fixes
+
+
+def _findings(text: str, filename: str) -> Counter:
+    """What `txcl check` reports for the text, except what formatting itself fixes (clause
+    order and split clauses). Those are ignored before `# noqa` is applied, so a directive
+    that only suppressed one of them counts as unused both before and after formatting."""
+    from txcl.check import check_source
+    from txcl.check.config import CheckConfig
+    return Counter(d.code for d in check_source(text, filename, CheckConfig(ignore=FORMAT_FIXES)))
+
+
 def format_text(text: str, filename: str = "<string>") -> str:
     """Canonical text of one rule. Raises TxclSyntaxError (syntax errors) or FormatError."""
     from txcl.syntax.printer import print_rule
@@ -76,6 +89,10 @@ def format_text(text: str, filename: str = "<string>") -> str:
                           "the file was left unchanged") from None
     if _fingerprint(again) != _fingerprint(rule):
         raise FormatError(f"{filename}: formatting would change the rule; the file was left unchanged")
+    if any("noqa" in c.text.lower() for c in rule.comments) and _findings(new, filename) != _findings(text, filename):
+        raise FormatError(f"{filename}: formatting would move a `# noqa` comment away from the finding it "
+                          "suppresses; put the comment at the end of the line of the item it is for. "
+                          "The file was left unchanged")
     if crlf:
         converted = new.replace("\n", "\r\n")
         try:

@@ -24,6 +24,7 @@ from txcl.syntax import ast
 
 MAX_WIDTH = 100
 _INT_TAIL = re.compile(r"-?[0-9]+\s*$")
+_EVERY_TAIL = re.compile(r'("(?:[^"\\\n]|\\.)*"|[0-9]+)\s*$')
 
 
 @attrs.define
@@ -197,9 +198,11 @@ class _Printer:
         mark = next((m for m in loop.modifiers if m.kind == "every"), None)
         raw = self._slice(mark.span) if mark is not None else None
         if raw is not None:
-            token = raw.strip()[len("EVERY"):].strip()
-            if token:
-                return token
+            # the modifier's text may hold a comment between EVERY and its value (the comment
+            # is printed on its own), so take the value token at its end
+            m = _EVERY_TAIL.search(raw)
+            if m is not None:
+                return m.group(1)
         ns = loop.every_ns
         if ns % 1_000_000 == 0:
             return str(ns // 1_000_000)
@@ -298,11 +301,13 @@ def _place_comments(rule: ast.Rule, clauses: list[_Clause], source: str | None):
     pending: list = []
     for c in comments:
         o = c.span.start.offset
+        same_line = [u for u in units if u.end <= o and u.end_line == c.span.start.line]
         inside = next((u for u in units if u.start < o < u.end), None)
-        if inside is not None:
+        if inside is not None and not (_is_noqa(c) and same_line):
             inside.leading.append(c)
             continue
-        same_line = [u for u in units if u.end <= o and u.end_line == c.span.start.line]
+        # (a `# noqa` inside an item that began on the line of an earlier one stays at the
+        # end of that earlier item's line, where its findings are)
         if same_line:
             owner = max(same_line, key=lambda u: u.end)
             if owner.trailing is None:
@@ -358,16 +363,45 @@ def _render_clause(clause: _Clause, source: str | None) -> list[str]:
         lines.append(single)
         return lines
     indent = " " * (len(kw) + 1)
-    for i, u in enumerate(units):
-        if i:
-            lines.extend(_comment_lines(u.leading, indent, source))
-        text = (kw + " " if i == 0 else indent) + u.text
-        if i < len(clause.seps):
-            text += clause.seps[i].strip() and clause.seps[i].rstrip() or ""
-        if u.trailing is not None:
-            text += "  #" + u.trailing.text.rstrip()
-        lines.append(text.rstrip() if not u.trailing else text)
+    for start, end in _line_groups(units):
+        if start:
+            lines.extend(_comment_lines(units[start].leading, indent, source))
+        text = kw + " " if start == 0 else indent
+        for i in range(start, end):
+            text += units[i].text
+            if i < len(clause.seps):
+                sep = clause.seps[i]
+                text += (sep if i + 1 < end else sep.strip() and sep.rstrip() or "")
+                if i + 1 < end:
+                    text += " "
+        last = units[end - 1]
+        if last.trailing is not None:
+            text += "  #" + last.trailing.text.rstrip()
+        lines.append(text.rstrip() if not last.trailing else text)
     return lines
+
+
+def _is_noqa(comment) -> bool:
+    return comment is not None and "noqa" in comment.text.lower()
+
+
+def _line_groups(units: list[_Unit]) -> list[tuple[int, int]]:
+    """[start, end) ranges of units written on one line of a broken clause: one unit per
+    line, except that the items sharing a line with a `# noqa` comment stay on that line
+    together, so the directive still covers every item it covered before."""
+    groups: list[tuple[int, int]] = []
+    end = len(units)
+    while end > 0:
+        start = end - 1
+        comment = units[start].trailing
+        if _is_noqa(comment):
+            line = comment.span.start.line
+            while (start > 0 and units[start - 1].trailing is None and not units[start].leading
+                   and units[start - 1].end_line == line and units[start - 1].end > 0):
+                start -= 1
+        groups.append((start, end))
+        end = start
+    return groups[::-1]
 
 
 def print_rule(rule: ast.Rule, source: str | None = None) -> str:
