@@ -54,8 +54,9 @@ def test_manifest_declares_language_grammar_and_snippets() -> None:
     assert ".txcl" in contributes["languages"][0]["extensions"]
     grammar = contributes["grammars"][0]
     assert grammar["scopeName"] == "source.txcl"
+    assert MANIFEST["main"] == "./dist/extension.js"  # the esbuild bundle, built by `vsce package`
     for rel in (grammar["path"], contributes["snippets"][0]["path"],
-                contributes["languages"][0]["configuration"], MANIFEST["main"]):
+                contributes["languages"][0]["configuration"], "src/extension.js", "LICENSE"):
         assert (EXT / rel).is_file(), rel
     assert "vscode-languageclient" in MANIFEST["dependencies"]
     assert "vscode-tmgrammar-test" in MANIFEST["devDependencies"]
@@ -155,3 +156,27 @@ def test_extension_starts_txcl_lsp(node_modules: Path) -> None:
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "extension smoke test ok" in proc.stdout
+
+
+def test_vsce_packages_the_extension_without_warnings(node_modules: Path, tmp_path: Path) -> None:
+    """`vsce package` bundles the client with esbuild and writes a .vsix without a warning
+    (vsce asks for confirmation on a warning, which fails with no standard input)."""
+    vsix = tmp_path / "txcl.vsix"
+    proc = subprocess.run(["npx", "--no-install", "vsce", "package", "--no-dependencies", "--out", str(vsix)],
+                          cwd=EXT, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output
+    assert "WARNING" not in output and "Do you want to continue" not in output, output
+    import zipfile
+    with zipfile.ZipFile(vsix) as archive:
+        names = set(archive.namelist())
+        manifest = json.loads(archive.read("extension/package.json"))
+        bundle = archive.read("extension/dist/extension.js").decode("utf-8")
+    assert {"extension/dist/extension.js", "extension/LICENSE.txt", "extension/readme.md",
+            "extension/syntaxes/txcl.tmLanguage.json", "extension/snippets/txcl.json"} <= names
+    assert not any("node_modules/" in n or "/src/" in n or "/tests/" in n for n in names), sorted(names)
+    assert manifest["repository"]["url"] and manifest["license"] == "Apache-2.0"
+    # the language client is inside the bundle; only the editor's own API stays a require
+    required = set(re.findall(r'require\("([^"]+)"\)', bundle))
+    assert "vscode" in required and "vscode-languageclient/node" not in required, required
+    assert "LanguageClient" in bundle

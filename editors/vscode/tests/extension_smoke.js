@@ -1,4 +1,4 @@
-// Loads extension.js with stub `vscode` and `vscode-languageclient/node` modules and checks
+// Loads src/extension.js (the source esbuild bundles into dist/) with stub `vscode` and `vscode-languageclient/node` modules and checks
 // that activate() starts a client that runs `txcl lsp` for the txcl language.
 'use strict';
 const Module = require('module');
@@ -34,7 +34,7 @@ Module._load = function (request, ...rest) {
 };
 
 (async () => {
-  const ext = require(path.join(__dirname, '..', 'extension.js'));
+  const ext = require(path.join(__dirname, '..', 'src', 'extension.js'));
   const context = { subscriptions: [] };
   await ext.activate(context);
   assert.strictEqual(started.length, 1);
