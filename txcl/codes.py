@@ -1,7 +1,7 @@
 """The rule-code table: one source of truth for every diagnostic code.
 
 The parser, the loader, `txcl check`, `txcl rule`, SARIF output and the docs all read
-this table (LANGUAGE.md §8.2).
+this table.
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ('TX031', 'invalid-loop-every', 'error', 'EVERY not a duration or milliseconds, or negative'),
     ('TX032', 'repeated-loop-modifier', 'error', 'LOOP modifier given twice'),
     ('TX033', 'nested-too-deeply', 'error', 'parentheses, brackets, calls or `!` nest deeper than the limit'),
+    ('TX034', 'file-too-large', 'error', 'rule text longer than 1 MiB'),
     ('TX101', 'unknown-function', 'error', 'call to a function that does not exist'),
     ('TX102', 'wrong-arity', 'error', 'call with an argument count the function never accepts'),
     ('TX103', 'unsupported-exec-scheme', 'error', 'EXEC scheme this runtime does not have'),

@@ -1,17 +1,29 @@
 """Diagnostics and the exceptions that carry them.
 
 Every problem a user can cause is a `Diagnostic` with a stable code and a span; the CLI,
-the REPL, the language server and HTTP answers all render the same object
-(LANGUAGE.md §4.1).
+the REPL, the language server and HTTP answers all render the same object.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Iterable
 
 import attrs
 
 from txcl.codes import CODES, default_severity
+
+
+MAX_QUOTED = 80  # characters of one word (a path, a token, a name) quoted in a message
+_LONG_WORD = re.compile(r"\S{%d,}" % (MAX_QUOTED + 1))
+
+
+def clip_words(text: str) -> str:
+    """`text` with every run of more than MAX_QUOTED non-blank characters cut to its start
+    and `…`, so a message that quotes a huge token stays short."""
+    if len(text) <= MAX_QUOTED:
+        return text
+    return _LONG_WORD.sub(lambda m: m.group(0)[:MAX_QUOTED - 1] + "…", text)
 
 
 @attrs.frozen(slots=True)
@@ -60,6 +72,10 @@ class Diagnostic:
     def __attrs_post_init__(self) -> None:
         if self.severity is None:
             object.__setattr__(self, "severity", default_severity(self.code))
+        # a message quotes what it found; a 4 MB path must not make a 4 MB message
+        object.__setattr__(self, "message", clip_words(self.message))
+        if self.hint:
+            object.__setattr__(self, "hint", clip_words(self.hint))
 
     @property
     def name(self) -> str:
@@ -113,8 +129,24 @@ class Diagnostic:
         }
 
 
+EXCERPT_WIDTH = 160  # characters of a source line shown under a diagnostic; longer lines are cut around the span
+
+_last_split: tuple[str, list[str]] = ("", [""])
+
+
+def _source_lines(text: str) -> list[str]:
+    """`text` split into lines, kept for the last text asked for: rendering every finding of
+    one file splits it once, not once per finding (which was quadratic on big files)."""
+    global _last_split
+    cached_text, lines = _last_split
+    if cached_text is not text:
+        lines = text.split("\n")
+        _last_split = (text, lines)
+    return lines
+
+
 def _excerpt(text: str, span: Span, color: bool) -> list[str]:
-    lines = text.split("\n")
+    lines = _source_lines(text)
     lineno = span.start.line
     if lineno < 1 or lineno > len(lines):
         return []
@@ -125,6 +157,15 @@ def _excerpt(text: str, span: Span, color: bool) -> list[str]:
         width = max(span.end.column - start_col, 1)
     else:
         width = max(len(line) - start_col + 1, 1)
+    if len(line) > EXCERPT_WIDTH:
+        # a window of the line around the start of the span, marked with … where cut
+        first = max(0, min(start_col - 1 - EXCERPT_WIDTH // 4, len(line) - EXCERPT_WIDTH))
+        shown = line[first:first + EXCERPT_WIDTH]
+        prefix = "…" if first else ""
+        suffix = "…" if first + EXCERPT_WIDTH < len(line) else ""
+        start_col = start_col - first + len(prefix)
+        width = max(1, min(width, EXCERPT_WIDTH - (start_col - 1 - len(prefix))))
+        line = prefix + shown + suffix
     # Tabs before the caret keep their width so the caret lines up.
     lead = "".join(ch if ch == "\t" else " " for ch in line[: start_col - 1])
     carets = "^" * width

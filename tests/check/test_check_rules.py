@@ -117,7 +117,7 @@ def test_disabled_directory_is_neither_checked_nor_reported(tmp_path) -> None:
 def test_rule_docs_examples_trigger_their_codes() -> None:
     """The bad example of each per-file code reports that code; the good one does not."""
     from txcl.check.docs import DOCS
-    skip = {"TX002"}  # the example describes an encoding, not a text
+    skip = {"TX002", "TX034"}  # the examples describe an encoding and a size, not a text
     problems = []
     for code, doc in DOCS.items():
         if doc.layout or code in skip:
@@ -127,3 +127,16 @@ def test_rule_docs_examples_trigger_their_codes() -> None:
         if code not in bad or code in good:
             problems.append((code, bad, good))
     assert problems == []
+
+
+def test_a_rule_file_over_one_mebibyte_is_refused_with_tx034(tmp_path) -> None:
+    from txcl.syntax.parser import MAX_RULE_BYTES
+    big = tmp_path / "big.txcl"
+    big.write_text("EMIT .a = 1\n" + "# padding\n" * (MAX_RULE_BYTES // 10), encoding="utf-8")
+    found = run_check([str(big)], cache_dir=False).diagnostics
+    assert [d.code for d in found] == ["TX034"]
+    assert "1,048,576 bytes" in found[0].message and found[0].line > 1
+    just_under = "EMIT .a = 1\n" + "#" * (MAX_RULE_BYTES - 13) + "\n"
+    assert len(just_under.encode()) == MAX_RULE_BYTES
+    assert [d.code for d in check_source(just_under, "ok.txcl")] == []
+    assert [d.code for d in check_source(just_under + "#", "big.txcl")] == ["TX034"]

@@ -118,6 +118,11 @@ one rule. Deeper nesting is refused before parsing, so no tool that walks the ru
 checker, formatter, language server) runs out of stack; split the expression with SET.""",
        'WHEN ' + '(' * 65 + '.a == 1' + ')' * 65,
        'WHEN (.a == 1 && (.b == 2 || .c == 3))'),
+    _d("TX034", """A rule file may be at most 1 MiB (1,048,576 bytes of UTF-8). A rule is a few lines;
+a bigger file is almost always data saved under the wrong name, and refusing it keeps a stray
+multi-megabyte file from costing gigabytes of memory to parse. The position shown is where the
+limit is crossed.""",
+       'EMIT .table = ["…a million entries…"]', 'EMIT .table = &json(.table_text)'),
     _d("TX101", """The function does not exist in the registry (names are case-sensitive).""",
        'EMIT .n = &lenght(.items)', 'EMIT .n = &len(.items)'),
     _d("TX102", """The call has an argument count the function never accepts.""",

@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterator
 import attrs
 
 from txcl.errors import TxclEvalError
+from txcl.functions.helpers import MAX_STRING_BYTES, byte_len
 
 __all__ = [
     "FunctionSpec", "REGISTRY", "TRY_VARIANTS", "lookup", "call", "suggest", "function",
@@ -108,13 +109,35 @@ def call(name: str, args: list) -> Any:
             or (spec.even_args and n % 2)):
         raise TxclEvalError(f"&{name}: {spec.arity_text()}, got {n}")
     try:
-        return spec.impl(args)
+        result = spec.impl(args)
     except TxclEvalError:
         raise
     except RecursionError:
         raise TxclEvalError(f"&{name}: value is nested too deeply") from None
     except Exception as exc:  # a bug or an unexpected value shape: still a call failure
         raise TxclEvalError(f"&{name}: {exc}") from None
+    if type(result) is str and len(result) > MAX_STRING_BYTES // 4:
+        _check_growth(name, result, args)
+    return result
+
+
+def _check_growth(name: str, result: str, args: list) -> None:
+    """A function's string may be longer than MAX_STRING_BYTES bytes of UTF-8 only by what its
+    arguments bring in: at most MAX_STRING_BYTES more than the strings in its arguments (one
+    level into lists and objects). Working on a big input is fine; building a big string out
+    of a short rule is not (87 bytes of nested calls could otherwise allocate gigabytes, and
+    `txcl check` evaluates calls whose arguments are all literals)."""
+    size = byte_len(result)
+    if size <= MAX_STRING_BYTES:
+        return
+    brought = 0
+    for a in args:
+        items = a if type(a) is list else a.values() if type(a) is dict else (a,)
+        brought += sum(byte_len(x) for x in items if type(x) is str)
+    if size <= brought + MAX_STRING_BYTES:
+        return
+    raise TxclEvalError(f"&{name}: result would be {size:,} bytes; a function may make a string at most "
+                        f"1 MiB longer than the strings it is given ({brought:,} bytes here)")
 
 
 # the functions rules use most, first: a tie between equally close names goes to these

@@ -56,6 +56,9 @@ def _join(args: list) -> str:
     if not isinstance(items, list):
         raise err("join", f"first argument must be a list, got {describe(items)}")
     sep = want_str("join", args[1], 1)
+    if sep and len(items) > 1 and byte_len(sep) * (len(items) - 1) > MAX_STRING_BYTES:
+        # checked before building: the separators alone would pass the 1 MiB a function may add
+        raise err("join", f"{len(items) - 1:,} separators of {byte_len(sep):,} bytes would add more than 1 MiB")
     return sep.join(["" if x is None else x if type(x) is str else print_form(x) for x in items])
 
 

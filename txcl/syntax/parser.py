@@ -401,7 +401,9 @@ def _assemble(clauses: list, comments: list, filename: str,
 _PARSER: _Parser | None = None
 _BUILD_LOCK = threading.Lock()
 _CACHE: dict[tuple[str, str], Any] = {}
-_CACHE_MAX = 8192
+_CACHE_MAX = 8192  # entries
+_CACHE_TEXT_MAX = 2 * 1024 * 1024  # characters of rule text held as keys: an AST takes ~30x its text
+_cache_text = 0
 
 
 def get_parser() -> _Parser:
@@ -415,7 +417,45 @@ def get_parser() -> _Parser:
 
 
 def clear_cache() -> None:
+    global _cache_text
     _CACHE.clear()
+    _cache_text = 0
+
+
+def _remember(key: tuple[str, str], result: Any) -> None:
+    """Cache one parse; the oldest entries go first when the cache holds too many entries
+    or too much text (so memory stays bounded however big the files parsed)."""
+    global _cache_text
+    size = len(key[0])
+    if size > _CACHE_TEXT_MAX // 4:
+        return  # a huge text is not worth keeping
+    while _CACHE and (len(_CACHE) >= _CACHE_MAX or _cache_text + size > _CACHE_TEXT_MAX):
+        try:  # drop the oldest entry; another thread may have got there first
+            old = next(iter(_CACHE))
+            if _CACHE.pop(old, None) is not None:
+                _cache_text -= len(old[0])
+        except (RuntimeError, StopIteration):
+            break
+    _CACHE[key] = result
+    _cache_text += size
+
+
+#: The largest rule text accepted, in bytes of UTF-8. A rule is a few lines; the limit
+#: keeps a stray multi-megabyte file from costing gigabytes of memory to parse.
+MAX_RULE_BYTES = 1024 * 1024
+
+
+def _size_problem(text: str, filename: str) -> Diagnostic | None:
+    """TX034 when the text is longer than MAX_RULE_BYTES (pointing where the limit is crossed)."""
+    if len(text) <= MAX_RULE_BYTES // 4:
+        return None
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size <= MAX_RULE_BYTES:
+        return None
+    cut = len(text.encode("utf-8", "surrogatepass")[:MAX_RULE_BYTES].decode("utf-8", "ignore"))
+    return Diagnostic("TX034", f"rule text is {size:,} bytes; a rule file may be at most {MAX_RULE_BYTES:,} "
+                      "bytes (1 MiB)", filename, _point_span(text, min(cut, len(text) - 1)),
+                      "split the work over several rules, or move data into the envelope")
 
 
 def _encoding_problem(text: str, filename: str) -> Diagnostic | None:
@@ -491,7 +531,7 @@ def parse_rule(text: str, filename: str = "<string>") -> ast.Rule:
         if isinstance(text, (bytes, bytearray, memoryview)):
             return parse_source(bytes(text), filename)
         raise TypeError(f"parse_rule() needs str or bytes, not {type(text).__name__}")
-    problem = _encoding_problem(text, filename) or _nesting_problem(text, filename)
+    problem = _size_problem(text, filename) or _encoding_problem(text, filename) or _nesting_problem(text, filename)
     if problem is not None:
         result: Any = _with_source([problem], text)
     else:
@@ -501,12 +541,7 @@ def parse_rule(text: str, filename: str = "<string>") -> ast.Rule:
 
             diags = validate_rule(rule, filename, calls)
         result = rule if not diags else _with_source(diags, text)
-    if len(_CACHE) >= _CACHE_MAX:
-        try:  # drop the oldest entry; another thread may have got there first
-            _CACHE.pop(next(iter(_CACHE)), None)
-        except (RuntimeError, StopIteration):
-            pass
-    _CACHE[key] = result
+    _remember(key, result)
     if type(result) is ast.Rule:
         return result
     raise TxclSyntaxError(result)
@@ -516,6 +551,12 @@ def parse_source(data: bytes | str, filename: str = "<string>") -> ast.Rule:
     """Like parse_rule, for file contents: bytes that are not UTF-8 or hold NUL are TX002."""
     if isinstance(data, str):
         return parse_rule(data, filename)
+    if len(data) > MAX_RULE_BYTES:  # refused before decoding a huge file
+        head = data[:MAX_RULE_BYTES].decode("utf-8", "replace")
+        diag = Diagnostic("TX034", f"rule text is {len(data):,} bytes; a rule file may be at most "
+                          f"{MAX_RULE_BYTES:,} bytes (1 MiB)", filename, _point_span(head + "?", len(head)),
+                          "split the work over several rules, or move data into the envelope")
+        raise TxclSyntaxError(_with_source([diag], head))
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -16,6 +16,7 @@ copied as written; without it they are re-escaped, which round-trips to the same
 
 from __future__ import annotations
 
+import bisect
 import re
 
 import attrs
@@ -297,12 +298,21 @@ def _place_comments(rule: ast.Rule, clauses: list[_Clause], source: str | None):
     events.sort(key=lambda e: (e[0], e[1]))
     first_event = events[0][0] if events else None
 
+    # lookups by bisection and by line, so a file with thousands of commented items is
+    # formatted in linear time (units do not overlap: sorted by start, they are sorted by end)
+    unit_starts = [u.start for u in units]
+    event_offsets = [e[0] for e in events]
+    by_end_line: dict[int, list] = {}
+    for u in units:
+        by_end_line.setdefault(u.end_line, []).append(u)
+
     trailer: list = []
     pending: list = []
     for c in comments:
         o = c.span.start.offset
-        same_line = [u for u in units if u.end <= o and u.end_line == c.span.start.line]
-        inside = next((u for u in units if u.start < o < u.end), None)
+        same_line = [u for u in by_end_line.get(c.span.start.line, ()) if u.end <= o]
+        before = bisect.bisect_left(unit_starts, o) - 1
+        inside = units[before] if before >= 0 and o < units[before].end else None
         if inside is not None and not (_is_noqa(c) and same_line):
             inside.leading.append(c)
             continue
@@ -313,7 +323,8 @@ def _place_comments(rule: ast.Rule, clauses: list[_Clause], source: str | None):
             if owner.trailing is None:
                 owner.trailing = c
                 continue
-        nxt = next((e for e in events if e[0] > o), None)
+        after = bisect.bisect_right(event_offsets, o)
+        nxt = events[after] if after < len(events) else None
         if nxt is None:
             trailer.append(c)
         else:
