@@ -2,7 +2,8 @@
 
 Each workload is measured at 1x, 2x and 4x its base size (CPU time of this thread, median of
 a few runs). Linear cost shows as 2x and 4x the base time; the "4x/1x" column is the ratio
-against the base size measured in the same run (4.0 is linear, 16.0 quadratic).
+against the base size measured in the same run (4.0 is linear, 16.0 quadratic); "gc paused"
+is the same ratio with Python's cyclic garbage collector paused during the runs.
 
 Workloads: `txcl check` with the full (excerpt) output of a file with thousands of findings;
 `parse_rule` of a text with thousands of syntax errors; duplicate WITH keys (TX203); `txcl fmt`
@@ -23,15 +24,23 @@ from typing import Callable
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
-def _cpu(fn: Callable[[], object], repeat: int = 3) -> float:
+def _cpu(fn: Callable[[], object], repeat: int = 3, collect: bool = True) -> float:
+    """Median CPU seconds of `fn`; with `collect` False, Python's cyclic garbage collector is
+    paused while it runs (its full collections scan every live object, which adds a cost that
+    grows with the heap rather than with the work: the second column shows the code alone)."""
     samples = []
     for _ in range(repeat):
+        from txcl.check.cache import clear_memory
         from txcl.syntax.parser import clear_cache
         clear_cache()
+        clear_memory()
         gc.collect()
+        if not collect:
+            gc.disable()
         start = time.thread_time()
         fn()
         samples.append(time.thread_time() - start)
+        gc.enable()
     return statistics.median(samples)
 
 
@@ -74,11 +83,11 @@ def _huge_path(n: int) -> Callable[[], object]:
 
 
 WORKLOADS = [
-    ("check, full output, N findings", _check_full, 2000),
+    ("check, full output, N findings", _check_full, 4000),
     ("parse_rule, N syntax errors", _parse_errors, 4000),
-    ("check, N duplicate WITH keys (TX203)", _with_duplicates, 1000),
+    ("check, N duplicate WITH keys (TX203)", _with_duplicates, 4000),
     ("fmt, N items each with # noqa", _fmt_noqa, 1000),
-    ("check, one path of 50*N characters", _huge_path, 2000),
+    ("check, one path of 50*N characters", _huge_path, 4000),
 ]
 
 
@@ -95,12 +104,14 @@ def _editor_memory() -> list[float]:
 
 
 def main() -> None:
-    print(f"{'workload':<40} {'1x':>9} {'2x':>9} {'4x':>9} {'4x/1x':>7}")
+    print(f"{'workload':<40} {'1x':>9} {'2x':>9} {'4x':>9} {'4x/1x':>7} {'gc paused':>10}")
     for name, make, base in WORKLOADS:
         make(base // 4)()  # warm up (imports, the parser's tables)
-        times = [_cpu(make(base * k)) for k in (1, 2, 4)]
+        sized = [make(base * k) for k in (1, 2, 4)]
+        times = [_cpu(fn) for fn in sized]
+        paused = [_cpu(fn, collect=False) for fn in sized]
         print(f"{name.replace('N', str(base)):<40} " + " ".join(f"{t * 1000:>7.0f}ms" for t in times)
-              + f" {times[2] / times[0]:>7.1f}")
+              + f" {times[2] / times[0]:>7.1f} {paused[2] / paused[0]:>10.1f}")
     m10, m20, m40 = _editor_memory()
     print(f"{'editor: peak RSS after 10/20/40 edits':<40} {m10:>7.0f}MB {m20:>7.0f}MB {m40:>7.0f}MB {m40 / m10:>7.2f}")
 
