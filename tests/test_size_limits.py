@@ -18,7 +18,7 @@ def test_a_message_quotes_a_huge_token_cut_short() -> None:
         found = check_source(text, "x.txcl")
         assert found, text[:40]
         for d in found:
-            assert len(d.message) < 300 and len(d.hint or "") < 300, d.message[:100]
+            assert len(d.message) < 500 and len(d.hint or "") < 500, d.message[:100]
             assert "…" in d.message
             assert all(len(word) <= MAX_QUOTED for word in d.message.split())
 
@@ -72,3 +72,26 @@ def test_the_parse_cache_is_bounded_by_the_text_it_holds() -> None:
     assert txcl.parse_rule(base + "# edit 11\n") is txcl.parse_rule(base + "# edit 11\n")  # newest kept
     parser.clear_cache()
     assert parser._cache_text == 0 and not parser._CACHE
+
+
+def _nested(depth: int) -> dict:
+    value: dict = {}
+    cur = value
+    for _ in range(depth):
+        cur["a"] = {}
+        cur = cur["a"]
+    return value
+
+
+@pytest.mark.parametrize("depth", [500, 3000])
+def test_a_too_deep_value_given_to_the_python_api_is_a_clear_error(depth: int, tmp_path) -> None:
+    deep = _nested(depth)
+    (tmp_path / "OPS/s/100").mkdir(parents=True)
+    (tmp_path / "OPS/s/100/a.txcl").write_text("EMIT .x = 1\n")
+    calls = [lambda: txcl.eval_expression(".a", deep), lambda: txcl.eval_expression("&to_json(.a)", deep),
+             lambda: txcl.merge(deep, {"b": 1}), lambda: txcl.apply_rule(txcl.parse_rule("EMIT .x = 1"), deep),
+             lambda: txcl.Interpreter(txcl.load_ops(tmp_path)).run_sync(deep, stack="s")]
+    for call in calls:
+        with pytest.raises(txcl.TxclDepthError, match="256 levels"):
+            call()
+    assert txcl.merge(_nested(200), {"b": 1})["b"] == 1  # within the limit: fine

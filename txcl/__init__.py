@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from txcl.errors import Diagnostic, TxclError, TxclEvalError, TxclLoadError, TxclSyntaxError
+from txcl.errors import Diagnostic, TxclDepthError, TxclError, TxclEvalError, TxclLoadError, TxclSyntaxError
 
 __version__ = "0.1.0"
 
@@ -32,7 +32,7 @@ _LAZY = {
 }
 
 __all__ = [
-    "Diagnostic", "TxclError", "TxclEvalError", "TxclLoadError", "TxclSyntaxError",
+    "Diagnostic", "TxclDepthError", "TxclError", "TxclEvalError", "TxclLoadError", "TxclSyntaxError",
     *_LAZY,
 ]
 

@@ -14,16 +14,18 @@ import attrs
 from txcl.codes import CODES, default_severity
 
 
-MAX_QUOTED = 80  # characters of one word (a path, a token, a name) quoted in a message
+MAX_QUOTED = 200  # characters of one word (a path, a token, a file name) quoted in a message
 _LONG_WORD = re.compile(r"\S{%d,}" % (MAX_QUOTED + 1))
 
 
 def clip_words(text: str) -> str:
-    """`text` with every run of more than MAX_QUOTED non-blank characters cut to its start
-    and `…`, so a message that quotes a huge token stays short."""
+    """`text` with every run of more than MAX_QUOTED non-blank characters cut in the middle
+    (its start, `…`, its end), so a message that quotes a huge token stays short and a long
+    file path keeps its name."""
     if len(text) <= MAX_QUOTED:
         return text
-    return _LONG_WORD.sub(lambda m: m.group(0)[:MAX_QUOTED - 1] + "…", text)
+    head, tail = MAX_QUOTED * 2 // 3, MAX_QUOTED // 3 - 1
+    return _LONG_WORD.sub(lambda m: m.group(0)[:head] + "…" + m.group(0)[-tail:], text)
 
 
 @attrs.frozen(slots=True)
@@ -197,6 +199,39 @@ class TxclSyntaxError(_DiagnosticsError):
 
 class TxclLoadError(_DiagnosticsError):
     """An OPS tree failed to load; carries every diagnostic of the tree."""
+
+
+class TxclDepthError(TxclError, ValueError):
+    """A value given to the Python API nests too deeply to be walked (JSON that txcl reads
+    itself is refused beyond 256 levels before it gets this far)."""
+
+
+def depth_guarded(fn):
+    """Turn Python's RecursionError inside `fn` into a TxclDepthError that says what happened."""
+    import functools
+
+    @functools.wraps(fn)
+    def guarded(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except RecursionError:
+            raise TxclDepthError(f"{fn.__name__}: the value nests too deeply to walk; keep values within "
+                                 "256 levels of arrays and objects (the limit for JSON txcl reads)") from None
+    return guarded
+
+
+def check_depth(value, limit: int = 256, what: str = "value") -> None:
+    """Raise TxclDepthError when `value` nests arrays and objects deeper than `limit`
+    (an iterative walk: it never recurses itself)."""
+    stack = [(value, 1)]
+    while stack:
+        v, depth = stack.pop()
+        t = type(v)
+        if t is dict or t is list or isinstance(v, (dict, list)):
+            if depth > limit:
+                raise TxclDepthError(f"{what} nests arrays and objects deeper than {limit} levels")
+            stack.extend((x, depth + 1) for x in (v.values() if isinstance(v, dict) else v)
+                         if isinstance(x, (dict, list)))
 
 
 class TxclEvalError(TxclError):

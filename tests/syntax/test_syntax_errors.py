@@ -59,7 +59,7 @@ CASES = [
     ("WHEN .a == 9223372036854775808", "TX007", (1, 12, 1, 31),
      "number 9223372036854775808 is out of range", None),
     ("SET .a = " + "1" * 400 + ".0", "TX007", (1, 10, 1, 412),
-     "number " + "1" * 79 + "… is out of range", None),  # a long token is quoted cut
+     "number " + "1" * 133 + "…" + "1" * 63 + ".0 is out of range", None),  # a long token is quoted cut
     # TX008 invalid-path
     ("SET .5 = 1", "TX008", (1, 5, 1, 6), "'.' must be followed by a letter or '_' to start a path",
      None),

@@ -4,7 +4,7 @@ After the release (one compare-and-swap) the winner holds the resume claim. :fun
 loads the suspend (envelope, budgets, position) and its member units, rebuilds the walk over
 the run's frozen ops snapshot and drives it as a new segment whose trace id is
 ``resume-<run>-<stage>-v<visit>`` (``-a<n>`` after a takeover). Every frame entry of a resumed
-segment heartbeats its claim, and so does a timer while a long op runs; a failed fence ends
+segment heartbeats its claim, and so does a thread while the segment runs; a failed fence ends
 the segment with ``txcl_run_lost``.
 
 Each suspend kind has its resumer: ``barrier`` and ``promotion`` merge their members' stored
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from txcl.continuations.apply import apply_members
@@ -103,7 +104,7 @@ async def resume_run(service: Any, claim: ClaimRecord) -> Any:
         if omit or redact:
             rec.add_redactions(omit, redact)
     resumer = RESUMERS.get(bundle.suspend.kind)
-    beat = asyncio.get_running_loop().create_task(_heartbeat_loop(service, run.run_id, claim.claim_token))
+    beat = ClaimKeeper(service, run.run_id, claim.claim_token).start()
     try:
         if resumer is None:  # a suspend written by a newer txcl
             run.fail({"error": {"code": RUN_LOST, "message": f"no resumer for suspend kind {bundle.suspend.kind!r}"}},
@@ -117,7 +118,7 @@ async def resume_run(service: Any, claim: ClaimRecord) -> Any:
         await _fail_resume(service, run, claim, exc)
         return None
     finally:
-        beat.cancel()
+        beat.stop()
 
 
 async def _fail_resume(service: "Services", run: Run, claim: ClaimRecord, exc: Exception) -> None:
@@ -132,20 +133,40 @@ async def _fail_resume(service: "Services", run: Run, claim: ClaimRecord, exc: E
         log.warning("txcl: could not record the failed resume of %s: %s", run.run_id, lost)
 
 
-async def _heartbeat_loop(service: "Services", run_id: str | None, token: str) -> None:
-    """The claim's heartbeat at least every quarter of the stale period while the segment
-    runs (frame entries heartbeat too), so a long op inside a resume never looks stale."""
-    period = service.settings.continuation_stale_resume_after / 4000.0
-    if not run_id or period <= 0:
-        return
-    while True:
-        await asyncio.sleep(period)
-        try:
-            await service.call(service.store.heartbeat, run_id, token)
-        except RunLost:
-            return
-        except StoreUnavailable as exc:  # the next heartbeat (or fenced write) decides
-            log.warning("txcl: heartbeat of %s failed: %s", run_id, exc)
+class ClaimKeeper:
+    """The claim's heartbeat every quarter of the stale period while a resumed segment runs
+    (frame entries heartbeat too), so a long resume never looks stale and is never taken over
+    while it is alive. It beats from a thread of its own, calling the (thread-safe) store
+    directly: a resume that keeps the event loop busy (a 40 MiB envelope is parsed, copied and
+    encoded on it) cannot hold the heartbeat back."""
+
+    def __init__(self, service: "Services", run_id: str | None, token: str) -> None:
+        self.store = service.store
+        self.run_id = run_id
+        self.token = token
+        self.period = service.settings.continuation_stale_resume_after / 4000.0
+        self.done = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def start(self) -> "ClaimKeeper":
+        if self.run_id and self.period > 0:
+            self.thread = threading.Thread(target=self._beat, name=f"txcl-claim-{self.run_id}", daemon=True)
+            self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.done.set()
+
+    def _beat(self) -> None:
+        while not self.done.wait(self.period):
+            try:
+                self.store.heartbeat(self.run_id, self.token)
+            except RunLost:
+                return
+            except StoreUnavailable as exc:  # the next heartbeat (or fenced write) decides
+                log.warning("txcl: heartbeat of %s failed: %s", self.run_id, exc)
+            except Exception:  # noqa: BLE001 - a heartbeat must never take the node down
+                log.exception("txcl: heartbeat of %s failed", self.run_id)
 
 
 __all__ = ["resume_run", "resume_members", "heartbeat_at_frame", "run_from_suspend", "RESUMERS"]

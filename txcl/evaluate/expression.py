@@ -11,7 +11,7 @@ from typing import Any
 
 import attrs
 
-from txcl.errors import Diagnostic, Position, Span, TxclSyntaxError
+from txcl.errors import Diagnostic, Position, Span, TxclSyntaxError, depth_guarded
 from txcl.evaluate.values import compile_value
 from txcl.syntax import ast
 
@@ -35,6 +35,7 @@ def parse_expression(text: str, filename: str = "<expression>") -> Any:
     return rule.set_pre[0].value
 
 
+@depth_guarded
 def eval_expression(text: str, envelope: dict | None = None) -> Any:
     """Evaluate `text` against `envelope` (default `{}`); a failing call raises TxclEvalError."""
     node = parse_expression(text)

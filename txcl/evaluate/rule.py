@@ -10,7 +10,7 @@ from typing import Any, Iterable
 
 import attrs
 
-from txcl.errors import TxclEvalError
+from txcl.errors import TxclEvalError, depth_guarded
 from txcl.evaluate.values import compile_value
 from txcl.evaluate.when import when_matches
 from txcl.syntax import ast
@@ -276,6 +276,7 @@ class RuleResult:
     dropped: tuple[str, ...] = ()
 
 
+@depth_guarded
 def apply_rule(rule: ast.Rule, envelope: dict, output: Any = None) -> RuleResult:
     """Apply one rule to `envelope` as if EXEC returned `output` (default `{}`)."""
     matched = when_matches(rule, envelope)

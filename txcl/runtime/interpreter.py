@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import attrs
 
-from txcl.errors import TxclError
+from txcl.errors import TxclError, check_depth
 from txcl.ops.tree import OpsTree, load_ops
 from txcl.runtime.budget import Budget, strip_budget_fields
 from txcl.runtime.config import Settings
@@ -187,6 +187,7 @@ class Interpreter:
 
         `bytes_in` is the size of the received input when the caller knows it (an inlet that
         parsed a body); otherwise the trace measures the envelope."""
+        check_depth(envelope, what="the envelope")
         run = self.new_run(envelope, stack, src=src, rid=rid, mocks=mocks)
         return await self.drive(run, bytes_in=bytes_in)
 

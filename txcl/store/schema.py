@@ -72,7 +72,7 @@ KV = Component(
 
 CONTINUATIONS = Component(
     "continuations",
-    4,
+    5,
     (
     """CREATE TABLE IF NOT EXISTS snapshots (
     snapshot_id TEXT PRIMARY KEY,
@@ -248,6 +248,14 @@ CONTINUATIONS = Component(
     WHERE status = 'failed'""",
     """CREATE INDEX IF NOT EXISTS runs_created ON runs(created_ms, run_id)""",
     """CREATE INDEX IF NOT EXISTS runs_finished ON runs(finished_ms) WHERE finished_ms IS NOT NULL""",
+    # big strings of a run's documents (a request body in the envelope, the budgets, the
+    # units' input views and the result), each stored once per run: see txcl.store.blobs
+    """CREATE TABLE IF NOT EXISTS blobs (
+    run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+    digest TEXT NOT NULL,
+    body   TEXT NOT NULL,
+    PRIMARY KEY (run_id, digest)
+)""",  # (a rowid table on SQLite: WITHOUT ROWID suits small rows, not megabytes)
     ),
     {
         1: (),
@@ -255,6 +263,7 @@ CONTINUATIONS = Component(
         # written once for every backend
         2: ("DROP TRIGGER IF EXISTS continuation_facts_count",),
         3: (),  # v4: the index the purge reads (runs_finished), created below
+        4: (),  # v5: the blobs table, created below
     },
 )
 

@@ -1,4 +1,4 @@
-"""Merging op outputs into the envelope (LANGUAGE.md §6.12, RUNTIME.md §3.7).
+"""Merging op outputs into the envelope.
 
 One rule at every depth, "the type change wins": scalars and null replace, two arrays
 concatenate (existing items first), two objects merge recursively, and any other pairing
@@ -8,6 +8,8 @@ lets the output value take the place of the existing one.
 from __future__ import annotations
 
 from typing import Any
+
+from txcl.errors import depth_guarded
 
 __all__ = ["merge", "merge_into", "deep_copy"]
 
@@ -57,6 +59,7 @@ def merge_into(target: dict, output: dict) -> None:
             target[key] = new
 
 
+@depth_guarded
 def merge(envelope: dict, output: dict) -> dict:
     """A new dict: `envelope` with `output` merged in. Neither input is changed."""
     if not isinstance(envelope, dict) or not isinstance(output, dict):

@@ -49,6 +49,9 @@ def sqlite_path(db: str | Path) -> Path:
     return Path(text)
 
 
+WAL_SIZE_LIMIT = 4 * 1024 * 1024  # bytes of WAL kept after a checkpoint
+
+
 class SqliteBackend(SqlBackend):
     kind = "sqlite"
     dialect = SQLITE
@@ -93,6 +96,9 @@ class SqliteBackend(SqlBackend):
                 conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute("PRAGMA synchronous = FULL")
                 conn.execute("PRAGMA foreign_keys = ON")
+                # after a checkpoint the WAL shrinks back to this size (it otherwise stays as
+                # large as the largest transaction ever written, e.g. one with a 20 MiB body)
+                conn.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT}")
             except sqlite3.Error as exc:
                 raise StoreUnavailable(f"cannot open the database {self.path}: {exc}") from exc
             self._local.conn = conn

@@ -32,6 +32,7 @@ from typing import Callable, Sequence
 
 from txcl.ids import base58_fixed, hash_token, new_claim_token, new_opc, new_rcid, new_run_id, new_token, token_matches
 from txcl.store.backend import SqlBackend, Tx
+from txcl.store.blobs import pack
 from txcl.store.errors import RunLost, StoreError, UnknownRun
 from txcl.store.procedures import read_procedure, write_procedure
 from txcl.store.procedures.rows import (
@@ -41,8 +42,10 @@ from txcl.store.procedures.rows import (
     dumps,
     interaction_record,
     lazy_unit_record,
+    load_doc,
     loads,
     placeholders,
+    write_blobs,
     run_record,
     terminal_record,
     unit_record,
@@ -202,11 +205,12 @@ class ContinuationProcedures:
         return row, created
 
     def _insert_units(self, t: Tx, run: Row, units: Sequence[UnitSpec], segment_id: str | None,
-                      ) -> tuple[list[str], list[Dispatch], int | None, int]:
+                      blobs: dict[str, str] | None = None) -> tuple[list[str], list[Dispatch], int | None, int]:
         """Insert units and interactions (the first window ``dispatching``). Returns the unit
         ids, the dispatches, the latest deadline and the run's next ``created_seq``."""
         seq = run["next_seq"]
         node = self.node_id
+        own_blobs = blobs if blobs is not None else {}
         unit_ids: list[str] = []
         dispatches: list[Dispatch] = []
         max_deadline: int | None = None
@@ -224,7 +228,7 @@ class ContinuationProcedures:
                 (unit_id, run["run_id"], seq, spec.kind, spec.op_name, spec.op_stack, spec.op_scope,
                  spec.dispatch_stage, spec.dispatch_stack, spec.join_at_scope, segment_id,
                  "failed" if failed else "waiting", len(items), window, spec.on_item_error, spec.into,
-                 spec.exec_target, dumps(spec.directives), dumps(spec.input_view), dumps(spec.failed_error),
+                 spec.exec_target, dumps(spec.directives), pack(spec.input_view, own_blobs), dumps(spec.failed_error),
                  spec.fuel_used, spec.budget_ms, spec.deadline_ms, t.now, t.now if failed else None),
             )
             seq += 1
@@ -241,7 +245,7 @@ class ContinuationProcedures:
             rows = []
             for i, item in enumerate(items):
                 opc = new_opc()
-                input_json = dumps(item)
+                input_json = pack(item, own_blobs)
                 if i < first:  # the first window is promoted at once
                     token = new_token() if spec.tokened else None
                     rows.append((opc, unit_id, i, run["run_id"], hash_token(token) if token else None,
@@ -262,6 +266,8 @@ class ContinuationProcedures:
             )
             if deadline is not None:
                 max_deadline = deadline if max_deadline is None else max(max_deadline, deadline)
+        if blobs is None:  # (a caller that passes `blobs` writes them with its own documents)
+            write_blobs(t, run["run_id"], own_blobs)
         return unit_ids, dispatches, max_deadline, seq
 
     def _promote(self, t: Tx, unit_id: str) -> tuple[list[Dispatch], int | None]:
@@ -300,7 +306,7 @@ class ContinuationProcedures:
                     opc=r["opc"], token=token, run_id=r["run_id"], unit_id=unit_id, op_name=unit["op_name"],
                     op_stack=unit["op_stack"], stage=stage, exec_target=unit["exec_target"],
                     directives=directives, item_index=r["item_index"],
-                    item_count=unit["expected"], kind=unit["kind"], input=loads(r["input_json"]),
+                    item_count=unit["expected"], kind=unit["kind"], input=load_doc(r["input_json"], t, r["run_id"]),
                     deadline_ms=deadline, attempts=1,
                 )
             )
@@ -332,14 +338,16 @@ class ContinuationProcedures:
             )
         visit = t.one("SELECT COALESCE(MAX(visit), 0) + 1 AS v FROM suspends WHERE run_id = ? AND stage = ?",
                       (run_id, stage))["v"]
+        blobs: dict[str, str] = {}  # big strings of the documents below, stored once (txcl.store.blobs)
         # dispatch_complete = 1 is written with the suspend: every member unit and interaction is
         # inserted by this same transaction, so no reader can see the suspend without them
         t.send(
             "INSERT INTO suspends (run_id, stage, visit, kind, status, envelope_json, budget_json, segment_id, "
             "dispatch_complete, suspended_ms) VALUES (?, ?, ?, ?, 'open', ?, ?, ?, 1, ?)",
-            (run_id, stage, visit, kind, dumps(envelope), dumps(budgets), fence.segment_id, t.now),
+            (run_id, stage, visit, kind, pack(envelope, blobs), pack(budgets, blobs), fence.segment_id, t.now),
         )
-        unit_ids, dispatches, deadline, next_seq = self._insert_units(t, run, units, fence.segment_id)
+        unit_ids, dispatches, deadline, next_seq = self._insert_units(t, run, units, fence.segment_id, blobs)
+        write_blobs(t, run_id, blobs)
         rows = [(run_id, stage, visit, uid, spec.role or DEFAULT_ROLE.get(spec.kind, "op"))
                 for uid, spec in zip(unit_ids, units)]
         rows += [(run_id, stage, visit, uid, role) for uid, role in members]
@@ -363,7 +371,7 @@ class ContinuationProcedures:
                     {"stage": stage, "visit": visit, "kind": kind, "units": unit_ids})
         t.notify_run(run_id)
         parked = dataclasses.replace(
-            run_record(run), status="waiting", cur_stage=stage, cur_visit=visit, claim_token=None, segment_id=None,
+            run_record(run, t), status="waiting", cur_stage=stage, cur_visit=visit, claim_token=None, segment_id=None,
             version=run["version"] + 1, updated_ms=t.now, next_seq=next_seq, expires_ms=expires)
         return visit, unit_ids, dispatches, parked
 
@@ -438,7 +446,7 @@ class ContinuationProcedures:
             return child["child_status"]
         if child["opc"] is None:  # no terminal yet
             return child["child_status"]
-        m: Materialized = materialize(lazy_unit_record(unit), interaction_record(it), terminal_record(child))
+        m: Materialized = materialize(lazy_unit_record(unit, t), interaction_record(it, t), terminal_record(child))
         version = child["child_version"] if carried_version is None else carried_version
         for _attempt in range(2):
             changed = t.run(
@@ -636,7 +644,7 @@ class ContinuationProcedures:
                             fence_segment: str | None = None) -> CreateRunResult:
         """Create the request's run (or find it: one run per origin request)."""
         row, created = self._create_run(t, spec, status, fence_segment or spec.origin_rid)
-        return CreateRunResult(run_record(row), created)
+        return CreateRunResult(run_record(row, t), created)
 
     @write_procedure
     def put_snapshot(self, t: Tx, snapshot_id: str, body: bytes) -> bool:
@@ -653,7 +661,7 @@ class ContinuationProcedures:
         self._raise_expiry(t, row["run_id"], deadline)
         t.fault("deferred-dispatch")
         result_run = t.one("SELECT * FROM runs WHERE run_id = ?", (row["run_id"],))
-        return DispatchResult(run_record(result_run), created, tuple(unit_ids), tuple(dispatches))
+        return DispatchResult(run_record(result_run, t), created, tuple(unit_ids), tuple(dispatches))
 
     @write_procedure
     def park_suspend(self, t: Tx, run: RunSpec | str, fence: Fence, *, stage: str, kind: str,
@@ -695,7 +703,7 @@ class ContinuationProcedures:
         if not token_matches(token, row["token_hash"]):
             return CallbackTarget("bad_token")
         unit = t.one("SELECT * FROM await_units WHERE unit_id = ?", (row["unit_id"],))
-        return CallbackTarget("ok", interaction_record(row), lazy_unit_record(unit))
+        return CallbackTarget("ok", interaction_record(row, t), lazy_unit_record(unit, t))
 
     @write_procedure
     def admit_terminal(self, t: Tx, opc: str, status: str, payload: JsonValue, *, source: str,
@@ -863,7 +871,7 @@ class ContinuationProcedures:
         waiting: list[str] = []
         for d in due:
             status = self._drain_unit(t, d["unit_id"], materializer)
-            unit = unit_record(t.one("SELECT * FROM await_units WHERE unit_id = ?", (d["unit_id"],)))
+            unit = unit_record(t.one("SELECT * FROM await_units WHERE unit_id = ?", (d["unit_id"],)), t)
             if status in UNIT_BAD:
                 self._insert_marker(t, unit.unit_id, run_id, fence.segment_id)
                 error = (join_error or self._policy().join_failed_error)(unit)
@@ -925,7 +933,7 @@ class ContinuationProcedures:
         )
         susp = self._suspend(t, run_id, run["cur_stage"], run["cur_visit"], members=tuple(
             (r["unit_id"], r["member_role"]) for r in sorted(rows, key=lambda r: r["created_seq"])))
-        return ResumeBundle(run_record(run), susp, claim_record(claim), tuple(unit_record(r) for r in rows))
+        return ResumeBundle(run_record(run, t), susp, claim_record(claim), tuple(unit_record(r, t) for r in rows))
 
     @write_procedure
     def finish_segment(self, t: Tx, run_id: str, fence: Fence, *, status: str, result: JsonValue = None,
@@ -938,7 +946,7 @@ class ContinuationProcedures:
         self._finish(t, run, status=status, result=result, error=error, fail_reason=fail_reason)
         t.fault("finish")
         return dataclasses.replace(
-            run_record(run), status=status, result=result, error=error, fail_reason=fail_reason, finished_ms=t.now,
+            run_record(run, t), status=status, result=result, error=error, fail_reason=fail_reason, finished_ms=t.now,
             updated_ms=t.now, claim_token=None, segment_id=None, version=run["version"] + 1)
 
     def _finish(self, t: Tx, run: Row, *, status: str, result: JsonValue, error: JsonValue,
@@ -950,12 +958,14 @@ class ContinuationProcedures:
                 "AND status = 'resuming'",
                 ("resumed" if status == "completed" else "failed", t.now, run_id, run["cur_stage"], run["cur_visit"]),
             )
+        blobs: dict[str, str] = {}
         changed = t.run(
             "UPDATE runs SET status = ?, result_json = ?, error_json = ?, fail_reason = ?, finished_ms = ?, "
             "updated_ms = ?, claim_token = NULL, segment_id = NULL, version = version + 1 "
             "WHERE run_id = ? AND version = ?",
-            (status, dumps(result), dumps(error), fail_reason, t.now, t.now, run_id, run["version"]),
+            (status, pack(result, blobs), dumps(error), fail_reason, t.now, t.now, run_id, run["version"]),
         )
+        write_blobs(t, run_id, blobs)
         if changed != 1:
             raise RunLost(f"run {run_id} changed under finish")
         self._let_go(t, run, expired=False, keep_unjoined_deferred=(status == "completed"))
@@ -1164,7 +1174,8 @@ class ContinuationProcedures:
                         exec_target=unit["exec_target"],
                         directives=self._directives(unit["unit_id"], unit["directives_json"]),
                         item_index=it["item_index"], item_count=unit["expected"], kind=unit["kind"],
-                        input=loads(it["input_json"]), deadline_ms=it["deadline_ms"], attempts=attempts)
+                        input=load_doc(it["input_json"], t, it["run_id"]), deadline_ms=it["deadline_ms"],
+                        attempts=attempts)
 
     @write_procedure
     def promote_window(self, t: Tx, unit_id: str, *, skip_locked: bool = True) -> tuple[Dispatch, ...]:
@@ -1217,7 +1228,8 @@ class ContinuationProcedures:
                 "WHERE m.run_id = ? AND m.stage = ? AND m.visit = ? ORDER BY u.created_seq", (run_id, stage, visit)))
         return SuspendRecord(
             run_id=r["run_id"], stage=r["stage"], visit=r["visit"], kind=r["kind"], status=r["status"],
-            envelope=loads(r["envelope_json"]), budgets=loads(r["budget_json"]), segment_id=r["segment_id"],
+            envelope=load_doc(r["envelope_json"], t, run_id), budgets=load_doc(r["budget_json"], t, run_id),
+            segment_id=r["segment_id"],
             dispatch_complete=bool(r["dispatch_complete"]), suspended_ms=r["suspended_ms"], closed_ms=r["closed_ms"],
             members=members,
         )
@@ -1225,17 +1237,17 @@ class ContinuationProcedures:
     @read_procedure
     def get_run(self, t: Tx, run_id: str) -> RunRecord | None:
         r = t.one("SELECT * FROM runs WHERE run_id = ?", (run_id,))
-        return run_record(r) if r else None
+        return run_record(r, t) if r else None
 
     @read_procedure
     def get_run_by_rcid(self, t: Tx, rcid: str) -> RunRecord | None:
         r = t.one("SELECT * FROM runs WHERE rcid = ?", (rcid,))
-        return run_record(r) if r else None
+        return run_record(r, t) if r else None
 
     @read_procedure
     def get_run_by_origin(self, t: Tx, origin_rid: str) -> RunRecord | None:
         r = t.one("SELECT * FROM runs WHERE origin_rid = ?", (origin_rid,))
-        return run_record(r) if r else None
+        return run_record(r, t) if r else None
 
     @read_procedure
     def list_runs(self, t: Tx, *, status: str | Sequence[str] | None = None, limit: int = 100) -> list[RunRecord]:
@@ -1246,7 +1258,7 @@ class ContinuationProcedures:
                          "ORDER BY created_ms DESC, run_id DESC LIMIT ?", (*statuses, limit))
         else:
             rows = t.all("SELECT * FROM runs ORDER BY created_ms DESC, run_id DESC LIMIT ?", (limit,))
-        return [run_record(r) for r in rows]
+        return [run_record(r, t) for r in rows]
 
     @read_procedure
     def get_suspend(self, t: Tx, run_id: str, stage: str, visit: int) -> SuspendRecord | None:
@@ -1261,17 +1273,17 @@ class ContinuationProcedures:
     @read_procedure
     def get_unit(self, t: Tx, unit_id: str) -> UnitRecord | None:
         r = t.one("SELECT * FROM await_units WHERE unit_id = ?", (unit_id,))
-        return unit_record(r) if r else None
+        return unit_record(r, t) if r else None
 
     @read_procedure
     def list_units(self, t: Tx, run_id: str) -> list[UnitRecord]:
-        return [unit_record(r) for r in t.all("SELECT * FROM await_units WHERE run_id = ? ORDER BY created_seq",
+        return [unit_record(r, t) for r in t.all("SELECT * FROM await_units WHERE run_id = ? ORDER BY created_seq",
                                               (run_id,))]
 
     @read_procedure
     def get_interaction(self, t: Tx, opc: str) -> InteractionRecord | None:
         r = t.one("SELECT * FROM interactions WHERE opc = ?", (opc,))
-        return interaction_record(r) if r else None
+        return interaction_record(r, t) if r else None
 
     @read_procedure
     def find_interaction(self, t: Tx, run_id: str, op_name: str | None = None, item_index: int = 0
@@ -1284,11 +1296,11 @@ class ContinuationProcedures:
             sql += " AND u.op_name = ?"
             params.append(op_name)
         r = t.one(sql + " ORDER BY u.created_seq DESC LIMIT 1", params)
-        return interaction_record(r) if r else None
+        return interaction_record(r, t) if r else None
 
     @read_procedure
     def list_interactions(self, t: Tx, unit_id: str) -> list[InteractionRecord]:
-        return [interaction_record(r) for r in t.all(
+        return [interaction_record(r, t) for r in t.all(
             "SELECT * FROM interactions WHERE unit_id = ? ORDER BY item_index", (unit_id,))]
 
     @read_procedure

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from txcl.store.blobs import needs_fetch, unpack
 from txcl.store.records import (
     ChildRecord,
     ClaimRecord,
@@ -14,6 +15,9 @@ from txcl.store.records import (
     TerminalRecord,
     UnitRecord,
 )
+
+if TYPE_CHECKING:
+    from txcl.store.backend import Tx
 
 Row = Any  # a result row, readable by column name (sqlite3.Row, or the PostgreSQL backend's row)
 
@@ -28,6 +32,37 @@ def loads(text: str | None) -> JsonValue:
     return None if text is None else json.loads(text)
 
 
+def load_doc(text: str | None, t: Tx | None, run_id: str) -> JsonValue:
+    """A document column that may hold references to the run's stored strings (see
+    txcl.store.blobs): plain JSON when it holds none, the strings read back through `t` when
+    it does."""
+    if not needs_fetch(text):
+        return loads(text)
+    if t is None:
+        raise ValueError("a document with stored strings needs the transaction to read them")
+    return unpack(text, lambda digests: read_blobs(t, run_id, digests))
+
+
+def read_blobs(t: Tx, run_id: str, digests: list[str]) -> dict[str, str]:
+    rows = t.all(f"SELECT digest, body FROM blobs WHERE run_id = ? AND digest IN ({placeholders(len(digests))})",
+                 (run_id, *digests))
+    return {r["digest"]: r["body"] for r in rows}
+
+
+def write_blobs(t: Tx, run_id: str, blobs: dict[str, str]) -> None:
+    """Store the strings `pack` moved out of this write's documents, each once per run (one
+    that is already there is not sent again)."""
+    if not blobs:
+        return
+    digests = sorted(blobs)
+    have = {r["digest"] for r in t.all(
+        f"SELECT digest FROM blobs WHERE run_id = ? AND digest IN ({placeholders(len(digests))})", (run_id, *digests))}
+    for digest in digests:
+        if digest not in have:
+            t.send("INSERT INTO blobs (run_id, digest, body) VALUES (?, ?, ?)", (run_id, digest, blobs[digest]))
+    blobs.clear()
+
+
 def placeholders(n: int) -> str:
     return ",".join("?" * n)
 
@@ -36,14 +71,14 @@ def placeholders(n: int) -> str:
 # Row → record
 
 
-def run_record(r: Row) -> RunRecord:
+def run_record(r: Row, t: Tx | None = None) -> RunRecord:
     return RunRecord(
         run_id=r["run_id"], rcid=r["rcid"], origin_rid=r["origin_rid"], entry_stack=r["entry_stack"],
         src=r["src"], snapshot_id=r["snapshot_id"], status=r["status"], version=r["version"],
         cur_stage=r["cur_stage"], cur_visit=r["cur_visit"], segment_id=r["segment_id"],
         claim_token=r["claim_token"], expires_ms=r["expires_ms"], created_ms=r["created_ms"],
         updated_ms=r["updated_ms"], finished_ms=r["finished_ms"], fail_reason=r["fail_reason"],
-        result=loads(r["result_json"]), error=loads(r["error_json"]), next_seq=r["next_seq"],
+        result=load_doc(r["result_json"], t, r["run_id"]), error=loads(r["error_json"]), next_seq=r["next_seq"],
     )
 
 
@@ -64,8 +99,8 @@ def unit_fields(r: Row, directives: Any, input_view: Any) -> dict[str, Any]:
     )
 
 
-def unit_record(r: Row) -> UnitRecord:
-    return UnitRecord(**unit_fields(r, loads(r["directives_json"]), loads(r["input_view_json"])))
+def unit_record(r: Row, t: Tx | None = None) -> UnitRecord:
+    return UnitRecord(**unit_fields(r, loads(r["directives_json"]), load_doc(r["input_view_json"], t, r["run_id"])))
 
 
 class _RawJson:
@@ -105,15 +140,19 @@ class _LazyUnitRecord(UnitRecord):
     input_view = _lazy_field("input_view")  # type: ignore[assignment]
 
 
-def lazy_unit_record(r: Row) -> UnitRecord:
-    return _LazyUnitRecord(**unit_fields(r, _RawJson(r["directives_json"]), _RawJson(r["input_view_json"])))
+def lazy_unit_record(r: Row, t: Tx | None = None) -> UnitRecord:
+    view = r["input_view_json"]
+    # a view holding stored strings is read now, while the transaction is there to read them
+    input_view = load_doc(view, t, r["run_id"]) if needs_fetch(view) else _RawJson(view)
+    return _LazyUnitRecord(**unit_fields(r, _RawJson(r["directives_json"]), input_view))
 
 
-def interaction_record(r: Row) -> InteractionRecord:
+def interaction_record(r: Row, t: Tx | None = None) -> InteractionRecord:
     return InteractionRecord(
         opc=r["opc"], unit_id=r["unit_id"], run_id=r["run_id"], item_index=r["item_index"],
         has_token=bool(r["token_hash"]), status=r["status"], version=r["version"],
-        input=loads(r["input_json"]), deadline_ms=r["deadline_ms"], dispatch_owner=r["dispatch_owner"],
+        input=load_doc(r["input_json"], t, r["run_id"]), deadline_ms=r["deadline_ms"],
+        dispatch_owner=r["dispatch_owner"],
         dispatch_ms=r["dispatch_ms"], attempts=r["attempts"], ack=loads(r["ack_json"]),
         created_ms=r["created_ms"], closed_ms=r["closed_ms"],
     )
