@@ -92,6 +92,14 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ('TX301', 'clause-order', 'info', 'clauses are not in canonical order (§1.3) (safe fix: reorder, never moving a SET across SELECT)'),
     ('TX302', 'split-clause', 'info', 'a SET, EMIT or WITH list is written as several clauses (safe fix: join them)'),
     ('TX303', 'unused-noqa', 'info', 'a `# noqa` comment suppresses nothing'),
+    ('TX400', 'test-file-unreadable', 'error', 'a rule test file is not valid YAML or JSON (or not UTF-8)'),
+    ('TX401', 'test-unknown-key', 'error', 'a key a rule test file does not know'),
+    ('TX402', 'test-invalid-value', 'error', 'a value of the wrong type or outside its choices in a rule test file'),
+    ('TX403', 'test-unknown-stack', 'error', 'a rule test names a stack the OPS tree does not have'),
+    ('TX404', 'test-duplicate-name', 'error', 'two cases of one test file share a name'),
+    ('TX405', 'test-invalid-duration', 'error', 'a duration or time in a rule test that does not parse'),
+    ('TX406', 'test-not-json', 'error', 'a test input or value that JSON cannot hold'),
+    ('TX407', 'test-unused-mock', 'warning', 'a mock or worker for a target no rule calls'),
 )
 
 CODES: dict[str, CodeInfo] = {row[0]: CodeInfo(*row) for row in _TABLE}

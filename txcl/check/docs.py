@@ -18,6 +18,7 @@ class RuleDoc:
     bad: str
     good: str
     layout: bool = False  # examples are OPS tree layouts, not one rule text
+    test_file: bool = False  # examples are parts of rule test files (YAML), not rules
 
     def markdown(self) -> str:
         return (f"{self.explanation}\n\nBad:\n\n```\n{self.bad}\n```\n\nGood:\n\n```\n{self.good}\n```\n")
@@ -30,8 +31,8 @@ class RuleDoc:
                 f"Bad:\n{indent(self.bad)}\n\nGood:\n{indent(self.good)}\n")
 
 
-def _d(code: str, explanation: str, bad: str, good: str, layout: bool = False) -> RuleDoc:
-    return RuleDoc(code, " ".join(explanation.split()), bad.strip("\n"), good.strip("\n"), layout)
+def _d(code: str, explanation: str, bad: str, good: str, layout: bool = False, test_file: bool = False) -> RuleDoc:
+    return RuleDoc(code, " ".join(explanation.split()), bad.strip("\n"), good.strip("\n"), layout, test_file)
 
 
 _ENTRIES = (
@@ -252,6 +253,36 @@ limit is crossed.""",
     _d("TX303", """A `# noqa` comment that suppresses nothing hides nothing but noise; remove it
         (or the codes it no longer needs).""",
        'EMIT .a = 1  # noqa: TX201', 'EMIT .a = 1'),
+    _d("TX400", """A rule test file (`*.test.yaml`, `*.test.yml`, `*.test.json`) must be valid YAML or
+        JSON in UTF-8. The position is where the parser stopped.""",
+       'cases:\n  - name: vip\n    input: {order: {tier: vip}', 'cases:\n  - name: vip\n    input: {order: {tier: vip}}',
+       test_file=True),
+    _d("TX401", """A key that rule test files do not have, usually a typo: the message suggests the
+        closest known key. The file's keys are `stack` and `cases`; a case has `name`, `input` or
+        `input_file`, `stack`, `clock`, `mocks`, `workers` and `expect`.""",
+       'cases:\n  - name: vip\n    inptu: {order: {}}', 'cases:\n  - name: vip\n    input: {order: {}}',
+       test_file=True),
+    _d("TX402", """A value of the wrong type (a list where a mapping belongs, a number for a name) or
+        outside its choices (`expect.status` is one of completed, halted, failed, suspended).""",
+       'cases:\n  - name: vip\n    expect: {status: done}', 'cases:\n  - name: vip\n    expect: {status: completed}',
+       test_file=True),
+    _d("TX403", """The case runs on a stack the OPS tree does not have (or names none while the
+        workspace has several). Give `stack:` at the top of the file or in the case.""",
+       'stack: shpo\ncases:\n  - name: vip', 'stack: shop\ncases:\n  - name: vip', test_file=True),
+    _d("TX404", """Every case of a file has its own name, so reports and `-k` can tell them apart.""",
+       'cases:\n  - name: vip\n  - name: vip', 'cases:\n  - name: vip\n  - name: vip with coupon',
+       test_file=True),
+    _d("TX405", """Durations (`after`) are written like `"250ms"`, `"5m"`, `"2h"` or milliseconds
+        (`after` also takes `never`); `clock` is an RFC 3339 time.""",
+       'workers:\n  "https://w.example/start": {after: soon}',
+       'workers:\n  "https://w.example/start": {after: 5m}', test_file=True),
+    _d("TX406", """Inputs, outputs and expected values must be JSON. YAML has more (dates, times);
+        quote them. An `input` (or the file named by `input_file`) must be a JSON object.""",
+       'input: {day: 2026-01-01}', 'input: {day: "2026-01-01"}', test_file=True),
+    _d("TX407", """A mock or a simulated worker for a target that no rule of the tree calls: it
+        answers nothing, so the EXEC string it is meant for is probably written differently.""",
+       'mocks:\n  "https://pricing.example.net/discounts": {output: {}}',
+       'mocks:\n  "https://pricing.example.net/discount": {output: {}}', test_file=True),
 )
 
 DOCS: dict[str, RuleDoc] = {entry.code: entry for entry in _ENTRIES}

@@ -46,7 +46,7 @@ class ContinuationService:
 
     def __init__(self, store: Any, settings: Any, *, workspace: Path | None = None,
                  trace_sink: Callable[[Any], None] | None = None, callback_base_url: str | None = None,
-                 inline_store: bool = False):
+                 inline_store: bool = False, dispatch_client: Callable[[], Any] | None = None):
         self.store = store
         self.settings = settings
         self.workspace = Path(workspace) if workspace is not None else None
@@ -69,6 +69,7 @@ class ContinuationService:
         self.suspended_envelopes: dict[str, dict] = {}  # rid -> envelope at the suspend (202 body)
         self.before_dispatch: Callable[[], None] | None = None  # e.g. `txcl run`'s one-time warning
         self.lane = StoreLane(store, inline=inline_store)
+        self.dispatch_client = dispatch_client  # makes the worker POST client (`txcl test`: simulated workers)
 
     def remember_suspended(self, rid: str, envelope: dict) -> None:
         """The envelope at a request's suspend, for its 202 answer (the oldest forgotten first
@@ -140,7 +141,8 @@ class ContinuationService:
         """The worker dispatch client of the running loop (worker_client.DispatchClient)."""
         loop = asyncio.get_running_loop()
         if self._http is None or self._http_loop is not loop:
-            self._http = DispatchClient(max_connections=256, max_idle=64)
+            self._http = (self.dispatch_client() if self.dispatch_client is not None
+                          else DispatchClient(max_connections=256, max_idle=64))
             self._http_loop = loop
         return self._http
 

@@ -103,6 +103,10 @@ class Services:
     executor: ThreadPoolExecutor | None = None
     sleep: Callable[[float], Any] = asyncio.sleep
     kv: Kv | None = None
+    # `txcl test`: answers an in-process target (txco://, py://) without calling it, or None
+    # to call it; returns the raw output or raises OpError. HTTP targets are answered by the
+    # test's HTTP transport instead, so they take the production path.
+    stand_in: Callable[[Any, dict], Any] | None = None
 
     def http(self):
         if self.http_client is None:
@@ -332,6 +336,11 @@ class Walker:
             from txcl.runtime.schemes.goto import jump_output
 
             return jump_output(target, frame.stack), None
+        stand_in = self.services.stand_in
+        if stand_in is not None and kind != "http":
+            answered = stand_in(target, op_input)
+            if answered is not None:
+                return answered, None
         ctx = self.op_context(run, frame, pop, directives, deadline)
         when = asyncio.get_running_loop().time() + timeout_ms / 1000.0
         try:

@@ -1,0 +1,539 @@
+"""Test files: finding them, reading them (YAML through ruamel's safe round-trip loader, JSON
+as JSON), and checking their shape into `TestFile` / `Case` records.
+
+Every mistake is a Diagnostic with a TX4xx code at the line and column of the offending key or
+value (never a traceback): unknown keys with a suggestion, wrong types, durations that do not
+parse, inputs that are not JSON, a case name used twice. Checks that need the OPS tree (a
+stack that does not exist, a mock for a target no rule uses) are in `txcl.ruletest.tree_checks`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Iterable
+
+import attrs
+
+from txcl.errors import Diagnostic, Position, Span
+from txcl.suggest import did_you_mean
+
+SUFFIXES = (".test.yaml", ".test.yml", ".test.json")
+STATUSES = ("completed", "halted", "failed", "suspended")
+DEFAULT_CLOCK = "2026-01-01T00:00:00Z"
+
+FILE_KEYS = ("stack", "cases")
+CASE_KEYS = ("name", "input", "input_file", "stack", "clock", "mocks", "workers", "expect")
+MOCK_KEYS = ("output", "error", "status")
+ANSWER_KEYS = ("after", "status", "output", "error", "each_output", "outputs", "ack", "duplicate", "conflicting")
+EXPECT_KEYS = ("status", "envelope", "absent", "error", "ran", "not_ran")
+
+
+def is_test_file(path: Path) -> bool:
+    return path.name.endswith(SUFFIXES) and path.is_file()
+
+
+def discover(paths: Iterable[str | Path]) -> list[Path]:
+    """Test files under `paths` (files named as such are taken as given), sorted, skipping
+    `OPS/`, dot-folders and `_`-folders below a given folder."""
+    found: set[Path] = set()
+    for raw in paths:
+        path = Path(raw)
+        if path.is_file():
+            found.add(path)
+            continue
+        if not path.is_dir():
+            continue
+        for candidate in path.rglob("*"):
+            rel = candidate.relative_to(path).parts
+            if any(p.startswith((".", "_")) or p == "OPS" or p == "node_modules" for p in rel[:-1]):
+                continue
+            if is_test_file(candidate):
+                found.add(candidate)
+    return sorted(found)
+
+
+# ---------------------------------------------------------------- records
+
+
+@attrs.frozen
+class Answer:
+    """One simulated worker answer (for one call, or for every call of a target)."""
+
+    after_ms: int | None = 0  # None: never calls back
+    status: str = "completed"  # completed | failed
+    output: Any = None
+    error: Any = None
+    each_output: Any = None  # template with {item} / {index}, for itemized ops
+    outputs: list | None = None  # by item index
+    ack: bool = True
+    duplicate: int = 0
+    conflicting: Any = None
+
+
+@attrs.frozen
+class Mock:
+    """A sync EXEC target answered without being called."""
+
+    output: Any = None
+    error: Any = None
+
+
+@attrs.frozen
+class Expect:
+    status: str | None = None
+    envelope: Any = None
+    has_envelope: bool = False
+    absent: tuple[str, ...] = ()
+    error: Any = None
+    ran: tuple[str, ...] = ()
+    not_ran: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class Case:
+    name: str
+    line: int  # 1-based line of the case in its file
+    input: Any
+    stack: str | None
+    clock_ms: int
+    mocks: dict[str, Mock]
+    workers: dict[str, tuple[Answer, ...]]  # one answer for every call, or one per call in order
+    expect: Expect
+    spans: dict[str, Span] = attrs.field(factory=dict, eq=False)  # where keys were written (for later checks)
+
+
+@attrs.frozen
+class TestFile:
+    path: Path
+    text: str
+    stack: str | None
+    cases: tuple[Case, ...]
+    data: Any = attrs.field(default=None, eq=False)  # the round-trip document (for --update)
+
+
+# ---------------------------------------------------------------- reading
+
+
+class _Reader:
+    """Walks the loaded document and reports problems with their positions."""
+
+    def __init__(self, path: Path, text: str) -> None:
+        self.path = path
+        self.file = str(path)
+        self.text = text
+        self.line_starts = [0]
+        for i, ch in enumerate(text):
+            if ch == "\n":
+                self.line_starts.append(i + 1)
+        self.diagnostics: list[Diagnostic] = []
+
+    def span(self, line0: int, col0: int, length: int = 1) -> Span:
+        line0 = max(0, min(line0, len(self.line_starts) - 1))
+        start = self.line_starts[line0] + col0
+        end_of_line = self.text.find("\n", start)
+        end_of_line = len(self.text) if end_of_line < 0 else end_of_line
+        length = max(1, min(length, end_of_line - start)) if end_of_line > start else 1
+        return Span(Position(line0 + 1, col0 + 1, start), Position(line0 + 1, col0 + 1 + length, start + length))
+
+    def key_span(self, node: Any, key: Any) -> Span:
+        try:
+            line, col = node.lc.key(key)
+        except (AttributeError, KeyError, TypeError):
+            return self.node_span(node)
+        return self.span(line, col, len(str(key)))
+
+    def value_span(self, node: Any, key: Any) -> Span:
+        try:
+            line, col = node.lc.value(key) if isinstance(key, str) else node.lc.item(key)
+        except (AttributeError, KeyError, TypeError, IndexError):
+            return self.key_span(node, key)
+        return self.span(line, col, len(str(node[key])) if not isinstance(node[key], (dict, list)) else 1)
+
+    def node_span(self, node: Any) -> Span:
+        lc = getattr(node, "lc", None)
+        if lc is not None and lc.line is not None:
+            return self.span(lc.line, lc.col)
+        return self.span(0, 0)
+
+    def report(self, code: str, message: str, span: Span, hint: str | None = None) -> None:
+        self.diagnostics.append(Diagnostic(code, message, self.file, span, hint, source=self.text))
+
+    # -------------------------------------------------------------- shapes
+    def mapping(self, node: Any, where: str, span: Span) -> dict | None:
+        if isinstance(node, dict):
+            return node
+        self.report("TX402", f"{where} must be a mapping of keys to values, got {_kind(node)}", span)
+        return None
+
+    def keys(self, node: dict, allowed: tuple[str, ...], where: str) -> None:
+        for key in node:
+            if key in allowed:
+                continue
+            guess = did_you_mean(str(key), allowed)
+            self.report("TX401", f"unknown key {key!r} in {where}", self.key_span(node, key),
+                        f"did you mean {guess!r}?" if guess else f"the keys of {where} are: {', '.join(allowed)}")
+
+    def string(self, node: dict, key: str, where: str, choices: tuple[str, ...] = ()) -> str | None:
+        value = node.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            self.report("TX402", f"{where}.{key} must be a string, got {_kind(value)}", self.value_span(node, key))
+            return None
+        if choices and value not in choices:
+            guess = did_you_mean(value, choices)
+            self.report("TX402", f"{where}.{key} is {value!r}; it must be one of {', '.join(choices)}",
+                        self.value_span(node, key), f"did you mean {guess!r}?" if guess else None)
+            return None
+        return str(value)
+
+    def json_value(self, node: Any, key: Any, where: str) -> tuple[bool, Any]:
+        """(ok, the value as plain JSON); a value JSON cannot hold is TX406."""
+        value = node[key]
+        try:
+            return True, plain(value)
+        except _NotJson as exc:
+            self.report("TX406", f"{where} is not JSON: {exc}", self.value_span(node, key),
+                        "quote dates and times; JSON has strings, numbers, booleans, null, lists and mappings")
+            return False, None
+
+    def duration(self, node: dict, key: str, where: str, never_ok: bool = False) -> tuple[bool, int | None]:
+        from txcl.values.coerce import duration_to_ms
+
+        value = node.get(key)
+        if never_ok and value == "never":
+            return True, None
+        ms = duration_to_ms(value) if not isinstance(value, bool) else None
+        if ms is None or ms < 0:
+            self.report("TX405", f"{where}.{key} is not a duration: {value!r}", self.value_span(node, key),
+                        'write a duration such as "250ms", "5m" or "2h", or milliseconds'
+                        + (', or "never"' if never_ok else ""))
+            return False, 0
+        return True, ms
+
+    def string_list(self, node: dict, key: str, where: str) -> tuple[str, ...]:
+        value = node.get(key)
+        if value is None:
+            return ()
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            self.report("TX402", f"{where}.{key} must be a list of strings", self.value_span(node, key))
+            return ()
+        return tuple(str(v) for v in value)
+
+
+class _NotJson(ValueError):
+    pass
+
+
+def plain(value: Any) -> Any:
+    """A loaded YAML/JSON value as plain JSON (dict, list, str, int, float, bool, None)."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise _NotJson(f"{value} is not a finite number")
+        return float(value)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise _NotJson(f"the key {k!r} is not a string")
+            out[str(k)] = plain(v)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    raise _NotJson(f"a {type(value).__name__} value ({value!s})")
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "nothing"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return f"a {type(value).__name__}"
+
+
+def _yaml():
+    from ruamel.yaml import YAML
+
+    yaml = YAML(typ="rt")  # round trip: positions and comments kept; safe (no Python objects)
+    yaml.preserve_quotes = True
+    return yaml
+
+
+def load_document(path: Path, text: str) -> tuple[Any, list[Diagnostic]]:
+    """The document of a test file, or TX400 with the parser's position."""
+    reader = _Reader(path, text)
+    if path.name.endswith(".json"):
+        try:
+            json.loads(text)
+        except json.JSONDecodeError as exc:
+            reader.report("TX400", f"not valid JSON: {exc.msg}", reader.span(exc.lineno - 1, exc.colno - 1))
+            return None, reader.diagnostics
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+    try:
+        data = _yaml().load(text)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        span = reader.span(mark.line, mark.column) if mark is not None else reader.span(0, 0)
+        reader.report("TX400", f"not valid YAML: {exc.problem or exc.context}", span)
+        return None, reader.diagnostics
+    except (YAMLError, ValueError) as exc:
+        reader.report("TX400", f"not valid YAML: {exc}", reader.span(0, 0))
+        return None, reader.diagnostics
+    return data, reader.diagnostics
+
+
+def read_test_file(path: Path) -> tuple[TestFile | None, list[Diagnostic]]:
+    """The test file at `path`, and every problem of its shape (TX4xx)."""
+    try:
+        raw = path.read_bytes()
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None, [Diagnostic("TX400", "the test file is not UTF-8", str(path))]
+    except OSError as exc:
+        return None, [Diagnostic("TX400", f"cannot read the test file: {exc.strerror or exc}", str(path))]
+    return parse_test_text(path, text)
+
+
+def parse_test_text(path: Path, text: str) -> tuple[TestFile | None, list[Diagnostic]]:
+    data, problems = load_document(path, text)
+    if problems:
+        return None, problems
+    reader = _Reader(path, text)
+    top = reader.mapping(data, "the test file", reader.span(0, 0))
+    if top is None:
+        return None, reader.diagnostics
+    reader.keys(top, FILE_KEYS, "the test file")
+    stack = reader.string(top, "stack", "the test file")
+    cases_node = top.get("cases")
+    if cases_node is None:
+        reader.report("TX402", "the test file has no `cases:` list", reader.span(0, 0),
+                      "add `cases:` with at least one case (name, input, expect)")
+        return None, reader.diagnostics
+    if not isinstance(cases_node, list):
+        reader.report("TX402", f"`cases` must be a list, got {_kind(cases_node)}", reader.value_span(top, "cases"))
+        return None, reader.diagnostics
+    cases: list[Case] = []
+    seen: dict[str, int] = {}
+    for i, node in enumerate(cases_node):
+        case = _read_case(reader, cases_node, i, node, path)
+        if case is None:
+            continue
+        if case.name in seen:
+            reader.report("TX404", f"the case name {case.name!r} is used twice (first at line {seen[case.name]})",
+                          case.spans["name"], "give every case of a file its own name")
+            continue
+        seen[case.name] = case.line
+        cases.append(case)
+    if reader.diagnostics and any(d.severity == "error" for d in reader.diagnostics):
+        return None, reader.diagnostics
+    return TestFile(path, text, stack, tuple(cases), data), reader.diagnostics
+
+
+def _read_case(reader: _Reader, parent: list, index: int, node: Any, path: Path) -> Case | None:
+    where = f"case {index + 1}"
+    item_span = reader.value_span(parent, index)
+    case = reader.mapping(node, where, item_span)
+    if case is None:
+        return None
+    name = case.get("name")
+    if not isinstance(name, str) or not name.strip():
+        reader.report("TX402", f"{where} needs a `name:` (a non-empty string)",
+                      reader.value_span(case, "name") if "name" in case else item_span)
+        return None
+    where = f"case {name!r}"
+    reader.keys(case, CASE_KEYS, where)
+    spans = {key: reader.key_span(case, key) for key in case}
+    spans["name"] = reader.value_span(case, "name")
+    before = len(reader.diagnostics)
+    envelope: Any = {}
+    if "input" in case and "input_file" in case:
+        reader.report("TX402", f"{where} has both `input` and `input_file`; give one", spans["input_file"])
+    elif "input" in case:
+        ok, envelope = reader.json_value(case, "input", f"{where}.input")
+        if ok and not isinstance(envelope, dict):
+            reader.report("TX406", f"{where}.input must be a JSON object (the envelope), got {_kind(envelope)}",
+                          reader.value_span(case, "input"))
+    elif "input_file" in case:
+        rel = reader.string(case, "input_file", where)
+        if rel is not None:
+            target = path.parent / rel
+            try:
+                envelope = json.loads(target.read_text(encoding="utf-8"))
+            except OSError:
+                reader.report("TX406", f"{where}.input_file: no file {rel} next to the test file",
+                              reader.value_span(case, "input_file"))
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                reader.report("TX406", f"{where}.input_file: {rel} is not JSON ({exc})",
+                              reader.value_span(case, "input_file"))
+            else:
+                if not isinstance(envelope, dict):
+                    reader.report("TX406", f"{where}.input_file: {rel} holds {_kind(envelope)}, not a JSON object",
+                                  reader.value_span(case, "input_file"))
+    stack = reader.string(case, "stack", where)
+    clock_ms = _read_clock(reader, case, where)
+    mocks = _read_mocks(reader, case, where)
+    workers = _read_workers(reader, case, where)
+    expect = _read_expect(reader, case, where)
+    if any(d.severity == "error" for d in reader.diagnostics[before:]):
+        return None
+    line = (reader.node_span(case).start.line if hasattr(case, "lc") else 1)
+    return Case(str(name), line, envelope, stack, clock_ms, mocks, workers, expect, spans)
+
+
+def _read_clock(reader: _Reader, case: dict, where: str) -> int:
+    import datetime as dt
+
+    value = case.get("clock", DEFAULT_CLOCK)
+    moment = value if isinstance(value, dt.datetime) else None
+    if isinstance(value, str):
+        try:
+            moment = dt.datetime.fromisoformat(value)
+        except ValueError:
+            moment = None
+    if moment is not None:
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=dt.timezone.utc)
+        return int(moment.timestamp() * 1000)
+    if True:
+        reader.report("TX405", f"{where}.clock is not a time: {value!r}", reader.value_span(case, "clock"),
+                      'write an RFC 3339 time such as "2026-01-01T09:30:00Z"')
+        return 0
+    return ms
+
+
+def _read_mocks(reader: _Reader, case: dict, where: str) -> dict[str, Mock]:
+    node = case.get("mocks")
+    if node is None:
+        return {}
+    mocks = reader.mapping(node, f"{where}.mocks", reader.value_span(case, "mocks"))
+    out: dict[str, Mock] = {}
+    for target, spec in (mocks or {}).items():
+        at = f"{where}.mocks[{target!r}]"
+        body = reader.mapping(spec, at, reader.value_span(mocks, target))
+        if body is None:
+            continue
+        reader.keys(body, MOCK_KEYS, at)
+        if "output" in body and "error" in body:
+            reader.report("TX402", f"{at} has both `output` and `error`; a mock answers one",
+                          reader.key_span(body, "error"))
+            continue
+        output = error = None
+        if "output" in body:
+            ok, output = reader.json_value(body, "output", f"{at}.output")
+            if ok and not isinstance(output, dict):
+                reader.report("TX402", f"{at}.output must be a JSON object (an op's output), got {_kind(output)}",
+                              reader.value_span(body, "output"))
+        elif "error" in body:
+            ok, error = reader.json_value(body, "error", f"{at}.error")
+        else:
+            output = {}
+        out[str(target)] = Mock(output=output, error=error)
+    return out
+
+
+def _read_answer(reader: _Reader, node: Any, at: str, span: Span) -> Answer | None:
+    body = reader.mapping(node, at, span)
+    if body is None:
+        return None
+    reader.keys(body, ANSWER_KEYS, at)
+    fields: dict[str, Any] = {}
+    if "after" in body:
+        _, fields["after_ms"] = reader.duration(body, "after", at, never_ok=True)
+    status = reader.string(body, "status", at, ("completed", "failed"))
+    if status:
+        fields["status"] = status
+    for key in ("output", "error", "each_output", "conflicting"):
+        if key in body:
+            _, fields[key] = reader.json_value(body, key, f"{at}.{key}")
+    if "outputs" in body:
+        ok, outputs = reader.json_value(body, "outputs", f"{at}.outputs")
+        if ok and not isinstance(outputs, list):
+            reader.report("TX402", f"{at}.outputs must be a list (one output per item index)",
+                          reader.value_span(body, "outputs"))
+        else:
+            fields["outputs"] = outputs
+    if "ack" in body:
+        if not isinstance(body["ack"], bool):
+            reader.report("TX402", f"{at}.ack must be true or false", reader.value_span(body, "ack"))
+        else:
+            fields["ack"] = body["ack"]
+    if "duplicate" in body:
+        value = body["duplicate"]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            reader.report("TX402", f"{at}.duplicate must be a whole number of extra deliveries",
+                          reader.value_span(body, "duplicate"))
+        else:
+            fields["duplicate"] = int(value)
+    return Answer(**fields)
+
+
+def _read_workers(reader: _Reader, case: dict, where: str) -> dict[str, tuple[Answer, ...]]:
+    node = case.get("workers")
+    if node is None:
+        return {}
+    workers = reader.mapping(node, f"{where}.workers", reader.value_span(case, "workers"))
+    out: dict[str, tuple[Answer, ...]] = {}
+    for target, spec in (workers or {}).items():
+        at = f"{where}.workers[{target!r}]"
+        if isinstance(spec, list):
+            answers = [_read_answer(reader, item, f"{at}[{i}]", reader.value_span(spec, i))
+                       for i, item in enumerate(spec)]
+            if answers and all(a is not None for a in answers):
+                out[str(target)] = tuple(a for a in answers if a is not None)
+            elif not answers:
+                reader.report("TX402", f"{at} is an empty list of answers", reader.value_span(workers, target))
+        else:
+            answer = _read_answer(reader, spec, at, reader.value_span(workers, target))
+            if answer is not None:
+                out[str(target)] = (answer,)
+    return out
+
+
+def _read_expect(reader: _Reader, case: dict, where: str) -> Expect:
+    node = case.get("expect")
+    if node is None:
+        return Expect()
+    at = f"{where}.expect"
+    expect = reader.mapping(node, at, reader.value_span(case, "expect"))
+    if expect is None:
+        return Expect()
+    reader.keys(expect, EXPECT_KEYS, at)
+    fields: dict[str, Any] = {"status": reader.string(expect, "status", at, STATUSES)}
+    if "envelope" in expect:
+        ok, envelope = reader.json_value(expect, "envelope", f"{at}.envelope")
+        fields["envelope"], fields["has_envelope"] = envelope, ok
+    if "error" in expect:
+        _, fields["error"] = reader.json_value(expect, "error", f"{at}.error")
+    for key in ("absent", "ran", "not_ran"):
+        fields[key] = reader.string_list(expect, key, at)
+    for i, path_text in enumerate(fields["absent"]):
+        if not path_text.startswith("."):
+            reader.report("TX402", f"{at}.absent: {path_text!r} is not a path (paths start with '.')",
+                          reader.value_span(expect["absent"], i))
+    for key in ("ran", "not_ran"):
+        for i, op in enumerate(fields[key]):
+            if op.count("/") < 2:
+                reader.report("TX402", f"{at}.{key}: {op!r} does not name an op as <stack>/<scope>/<name>",
+                              reader.value_span(expect[key], i), 'for example "shop/200/total"')
+    return Expect(**fields)
+
+
+__all__ = ["SUFFIXES", "TestFile", "Case", "Answer", "Mock", "Expect", "discover", "read_test_file",
+           "parse_test_text", "is_test_file", "plain", "load_document"]
