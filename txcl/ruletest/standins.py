@@ -104,6 +104,9 @@ class StandIns:
         self._per_target: dict[str, int] = {}
         self.used_mocks: set[str] = set()
         self.used_workers: set[str] = set()
+        # set by the runner: delivers a callback that is due at once (`after: 0`) while the
+        # request still runs, as a worker answering right away would
+        self.deliver_now: Any = None
 
     # -------------------------------------------------------------- sync targets
     def _mock_for(self, text: str) -> tuple[str, Mock] | None:
@@ -212,6 +215,10 @@ class StandIns:
     def _schedule(self, delivery: Delivery) -> None:
         self._seq += 1
         delivery.seq = self._seq
+        if delivery.due_ms <= self.clock.ms and self.deliver_now is not None:
+            self.sent.append(delivery)
+            self.deliver_now(delivery)
+            return
         self.pending.append(delivery)
 
     def next_delivery(self) -> Delivery | None:
