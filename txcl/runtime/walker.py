@@ -128,6 +128,8 @@ class Walker:
         # (stack, requested scope) -> (resolved scope or None, stage text): the tree is pinned.
         self._scopes: dict[tuple[str, int], tuple[int | None, str]] = {}
         self._plain_hooks = type(self.hooks) is NoHooks
+        # `txcl test --coverage`: told which rules each entered scope considered and selected
+        self.observer: Any = None
 
     @staticmethod
     def facts(op: OpRule) -> "_Facts":
@@ -246,6 +248,8 @@ class Walker:
         if top > 0:
             matched = [op for op in matched if op.facts.priority == top]
         frame.rules = tuple(matched)
+        if self.observer is not None:
+            self.observer.scope_selected(frame, rules, frame.rules, e0)
         ops: list[PreparedOp] = []
         for op in matched:
             rule = op.rule
