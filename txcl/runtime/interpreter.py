@@ -92,7 +92,9 @@ _second_text: tuple[int, str] = (-1, "")
 def _now_rfc3339() -> str:
     """UTC now as `YYYY-MM-DDTHH:MM:SS.mmmZ` (the date part is formatted once per second)."""
     global _second_text
-    ms = time.time_ns() // 1_000_000
+    from txcl.functions import registry  # the clock of &now (virtual under `txcl test`)
+
+    ms = registry.environment.now_ns() // 1_000_000
     second, milli = divmod(ms, 1000)
     cached_second, text = _second_text
     if cached_second != second:

@@ -1,0 +1,175 @@
+"""`txcl test` running cases: expectations, mocks (through the production HTTP path and the
+stand-in hook), the network refused, the virtual clock, reports and exit codes."""
+
+from __future__ import annotations
+
+import json
+from xml.etree import ElementTree as ET
+
+SHOP = {
+    "OPS/shop/100/intake.txcl": 'SET .order.customer = "guest"\nSELECT .order.customer AS .customer',
+    "OPS/shop/200/price.txcl": 'SELECT .order AS .order\nWITH into = "price", timeout = "2s"\n'
+                               'EXEC "https://pricing.example.net/quote"',
+    "OPS/shop/300/vip.txcl": 'WHEN .customer == "vip"\nPRIORITY 5\nEMIT .to_pay = &mul(.price.amount, 0.8)',
+    "OPS/shop/300/standard.txcl": "WHEN .price.amount > 0\nPRIORITY 1\nEMIT .to_pay = .price.amount",
+    "OPS/shop/400/stamp.txcl": 'EMIT .stamped_at = &now("rfc3339")',
+    "OPS/shop/500/big.txcl": "WHEN .to_pay >= 1000\nEMIT @halt = true, .big = true",
+    "OPS/shop/600/ship.txcl": 'EXEC "py://shipping:rate"',
+    "shipping.py": "def rate(op_input, ctx):\n    return {'shipping': 'real'}\n",
+}
+
+PRICE = '"https://pricing.example.net/quote": {output: {amount: 100}}'
+
+
+def _file(cases: str, stack: str = "shop") -> str:
+    return f"stack: {stack}\ncases:\n{cases}"
+
+
+def test_passing_cases_exit_0_with_the_pytest_like_summary(ws, run_tests) -> None:
+    root = ws({**SHOP, "tests/shop.test.yaml": _file(f"""
+  - name: a vip pays less
+    input: {{order: {{customer: vip}}}}
+    clock: "2026-03-04T05:06:07Z"
+    mocks:
+      {PRICE}
+      "py://shipping:rate": {{output: {{shipping: mocked}}}}
+    expect:
+      envelope: {{to_pay: 80.0, price: {{amount: 100}}, stamped_at: "2026-03-04T05:06:07Z", shipping: mocked}}
+      ran: [shop/300/vip, shop/600/ship]
+      not_ran: [shop/300/standard]
+  - name: a guest pays the full price and the real py op runs
+    input: {{order: {{}}}}
+    mocks:
+      {PRICE}
+    expect:
+      envelope: {{customer: guest, to_pay: 100, shipping: real}}
+      absent: [.big]
+""")})
+    code, out, err = run_tests(root)
+    assert code == 0, out + err
+    assert out.splitlines()[0] == "tests/shop.test.yaml .."
+    assert out.splitlines()[-1].startswith("2 passed, 0 failed in ")
+
+
+def test_a_failing_case_shows_the_differences_and_the_steps_and_exits_1(ws, run_tests) -> None:
+    root = ws({**SHOP, "shop.test.yaml": _file(f"""
+  - name: wrong total
+    input: {{order: {{customer: vip}}}}
+    mocks:
+      {PRICE}
+    expect:
+      status: halted
+      envelope: {{to_pay: 90, price: {{amount: 100, currency: EUR}}}}
+      absent: [.customer]
+      ran: [shop/300/standard]
+      not_ran: [shop/300/vip]
+""")})
+    code, out, _ = run_tests(root)
+    assert code == 1
+    assert "FAILED shop.test.yaml::wrong total" in out
+    for line in ("status: expected halted, got completed", ".to_pay: expected 90, got 80.0",
+                 '.price.currency: expected "EUR", got nothing', '.customer: expected absent, got "vip"',
+                 "ran: shop/300/standard did not run", "not_ran: shop/300/vip ran",
+                 "shop/200/price https ok"):
+        assert line in out, line
+    assert out.splitlines()[-1].startswith("0 passed, 1 failed")
+
+
+def test_an_http_target_that_is_not_mocked_fails_its_case_naming_it(ws, run_tests) -> None:
+    root = ws({**SHOP, "shop.test.yaml": _file("""
+  - name: forgot the mock
+    input: {order: {}}
+""")})
+    code, out, _ = run_tests(root)
+    assert code == 1
+    assert "https://pricing.example.net/quote was called but is not mocked" in out
+
+
+def test_a_mocked_error_fails_the_op_as_the_real_one_would(ws, run_tests) -> None:
+    root = ws({**SHOP, "shop.test.yaml": _file("""
+  - name: pricing down
+    input: {order: {}}
+    mocks:
+      "https://pricing.example.net/quote": {error: "pricing down"}
+      "py://shipping:rate": {error: {message: "no carrier"}}
+    expect:
+      envelope: {_ts: "2026-01-01T00:00:00.000Z", customer: guest}
+      absent: [.price, .to_pay, .shipping]
+""")})
+    code, out, _ = run_tests(root, "--output-format", "json")
+    assert code == 0, out
+    case = json.loads(out[: out.rindex("}") + 1])["cases"][0]
+    assert case["outcome"] == "passed" and case["ran"] == ["shop/100/intake", "shop/200/price", "shop/400/stamp",
+                                                          "shop/600/ship"]
+    code, out, _ = run_tests(root, "--output-format", "full")  # the errors are in the steps of a failure
+    root.joinpath("shop.test.yaml").write_text(root.joinpath("shop.test.yaml").read_text().replace(
+        "customer: guest}", "customer: nobody}"))
+    code, out, _ = run_tests(root)
+    assert code == 1
+    assert "shop/200/price https error: http https://pricing.example.net/quote: status 500" in out
+    assert "shop/600/ship py error: no carrier" in out
+
+
+def test_k_selects_x_stops_and_o_writes_junit(ws, run_tests) -> None:
+    root = ws({**SHOP, "shop.test.yaml": _file(f"""
+  - name: one fails
+    input: {{order: {{}}}}
+    mocks: {{{PRICE}}}
+    expect: {{envelope: {{to_pay: 1}}}}
+  - name: two fails
+    input: {{order: {{}}}}
+    mocks: {{{PRICE}}}
+    expect: {{envelope: {{to_pay: 2}}}}
+  - name: three passes
+    input: {{order: {{}}}}
+    mocks: {{{PRICE}}}
+    expect: {{envelope: {{to_pay: 100}}}}
+""")})
+    code, out, _ = run_tests(root, "-k", "THREE")
+    assert code == 0 and out.splitlines()[-1].startswith("1 passed, 0 failed")
+    code, out, _ = run_tests(root, "-x")
+    assert code == 1 and out.splitlines()[-1].startswith("0 passed, 1 failed")
+    code, out, _ = run_tests(root, "--output-format", "junit", "-o", "report.xml")
+    assert code == 1 and out.strip().startswith("1 passed, 2 failed")
+    xml = ET.parse(root / "report.xml").getroot()
+    suite = xml.find("testsuite")
+    assert xml.tag == "testsuites" and xml.get("tests") == "3" and xml.get("failures") == "2"
+    assert suite.get("name") == "shop.test.yaml"
+    failures = {c.get("name"): c.find("failure") for c in suite.findall("testcase")}
+    assert failures["three passes"] is None
+    assert failures["one fails"].get("message") == ".to_pay: expected 1, got 100"
+
+
+def test_concise_output_is_one_line_per_case(ws, run_tests) -> None:
+    root = ws({**SHOP, "shop.test.yaml": _file(f"""
+  - name: ok
+    input: {{order: {{}}}}
+    mocks: {{{PRICE}}}
+""")})
+    code, out, _ = run_tests(root, "--output-format", "concise")
+    assert code == 0
+    assert out.splitlines() == ["shop.test.yaml::ok PASSED", out.splitlines()[-1]]
+
+
+def test_no_test_file_is_exit_2(ws, run_tests) -> None:
+    root = ws(SHOP)
+    code, _, err = run_tests(root)
+    assert code == 2 and "no test files" in err
+
+
+def test_an_ops_tree_that_does_not_load_is_exit_2(ws, run_tests) -> None:
+    root = ws({"OPS/shop/100/bad.txcl": "WHEN .a ==", "t.test.yaml": "cases:\n  - name: x\n"})
+    code, _, err = run_tests(root)
+    assert code == 2 and "TX026" in err and "failed to load" in err
+
+
+def test_test_files_in_ops_dot_and_underscore_folders_are_skipped(ws, run_tests) -> None:
+    root = ws({**SHOP, "_drafts/a.test.yaml": "cases: [", ".hidden/b.test.yaml": "cases: [",
+               "OPS/shop/100/c.test.yaml": "cases: [",
+               "good.test.json": json.dumps({"stack": "shop", "cases": [
+                   {"name": "json works", "input": {"order": {}},
+                    "mocks": {"https://pricing.example.net/quote": {"output": {"amount": 3}}},
+                    "expect": {"envelope": {"to_pay": 3}}}]})})
+    code, out, err = run_tests(root)
+    assert code == 0, out + err
+    assert out.splitlines()[0] == "good.test.json ."
