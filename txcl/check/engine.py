@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 import attrs
 
@@ -250,6 +250,11 @@ def run_check(paths: list[str | Path], config: CheckConfig | None = None, *,
                 if d.file in wanted:
                     per_file.setdefault(d.file, []).append(d)
 
+    for shown, diags, source in _test_file_findings(paths or ["."], config, work):
+        result.files_checked += 1
+        result.sources[shown] = source
+        per_file.setdefault(shown, []).extend(diags)
+
     for shown, diags in per_file.items():
         where = _abs(shown) if config.per_file_ignores else shown
         complete = complete_of.get(shown, True)
@@ -281,3 +286,44 @@ def _layout_diagnostics(scan, config: CheckConfig) -> Iterable[Diagnostic]:
 
 def _abs_from_scan(scan, file: str) -> str:
     return file if os.path.isabs(file) else os.path.abspath(file)
+
+
+def _test_file_findings(paths: list[str | Path], config: CheckConfig, work: Any) -> list[tuple[str, list, str]]:
+    """Rule test files (`*.test.yaml`, `*.test.yml`, `*.test.json`) under `paths`: their TX4xx
+    findings, with the OPS tree's checks (stacks, unused mocks) when the workspace loads."""
+    from txcl.ruletest.spec import discover as discover_tests
+    from txcl.ruletest.spec import read_test_file
+
+    out = []
+    files = [f for f in discover_tests(paths) if not (config.exclude and config.excluded(f))]
+    trees: dict[Path, Any] = {}
+    for path in files:
+        test_file, diags = read_test_file(path)
+        shown = display_path(path)
+        if test_file is not None:
+            tree = _tree_near(path, trees)
+            if tree is not None:
+                from txcl.ruletest.session import tree_checks
+
+                diags = diags + tree_checks(tree, test_file)
+        text = test_file.text if test_file is not None else path.read_text(encoding="utf-8", errors="replace")
+        out.append((shown, [attrs.evolve(d, file=shown, source=text) for d in diags], text))
+    return out
+
+
+def _tree_near(path: Path, trees: dict[Path, Any]) -> Any:
+    """The loaded OPS tree of the workspace holding `path` (None when there is none, or it
+    does not load: its own findings say why)."""
+    from txcl.errors import TxclError
+    from txcl.ops.tree import WorkspaceNotFound, find_workspace, load_ops
+
+    try:
+        workspace, _ = find_workspace(path.parent)
+    except WorkspaceNotFound:
+        return None
+    if workspace not in trees:
+        try:
+            trees[workspace] = load_ops(workspace, import_python=False)
+        except (TxclError, OSError):
+            trees[workspace] = None
+    return trees[workspace]

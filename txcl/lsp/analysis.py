@@ -70,9 +70,29 @@ def _check_config(path: str | None) -> Any:
         return CheckConfig()
 
 
+def test_file_diagnostics(text: str, path: str) -> list[Diagnostic]:
+    """The TX4xx findings of a rule test file being edited (with the OPS tree's checks when
+    its workspace loads)."""
+    from txcl.ruletest.spec import parse_test_text
+
+    test_file, diags = parse_test_text(Path(path), text)
+    if test_file is not None:
+        from txcl.check.engine import _tree_near
+        from txcl.ruletest.session import tree_checks
+
+        tree = _tree_near(Path(path), {})
+        if tree is not None:
+            diags = diags + tree_checks(tree, test_file)
+    return diags
+
+
 def diagnostics_for(text: str, path: str | None = None) -> list[Diagnostic]:
     """Every per-file finding of `text`: the checker's when available, else the parser's."""
     filename = path or "<buffer>"
+    from txcl.ruletest.spec import SUFFIXES
+
+    if path is not None and path.endswith(SUFFIXES):
+        return test_file_diagnostics(text, path)
     try:
         from txcl.check import check_source
     except ImportError:

@@ -73,8 +73,8 @@ def differences(expect: Expect, run: CaseRun) -> list[str]:
         out.append(f"{url} was called but is not mocked (txcl test makes no network calls: mock it under "
                    "`mocks:` or `workers:`, or pass --allow-network)")
     wanted = expect.status
-    if wanted is None:
-        wanted = "failed" if expect.error is not None else "completed"
+    if wanted is None:  # not given: a run that ended well (completed or halted), or failed when an error is expected
+        wanted = "failed" if expect.error is not None else ("halted" if run.status == "halted" else "completed")
     if run.status != wanted:
         detail = f" ({_show(run.error)})" if run.status == "failed" and run.error is not None else ""
         out.append(f"status: expected {wanted}, got {run.status}{detail}")

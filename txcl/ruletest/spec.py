@@ -35,13 +35,14 @@ def is_test_file(path: Path) -> bool:
 
 
 def discover(paths: Iterable[str | Path]) -> list[Path]:
-    """Test files under `paths` (files named as such are taken as given), sorted, skipping
+    """Test files under `paths` (a file given by name counts when its name ends like one), sorted, skipping
     `OPS/`, dot-folders and `_`-folders below a given folder."""
     found: set[Path] = set()
     for raw in paths:
         path = Path(raw)
         if path.is_file():
-            found.add(path)
+            if path.name.endswith(SUFFIXES):
+                found.add(path)
             continue
         if not path.is_dir():
             continue

@@ -16,7 +16,12 @@ function serverOptions() {
 
 async function activate(context) {
   const clientOptions = {
-    documentSelector: [{ scheme: 'file', language: 'txcl' }, { scheme: 'untitled', language: 'txcl' }],
+    documentSelector: [
+      { scheme: 'file', language: 'txcl' },
+      { scheme: 'untitled', language: 'txcl' },
+      // rule test files: the server reports their TX4xx problems
+      { scheme: 'file', pattern: '**/*.test.{yaml,yml,json}' },
+    ],
     synchronize: { fileEvents: vscode.workspace.createFileSystemWatcher('**/*.txcl') },
   };
   client = new LanguageClient('txcl', 'TXCL language server', serverOptions(), clientOptions);

@@ -41,6 +41,7 @@ Module._load = function (request, ...rest) {
   const client = started[0];
   assert.deepStrictEqual(client.server, { command: 'txcl', args: ['lsp'], transport: 0 });
   assert.ok(client.client.documentSelector.some((s) => s.language === 'txcl'));
+  assert.ok(client.client.documentSelector.some((s) => s.pattern === '**/*.test.{yaml,yml,json}'));
   assert.deepStrictEqual(commands, ['txcl.restartServer']);
   await ext.deactivate();
   assert.ok(client.stopped);
