@@ -173,3 +173,22 @@ def test_test_files_in_ops_dot_and_underscore_folders_are_skipped(ws, run_tests)
     code, out, err = run_tests(root)
     assert code == 0, out + err
     assert out.splitlines()[0] == "good.test.json ."
+
+
+def test_an_ops_mock_request_and_response_pair_is_a_case(ws, run_tests) -> None:
+    root = ws({
+        "OPS/calc/100/double/double.txcl": 'SELECT .n\nEXEC "py://calc:double"',
+        "OPS/calc/100/double/mock-request.json": '{"n": 21, "ignored": true}',
+        "OPS/calc/100/double/mock-response.json": '{"doubled": 42}',
+        "OPS/calc/100/copy/copy.txcl": 'WITH from = "n", to = "m"\nEXEC "txco://copy"',
+        "OPS/calc/100/copy/mock-request.json": '{"n": 1}',
+        "OPS/calc/100/copy/mock-response.json": '{"m": 2}',
+        "calc.py": "def double(op_input, ctx):\n    return {'doubled': op_input['n'] * 2}\n",
+    })
+    code, out, _ = run_tests(root)
+    assert code == 1, out
+    assert "FAILED OPS/calc/100/copy/mock-response.json::calc/100/copy_copy (mock-request.json -> mock-response.json)" in out
+    assert ".m: expected 2, got 1" in out
+    assert out.splitlines()[-1].startswith("1 passed, 1 failed")
+    code, out, err = run_tests(root, "--no-ops-fixtures")
+    assert code == 2 and "no test files" in err

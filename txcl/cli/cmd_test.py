@@ -32,13 +32,15 @@ from txcl.cli.common import color_option, fail, use_color
               help="Rewrite each failing case's expect.envelope with what it produced, keeping comments and order.")
 @click.option("--allow-network", is_flag=True,
               help="Let EXEC targets that are not mocked call the network (off: such a call fails its case).")
+@click.option("--ops-fixtures/--no-ops-fixtures", default=True, show_default=True,
+              help="Also run each op's mock-request.json / mock-response.json pair as a case.")
 @click.option("--workspace", type=click.Path(file_okay=False), default=None,
               help="The workspace (the folder holding OPS/); default: found from the first path or here.")
 @color_option
 def command(paths: tuple[str, ...], select: str | None, stop_first: bool, output_format: str,
             output_file: str | None, coverage: bool, coverage_report: str, coverage_file: str | None,
-            fail_under: float | None, update: bool, allow_network: bool, workspace: str | None,
-            color: str) -> None:
+            fail_under: float | None, update: bool, allow_network: bool, ops_fixtures: bool,
+            workspace: str | None, color: str) -> None:
     """Run rule tests: each case runs a stack over its input with mocked ops and simulated
     workers on a virtual clock, and checks the outcome."""
     from txcl.errors import TxclLoadError
@@ -68,8 +70,11 @@ def command(paths: tuple[str, ...], select: str | None, stop_first: bool, output
     targets = list(paths) or [str(root)]
     from txcl.ruletest.spec import discover
 
-    if not discover(targets):
-        fail(f"no test files (*.test.yaml, *.test.yml, *.test.json) under {', '.join(targets)}")
+    from txcl.ruletest.fixtures import fixture_ops
+
+    if not discover(targets) and not (ops_fixtures and fixture_ops(tree)):
+        fail(f"no test files (*.test.yaml, *.test.yml, *.test.json) under {', '.join(targets)}, "
+             "and no op has a mock-request.json / mock-response.json pair")
     observers = []
     collector = None
     if coverage:
@@ -78,7 +83,8 @@ def command(paths: tuple[str, ...], select: str | None, stop_first: bool, output
         collector = CoverageCollector(tree)
         observers.append(collector)
     session = run_session(targets, workspace=root, tree=tree, settings=settings, select=select,
-                          stop_first=stop_first, allow_network=allow_network, observers=observers)
+                          stop_first=stop_first, allow_network=allow_network, observers=observers,
+                          ops_fixtures=ops_fixtures)
     for diag in sorted(session.diagnostics, key=lambda d: (d.file, d.line, d.column)):
         click.echo(diag.render(color=colored), err=True)
     if session.load_failed:

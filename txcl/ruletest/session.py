@@ -101,7 +101,7 @@ def tree_checks(tree: Any, test_file: TestFile) -> list[Diagnostic]:
 
 def run_session(paths: Iterable[str | Path], *, workspace: Path, tree: Any, settings: Any,
                 select: str | None = None, stop_first: bool = False, allow_network: bool = False,
-                observers: list[Any] | None = None,
+                observers: list[Any] | None = None, ops_fixtures: bool = True,
                 on_result: Callable[[CaseResult], None] | None = None) -> Session:
     started = time.perf_counter()
     session = Session(workspace)
@@ -139,6 +139,20 @@ def run_session(paths: Iterable[str | Path], *, workspace: Path, tree: Any, sett
             if stop_first and not result.passed:
                 session.seconds = time.perf_counter() - started
                 return session
+    if ops_fixtures:
+        from txcl.ruletest.fixtures import fixture_case, fixture_file, fixture_ops, run_fixture
+
+        for op in fixture_ops(tree):
+            case = fixture_case(op)
+            if select and select.lower() not in case.name.lower():
+                continue
+            run, problems = run_fixture(op, tree, settings, allow_network)
+            result = CaseResult(fixture_file(op), case, run, problems)
+            session.results.append(result)
+            if on_result is not None:
+                on_result(result)
+            if stop_first and not result.passed:
+                break
     session.seconds = time.perf_counter() - started
     return session
 
