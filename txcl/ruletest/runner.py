@@ -53,6 +53,27 @@ def needs_store(tree: Any) -> bool:
     return False
 
 
+_TEMPLATE: dict[str, Path] = {}
+
+
+def _fresh_database(folder: Path) -> Path:
+    """A new SQLite file with the current schema: a copy of one migrated once per process
+    (creating the schema is most of what a durable case would otherwise cost)."""
+    import shutil
+
+    from txcl.continuations.service import open_run_store
+
+    template = _TEMPLATE.get("path")
+    if template is None or not template.exists():
+        home = Path(tempfile.mkdtemp(prefix="txcl-test-schema-"))
+        template = home / "template.db"
+        open_run_store(template).close()  # closing folds the WAL back into the file
+        _TEMPLATE["path"] = template
+    target = folder / "txcl.db"
+    shutil.copyfile(template, target)
+    return target
+
+
 class _CallbackRequest:
     """The request the callback handler reads: headers and a body stream."""
 
@@ -77,7 +98,7 @@ async def _run_case(case: Case, tree: Any, settings: Any, stack: str, durable: b
     if durable:
         from txcl.continuations.service import ContinuationService, open_run_store
 
-        store = open_run_store(folder / "txcl.db", settings, clock=clock)
+        store = open_run_store(_fresh_database(folder), settings, clock=clock, durable=False)
         service = ContinuationService(
             store, settings, workspace=tree.workspace, trace_sink=traces.append, inline_store=True,
             callback_base_url="http://txcl-test.invalid",

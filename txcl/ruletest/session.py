@@ -73,6 +73,15 @@ def tree_checks(tree: Any, test_file: TestFile) -> list[Diagnostic]:
     no rule names (TX407, a warning)."""
     from txcl.suggest import did_you_mean
 
+    found = _tree_problems(tree, test_file)
+    if found and not test_file.positioned:  # read again to point at the keys
+        found = _tree_problems(tree, test_file.with_positions())
+    return found
+
+
+def _tree_problems(tree: Any, test_file: TestFile) -> list[Diagnostic]:
+    from txcl.suggest import did_you_mean
+
     out: list[Diagnostic] = []
     targets = target_texts(tree)
     known = tree.known_stacks()

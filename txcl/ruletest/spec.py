@@ -111,7 +111,21 @@ class TestFile:
     text: str
     stack: str | None
     cases: tuple[Case, ...]
-    data: Any = attrs.field(default=None, eq=False)  # the round-trip document (for --update)
+    data: Any = attrs.field(default=None, eq=False)  # the round-trip document, when read with positions
+    positioned: bool = True  # read with positions (key spans known), or by the fast loader
+
+    def round_trip(self) -> Any:
+        """The document as ruamel's round trip reads it (comments and styles kept; --update)."""
+        if self.data is not None:
+            return self.data
+        return _yaml().load(self.text) if not self.path.name.endswith(".json") else json.loads(self.text)
+
+    def with_positions(self) -> "TestFile":
+        """The same file read again with every key's position (to report a problem there)."""
+        if self.positioned:
+            return self
+        again, _ = parse_test_text(self.path, self.text, positions=True)
+        return again if again is not None else self
 
 
 # ---------------------------------------------------------------- reading
@@ -312,10 +326,40 @@ def read_test_file(path: Path) -> tuple[TestFile | None, list[Diagnostic]]:
     return parse_test_text(path, text)
 
 
-def parse_test_text(path: Path, text: str) -> tuple[TestFile | None, list[Diagnostic]]:
+def _fast_load(path: Path, text: str) -> Any:
+    """The document without positions, by the C loader where it is installed (ruamel.yaml.clib;
+    ten times quicker than the round trip); None when it cannot be read that way."""
+    if path.name.endswith(".json"):
+        try:
+            return json.loads(text)
+        except ValueError:
+            return None
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    try:
+        return YAML(typ="safe", pure=False).load(text)
+    except (YAMLError, ValueError):
+        return None
+
+
+def parse_test_text(path: Path, text: str, positions: bool = False) -> tuple[TestFile | None, list[Diagnostic]]:
+    """The test file of `text`, and its problems. A file is first read quickly, without
+    positions; any problem sends it through the round-trip reader, which knows where each key
+    and value was written."""
+    if not positions:
+        data = _fast_load(path, text)
+        if data is not None:
+            found, problems = _read(path, text, data, positioned=False)
+            if found is not None and not problems:
+                return found, problems
     data, problems = load_document(path, text)
     if problems:
         return None, problems
+    return _read(path, text, data, positioned=True)
+
+
+def _read(path: Path, text: str, data: Any, positioned: bool) -> tuple[TestFile | None, list[Diagnostic]]:
     reader = _Reader(path, text)
     top = reader.mapping(data, "the test file", reader.span(0, 0))
     if top is None:
@@ -344,7 +388,18 @@ def parse_test_text(path: Path, text: str) -> tuple[TestFile | None, list[Diagno
         cases.append(case)
     if reader.diagnostics and any(d.severity == "error" for d in reader.diagnostics):
         return None, reader.diagnostics
-    return TestFile(path, text, stack, tuple(cases), data), reader.diagnostics
+    if not positioned:  # the lines of the cases, for reports (the fast reader has no positions)
+        cases = [attrs.evolve(c, line=_line_of(text, c.name)) for c in cases]
+    return TestFile(path, text, stack, tuple(cases), data if positioned else None, positioned), reader.diagnostics
+
+
+def _line_of(text: str, name: str) -> int:
+    """The line of a case's name in the text (1 when it cannot be found): the first place the
+    name stands as a value (after a `:`, optionally quoted)."""
+    import re
+
+    found = re.search(r":[ \t]*[\"']?" + re.escape(name), text)
+    return text.count("\n", 0, found.start()) + 1 if found else 1
 
 
 def _read_case(reader: _Reader, parent: list, index: int, node: Any, path: Path) -> Case | None:
@@ -394,7 +449,7 @@ def _read_case(reader: _Reader, parent: list, index: int, node: Any, path: Path)
     expect = _read_expect(reader, case, where)
     if any(d.severity == "error" for d in reader.diagnostics[before:]):
         return None
-    line = (reader.node_span(case).start.line if hasattr(case, "lc") else 1)
+    line = reader.node_span(case).start.line if hasattr(case, "lc") else 1
     return Case(str(name), line, envelope, stack, clock_ms, mocks, workers, expect, spans)
 
 

@@ -47,9 +47,9 @@ def update_expectations(session: Session) -> int:
     files = {f.path: f for f in session.files}
     for path, results in by_file.items():
         test_file = files.get(path)
-        if test_file is None or test_file.data is None:
+        if test_file is None:
             continue
-        document = test_file.data
+        document = test_file.round_trip()
         for result in results:
             node = _case_node(document, result.case.name)
             if node is None:

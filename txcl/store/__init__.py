@@ -46,7 +46,8 @@ def sqlite_file(db: str | Path) -> Path | None:
 
 
 def open_backend(db: str | Path, *, clock: Callable[[], int] | None = None,
-                 busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS, create: bool = True, pool_max: int = 10):
+                 busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS, create: bool = True, pool_max: int = 10,
+                 durable: bool = True):
     if backend_kind(db) == "postgresql":
         try:
             from txcl.store.backends.postgres import PostgresBackend
@@ -57,21 +58,23 @@ def open_backend(db: str | Path, *, clock: Callable[[], int] | None = None,
         return PostgresBackend(str(db), clock=clock, max_size=pool_max)
     from txcl.store.backends.sqlite import SqliteBackend
 
-    return SqliteBackend(db, busy_timeout_ms=busy_timeout_ms, clock=clock, create=create)
+    return SqliteBackend(db, busy_timeout_ms=busy_timeout_ms, clock=clock, create=create, durable=durable)
 
 
 def open_store(db: str | Path, *, clock: Callable[[], int] | None = None, node_id: str | None = None,
                policy: StorePolicy | None = None, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
-               migrate: bool = True, create: bool = True, pool_max: int = 10) -> DatabaseStore:
+               migrate: bool = True, create: bool = True, pool_max: int = 10, durable: bool = True) -> DatabaseStore:
     """Open the database named by ``db`` (a path, ``sqlite:///path`` or ``postgresql://…``).
 
     ``migrate`` creates and upgrades the schema (the default); otherwise the schema must be
     current (``txcl db upgrade``). ``create=False`` refuses to create a SQLite file that does
     not exist (read-only commands). Raises :class:`StoreUnavailable` when the database cannot
-    be reached, :class:`StoreError` (or a subclass) for anything else."""
+    be reached, :class:`StoreError` (or a subclass) for anything else. ``durable=False`` is for
+    throwaway SQLite files (no fsync at commit)."""
     from txcl.store import schema
 
-    backend = open_backend(db, clock=clock, busy_timeout_ms=busy_timeout_ms, create=create, pool_max=pool_max)
+    backend = open_backend(db, clock=clock, busy_timeout_ms=busy_timeout_ms, create=create, pool_max=pool_max,
+                           durable=durable)
     try:
         if migrate:
             schema.migrate(backend)

@@ -58,8 +58,10 @@ class SqliteBackend(SqlBackend):
     serialises_writers = True
 
     def __init__(self, path: str | Path, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
-                 clock: Callable[[], int] | None = None, create: bool = True) -> None:
+                 clock: Callable[[], int] | None = None, create: bool = True, durable: bool = True) -> None:
         super().__init__(clock=clock)
+        # durable=False (a throwaway database: `txcl test`'s per-case stores) skips the fsyncs
+        self.synchronous = "FULL" if durable else "OFF"
         if sqlite3.sqlite_version_info < MIN_SQLITE:
             raise StoreError(f"SQLite {sqlite3.sqlite_version} is too old; txcl needs 3.35 or later")
         self.path = sqlite_path(path)
@@ -93,8 +95,8 @@ class SqliteBackend(SqlBackend):
                                        isolation_level=None, check_same_thread=False)
                 conn.row_factory = sqlite3.Row
                 conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
-                conn.execute("PRAGMA journal_mode = WAL")
-                conn.execute("PRAGMA synchronous = FULL")
+                conn.execute("PRAGMA journal_mode = WAL" if self.synchronous == "FULL" else "PRAGMA journal_mode = MEMORY")
+                conn.execute(f"PRAGMA synchronous = {self.synchronous}")
                 conn.execute("PRAGMA foreign_keys = ON")
                 # after a checkpoint the WAL shrinks back to this size (it otherwise stays as
                 # large as the largest transaction ever written, e.g. one with a 20 MiB body)
