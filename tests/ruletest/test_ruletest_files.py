@@ -77,3 +77,13 @@ def test_every_test_file_code_is_exercised_here() -> None:
 
     source = Path(__file__).read_text() + Path(__file__).with_name("test_ruletest_check.py").read_text()
     assert {c for c in CODES if c.startswith("TX4")} <= {c for c in CODES if c in source}
+
+
+def test_the_test_file_shown_in_the_docs_reads_without_a_problem() -> None:
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "testing.md").read_text()
+    block = docs.split("```yaml\n", 1)[1].split("```", 1)[0]
+    test_file, diags = parse_test_text(Path("docs.test.yaml"), block)
+    assert diags == [] and test_file is not None
+    case = test_file.cases[0]
+    assert case.workers["https://research.example.com/start"][0].after_ms == 300_000
+    assert case.expect.ran == ("shop/200/total",)
