@@ -1,7 +1,7 @@
-"""`txcl serve [DIR] [flags]`: the web server (RUNTIME.md §7, §9).
+"""`txcl serve [DIR] [flags]`: the web server.
 
-Every setting of RUNTIME.md §9.2 is a flag here (generated from the settings table, so the
-two never drift); values also come from `TXCL_*` environment variables and the `[serve]`
+Every runtime setting is a flag here (generated from the settings table, with the help texts
+of `txcl.runtime.config.SETTING_HELP`, so the two never drift); values also come from `TXCL_*` environment variables and the `[serve]`
 table of the configuration file, with flag > environment > file > default. Startup problems
 (bad configuration, an OPS tree that fails to load, routes naming unknown stacks, a port
 that cannot be bound, a database that cannot be opened) exit 2 with a message, never a
@@ -18,32 +18,21 @@ from txcl.cli.common import DB_HELP, fail, print_error, require_extra
 
 _BOOL_KEYS = {"watch", "trust_request_id", "web_mock_header", "private"}
 _SKIP_KEYS = {"workspace"}
-_HELP = {
-    "db": DB_HELP,
-    "host": "Listen address (default 127.0.0.1).",
-    "port": "Listen port (default 8080; 0 picks a free one).",
-    "default_stack": "Stack for requests no route matches.",
-    "watch": "Reload the OPS tree when its files change (new requests only).",
-    "web_max_body_bytes": "Request body cap; larger bodies get 413 (default 30MiB).",
-    "trust_request_id": "Use a well-formed client X-Request-ID as the request id.",
-    "web_mock_header": "Accept X-Txco-Mocks (mock globs) from clients.",
-    "private": "Keep top-level '_' keys in JSON answers.",
-    "shutdown_grace": "Drain time on SIGTERM (default 25s).",
-    "request_deadline": "Per-request deadline (default = --op-timeout-max).",
-    "trace_mode": "off, summary or full (default summary).",
-}
+_HELP = {"db": DB_HELP}
 
 
 def _settings_options(func: Any) -> Any:
-    from txcl.runtime.config import settings_keys
+    from txcl.runtime.config import SETTING_HELP, setting_help, settings_keys
 
     for key in reversed([k for k in settings_keys() if k not in _SKIP_KEYS]):
         flag = "--" + key.replace("_", "-")
-        help_text = _HELP.get(key, "See RUNTIME.md §9.2.")
+        help_text = _HELP.get(key) or setting_help(key)
         if key in _BOOL_KEYS:
             option = click.option(flag, key, is_flag=True, default=None, help=help_text)
         else:
-            option = click.option(flag, key, default=None, metavar="VALUE", help=help_text)
+            unit = SETTING_HELP.get(key, ("", ""))[0]
+            metavar = {"duration": "DURATION", "size": "SIZE", "count": "N"}.get(unit, "TEXT")
+            option = click.option(flag, key, default=None, metavar=metavar, help=help_text)
         func = option(func)
     return func
 

@@ -41,6 +41,21 @@ class LazyGroup(click.Group):
             ctx.fail(f"No such command '{name}'.{hint}")
         return super().resolve_command(ctx, args)
 
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """Each command with the first sentence of its help, wrapped, never cut with `...`."""
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is None or command.hidden:
+                continue
+            text = command.short_help or (command.help or "").strip().split("\n\n")[0]
+            first = " ".join(text.split())
+            end = first.find(". ")
+            rows.append((name, first[: end + 1] if end >= 0 else first))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if not cmd_name.isidentifier() or cmd_name not in self.list_commands(ctx):
             return None

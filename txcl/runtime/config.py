@@ -236,6 +236,94 @@ class Settings(_SettingsBase):  # type: ignore[misc, valid-type]
         return self
 
 
+#: What each setting means, and the kind of value it takes (duration, size, count or
+#: empty): the one source of `txcl serve --help` and the settings reference.
+SETTING_HELP: dict[str, tuple[str, str]] = {
+    'workspace': ('', 'The workspace: the folder holding OPS/ (the positional DIR sets the same).'),
+    'db': ('', 'The database: a SQLite file path or sqlite:///path, or a postgresql:// URL.'),
+    'host': ('', 'Address to listen on.'),
+    'port': ('', 'Port to listen on; 0 picks a free one (printed at startup).'),
+    'default_stack': ('', 'Stack for requests that no route matches.'),
+    'watch': ('', 'Reload the OPS tree when its files change (new requests only).'),
+    'op_timeout': ('duration', 'Timeout of a sync op without WITH timeout.'),
+    'op_timeout_max': ('duration', 'Largest timeout a sync op may ask for; also the default request deadline.'),
+    'request_deadline': ('duration', 'Deadline of one request or resume (default: --op-timeout-max); past it 503.'),
+    'loop_timeout': ('duration', 'Timeout of a whole LOOP without WITH timeout.'),
+    'op_loop_max': ('count', 'Largest LOOP MAX a rule may ask for.'),
+    'op_payload_max': ('size', 'Largest HTTP op request or answer body, and kv value.'),
+    'py_threads': ('count', 'Threads that run synchronous py:// functions.'),
+    'max_fuel_per_request': ('count', 'Fuel a request may use before it fails (0: meter only, no cap).'),
+    'op_scope_ttl_max': ('count', 'Scopes a request may enter (its starting TTL; 0 disables the count).'),
+    'op_repeat_penalty_ms': ('duration', 'Pause before entering the same scope transition again (loops through @goto).'),
+    'async_runtime_default': ('duration', 'Time an async worker has when the rule gives no WITH timeout.'),
+    'async_ack_timeout': ('duration', "How long a dispatch waits for the worker's 202."),
+    'deferred_join_slack': ('duration', "Extra time a deferred op's run is kept past the op's own deadline."),
+    'continue_after_default': ('duration', 'When a continuable op still running is promoted to an async one.'),
+    'continuable_timeout_default': ('duration', 'Time a continuable op has in all when the rule gives no timeout.'),
+    'await_window_default': ('count', 'Items of an itemized await in flight at once when the rule gives no window.'),
+    'await_window_max': ('count', 'Largest window a rule may ask for (a larger one gets the default).'),
+    'await_items_max': ('count', 'Largest array an itemized await (WITH each) may fan out over.'),
+    'callback_base_url': ('', "Base URL workers call back to (default for serve: this server's address); set it when several nodes or a proxy share one address."),
+    'callback_max_bytes': ('size', 'Largest callback body; a larger one is answered 413.'),
+    'continuation_retention': ('duration', 'How long a finished run is kept before it is purged.'),
+    'continuation_sweep_period': ('duration', 'Time between sweeper passes (0: only the pass at startup).'),
+    'continuation_stale_resume_after': ('duration', 'A resume without a heartbeat for this long is taken over.'),
+    'resume_max_attempts': ('count', 'Resume attempts, the first included, before a run fails resumer-stale.'),
+    'reconcile_after': ('duration', 'Age after which the sweeper resends stuck dispatches and finishes stuck items.'),
+    'continuation_longpoll_ms': ('duration', 'Longest time a JSON poll waits for the run to change.'),
+    'poll_retry_after': ('duration', "Retry-After of a poll answer, and the wait page's refresh."),
+    'web_max_body_bytes': ('size', 'Largest request body; a larger one is answered 413.'),
+    'trust_request_id': ('', 'Use a well-formed client X-Request-ID as the request id.'),
+    'web_mock_header': ('', 'Accept X-Txco-Mocks (globs of ops answered by their mock-response.json).'),
+    'private': ('', "Keep top-level '_' keys in JSON answers and in what txcl run prints."),
+    'trace_mode': ('', 'Tracing: off, summary or full.'),
+    'trace_body_cap_bytes': ('size', 'Largest body kept per step in full traces.'),
+    'trace_retention': ('duration', 'How long traces are kept before they are purged.'),
+    'shutdown_grace': ('duration', 'Time given to requests in flight on SIGTERM.'),
+    'node_id': ('', "This node's name on claims and leases (default: <hostname>-<pid>)."),
+    'sqlite_busy_timeout': ('duration', 'How long a SQLite writer waits for the lock.'),
+    'pg_pool_size': ('count', 'PostgreSQL connections per node.'),
+}
+
+
+def _format_ms(ms: int) -> str:
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)):
+        if ms and ms % size == 0:
+            return f"{ms // size}{unit}"
+    return f"{ms}ms"
+
+
+def _format_bytes(n: int) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n and n % size == 0:
+            return f"{n // size}{unit}"
+    return str(n)
+
+
+def default_text(key: str) -> str:
+    """A setting's default as a person writes it (`5s`, `30MiB`, `off`, `none`)."""
+    unit = SETTING_HELP.get(key, ("", ""))[0]
+    default = _FIELDS[key][1]
+    if default is None:
+        return "none"
+    if isinstance(default, bool):
+        return "on" if default else "off"
+    if unit == "duration":
+        return _format_ms(default)
+    if unit == "size":
+        return _format_bytes(default)
+    return str(default)
+
+
+def setting_help(key: str) -> str:
+    """`--help` text of a setting: its meaning and default."""
+    text = SETTING_HELP[key][1]
+    default = default_text(key)
+    if isinstance(_FIELDS[key][1], bool) or default == "none":
+        return text
+    return f"{text} [default: {default}]"
+
+
 def settings_keys() -> list[str]:
     return list(_FIELDS)
 
