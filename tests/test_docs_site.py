@@ -1,0 +1,182 @@
+"""The documentation site: it builds with `mkdocs build --strict`, its generated references
+come from the code (every function has computed examples), the rules it shows parse, the
+getting-started commands print what the page says, the example worker works against a real
+`txcl serve`, and the built pages render in headless Chromium with navigation and search."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from testtools import require_tool
+
+REPO = Path(__file__).resolve().parents[1]
+DOCS = REPO / "docs"
+TXCL = str(Path(sys.executable).parent / "txcl")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("site")
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(out)],
+                          cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return out
+
+
+def test_the_site_builds_strictly_with_the_generated_references(site: Path) -> None:
+    for page in ("index.html", "getting-started/index.html", "language/index.html",
+                 "reference/functions/index.html", "reference/rule-codes/index.html",
+                 "reference/cli/index.html", "reference/settings/index.html", "testing/index.html",
+                 "workers/index.html", "differences/index.html"):
+        assert (site / page).is_file(), page
+    functions = (site / "reference/functions/index.html").read_text()
+    assert "&amp;mod(-17, 5)" in functions and "<code>-2</code>" in functions  # computed at build time
+    assert "division by zero" in functions
+    codes = (site / "reference/rule-codes/index.html").read_text()
+    assert 'id="tx201"' in codes and 'id="tx401"' in codes
+    cli = (site / "reference/cli/index.html").read_text()
+    assert "txcl test" in cli and "--fail-under" in cli
+    settings = (site / "reference/settings/index.html").read_text()
+    assert "TXCL_ASYNC_ACK_TIMEOUT" in settings and "How long a dispatch waits" in settings
+
+
+def test_every_function_has_examples_that_run() -> None:
+    from txcl.docsgen import FUNCTION_EXAMPLES, evaluate_example
+    from txcl.functions.registry import REGISTRY
+
+    assert set(FUNCTION_EXAMPLES) == set(REGISTRY)
+    failing = [(e, r) for exs in FUNCTION_EXAMPLES.values() for e, env in exs
+               for ok, r in [evaluate_example(e, env)] if not ok]
+    assert failing == [("&div(1, 0)", failing[0][1])] and "division by zero" in failing[0][1]
+
+
+RULE_PAGES = ["index.md", "getting-started.md", "language.md", "workers.md"]
+
+
+def _blocks(text: str) -> list[tuple[str, str, str]]:
+    """(marker comment before the block, language, body) of every fenced block."""
+    out = []
+    for m in re.finditer(r"(?:<!-- (?P<marker>[^>]*) -->\n)?```(?P<lang>[a-z]*)\n(?P<body>.*?)```", text, re.S):
+        out.append(((m.group("marker") or "").strip(), m.group("lang"), m.group("body")))
+    return out
+
+
+def test_the_rules_shown_in_the_docs_parse() -> None:
+    from txcl.syntax.parser import parse_rule
+
+    checked = 0
+    for page in RULE_PAGES:
+        for _, lang, body in _blocks((DOCS / page).read_text()):
+            lines = [ln for ln in body.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+            if lang or not lines or not re.match(r"(WHEN|SET|SELECT|WITH|EXEC|EMIT|LOOP|PRIORITY)\b", lines[0]):
+                continue
+            parse_rule(body, f"{page}.txcl")  # raises on a mistake
+            checked += 1
+    assert checked >= 8
+
+
+def test_the_getting_started_commands_print_what_the_page_shows(tmp_path: Path) -> None:
+    text = (DOCS / "getting-started.md").read_text()
+    runs = 0
+    for marker, lang, body in _blocks(text):
+        if marker.startswith("file: "):
+            path = tmp_path / marker[len("file: "):]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(body)
+        elif marker == "check-output":
+            command, *expected = body.rstrip("\n").split("\n")
+            assert command.startswith("$ txcl ")
+            import shlex
+
+            argv = shlex.split(command[2:])
+            proc = subprocess.run([TXCL, *argv[1:]], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                                  env={**os.environ, "NO_COLOR": "1"})
+            got = re.sub(r" in \d+\.\d+s$", " in 0.00s", proc.stdout.rstrip("\n"), flags=re.M)
+            assert got == "\n".join(expected), f"{command}\n{proc.stderr}"
+            runs += 1
+    assert runs == 5
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_the_example_worker_completes_a_run_through_txcl_serve(tmp_path: Path) -> None:
+    port = _free_port()
+    # the two rules of docs/workers.md, with the worker on a free port
+    rules = [b for _, lang, b in _blocks((DOCS / "workers.md").read_text()) if not lang and b.startswith("# OPS/")]
+    assert len(rules) == 2
+    for body in rules:
+        rule = tmp_path / body.splitlines()[0][2:]
+        rule.parent.mkdir(parents=True)
+        rule.write_text(body.replace("127.0.0.1:8770", f"127.0.0.1:{port}"))
+    worker = subprocess.Popen([sys.executable, str(DOCS / "examples/worker.py"), str(port)],
+                              stderr=subprocess.PIPE, text=True)
+    server = subprocess.Popen([TXCL, "serve", str(tmp_path), "--port", "0", "--default-stack", "docs"],
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        assert "worker on" in worker.stderr.readline()
+        base = ""
+        for line in server.stderr:
+            m = re.search(r"on (http://127\.0\.0\.1:\d+)", line)
+            if m:
+                base = m.group(1)
+                break
+        threading.Thread(target=lambda: [None for _ in server.stderr], daemon=True).start()
+        with urllib.request.urlopen(urllib.request.Request(base + "/", data=b'{"text": "one two three"}',
+                                                           headers={"Content-Type": "application/json"},
+                                                           method="POST"), timeout=30) as answer:
+            status, body, location = answer.status, json.loads(answer.read()), answer.headers["Location"]
+        assert status == 202, body
+        deadline = time.monotonic() + 30
+        while True:
+            with urllib.request.urlopen(urllib.request.Request(base + location,
+                                                               headers={"Accept": "application/json"}),
+                                        timeout=30) as answer:
+                result = json.loads(answer.read())
+                if answer.status == 200:
+                    break
+            assert time.monotonic() < deadline, result
+            time.sleep(0.1)
+        assert result["summary"] == {"words": 3, "chars": 13}
+    finally:
+        for proc in (server, worker):
+            proc.terminate()
+            proc.wait(15)
+
+
+@pytest.mark.browser
+def test_the_built_site_renders_in_headless_chromium(site: Path, tmp_path: Path) -> None:
+    require_tool("chromium")
+    import http.server
+    import functools
+
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{httpd.server_address[1]}"
+    try:
+        for page, words in (("/", "Getting started"), ("/reference/functions/", "tz_offsets")):
+            cmd = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                   "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
+                   f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000", "--dump-dom",
+                   base + page]
+            dom = subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
+            assert 'class="md-nav' in dom and 'class="md-search__input' in dom, page
+            assert words in dom, page
+    finally:
+        httpd.shutdown()
