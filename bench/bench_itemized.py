@@ -1,4 +1,4 @@
-"""Itemized await throughput (CONTINUATIONS.md §6 T7 shape): 1 000 items, window 25, against
+"""Itemized await throughput: 1 000 items, window 25, against
 a local worker on 127.0.0.1 that acks 202 and calls back at once.
 
 Two figures per store backend, with durable commits (SQLite WAL, synchronous=FULL;

@@ -37,7 +37,7 @@ def build_workspace(root: Path, sync_py: bool = False) -> Path:
             rule = (f'WHEN .customer.tier == "gold", .order.total > {i}\nSET .step{i}.seen = true\n'
                     f'EMIT .s{i}.total = .order.total, .s{i}.name = .customer.name\n')
         (scope / f"rule{i}.txcl").write_text(rule, encoding="utf-8")
-    # `async def` runs on the event loop; a plain `def` runs in the --py-threads pool (§3.5).
+    # `async def` runs on the event loop; a plain `def` runs in the --py-threads pool.
     prefix = "def" if sync_py else "async def"
     (root / "bench_ops.py").write_text(
         f"{prefix} price(inp, ctx):\n    return {{'price': {{'gross': inp['total'] * 1.2}}}}\n", encoding="utf-8")

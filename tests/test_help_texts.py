@@ -44,3 +44,23 @@ def test_the_command_list_is_not_cut_short() -> None:
     listing = out.split("Commands:")[1]
     assert "..." not in listing
     assert "check" in listing and "and checks the" in " ".join(listing.split())
+
+
+def test_the_repository_cites_no_section_of_a_document_it_does_not_hold() -> None:
+    """Comments, docstrings, docs and messages stand on their own: no `§` references to
+    specification documents a reader of the repository cannot open."""
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    offenders = []
+    for folder in ("txcl", "docs", "tests", "bench", "grammar", "stdlib", "examples", "editors"):
+        for path in (repo / folder).rglob("*"):
+            if not path.is_file() or "node_modules" in path.parts or path.suffix not in (
+                    ".py", ".md", ".lark", ".txcl", ".vim", ".js", ".json", ".yaml", ".txt", ".toml"):
+                continue
+            if path.name == "test_help_texts.py":
+                continue
+            text = path.read_text(encoding="utf-8", errors="replace")
+            if "§" in text or re.search(r"\b(RUNTIME|LANGUAGE|CONTINUATIONS|ARCHITECTURE)\.md\b", text):
+                offenders.append(str(path.relative_to(repo)))
+    assert offenders == []

@@ -1,4 +1,4 @@
-"""Pygments lexer for TXCL (LANGUAGE.md §2).
+"""Pygments lexer for TXCL.
 
 The lexer follows the language's lexical rules closely enough that a valid file never
 produces an error token, and every character of the input ends up in exactly one token
@@ -38,13 +38,13 @@ CONSTANTS = ("TRUE", "FALSE", "NULL")
 RESERVED_WORDS = ("FN", "LET", "IF", "ELSE", "RETURN")
 
 # A path: "." or "@", a name start, then name characters; further segments are names
-# (which may start with a digit or "-") or quoted segments (LANGUAGE.md §2.7).
+# (which may start with a digit or "-") or quoted segments.
 _SEGMENT = r'(?:[A-Za-z0-9_-]+|"[^"\n]+")'
 _PATH_BODY = r"[A-Za-z_][A-Za-z0-9_-]*(?:\." + _SEGMENT + r")*"
 PATH_RE = r"[.@]" + _PATH_BODY
 # A WITH key: identifier, optionally glued to a dotted tail.
 _WITH_KEY_RE = r"[A-Za-z_][A-Za-z0-9_]*(?:\." + _SEGMENT + r")*"
-# The longest run that starts like a number (LANGUAGE.md §2.6); only exact ints and
+# The longest run that starts like a number; only exact ints and
 # floats are numbers, anything else in the run is a malformed number.
 _NUMBER_RUN_RE = r"-?[0-9][0-9A-Za-z_.-]*"
 _INT_RE = re.compile(r"-?[0-9]+")

@@ -1,4 +1,4 @@
-"""Which files `txcl check` / `txcl fmt` look at (LANGUAGE.md §8.1) and the library API."""
+"""Which files `txcl check` / `txcl fmt` look at and the library API."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A real test worker (CONTINUATIONS.md §6): an HTTP server on 127.0.0.1 that acks 202 and
+"""A real test worker: an HTTP server on 127.0.0.1 that acks 202 and
 calls back when the test tells it to, recording every request and its peak in-flight count.
 
     with TestWorker() as w:

@@ -1,4 +1,4 @@
-"""The barrier (CONTINUATIONS.md §2.2): T27 drain without a 202, T23 duplicate release,
+"""The barrier: T27 drain without a 202, T23 duplicate release,
 T20 the frozen ops snapshot across a restart, and the in-process API."""
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def test_t23_two_threads_release_one_suspend(tmp_path, workspace, worker):
 
 
 def test_sync_sibling_error_is_best_effort(tmp_path, workspace, worker):
-    """§2.2 step 3: a failing sync sibling does not fail the stage; the async answer merges."""
+    """A failing sync sibling does not fail the stage; the async answer merges."""
     from txcl.continuations.service import ContinuationService, open_run_store
     from cont_support import db_of
     from txcl.ops.tree import load_ops
@@ -133,7 +133,7 @@ def test_sync_sibling_error_is_best_effort(tmp_path, workspace, worker):
 
 
 def test_python_api_run_complete_wait(workspace, worker):
-    """§4.4 Python API: Suspended from run, `complete` resumes, `wait` returns the record."""
+    """The Python API: Suspended from run, `complete` resumes, `wait` returns the record."""
     from txcl.continuations.api import complete, durable_interpreter, wait
     from txcl.runtime.interpreter import Suspended
 

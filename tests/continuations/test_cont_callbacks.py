@@ -1,4 +1,4 @@
-"""The callback endpoint against a real `txcl serve` and a real worker (CONTINUATIONS.md §3.4):
+"""The callback endpoint against a real `txcl serve` and a real worker:
 T1 duplicates, T2 conflicts, T13 every rejected callback leaves the store unchanged."""
 
 from __future__ import annotations

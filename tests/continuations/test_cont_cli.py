@@ -1,4 +1,4 @@
-"""Non-web callers (CONTINUATIONS.md §4.4), T30: `txcl run` exits 3 on an op whose worker
+"""Non-web callers, T30: `txcl run` exits 3 on an op whose worker
 only acks, `txcl complete` resumes it, `txcl run --wait`, `callback_url: null` without a
 base URL; `txcl runs` and `txcl sweep`."""
 

@@ -1,4 +1,4 @@
-"""The client side (CONTINUATIONS.md §4.1–§4.3), T29: 202 headers, 303 for browsers, JSON
+"""The client side, T29: 202 headers, 303 for browsers, JSON
 long-poll returning on completion, 404 reasons, and the wait page in headless Chromium."""
 
 from __future__ import annotations

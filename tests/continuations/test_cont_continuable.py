@@ -1,4 +1,4 @@
-"""`mode = "continuable"` (CONTINUATIONS.md §2.4), T28: a fast op answers synchronously, a
+"""`mode = "continuable"`, T28: a fast op answers synchronously, a
 slow one is promoted (202, later result), an op error is 502, a restart during promotion
 leaves a run that expires; and the preconditions."""
 
@@ -67,7 +67,7 @@ def test_t28_op_error_is_502(serve, workspace):
 
 
 def test_t28_restart_during_promotion_expires_the_run(serve, workspace, store_at):
-    """§2.4 step 6 / T8 `promote`: the process dies after the promotion park; the task is
+    """`promote`: the process dies after the promotion park; the task is
     lost and the run expires at op start + timeout; polling then shows the failure."""
     ws = workspace(_tree("slow", 'mode = "continuable", continue_after = "200ms", timeout = "2s"',
                          module="contops_kill"))

@@ -1,4 +1,4 @@
-"""Deferred join (CONTINUATIONS.md §2.3, seed 003) against a real `txcl serve`, a real SQLite
+"""Deferred join (seed 003) against a real `txcl serve`, a real SQLite
 file and the test worker: T3, T14 (DJ-F1…F6, one test per row), T15–T19, DJ-1…DJ-10."""
 
 from __future__ import annotations

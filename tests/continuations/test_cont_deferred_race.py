@@ -1,11 +1,11 @@
-"""T4 / DJ-5 / §5.6: a worker callback racing the in-request join check, on a real SQLite
+"""T4 / DJ-5: a worker callback racing the in-request join check, on a real SQLite
 file, with the real engine, the test worker and threads.
 
 The flow: scope 100 dispatches a deferred op (join at 200), scope 150 runs a `py://` op that
 naps a random moment (or runs a forced step of the callback), scope 200 consumes. The worker's
 completion (P4 then P5, exactly what the callback endpoint runs) comes from another thread
 after a random delay. Whatever the order, the result is merged exactly once (its array would
-double otherwise) and exactly one joined marker exists. The three forced interleavings of §5.6
+double otherwise) and exactly one joined marker exists. The three forced interleavings of the race
 are tested one by one.
 
 The default run has 100 trials; the slow-marked run 1 000."""

@@ -1,4 +1,4 @@
-"""The worker dispatch client (CONTINUATIONS.md §3.1–§3.2 over worker_client.DispatchClient):
+"""The worker dispatch client (over worker_client.DispatchClient):
 exact headers and body on the wire, keep-alive reuse, the answer framings a worker may use,
 a stale idle connection, and the failed-ack messages (non-202, no answer in time, refused)."""
 

@@ -1,6 +1,6 @@
 """T8 (barrier and continuable): SIGKILL `txcl serve` right after the commit at each fault
 point the scenario passes through, restart it on the same database, deliver the callbacks.
-Every run ends as CONTINUATIONS.md §5.7 says: completed with the result merged once (the
+Every run ends as it must: completed with the result merged once (the
 `promote` loss expires instead, tested in test_cont_continuable.py), no run stuck past its
 expiry, at most two worker calls per interaction.
 

@@ -1,4 +1,4 @@
-"""Itemized await (CONTINUATIONS.md §2.5, §2.6, seed 000) against a real `txcl serve`, a real
+"""Itemized await (seed 000) against a real `txcl serve`, a real
 SQLite file and the test worker: T5, T6, T7, T24, T25, T26, T32, EC-1…EC-3, EC-8, deferred
 itemized, dispatch-time validation. (T21/T22/EC-4…EC-6 in-process: test_cont_itemized_ec.py.)"""
 
@@ -251,7 +251,7 @@ def test_empty_each_beside_another_async_op_is_merged_by_the_resume(serve, works
 
 
 def test_dispatch_validation_each_not_an_array_fails_the_stage(serve, workspace, worker, store_at):
-    """§2.5: `each` not an array → the unit is recorded failed with no interactions (barrier:
+    """`each` not an array → the unit is recorded failed with no interactions (barrier:
     the stage fails, deferred: the request ends at the join); too many elements likewise."""
     files = {
         "OPS/pay/100/charge.txcl": f'WITH mode = "async", each = .orders, into = "receipts"\nEXEC "{worker.url()}"',
@@ -341,7 +341,7 @@ def test_ec3_completions_before_the_parent_suspends(serve, workspace, store_at):
 
 
 def test_deferred_itemized_joins_in_request_and_after_a_suspend(serve, workspace, store_at):
-    """§2.5 with join_at_scope: dispatched at 100, joined at 200 in item order (in the
+    """With join_at_scope: dispatched at 100, joined at 200 in item order (in the
     request when every item is back, else after the join suspend)."""
     with ItemWorker(mode="callback-first", callback_output={"ok": 1}) as fast, ItemWorker() as slow:
         files = pay_tree(fast.url(), window=5, extra_with=", join_at_scope = 200",
@@ -370,7 +370,7 @@ def test_deferred_itemized_joins_in_request_and_after_a_suspend(serve, workspace
 
 
 def test_item_outputs_are_sanitised(serve, workspace, worker, store_at):
-    """§3.6: object item outputs are sanitised as untrusted (no reserved writes reach the flow)."""
+    """Object item outputs are sanitised as untrusted (no reserved writes reach the flow)."""
     ws = workspace(pay_tree(worker.url(), window=1))
     srv = serve(ws)
     status, _, _ = http_get(srv.url + "/go?n=1")

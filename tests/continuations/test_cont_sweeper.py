@@ -1,4 +1,4 @@
-"""The sweeper against `txcl serve` (CONTINUATIONS.md §5.8): T10 expiry of a barrier whose
+"""The sweeper against `txcl serve`: T10 expiry of a barrier whose
 worker never calls back, T11 stale resume claims taken over (and the attempt limit), T31
 idempotence and purge after retention."""
 

@@ -1,4 +1,4 @@
-"""T33: traces of a suspended and resumed run (RUNTIME.md §8, CONTINUATIONS.md §2.2): the
+"""T33: traces of a suspended and resumed run: the
 pending step, `continuation.suspend`, the resume trace `resume-<run>-<stage>-v<visit>` that
 opens with `continuation.resume` and has a `completed` step, and no token anywhere in the
 traces, the database or the server log."""

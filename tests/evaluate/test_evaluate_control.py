@@ -1,4 +1,4 @@
-"""@delete, @halt and @goto (LANGUAGE.md §6.14–§6.15)."""
+"""@delete, @halt and @goto."""
 
 from __future__ import annotations
 

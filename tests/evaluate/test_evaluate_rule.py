@@ -1,4 +1,4 @@
-"""One rule's data steps: SET PRE, WITH, SELECT, EMIT, SET POST, merge (LANGUAGE.md §6.7–§6.13)."""
+"""One rule's data steps: SET PRE, WITH, SELECT, EMIT, SET POST, merge."""
 
 from __future__ import annotations
 

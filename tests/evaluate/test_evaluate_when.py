@@ -1,4 +1,4 @@
-"""WHEN semantics: the coercion table of LANGUAGE.md §6.5, row by row."""
+"""WHEN semantics: the coercion table of docs/language.md, row by row."""
 
 from __future__ import annotations
 

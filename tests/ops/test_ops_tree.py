@@ -1,4 +1,4 @@
-"""Loading OPS trees (RUNTIME.md §1): derivation, layout errors, fixtures, snapshots."""
+"""Loading OPS trees: derivation, layout errors, fixtures, snapshots."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Budgets (RUNTIME.md §4) and LOOP (LANGUAGE.md §6.16): every stop reason, both payloads."""
+"""Budgets and LOOP: every stop reason, both payloads."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`txcl run` (RUNTIME.md §9.4): output shaping, exit codes, clear errors."""
+"""`txcl run`: output shaping, exit codes, clear errors."""
 
 from __future__ import annotations
 

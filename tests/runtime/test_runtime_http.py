@@ -1,4 +1,4 @@
-"""`http(s)://` ops against a real HTTP server on 127.0.0.1 (RUNTIME.md §5.3)."""
+"""`http(s)://` ops against a real HTTP server on 127.0.0.1."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The kv API behind `txco://kv/*` and `OpContext.kv` (RUNTIME.md §5.2), on each store backend."""
+"""The kv API behind `txco://kv/*` and `OpContext.kv`, on each store backend."""
 
 from __future__ import annotations
 

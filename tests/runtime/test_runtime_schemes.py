@@ -1,4 +1,4 @@
-"""`txco://` builtins, `py://` ops and mocks (RUNTIME.md §5.2, §5.4)."""
+"""`txco://` builtins, `py://` ops and mocks."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The scope walk of RUNTIME.md §3: one test (or a few) per rule."""
+"""The scope walk: one test (or a few) per rule."""
 
 from __future__ import annotations
 

@@ -95,7 +95,7 @@ def proc_try_release(path: str, run_id: str, barrier, out) -> None:
 
 
 def proc_join_checks(path: str, run_ids: list[str], rids: list[str], seed: int, barrier, out) -> None:
-    """The request side of §5.6 for many runs: join check at the floor (parks when not ready)."""
+    """The request side of a join race for many runs: join check at the floor (parks when not ready)."""
     import random
     import time
 
@@ -114,7 +114,7 @@ def proc_join_checks(path: str, run_ids: list[str], rids: list[str], seed: int, 
 
 
 def proc_callbacks(path: str, jobs: list[tuple[str, str, str]], seed: int, barrier, out) -> None:
-    """The callback side of §5.6 for many runs: P4 then P5; reports the runs whose release it won."""
+    """The callback side of a join race for many runs: P4 then P5; reports the runs whose release it won."""
     import random
     import time
 

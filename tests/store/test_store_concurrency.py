@@ -1,6 +1,6 @@
 """Genuinely concurrent attempts on one SQLite file, from threads and from processes.
 
-Exactly one release wins (EC-6, T23), exactly one joined marker (DJ-5, §5.6), duplicate
+Exactly one release wins (EC-6, T23), exactly one joined marker (DJ-5), duplicate
 completions are idempotent (EC-1), conflicting ones rejected with the first kept (EC-2).
 """
 
@@ -141,7 +141,7 @@ def test_callback_racing_join_check_merges_exactly_once_t4_dj5(store, trials):
 
 
 def test_join_race_forced_interleavings_t4(store):
-    """§5.6: callback P5 first; P6 first; P4 then P6 then P5."""
+    """The join race: callback P5 first; P6 first; P4 then P6 then P5."""
     # callback first
     disp = store.dispatch_deferred(run_spec("a"), Fence("a"), [unary("x", join_at=200)])
     _, rel = complete(store, disp.dispatches[0])
@@ -218,7 +218,7 @@ def test_duplicate_and_conflicting_completions_processes_ec1_ec2(db_url):
 
 
 def test_join_check_racing_callbacks_across_processes_t4_dj5(db_url):
-    """§5.6 across processes: per run, exactly one joined marker and exactly one merge."""
+    """The join race across processes: per run, exactly one joined marker and exactly one merge."""
     path = db_url
     store = open_store(path)
     runs = []

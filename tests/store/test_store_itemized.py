@@ -1,4 +1,4 @@
-"""Itemized await units in the store: window, ordering, facts, fail-fast, collect (§2.5, AU-n, EC-n)."""
+"""Itemized await units in the store: window, ordering, facts, fail-fast, collect (AU-n, EC-n)."""
 
 from __future__ import annotations
 
@@ -229,7 +229,7 @@ def test_burst_t7(store, n):
 
 
 def test_late_callback_on_last_collect_item_releases_and_reports_claim(store, clock):
-    """§3.4 row 6 under collect: the overdue callback times the item out; if that completes the unit
+    """Under collect: the overdue callback times the item out; if that completes the unit
     the release claim comes back with the 410 answer so the receiver can drive the resume."""
     park = park_barrier(store, units=[itemized(n=2, window=2, policy="collect", budget_ms=1_000)])
     d0, d1 = park.dispatches

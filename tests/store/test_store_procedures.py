@@ -1,4 +1,4 @@
-"""Happy paths and guards of every procedure of CONTINUATIONS.md §5.4 on a real SQLite file."""
+"""Happy paths and guards of every store procedure on a real SQLite file."""
 
 from __future__ import annotations
 
@@ -101,7 +101,7 @@ def test_p3_ack_moves_dispatching_only(store):
     assert store.mark_ack([(opc, {"job_id": "late"})]) == 0  # a late ack changes nothing
 
 
-# ---------------------------------------------------------------- P4 (§3.4 rows)
+# ---------------------------------------------------------------- P4
 
 
 def test_p4_unknown_and_bad_token(store):
@@ -204,7 +204,7 @@ def test_p5_release_is_one_cas_version_plus_one(store):
 
 
 def test_p5_sync_sibling_failure_is_best_effort(store):
-    """§2.2 step 3: a failed sync sibling settles its unit completed with the error noted."""
+    """A failed sync sibling settles its unit completed with the error noted."""
     park = park_barrier(store, units=[unary("a"), UnitSpec(kind="sync", op_name="s", items=[{}], budget_ms=5_000)])
     sync_opc = [d for d in park.dispatches if d.kind == "sync"][0].opc
     store.admit_terminal(sync_opc, "failed", {"message": "db down"}, source="sync", best_effort=True)
@@ -291,7 +291,7 @@ def test_p6_failed_unit_fails_the_run_at_the_join(store):
 
 
 def test_p6_drains_terminals_not_yet_continued_in_between_case(store):
-    """§5.6 'in between': P4 committed, P5 not yet — the join check materialises and merges."""
+    """P4 committed, P5 not yet — the join check materialises and merges."""
     disp = store.dispatch_deferred(run_spec(), Fence("rid-1"), [unary("x", join_at=200)])
     d = disp.dispatches[0]
     admit = store.admit_terminal(d.opc, "completed", {"v": 7}, source="callback", token=d.token)
@@ -484,7 +484,7 @@ def test_drain_wins_release_inline_when_callbacks_beat_the_ack_t27(store):
     assert store.get_run(park.run.run_id).status == "resuming"
     assert store.try_release(park.run.run_id).outcome == "recorded"
     # when only P4 ran before the drain, the member is not terminal yet: the callback's own P5
-    # keeps the release (§2.2 step 4 runs P5 steps 4–5 only)
+    # keeps the release (runs P5 steps 4–5 only)
     park2 = park_barrier(store, "rid-2", units=[unary("a")])
     d = park2.dispatches[0]
     admit = store.admit_terminal(d.opc, "completed", {"v": 1}, source="callback", token=d.token)

@@ -1,4 +1,4 @@
-"""Restart safety (EC-7, §5.7): reopening the file reconstructs everything; crash at fault points."""
+"""Restart safety (EC-7): reopening the file reconstructs everything; crash at fault points."""
 
 from __future__ import annotations
 
@@ -90,7 +90,7 @@ def test_crash_after_admit_commit_then_recovery(db_url):
     report = sweep(store, SweepConfig(reconcile_after_ms=0))
     assert (unit_id, 0) in report.children_repaired
     tokens = {opc: tok for opc, tok in first}
-    # item 2 was promoted inside the admit commit; its POST died with the process → resent (§5.7)
+    # item 2 was promoted inside the admit commit; its POST died with the process → resent
     assert 2 in [d.item_index for d in report.resent]
     for d in [*report.resent, *report.promoted]:
         tokens[d.opc] = d.token

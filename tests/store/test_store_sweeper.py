@@ -1,4 +1,4 @@
-"""The sweeper pass over the store (§5.8, §5.9): expiry, takeover, reconciliation, purge, idempotence."""
+"""The sweeper pass over the store: expiry, takeover, reconciliation, purge, idempotence."""
 
 from __future__ import annotations
 
@@ -115,7 +115,7 @@ def test_reconcile_missing_fact_from_succeeded_child_au9_ec4(store, clock):
 
 
 def test_reconcile_admitted_but_unmaterialised_child(store, clock):
-    """§5.7: completion admitted, P5 never ran (process died) — the sweeper claims, materialises, releases."""
+    """A completion admitted, P5 never ran (process died) — the sweeper claims, materialises, releases."""
     park = park_barrier(store)
     d = park.dispatches[0]
     store.admit_terminal(d.opc, "completed", {"late": True}, source="callback", token=d.token)
@@ -129,7 +129,7 @@ def test_reconcile_admitted_but_unmaterialised_child(store, clock):
 
 
 def test_reconcile_resends_unacked_dispatch_with_same_opc(store, clock):
-    """§5.9: a dispatching interaction older than --reconcile-after is sent again (attempts+1); old token valid."""
+    """A dispatching interaction older than --reconcile-after is sent again (attempts+1); old token valid."""
     park = park_barrier(store)
     d = park.dispatches[0]
     clock.advance(2_001)

@@ -1,4 +1,4 @@
-"""Error recovery (LANGUAGE.md §4.1): independent errors in file order, no consequences."""
+"""Error recovery: independent errors in file order, no consequences."""
 
 from __future__ import annotations
 

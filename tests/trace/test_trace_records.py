@@ -1,4 +1,4 @@
-"""Traces in SQLite (RUNTIME.md §8): modes, redaction, `txcl trace` and `txcl run --trace`."""
+"""Traces in SQLite: modes, redaction, `txcl trace` and `txcl run --trace`."""
 
 from __future__ import annotations
 

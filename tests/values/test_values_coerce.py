@@ -1,4 +1,4 @@
-"""§6.4 coercion table row by row, §6.18 print form, Go float and duration syntax."""
+"""The coercion table of WHEN row by row, the print form of numbers, Go float and duration syntax."""
 
 from __future__ import annotations
 
@@ -171,7 +171,7 @@ def test_parse_go_float_invalid(text):
     assert parse_go_float(text) is None
 
 
-# ---------------------------------------------------------------- print form (§6.18)
+# ---------------------------------------------------------------- print form
 
 
 @pytest.mark.parametrize("value,text", [

@@ -1,4 +1,4 @@
-"""merge: §6.12 rules at the top level and nested; inputs never mutated; deep_copy."""
+"""merge: its rules at the top level and nested; inputs never mutated; deep_copy."""
 
 from __future__ import annotations
 

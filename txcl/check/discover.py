@@ -1,4 +1,4 @@
-"""Which files and OPS trees `txcl check` / `txcl fmt` look at (LANGUAGE.md §8.1)."""
+"""Which files and OPS trees `txcl check` / `txcl fmt` look at."""
 
 from __future__ import annotations
 

@@ -45,7 +45,7 @@ def jump_of_exec(target: str) -> tuple[str | None, int] | None:
 
 
 def jump_of_goto_value(text: str) -> tuple[str | None, int] | None:
-    """A literal @goto value (§6.15): `stack/123` or digits only."""
+    """A literal @goto value: `stack/123` or digits only."""
     match = _STAGE.match(text)
     if match is None:
         return None

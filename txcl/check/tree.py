@@ -1,5 +1,5 @@
 """The view of one OPS tree that tree-wide rules work on: members with facts, stages and
-stack overlays (RUNTIME.md §1.4, §3.4)."""
+stack overlays."""
 
 from __future__ import annotations
 

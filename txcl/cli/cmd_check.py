@@ -1,4 +1,4 @@
-"""`txcl check [PATHS]...`: lint rule files and OPS trees (LANGUAGE.md §8)."""
+"""`txcl check [PATHS]...`: lint rule files and OPS trees."""
 
 from __future__ import annotations
 

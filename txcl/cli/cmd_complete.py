@@ -1,5 +1,4 @@
-"""`txcl complete OPC | RUN_ID [--op NAME] [--item N] (--output JSON|@file | --fail [--error JSON|@file])`
-(CONTINUATIONS.md §4.4): admit an interaction's outcome without a token — access to the
+"""`txcl complete OPC | RUN_ID [--op NAME] [--item N] (--output JSON|@file | --fail [--error JSON|@file])`: admit an interaction's outcome without a token — access to the
 database is the authority — through exactly P4/P5. When it wins the release it drives the
 resume in this process and prints the run's new state.
 

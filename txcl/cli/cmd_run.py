@@ -1,4 +1,4 @@
-"""`txcl run [DIR] --stack NAME --input JSON|@file`: walk one stack in-process (RUNTIME.md §9.4).
+"""`txcl run [DIR] --stack NAME --input JSON|@file`: walk one stack in-process.
 
 Exit status: 0 completed, 1 failed (error payload on stdout), 2 usage or load error,
 3 suspended.
@@ -113,7 +113,7 @@ def command(directory: str, stack: str | None, input_: str | None, mock_request:
     except UnknownStack as exc:
         fail(str(exc))
     indent = None if compact else 2
-    if finished is not None:  # --wait saw the suspended run end (CONTINUATIONS.md §4.4)
+    if finished is not None:  # --wait saw the suspended run end
         from txcl.cli.durable import error_payload
 
         if finished.status == "completed":

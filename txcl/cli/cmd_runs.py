@@ -1,5 +1,4 @@
-"""`txcl runs [list|show ID] [--state S] [--json]`: durable runs and their states
-(CONTINUATIONS.md §4.4). Bare `txcl runs` lists. `show` accepts a run id or an rcid; exit 1
+"""`txcl runs [list|show ID] [--state S] [--json]`: durable runs and their states. Bare `txcl runs` lists. `show` accepts a run id or an rcid; exit 1
 when no such run exists."""
 
 from __future__ import annotations

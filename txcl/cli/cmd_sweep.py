@@ -1,4 +1,4 @@
-"""`txcl sweep [--loop]`: one sweeper pass (CONTINUATIONS.md §5.8) and exit — for cron — or,
+"""`txcl sweep [--loop]`: one sweeper pass and exit — for cron — or,
 with `--loop`, a pass every --continuation-sweep-period in the foreground. Resumes the pass
 releases or takes over are driven in this process; dispatches to resend are sent from it."""
 

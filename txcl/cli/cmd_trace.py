@@ -1,5 +1,4 @@
-"""`txcl trace [RID | last] [--run RUN_ID] [--json] [--step N] [--grep TEXT] [-v] [--db PATH]`
-(RUNTIME.md §8.4). Exit 0 when found, 1 when not found, 2 on usage errors."""
+"""`txcl trace [RID | last] [--run RUN_ID] [--json] [--step N] [--grep TEXT] [-v] [--db PATH]`. Exit 0 when found, 1 when not found, 2 on usage errors."""
 
 from __future__ import annotations
 

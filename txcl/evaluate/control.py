@@ -1,4 +1,4 @@
-"""`@delete`, `@halt` and `@goto` after a scope's merge (LANGUAGE.md §6.14–§6.15)."""
+"""`@delete`, `@halt` and `@goto` after a scope's merge."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""One rule's data steps: SET PRE, WITH, SELECT, EMIT and SET POST (LANGUAGE.md §6.7–§6.13).
+"""One rule's data steps: SET PRE, WITH, SELECT, EMIT and SET POST.
 
 The walker calls these pieces around dispatch; `apply_rule` strings them together for tools
 and tests (no EXEC: the op output is given). Everything here is pure over plain values.
@@ -28,7 +28,7 @@ def _error_object(message: str) -> dict:
 
 
 def is_dropped_target(segments: tuple[str, ...]) -> bool:
-    """A write target EMIT, SET POST and LOOP SET must skip (reserved `_txc`, §6.15)."""
+    """A write target EMIT, SET POST and LOOP SET must skip (a reserved `_txc` path)."""
     return bool(segments) and segments[0] == TXC and not is_author_writable(segments)
 
 
@@ -140,7 +140,7 @@ class Finished:
 
 
 def nest_into(directives: dict, output: Any) -> tuple[Any, str | None]:
-    """Nest the output under `into` when it is a usable path string (§6.8)."""
+    """Nest the output under `into` when it is a usable path string."""
     into = directives.get("into") if directives else None
     if not isinstance(into, str) or not into.strip():
         return output, None

@@ -1,4 +1,4 @@
-"""Resolving value expressions (LANGUAGE.md §6.3), compiled once per AST node.
+"""Resolving value expressions, compiled once per AST node.
 
 A value node becomes a closure `fn(doc, fallback) -> value`: literals give their value
 (arrays a fresh list), paths a deep copy of what they find (missing gives `None`; with a

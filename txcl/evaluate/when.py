@@ -1,4 +1,4 @@
-"""WHEN and LOOP UNTIL: conditions compiled to closures (LANGUAGE.md §6.4–§6.5).
+"""WHEN and LOOP UNTIL: conditions compiled to closures.
 
 A condition is compiled once into a predicate `envelope -> bool`; the comparison kind is
 fixed by the right side (int, float, text, boolean, regex or call), so evaluation is a read
@@ -44,7 +44,7 @@ def condition_matches(node: Any, envelope: Any) -> bool:
     """Evaluate a condition (LOOP UNTIL uses this); never raises."""
     try:
         return bool(compile_condition(node)(envelope))
-    except Exception:  # noqa: BLE001 - evaluation never raises (§6.5)
+    except Exception:  # noqa: BLE001 - evaluation never raises
         return False
 
 
@@ -57,7 +57,7 @@ def when_matches(rule: ast.Rule, envelope: dict | None) -> bool:
         return True
     try:
         return bool(compile_condition(when.condition)(envelope))
-    except Exception:  # noqa: BLE001 - evaluation never raises (§6.5)
+    except Exception:  # noqa: BLE001 - evaluation never raises
         return False
 
 

@@ -1,4 +1,4 @@
-"""Arithmetic (LANGUAGE.md §7.7): add, sub, mul, div in IEEE doubles; mod on integers."""
+"""Arithmetic: add, sub, mul, div in IEEE doubles; mod on integers."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Codecs and JSON (LANGUAGE.md §7.4)."""
+"""Codecs and JSON."""
 
 from __future__ import annotations
 

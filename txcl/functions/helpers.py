@@ -1,4 +1,4 @@
-"""Argument helpers shared by the families (LANGUAGE.md §7.2). Each raises the call's
+"""Argument helpers shared by the families. Each raises the call's
 `&name: ...` error on a bad argument."""
 
 from __future__ import annotations

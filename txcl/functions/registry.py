@@ -1,4 +1,4 @@
-"""The one function registry (LANGUAGE.md §7.1).
+"""The one function registry.
 
 Each family module (`time_`, `codecs`, `structure`, `strings`, `arithmetic`) registers its
 functions with the `function` decorator; the six `try_` variants are added at the end.
@@ -67,7 +67,7 @@ class FunctionSpec:
 
 REGISTRY: dict[str, FunctionSpec] = {}
 
-#: The only `try_` functions (§7.8), each with its base.
+#: The only `try_` functions, each with its base.
 TRY_VARIANTS: dict[str, str] = {
     "try_json": "json", "try_b64decode": "b64decode", "try_urldecode": "urldecode",
     "try_get": "get", "try_substr": "substr", "try_tz_offsets": "tz_offsets",

@@ -1,4 +1,4 @@
-"""Strings (LANGUAGE.md §7.6). Lengths and offsets count UTF-8 bytes."""
+"""Strings. Lengths and offsets count UTF-8 bytes."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Structure (LANGUAGE.md §7.5): get, has, set, object, array."""
+"""Structure: get, has, set, object, array."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Identity and time (LANGUAGE.md §7.3): uuid, now, tz, tz_offsets.
+"""Identity and time: uuid, now, tz, tz_offsets.
 
 The clock and randomness come from `registry.environment` (replaceable in tests). Zones are
 IANA names read through `zoneinfo`; a wall-clock time in a gap or an overlap uses the

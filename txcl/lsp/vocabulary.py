@@ -1,5 +1,5 @@
 """What an author can type, with one-line explanations: keywords, WITH keys the runtime
-consumes (LANGUAGE.md §6.8), EXEC schemes (§4.3) and the function registry (§7).
+consumes, EXEC schemes and the function registry.
 
 The language server (completion, hover) and the REPL (completion) both read this module,
 so the two never offer different words.

@@ -1,3 +1,3 @@
-"""The OPS tree on disk (RUNTIME.md §1): `layout` (pure path rules), `scan` (walking `OPS/`,
+"""The OPS tree on disk: `layout` (pure path rules), `scan` (walking `OPS/`,
 layout diagnostics TX120–TX123 and skipped files for TX240), `tree` (`load_ops`, `OpsTree`,
 snapshots)."""

@@ -1,4 +1,4 @@
-"""Pure path rules of the OPS tree (RUNTIME.md §1.2–§1.4): numbered directories, stacks,
+"""Pure path rules of the OPS tree: numbered directories, stacks,
 scopes, op names, system stacks and overlay lineage. No file system access here."""
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ def numbered_value(segment: str) -> int | None:
 
 
 def is_system_stack(stack: str) -> bool:
-    """`_sys/health` is a system stack; a one-segment `_jobs` is not (§1.4)."""
+    """`_sys/health` is a system stack; a one-segment `_jobs` is not."""
     parts = stack.split("/")
     return len(parts) >= 2 and parts[0].startswith("_")
 
 
 def lineage(stack: str) -> list[str]:
-    """The stack, then its parents, never climbing from a `_`-prefixed last segment (§3.4)."""
+    """The stack, then its parents, never climbing from a `_`-prefixed last segment."""
     out = [stack]
     if is_system_stack(stack):
         return out

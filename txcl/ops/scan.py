@@ -1,6 +1,6 @@
 """Walking an `OPS/` directory into rule entries, fixtures and layout diagnostics.
 
-`scan_ops` never parses rules: it applies the path rules of RUNTIME.md §1.2–§1.6 and reports
+`scan_ops` never parses rules: it applies the path rules of the OPS tree and reports
 TX120–TX123 plus the list of files it skipped (with reasons), so `txcl check` can reuse it
 for its layout rules and TX240.
 """
@@ -94,7 +94,7 @@ def _walk(directory: Path, segments: list[str], result: ScanResult) -> None:
             continue
         if child.is_dir():
             if inside_scope and name.startswith("_"):
-                continue  # disabled directory (§1.3): neither loaded nor reported
+                continue  # disabled directory: neither loaded nor reported
             if not inside_scope and name == "FILES" and segments:
                 result.assets["/".join(segments)] = path
                 continue

@@ -1,6 +1,6 @@
-"""Loading an OPS tree (RUNTIME.md §1): workspace discovery, parsing every rule, fixtures,
+"""Loading an OPS tree: workspace discovery, parsing every rule, fixtures,
 `py://` imports, the immutable OpsTree with its overlay lookups, and content-addressed
-snapshots (§1.7)."""
+snapshots."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ class WorkspaceNotFound(TxclError):
 
 
 def find_workspace(path: str | Path = ".") -> tuple[Path, Path]:
-    """(workspace, ops_dir) for `path` as RUNTIME.md §1.1 describes."""
+    """(workspace, ops_dir) for `path`: the nearest folder at or above it that holds `OPS/`."""
     start = Path(path).resolve()
     if not start.exists():
         raise WorkspaceNotFound(f"{path}: no such directory")
@@ -65,7 +65,7 @@ class OpRule:
 
 
 class OpsTree:
-    """Immutable: stack → scope → rules sorted by op name, plus overlay lookups (§3.4)."""
+    """Immutable: stack → scope → rules sorted by op name, plus overlay lookups."""
 
     def __init__(self, rules: Iterable[OpRule], workspace: Path | None = None,
                  assets: dict[str, Path] | None = None):
@@ -119,7 +119,7 @@ class OpsTree:
         return self._effective_of(stack)[0]
 
     def next_scope(self, stack: str, requested: int) -> int | None:
-        """Smallest effective scope ≥ `requested` (§3.2 step 2), or None."""
+        """Smallest effective scope ≥ `requested`, or None."""
         scopes = self._effective_of(stack)[0]
         i = bisect.bisect_left(scopes, requested)
         return scopes[i] if i < len(scopes) else None
@@ -146,7 +146,7 @@ class OpsTree:
 
     # ------------------------------------------------------------ snapshots
     def snapshot(self) -> dict[str, Any]:
-        """A JSON body holding every rule text and fixture (the ops snapshot, §1.7)."""
+        """A JSON body holding every rule text and fixture (the ops snapshot a durable run keeps)."""
         return {
             "version": 1,
             "rules": [
@@ -174,7 +174,7 @@ class OpsTree:
 
 def load_ops(path: str | Path = ".", *, import_python: bool = True) -> OpsTree:
     """Load the tree of the workspace at or above `path`; raise TxclLoadError with every
-    diagnostic when anything is wrong (all-or-nothing, §1.6)."""
+    diagnostic when anything is wrong (all or nothing: a tree with one bad rule does not load)."""
     workspace, ops_dir = find_workspace(path)
     scan = scan_ops(ops_dir)
     return build_tree(scan, workspace, import_python=import_python)

@@ -1,4 +1,4 @@
-"""The interpreter (RUNTIME.md §2–§6, §9).
+"""The interpreter.
 
 - `interpreter.Interpreter` — the Python API: `await run(envelope, stack=...)` /
   `run_sync(...)` return `Completed`, `Failed` or `Suspended`; `drive(run)` steps an existing
@@ -8,6 +8,6 @@
 - `state` — `Run` (JSON-serialisable position, envelope, budgets, joins), `Frame`,
   `PreparedOp`, `OpOutcome`.
 - `hooks.WalkHooks` — where the continuation layer plugs in (steps 3 and 8–11).
-- `budget`, `loop`, `cow` (copy-on-write op inputs), `kv`, `config` (the §9 settings).
+- `budget`, `loop`, `cow` (copy-on-write op inputs), `kv`, `config` (the runtime settings).
 - `dispatch` + `schemes/` — EXEC classification and the txco/http/py/goto transports.
 """

@@ -1,4 +1,4 @@
-"""Fuel and TTL (RUNTIME.md §4): counters, charges, the repeated-transition penalty and the
+"""Fuel and TTL: counters, charges, the repeated-transition penalty and the
 exhaustion payloads. Pure state; the walk decides when to charge."""
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ class Budget:
         return self.max_ttl > 0 and self.ttl <= 0
 
     def lower_ttl(self, value: Any) -> str:
-        """EMIT @ttl (§4.4): 'lowered', 'ignored' (raise or equal) or 'invalid'."""
+        """EMIT @ttl: 'lowered', 'ignored' (raise or equal) or 'invalid'."""
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             return "invalid"
         if value != value:  # NaN
@@ -80,7 +80,7 @@ class Budget:
 
     # ------------------------------------------------------------ payloads
     def exhaustion_payload(self, last_stage: str) -> dict[str, Any] | None:
-        """The §4.3 payload when a budget is exhausted (TTL checked first), else None."""
+        """The error payload when a budget is exhausted (TTL checked first), else None."""
         if self.ttl_exhausted():
             return {"code": TTL_EXHAUSTED, "max_ttl": self.max_ttl, "consumed": self.max_ttl,
                     "last_stage": last_stage, "last_transitions": list(self.transitions[-3:])}

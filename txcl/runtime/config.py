@@ -1,4 +1,4 @@
-"""The runtime settings object (RUNTIME.md §9): flags > environment > configuration file >
+"""The runtime settings object: flags > environment > configuration file >
 defaults, every value validated, errors naming their source.
 
 Durations are stored as integer milliseconds, sizes as bytes. `Settings()` gives the
@@ -185,7 +185,7 @@ _SettingsBase = _make_class()
 
 
 class Settings(_SettingsBase):  # type: ignore[misc, valid-type]
-    """Every §9.2 setting; durations in ms (names without a unit suffix), sizes in bytes.
+    """Every runtime setting; durations in ms (names without a unit suffix), sizes in bytes.
 
     `sources[key]` says where a non-default value came from (flag, environment, file).
     """
@@ -209,7 +209,7 @@ class Settings(_SettingsBase):  # type: ignore[misc, valid-type]
         return attrs.evolve(self, **changes)
 
     def validate(self) -> "Settings":
-        """RUNTIME.md §9.3; raises ConfigError naming the key and its source."""
+        """Check the settings against each other; raises ConfigError naming the key and its source."""
         def bad(key: str, why: str) -> None:
             src = self.sources.get(key, "default")
             raise ConfigError(f"invalid setting {key.replace('_', '-')} ({src}): {why}")

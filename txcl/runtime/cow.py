@@ -1,7 +1,6 @@
 """Private op inputs without deep copies: copy only the containers a rule's writes touch.
 
-SET PRE and the SELECT destinations are the only writes `prepare` makes into an op's input
-(LANGUAGE.md §6.7, §6.9). Copying the containers along those paths gives each op a private
+SET PRE and the SELECT destinations are the only writes `prepare` makes into an op's input. Copying the containers along those paths gives each op a private
 input that shares every untouched subtree with the scope-entry envelope, which is never
 mutated while the scope's ops run.
 """

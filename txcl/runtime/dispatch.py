@@ -1,4 +1,4 @@
-"""EXEC classification (load time) and dispatch (run time) for every scheme (RUNTIME.md §5).
+"""EXEC classification (load time) and dispatch (run time) for every scheme.
 
 `classify` turns an EXEC string into a `Target`; `Dispatcher.call` runs one sync dispatch
 of a prepared op and returns its raw output (or raises OpError). The tail (into, sanitise,
@@ -66,7 +66,7 @@ class Target:
 
     @property
     def stamped(self) -> bool:
-        """Sync dispatches to txco/http/py get the identity stamp (§3.5)."""
+        """Sync dispatches to txco/http/py get the identity stamp."""
         return self.kind in ("builtin", "http", "py")
 
 
@@ -100,7 +100,7 @@ def add_workspace_to_path(workspace: Path | None) -> None:
 
 
 def resolve_py_target(target: Target, workspace: Path | None) -> tuple[Callable[..., Any] | None, str | None]:
-    """Import `module` and fetch `function` (§5.4); (callable, None) or (None, reason)."""
+    """Import `module` and fetch `function`; (callable, None) or (None, reason)."""
     add_workspace_to_path(workspace)
     assert target.module is not None and target.function is not None
     try:

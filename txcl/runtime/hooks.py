@@ -1,4 +1,4 @@
-"""Where the continuations layer plugs into the walk (RUNTIME.md §3.2 steps 3 and 8–11).
+"""Where the continuations layer plugs into the walk.
 
 The walker calls these at fixed points; the default does nothing special, so async and
 continuable modes fall back to synchronous dispatch when no continuation support is

@@ -1,4 +1,4 @@
-"""The Python API of the runtime: `Interpreter(ops, store=...)` and its outcomes (RUNTIME.md §3.3).
+"""The Python API of the runtime: `Interpreter(ops, store=...)` and its outcomes.
 
     interp = txcl.Interpreter(txcl.load_ops("."), store=txcl.store.open_store(".txcl-data/txcl.db"))
     outcome = interp.run_sync({"order": {...}}, stack="shop")
@@ -51,7 +51,7 @@ class Completed:
 @attrs.frozen
 class Failed:
     """Budget exhaustion, deadline, bad goto, join/continuable failure: `payload` is the
-    JSON error body (§4.3 / §6.4), never mixed with the envelope."""
+    JSON error body, never mixed with the envelope."""
 
     payload: dict
     http_status: int
@@ -156,7 +156,7 @@ class Interpreter:
 
     def new_run(self, envelope: dict, stack: str | None = None, *, src: str = "api", rid: str | None = None,
                 mocks: list[str] | None = None) -> Run:
-        """Stamp the envelope (§2.1) and build a fresh Run at `<stack>/0`."""
+        """Stamp the envelope and build a fresh Run at `<stack>/0`."""
         if not isinstance(envelope, dict):
             raise TypeError("the envelope must be a JSON object (dict)")
         stack = stack or self.default_stack()

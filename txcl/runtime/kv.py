@@ -1,4 +1,4 @@
-"""The key-value API shared by the `txco://kv/*` builtins and `OpContext.kv` (RUNTIME.md §5.2)."""
+"""The key-value API shared by the `txco://kv/*` builtins and `OpContext.kv`."""
 
 from __future__ import annotations
 

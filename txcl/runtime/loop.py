@@ -1,4 +1,4 @@
-"""LOOP (LANGUAGE.md §6.16): repeat one op's dispatch inside its scope task.
+"""LOOP: repeat one op's dispatch inside its scope task.
 
 Stop reasons: done (UNTIL true on the view), max (MAX passes), fuel (request fuel exhausted),
 timeout (the loop deadline), halted (a sibling's output set a truthy `@halt`), error (a pass or

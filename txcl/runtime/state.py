@@ -1,5 +1,5 @@
 """The walk's state: `Run` (everything a suspended flow needs to go on, JSON-serialisable)
-and the transient `Frame` / `PreparedOp` / `OpOutcome` of one scope (RUNTIME.md §3.2)."""
+and the transient `Frame` / `PreparedOp` / `OpOutcome` of one scope."""
 
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ class Run:
 
 @attrs.define(slots=False)
 class PreparedOp:
-    """One surviving rule of a scope after SET PRE / WITH / SELECT (§3.2 step 7)."""
+    """One surviving rule of a scope after SET PRE / WITH / SELECT."""
 
     op: Any  # txcl.ops.tree.OpRule
     prepared: Any  # txcl.evaluate.rule.Prepared
@@ -117,7 +117,7 @@ class Frame:
     ran: list[Any] = attrs.Factory(list)  # OpRules whose SET POST applies, any order
     outcomes: dict[str, OpOutcome] = attrs.Factory(dict)
     halt_event: Any = None  # asyncio.Event when a LOOP runs in this frame
-    special: bool = False  # an op resolved mode async/continuable (§3.2 steps 8–11)
-    penalty: float = 0.0  # seconds to sleep for a repeated transition (§4.2)
+    special: bool = False  # an op resolved mode async/continuable
+    penalty: float = 0.0  # seconds to sleep for a repeated transition
     ttl_raise_ignored: bool = False
     rec: Any = None  # the segment's TraceRecorder (for continuation hooks)

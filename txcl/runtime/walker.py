@@ -1,6 +1,6 @@
-"""The scope walk (RUNTIME.md §3) as a state machine over `Run`.
+"""The scope walk as a state machine over `Run`.
 
-`step(run)` performs one frame (`enter(stack, requested_scope, previous_stage)`, §3.2); the
+`step(run)` performs one frame (`enter(stack, requested_scope, previous_stage)`); the
 pieces of a frame are separate methods so the continuations layer can reuse them when it
 resumes a suspended scope (`tail`, `complete_scope`). Nothing here waits for anything but
 the ops of the current scope, so a run can stop after any frame and go on later from
@@ -170,7 +170,7 @@ class Walker:
         self.complete_scope(run, frame, rec)
 
     async def run_frame(self, run: Run, frame: Frame, rec: TraceRecorder) -> None:
-        """§3.2 steps 4–16 of an entered frame (a join resume re-enters a scope here)."""
+        """The rest of an entered frame, from WHEN to the next scope (a join resume re-enters a scope here)."""
         frame.rec = rec
         self.select_ops(run, frame, rec)
         ops = frame.ops
@@ -182,7 +182,7 @@ class Walker:
         self.complete_scope(run, frame, rec)
 
     def enter(self, run: Run, rec: TraceRecorder) -> Frame | None:
-        """§3.2 steps 1–2: budget entry, then the scope. None when the stack has ended."""
+        """Budget entry, then the scope. None when the stack has ended."""
         stack = run.stack
         scope, stage = self._resolve(stack, run.requested_scope)
         budget = run.budget
@@ -214,7 +214,7 @@ class Walker:
         return frame
 
     def _resolve(self, stack: str, requested: int) -> tuple[int | None, str]:
-        """§3.2 step 2 (cached): the scope entered for `requested` and its stage text."""
+        """The scope entered for `requested` (cached) and its stage text."""
         key = (stack, requested)
         found = self._scopes.get(key)
         if found is None:
@@ -226,7 +226,7 @@ class Walker:
         return found
 
     def select_ops(self, run: Run, frame: Frame, rec: TraceRecorder) -> None:
-        """§3.2 steps 4–8: WHEN on E0, PRIORITY, per-rule SET PRE / WITH / SELECT, mode."""
+        """WHEN on E0, PRIORITY, per-rule SET PRE / WITH / SELECT, mode."""
         e0 = run.envelope
         rules = self.tree.rules_at(frame.stack, frame.scope)
         matched = []
@@ -240,7 +240,7 @@ class Walker:
                     try:
                         if not when(e0):
                             continue
-                    except Exception:  # noqa: BLE001 - evaluation never raises (§6.5)
+                    except Exception:  # noqa: BLE001 - evaluation never raises
                         continue
                 matched.append(op)
                 if facts.priority > top:
@@ -272,7 +272,7 @@ class Walker:
 
     # ================================================================ dispatch
     async def dispatch_sync(self, run: Run, frame: Frame, ops: list[PreparedOp], rec: TraceRecorder) -> None:
-        """§3.2 step 12: every op concurrently, each under its own timeout, then its tail."""
+        """Every op concurrently, each under its own timeout, then its tail."""
         if frame.penalty:
             await self.services.sleep(frame.penalty)
         remote = self._dispatch_local(frame, ops, run, rec)
@@ -375,7 +375,7 @@ class Walker:
         raise OpError(f"op not found: {target.text}")
 
     def stamped_input(self, frame: Frame, pop: PreparedOp, target: Target, source: dict) -> dict:
-        """The dispatched input with the identity stamp `_txc.op` / `_txc.step` (§3.5)."""
+        """The dispatched input with the identity stamp `_txc.op` / `_txc.step`."""
         if not target.stamped:
             return source
         out = dict(source)
@@ -423,7 +423,7 @@ class Walker:
     # ================================================================ the per-op tail
     def tail(self, run: Run, frame: Frame, pop: PreparedOp, raw: Any, trusted: bool,
              http_info: Any = None) -> tuple[dict | None, str | None, list[str]]:
-        """§3.6 steps 1–6: debug key, null, into, status_into, object check, sanitise, EMIT."""
+        """The tail of an op: debug key, null, into, status_into, object check, sanitise, EMIT."""
         if isinstance(raw, dict) and "_txc_op_debug" in raw:
             raw = {k: v for k, v in raw.items() if k != "_txc_op_debug"}
         if raw is None:
@@ -539,7 +539,7 @@ class Walker:
 
     # ================================================================ end of scope
     def complete_scope(self, run: Run, frame: Frame, rec: TraceRecorder) -> None:
-        """§3.2 steps 13–16: merge in op-name order, SET POST, deletes, control, next."""
+        """The end of a scope: merge in op-name order, SET POST, deletes, control, next."""
         outcomes = frame.outcomes
         outputs = [(name, outcomes[name].output) for name in outcomes]
         facts_of = self.facts
@@ -584,7 +584,7 @@ class Walker:
         return ran
 
     def next_position(self, run: Run, frame: Frame, control: Any, rec: TraceRecorder) -> None:
-        """§3.2 step 16 / §3.8: halt, goto, or natural advance."""
+        """Where the walk goes next: halt, goto, or the next scope."""
         if control.halt:
             rec.event("request.halt", {"stage": frame.stage})
             run.status = "halted"
@@ -643,7 +643,7 @@ class _Facts:
     emits_ttl: bool
     writes_goto: bool
     has_set_post: bool
-    trace_source: str  # rule text for full-mode traces, hmac `key` literals masked (§8.3)
+    trace_source: str  # rule text for full-mode traces, hmac `key` literals masked
 
     @classmethod
     def of(cls, op: OpRule) -> "_Facts":
@@ -671,7 +671,7 @@ def _compiled_when(rule: Any) -> Callable[[Any], Any] | None:
         return None
     try:
         return compile_condition(rule.when.condition)
-    except Exception:  # noqa: BLE001 - evaluation never raises (§6.5)
+    except Exception:  # noqa: BLE001 - evaluation never raises
         return _never
 
 

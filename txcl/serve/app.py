@@ -1,11 +1,11 @@
-"""The Starlette application of `txcl serve` (RUNTIME.md §7).
+"""The Starlette application of `txcl serve`.
 
     state = build_state(workspace, settings)      # loads the tree, checks routes (may raise)
     app = create_app(state)                       # a Starlette app; run it with uvicorn
 
-Every HTTP request goes through `TxclHandler`, a raw ASGI callable: route (§7.2), read the
-body under the cap, build the envelope (§7.1), walk under the request deadline while
-watching for a client disconnect, shape the answer (§7.4, §6.4). Continuation endpoints plug
+Every HTTP request goes through `TxclHandler`, a raw ASGI callable: route, read the
+body under the cap, build the envelope, walk under the request deadline while
+watching for a client disconnect, shape the answer. Continuation endpoints plug
 in through `extensions.py`.
 """
 

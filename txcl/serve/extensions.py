@@ -15,11 +15,11 @@ these methods (all optional; missing ones fall back to the defaults described):
         Called after a --watch reload put `tree` in use for new requests (e.g. to freeze
         its ops snapshot).
     async callback(request, opc, state) -> starlette Response | Answer
-        `POST /_txc/continuations/op/<opc>/complete` (CONTINUATIONS.md §3.4). The body is
+        `POST /_txc/continuations/op/<opc>/complete`. The body is
         unread: the handler reads it under --callback-max-bytes. Default: 404
         {"error": {"code": "txcl_unknown_op_continuation", ...}}.
     async suspended(request, outcome, state) -> Answer | None
-        The answer to a request whose walk returned `Suspended` (CONTINUATIONS.md §4.1).
+        The answer to a request whose walk returned `Suspended`.
         Default: `shaping.suspended_answer` (303 for browsers, 202 + Location otherwise).
 
 Polls (`?_txc.continuation=`) need no hook here: the router sends them to `_sys/continuation`,

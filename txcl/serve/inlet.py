@@ -1,4 +1,4 @@
-"""The web inlet (RUNTIME.md §7.1): request ids, the capped body read and the envelope.
+"""The web inlet: request ids, the capped body read and the envelope.
 
 Everything here works on the raw ASGI scope so the hot path builds the envelope in one pass
 without Starlette's Request wrapper.

@@ -1,7 +1,7 @@
 """The tree `txcl serve` walks: the workspace's OPS tree plus the shipped system stacks.
 
 `stdlib/` is an OPS-like directory; its `_sys/...` stacks are mounted beside the workspace's
-rules (RUNTIME.md §1.4). A workspace rule with the same (stack, scope, name) replaces the
+rules. A workspace rule with the same (stack, scope, name) replaces the
 shipped one; any other workspace rule under `OPS/_sys/...` is added. Loading stays
 all-or-nothing: every diagnostic of the workspace is reported together.
 """

@@ -1,4 +1,4 @@
-"""Routing of web requests to stacks (RUNTIME.md §7.2), first match wins:
+"""Routing of web requests to stacks, first match wins:
 
 1. `POST /_txc/continuations/op/<opc>/complete` → the callback endpoint (no rules run)
 2. `GET|HEAD /_txc/healthz` → `_sys/health`

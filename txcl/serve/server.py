@@ -1,5 +1,5 @@
 """Running the app under uvicorn: our own listening socket (clean bind errors, port 0),
-logging to stderr, and graceful shutdown (RUNTIME.md §6.3).
+logging to stderr, and graceful shutdown.
 
 On SIGTERM/SIGINT the server stops accepting connections, answers 503 to any request that
 still arrives on an open connection, waits up to --shutdown-grace for in-flight requests
@@ -103,7 +103,7 @@ def uvicorn_config(app: Any, *, grace_s: float, log_level: str = "info") -> uvic
     return uvicorn.Config(app, lifespan="on", access_log=False, log_config=None,
                           log_level="warning" if log_level != "debug" else "debug",
                           timeout_graceful_shutdown=grace_s, server_header=False,
-                          # remote_addr is the TCP peer (RUNTIME §7.1), never X-Forwarded-For
+                          # remote_addr is the TCP peer , never X-Forwarded-For
                           proxy_headers=False)  # type: ignore[arg-type]
 
 

@@ -1,4 +1,4 @@
-"""Response shaping (RUNTIME.md §7.4) and error answers (§6.4), as plain `Answer` values.
+"""Response shaping and error answers, as plain `Answer` values.
 
 An `Answer` is status + header list + body bytes; `app.py` sends it over ASGI. Keeping the
 shaping pure makes it testable without a server and reusable by the continuation endpoints
@@ -113,7 +113,7 @@ def finish(answer: Answer, method: str, rid: str) -> Answer:
 
 
 def shape_completed(envelope: dict, *, private: bool = False) -> Answer:
-    """The answer of a completed request from its final envelope (§7.4)."""
+    """The answer of a completed request from its final envelope."""
     txc = envelope.get("_txc")
     web = txc.get("web") if isinstance(txc, dict) else None
     res = web.get("res") if isinstance(web, dict) else None
@@ -147,7 +147,7 @@ def json_answer(status: int, payload: Any, extra: Iterable[tuple[str, str]] = ()
 
 
 def error_answer(payload: dict, status: int) -> Answer:
-    """An error outcome (§6.4): JSON, `Cache-Control: no-store`, never the envelope."""
+    """An error outcome: JSON, `Cache-Control: no-store`, never the envelope."""
     return json_answer(status, payload, [("cache-control", "no-store")])
 
 
@@ -168,7 +168,7 @@ def store_unavailable_answer(exc: Exception) -> Answer:
 
 def suspended_answer(outcome: Any, *, path: str, accept: str, query: dict[str, list[str]],
                      retry_after_ms: int, private: bool = False) -> Answer:
-    """CONTINUATIONS.md §4.1: 303 to the poll URL for browsers, else 202 with Location."""
+    """303 to the poll URL for browsers, else 202 with Location."""
     rcid = getattr(outcome, "rcid", "")
     location = f"{path}?_txc.continuation={rcid}"
     wants_json = "json" in query.get("format", [])

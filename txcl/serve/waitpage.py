@@ -1,4 +1,4 @@
-"""The browser's wait page and small error pages (CONTINUATIONS.md §4.2–§4.3).
+"""The browser's wait page and small error pages.
 
 Self-contained HTML (no scripts, no external resources): a `<meta http-equiv="refresh">`
 re-requests the same poll URL every `--poll-retry-after`; when the run has finished, that

@@ -1,4 +1,4 @@
-"""The TXCL abstract syntax tree (LANGUAGE.md §5).
+"""The TXCL abstract syntax tree.
 
 Every node is a frozen, slotted attrs class with a `span`. Sequences are tuples so nodes
 are hashable and compare by value. `to_json(node)` gives the JSON form used by
@@ -290,7 +290,7 @@ _SKIP_FIELDS = {"span", "compiled"}
 
 
 def to_json(node: Any) -> Any:
-    """The JSON form of LANGUAGE.md §5: `{"node": Class, fields…, "span": [l, c, l, c]}`."""
+    """The JSON form of the AST (`txcl parse --json`): `{"node": Class, fields…, "span": [l, c, l, c]}`."""
     if isinstance(node, Path):
         return {"node": "Path", "text": node.text, "at_sugar": node.at_sugar,
                 "span": node.span.as_list()}

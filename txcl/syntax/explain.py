@@ -1,6 +1,6 @@
-"""Name the exact TX0xx code for a token the LALR table rejected (LANGUAGE.md §4.2).
+"""Name the exact TX0xx code for a token the LALR table rejected.
 
-The explainer re-reads the failing stretch of tokens with the grammar of §3.1 written as
+The explainer re-reads the failing stretch of tokens with the grammar of grammar/txcl.lark written as
 recursive descent, which knows what was expected where (a WITH key, a value after `=`,
 a condition after `&&`, …) and so picks the specific code, message and hint. It runs only
 after the table has rejected a token, so its speed does not matter. It reports whether it

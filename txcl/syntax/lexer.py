@@ -1,4 +1,4 @@
-"""The TXCL scanner: source text → tokens, comments and lexical diagnostics (LANGUAGE.md §2).
+"""The TXCL scanner: source text → tokens, comments and lexical diagnostics.
 
 One compiled master pattern drives a loop. Text the language rejects becomes an `ERROR`
 token carrying its diagnostic (TX001, TX003, TX004, TX006–TX009, TX012, TX017); the parser
@@ -53,7 +53,7 @@ _CHAR_HINTS = {
 
 
 def unescape(body: str) -> str:
-    """String escapes of §2.5: \\" \\\\ \\n \\r \\t; other pairs keep both characters."""
+    """String escapes: \\" \\\\ \\n \\r \\t; other pairs keep both characters."""
     if "\\" not in body:
         return body
     return _ESCAPE.sub(lambda m: _ESCAPES.get(m.group(1), m.group(0)), body)

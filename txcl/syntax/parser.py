@@ -9,7 +9,7 @@ table pre-resolved to plain dicts, with the reduction callbacks built here with 
 tree-builder semantics (no per-step Token/Rule hashing, no wrapper chains). Together
 this is about as fast as a bare Lark parse that builds only a parse tree.
 
-Error handling (LANGUAGE.md §4.1): when the table rejects a token, the explainer
+Error handling: when the table rejects a token, the explainer
 (txcl.syntax.explain) walks the failing stretch with the same grammar written as
 recursive descent to name the exact TX0xx code; then parsing resumes at the next clause
 keyword with a fresh parser state, so independent mistakes in later clauses are reported
@@ -327,7 +327,7 @@ def _compile_table(conf: ParseConf, transformer: Any) -> dict:
 
 
 def _resume_index(tokens: list[Tok], bad: int, start: int) -> int:
-    """Where parsing resumes after an error at `bad` (LANGUAGE.md §4.1)."""
+    """Where parsing resumes after an error at `bad`."""
     n = len(tokens)
     j = bad
     tok = tokens[bad] if bad < n else None
@@ -342,7 +342,7 @@ def _resume_index(tokens: list[Tok], bad: int, start: int) -> int:
 
 
 def _end_token(text: str) -> Tok:
-    """`$END`, placed just after the last non-blank character (§4.1)."""
+    """`$END`, placed just after the last non-blank character."""
     stripped = len(text.rstrip(" \t\r\n"))
     before = text[:stripped]
     line = before.count("\n") + 1

@@ -1,4 +1,4 @@
-"""Classify an EXEC target string (LANGUAGE.md §4.3, "EXEC targets").
+"""Classify an EXEC target string (the schemes of docs/language.md, "EXEC").
 
 `classify_exec_target` is used by the per-rule load checks (TX103–TX105) and by the
 runtime to pick a dispatch scheme, so both agree on what a target means.

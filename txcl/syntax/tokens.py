@@ -1,4 +1,4 @@
-"""Tokens of the TXCL scanner and how diagnostics describe them (LANGUAGE.md §4.1).
+"""Tokens of the TXCL scanner and how diagnostics describe them.
 
 `Tok` is a light slotted object; the LALR driver only reads `.type`. Token types are the
 terminal names of grammar/txcl.lark, plus `ERROR` for text the scanner rejected (its
@@ -109,7 +109,7 @@ class Tok:
 
 
 def describe(tok: Tok) -> str:
-    """The `found …` text of §4.1: `path .x`, `keyword SELECT`, `'=='`, `end of input`…"""
+    """The `found …` text of a syntax error: `path .x`, `keyword SELECT`, `'=='`, `end of input`…"""
     t = tok.type
     if t == "$END":
         return "end of input"

@@ -1,4 +1,4 @@
-"""Lark callbacks that build the AST while the LALR parser reduces (LANGUAGE.md §5).
+"""Lark callbacks that build the AST while the LALR parser reduces.
 
 The transformer is used inline (`Lark(..., transformer=...)`), so nodes are built during
 the parse and no parse tree is ever materialised. Terminal callbacks turn literal tokens

@@ -1,4 +1,4 @@
-"""Per-rule load checks TX101–TX112 (LANGUAGE.md §4.3), run on rules without syntax errors."""
+"""Per-rule load checks TX101–TX112, run on rules without syntax errors."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Fault injection for crash tests (CONTINUATIONS.md §6).
+"""Fault injection for crash tests.
 
 With ``TXCL_TESTING=1``, ``TXCL_FAULT=<point>[:<n>][:<action>]`` makes the process act right
 after the n-th commit (default 1) at the named point. Points: ``park``, ``deferred-dispatch``,

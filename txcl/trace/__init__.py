@@ -1,2 +1,2 @@
-"""Traces (RUNTIME.md §8): `recorder` (per-segment buffer), `redact`, `writer` (group commit),
+"""Traces: `recorder` (per-segment buffer), `redact`, `writer` (group commit),
 `reader` (printing for `txcl trace`)."""

@@ -1,4 +1,4 @@
-"""Compact JSON text for trace steps and timeline events (RUNTIME.md §8.1).
+"""Compact JSON text for trace steps and timeline events.
 
 The store keeps a trace's steps and events as two JSON arrays. Encoding the step objects
 with the `json` module is a visible share of a summary-mode request's cost, while most of a

@@ -1,4 +1,4 @@
-"""Reading and printing stored traces (`txcl trace`, `txcl run --trace`, RUNTIME.md §8.4)."""
+"""Reading and printing stored traces (`txcl trace`, `txcl run --trace`)."""
 
 from __future__ import annotations
 

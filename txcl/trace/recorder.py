@@ -1,4 +1,4 @@
-"""The per-segment trace recorder (RUNTIME.md §8.1): steps and timeline events buffered in
+"""The per-segment trace recorder: steps and timeline events buffered in
 memory and turned into one `TraceRecord` when the segment ends (written in one transaction).
 
 In `summary` mode bodies are not kept; `full` keeps them (capped); `off` records nothing.
@@ -75,7 +75,7 @@ def _snapshot(value: Any) -> Any:
 
 
 def _body_json(snapshot: Any, red: Redactor, cap: int) -> str | None:
-    """The stored text of a recorded body, redacted (§8.3) and capped."""
+    """The stored text of a recorded body, redacted and capped."""
     if snapshot is None:
         return None
     if type(snapshot) is _Snapshot:

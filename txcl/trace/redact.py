@@ -1,4 +1,4 @@
-"""Trace redaction (RUNTIME.md §8.3): `omit` then `redact` path strings, plus the values
+"""Trace redaction: `omit` then `redact` path strings, plus the values
 that are always masked (credential headers, continuation tokens, hmac keys)."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Writing finished traces to the store: directly, or in group commits.
 
-Each trace is still written whole inside one transaction (RUNTIME.md §8.1); a batching
+Each trace is still written whole inside one transaction; a batching
 writer puts several segments' traces into the same transaction so a busy server pays one
 durable commit per batch instead of one per request. A batch is written when it holds
 `max_batch` traces, when its oldest trace is `max_delay_s` old (checked at each submit),

@@ -1,4 +1,5 @@
-"""Coercions of LANGUAGE.md §6.4, Go float and duration syntax, and the print form of §6.18.
+"""Coercions of WHEN conditions (text, integer, float and boolean forms), Go float and duration
+syntax, and the print form of numbers.
 
 Every function tests `bool` before `int` (Python's `True` is an `int`).
 """
@@ -137,7 +138,7 @@ def parse_go_float(s: str) -> float | None:
 
 
 def print_form(v: Any) -> str:
-    """Go `%v` style print form of §6.18 (`null` is `<nil>`; callers skip it at top level)."""
+    """Go `%v` style print form (`null` is `<nil>`; callers skip it at top level)."""
     t = type(v)
     if t is str:
         return v
@@ -170,7 +171,7 @@ _MAX_NS = (1 << 63) - 1
 
 
 def parse_duration_ns(s: str) -> int | None:
-    """Go duration syntax (LANGUAGE.md §3.8) in nanoseconds, or None when invalid.
+    """Go duration syntax in nanoseconds, or None when invalid.
 
     Negative durations are returned as negative numbers; callers decide whether they are
     allowed. Values beyond the int64 range are invalid, as in Go.

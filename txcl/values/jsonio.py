@@ -1,4 +1,4 @@
-"""JSON text in and out, with the number rules of LANGUAGE.md §6.1 and §6.18.
+"""JSON text in and out, with exact integers and the JSON form of numbers.
 
 `loads` keeps integer-form numbers exact (`int`), rejects `NaN`/`Infinity` and numbers a
 float cannot hold, and chooses which duplicate key wins. `dumps` writes numbers in JSON
@@ -171,7 +171,7 @@ _HTML = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026",
 
 def dumps(value: Any, *, sort_keys: bool = False, indent: int | None = None,
           html_escape: bool = False) -> str:
-    """JSON text of a JSON-shaped value; numbers in JSON form (§6.18).
+    """JSON text of a JSON-shaped value; numbers in JSON form.
 
     Compact separators when `indent` is None; non-ASCII written raw. `html_escape` writes
     `< > &` and U+2028/U+2029 as `\\u` escapes (they can only occur inside strings, so the

@@ -1,4 +1,4 @@
-"""Number formatting of LANGUAGE.md §6.4 and §6.18.
+"""Number formatting: the text form of conditions, the JSON form and the print form.
 
 All three forms start from the shortest round-trip digits of a float (Python's `repr`
 gives exactly those) and differ only in when they switch to exponent notation.
@@ -68,7 +68,7 @@ def _integral_text(x: float) -> str | None:
 
 
 def float_json(x: float) -> str:
-    """JSON form (§6.18). The caller guarantees x is finite."""
+    """JSON form. The caller guarantees x is finite."""
     t = _integral_text(x)
     if t is not None:
         return t
@@ -80,7 +80,7 @@ def float_json(x: float) -> str:
 
 
 def float_text(x: float) -> str:
-    """Text form of conditions (§6.4): always plain decimal, no trailing `.0`."""
+    """Text form of conditions: always plain decimal, no trailing `.0`."""
     r = float.__repr__(x)
     if "e" not in r and "n" not in r:  # plain repr: 1e-4 <= |x| < 1e16
         return r[:-2] if r.endswith(".0") else r
@@ -95,7 +95,7 @@ def float_text(x: float) -> str:
 
 
 def float_print(x: float) -> str:
-    """Print form (§6.18, Go's %v except for integral floats below 1e21)."""
+    """Print form (Go's %v except for integral floats below 1e21)."""
     r = float.__repr__(x)
     if "e" not in r and "n" not in r and -1e6 < x < 1e6:  # plain in both notations
         return r[:-2] if r.endswith(".0") else r

@@ -1,4 +1,4 @@
-"""Paths at run time (LANGUAGE.md §6.2): read, has, write, delete and path strings.
+"""Paths at run time: read, has, write, delete and path strings.
 
 A path is a sequence of string segments. A segment is *numeric* when it is one or more
 ASCII digits (leading zeros allowed); only numeric segments index arrays.
@@ -47,7 +47,7 @@ MISSING: Any = _Missing()
 
 
 class PathError(Exception):
-    """A write that §6.2 forbids (key on an array, too much padding)."""
+    """A write that cannot be made (a key on an array, too much padding)."""
 
 
 def is_numeric(segment: str) -> bool:
@@ -265,7 +265,7 @@ def _split_flags(text: str) -> list[tuple[str, bool]]:
 
 
 def split_path_string(text: str) -> tuple[str, ...]:
-    """Split a path string at every `.` not preceded by a backslash (§6.2).
+    """Split a path string at every `.` not preceded by a backslash.
 
     A backslash makes the next character literal; a trailing lone backslash stays.
     `""` is one empty segment.

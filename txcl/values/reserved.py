@@ -1,5 +1,4 @@
-"""The `_txc` namespace: author-writable, delete-only and reserved paths
-(LANGUAGE.md §6.14–§6.15, RUNTIME.md §2.2), and sanitising untrusted outputs (§3.9)."""
+"""The `_txc` namespace: author-writable, delete-only and reserved paths, and sanitising untrusted outputs."""
 
 from __future__ import annotations
 

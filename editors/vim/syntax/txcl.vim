@@ -1,7 +1,7 @@
 " Vim syntax file
 " Language:    TXCL (rule files, *.txcl)
 " Maintainer:  the txcl project
-" Follows LANGUAGE.md §2: keywords in any casing, EVERY/MAX as keywords only inside LOOP,
+" Follows the lexical rules of TXCL: keywords in any casing, EVERY/MAX as keywords only inside LOOP,
 " paths with quoted segments, &functions, b64 strings, regexes only after =~ and !~.
 
 if exists("b:current_syntax")

@@ -8,7 +8,7 @@ from txcl.check.rules.base import FileContext, file_rule
 from txcl.errors import Diagnostic
 from txcl.syntax import ast
 
-# Author-writable `_txc` subtrees (LANGUAGE.md §6.15); `ttl` only by EMIT.
+# Author-writable `_txc` subtrees; `ttl` only by EMIT.
 WRITABLE = (("web", "res"), ("lmtp", "res"), ("goto",), ("halt",), ("delete",), ("telemetry",),
             ("llm", "reject"), ("llm", "upstream"), ("llm", "headers"), ("llm", "context"))
 DELETABLE_FACTS = (("web", "req", "body"), ("imap", "msg", "text"), ("imap", "msg", "html"),
@@ -39,7 +39,7 @@ def writable(segs: tuple[str, ...], writer: str, system_stack: bool = False) -> 
 
 
 def _split(text: str) -> tuple[str, ...]:
-    """An @delete target string (§6.2: trimmed, leading `@` is `_txc.`, leading `.` dropped)."""
+    """An @delete target string (trimmed, leading `@` is `_txc.`, leading `.` dropped)."""
     try:
         from txcl.values.paths import delete_target
         return tuple(delete_target(text))

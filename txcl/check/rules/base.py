@@ -149,12 +149,12 @@ def is_literal(node) -> bool:
 
 
 def is_unconditional(rule: ast.Rule) -> bool:
-    """No WHEN, `WHEN *` or a bare WHEN (LANGUAGE.md §8.3)."""
+    """No WHEN, `WHEN *` or a bare WHEN."""
     return rule.when is None or isinstance(rule.when.condition, ast.Star)
 
 
 def truthy_literal(node) -> bool:
-    """Boolean form (§6.4) of a literal, False for anything not a literal."""
+    """Boolean form of a literal, False for anything not a literal."""
     if not is_literal(node):
         return False
     value = literal_value(node)

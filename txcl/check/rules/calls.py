@@ -1,4 +1,4 @@
-"""TX207 call-always-fails, TX208 try-wrong-arity (LANGUAGE.md §7, §8.3)."""
+"""TX207 call-always-fails, TX208 try-wrong-arity."""
 
 from __future__ import annotations
 

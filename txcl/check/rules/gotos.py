@@ -1,4 +1,4 @@
-"""Stage jumps (LANGUAGE.md §6.15, §8.3): TX230 unconditional-self-loop,
+"""Stage jumps: TX230 unconditional-self-loop,
 TX231 unconditional-two-stage-cycle, TX232 cross-stack-goto."""
 
 from __future__ import annotations

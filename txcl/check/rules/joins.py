@@ -1,4 +1,4 @@
-"""Deferred joins (LANGUAGE.md §6.17, §8.3): TX220–TX223."""
+"""Deferred joins: TX220–TX223."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def _into_segments(into: str) -> tuple[str, ...]:
 
 
 def _overlaps(read: tuple[str, ...], into: tuple[str, ...]) -> bool:
-    """A read at or under `into` (LANGUAGE.md §8.3)."""
+    """A read at or under `into`."""
     return read[: len(into)] == into
 
 

@@ -20,7 +20,7 @@ def until_true_when_missing(ctx: FileContext) -> Iterator[Diagnostic]:
     for cmp, nots in iter_comparisons(loop.until):
         if not isinstance(cmp.right, ast.BoolLit) or cmp.op not in (ast.CmpOp.EQ, ast.CmpOp.NE):
             continue
-        # A missing path compares as "" (§6.5): `== false` and `!= true` hold at once.
+        # A missing path compares as "": `== false` and `!= true` hold at once.
         holds = (cmp.op is ast.CmpOp.EQ) != cmp.right.value
         if nots % 2:
             holds = not holds

@@ -1,4 +1,4 @@
-"""Style: TX301 clause-order, TX302 split-clause (LANGUAGE.md §1.3, §3.2)."""
+"""Style: TX301 clause-order, TX302 split-clause."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""TX203 duplicate-with-key, TX209 invalid-with-value (LANGUAGE.md §6.8)."""
+"""TX203 duplicate-with-key, TX209 invalid-with-value."""
 
 from __future__ import annotations
 

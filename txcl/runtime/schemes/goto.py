@@ -1,4 +1,4 @@
-"""Stage-jump EXEC targets (RUNTIME.md §5.5): a trusted `{"_txc": {"goto": …}}` output."""
+"""Stage-jump EXEC targets: a trusted `{"_txc": {"goto": …}}` output."""
 
 from __future__ import annotations
 

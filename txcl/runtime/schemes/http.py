@@ -1,4 +1,4 @@
-"""`http://` and `https://` sync ops through httpx (RUNTIME.md §5.3)."""
+"""`http://` and `https://` sync ops through httpx."""
 
 from __future__ import annotations
 

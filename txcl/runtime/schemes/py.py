@@ -1,4 +1,4 @@
-"""`py://module:function` in-process ops (RUNTIME.md §5.4).
+"""`py://module:function` in-process ops.
 
 Plain functions run in a bounded thread pool; `async def` functions on the event loop. A
 raised exception is an op error `<ExceptionType>: <message>` (the traceback goes to the trace

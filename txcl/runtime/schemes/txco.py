@@ -1,4 +1,4 @@
-"""`txco://` builtins (RUNTIME.md §5.2): in-process functions (input, directives, ctx) → object.
+"""`txco://` builtins: in-process functions (input, directives, ctx) → object.
 
 The registry is open: `register("name", fn)` adds a builtin (the continuations package
 registers `continuation-result`). An unknown name is an op error at dispatch.
@@ -105,7 +105,7 @@ def _ttl(directives: dict) -> int | None:
     try:
         value = parse_duration_ms(ttl)
     except ValueError:
-        return None  # invalid consumed values are ignored (§5.6)
+        return None  # invalid consumed values are ignored
     return value or None
 
 
