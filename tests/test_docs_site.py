@@ -45,21 +45,26 @@ def test_the_site_builds_strictly_with_the_generated_references(site: Path) -> N
     assert "&amp;mod(-17, 5)" in functions and "<code>-2</code>" in functions  # computed at build time
     assert "division by zero" in functions
     codes = (site / "reference/rule-codes/index.html").read_text()
-    assert 'id="tx201"' in codes and 'id="tx401"' in codes
+    assert 'id="tx201"' in codes and 'id="tx401"' in codes and "Fixable: <code>txcl check --fix</code>" in codes
     cli = (site / "reference/cli/index.html").read_text()
     assert "txcl test" in cli and "--fail-under" in cli
     settings = (site / "reference/settings/index.html").read_text()
     assert "TXCL_ASYNC_ACK_TIMEOUT" in settings and "How long a dispatch waits" in settings
 
 
-def test_every_function_has_examples_that_run() -> None:
-    from txcl.docsgen import FUNCTION_EXAMPLES, evaluate_example
+def test_every_function_has_examples_that_run_and_errors_that_fail() -> None:
+    from txcl.docsgen import FUNCTION_ERRORS, FUNCTION_EXAMPLES, evaluate_example
     from txcl.functions.registry import REGISTRY
 
     assert set(FUNCTION_EXAMPLES) == set(REGISTRY)
     failing = [(e, r) for exs in FUNCTION_EXAMPLES.values() for e, env in exs
                for ok, r in [evaluate_example(e, env)] if not ok]
     assert failing == [("&div(1, 0)", failing[0][1])] and "division by zero" in failing[0][1]
+    assert set(FUNCTION_ERRORS) == {n for n in REGISTRY if not n.startswith("try_")}
+    for name, expression in FUNCTION_ERRORS.items():
+        if expression:
+            ok, message = evaluate_example(expression, {"list": [1]})
+            assert not ok and message.startswith(f"&{name}: "), (name, message)
 
 
 RULE_PAGES = ["index.md", "getting-started.md", "language.md", "workers.md"]

@@ -56,6 +56,19 @@ FUNCTION_EXAMPLES: dict[str, list[tuple[str, dict]]] = {
     "try_tz_offsets": [('&try_tz_offsets("Mars/Base", "2026-01-01T00:00:00Z", 1)', {})],
 }
 
+#: A call that fails, for every function that can: the page shows the error it gives.
+FUNCTION_ERRORS: dict[str, str] = {
+    "add": '&add("two", 1)', "sub": "&sub(1, .missing)", "mul": '&mul(2, "x")', "div": "&div(1, 0)",
+    "mod": "&mod(7, 0)", "concat": "", "join": '&join("a,b", ",")', "split": '&split(1, ",")',
+    "len": "&len(5)", "substr": '&substr("tea", 2, 1)', "pad": '&pad("7", 3, "")',
+    "repeat": '&repeat("ab", -1)', "array": "", "object": '&object(1, "x")',
+    "get": '&get("text", "a")', "has": "", "set": '&set(.list, "x", 1)', "json": '&json("{")',
+    "to_json": "", "b64encode": "&b64encode(1)", "b64decode": '&b64decode("***")',
+    "urlencode": "&urlencode(1)", "urldecode": '&urldecode("%zz")', "sha256": "&sha256(1)",
+    "now": '&now("weekly")', "uuid": "", "tz": '&tz("Mars/Base", "hour", 9)',
+    "tz_offsets": '&tz_offsets("Europe/Paris", "yesterday", 1)',
+}
+
 EXAMPLE_TIME_NS = 1_767_323_045_000_000_000  # 2026-01-02T03:04:05Z
 
 
@@ -102,7 +115,17 @@ def functions_page() -> str:
                 f"Arguments: {spec.arity_text()}. "
                 + ("Deterministic: the same arguments give the same result." if spec.deterministic else
                    "Not deterministic: it reads the clock or randomness, so `txcl check` never evaluates it.")]
-        examples = FUNCTION_EXAMPLES.get(spec.name, [])
+        examples = list(FUNCTION_EXAMPLES.get(spec.name, []))
+        failing = FUNCTION_ERRORS.get(spec.name)
+        if failing:
+            examples.append((failing, {"list": [1]} if ".list" in failing else {}))
+        elif spec.is_try:
+            out += ["", "It never fails: where the plain function fails, it gives null."]
+        elif spec.name in ("concat", "array", "to_json"):
+            out += ["", "It fails only when its result would be more than 1 MiB larger than the strings it is "
+                        "given (the size limit of functions)."]
+        elif spec.name in FUNCTION_ERRORS:
+            out += ["", "It never fails."]
         if examples:
             out += ["", "| Expression | Envelope | Result |", "|---|---|---|"]
             for expression, envelope in examples:
@@ -115,6 +138,7 @@ def functions_page() -> str:
 
 def rule_codes_page() -> str:
     from txcl.check.docs import DOCS
+    from txcl.check.fix import FIXABLE
     from txcl.codes import CODES
 
     families = [("TX0", "Syntax (TX0xx)"), ("TX1", "Rules that cannot load (TX1xx)"),
@@ -125,9 +149,10 @@ def rule_codes_page() -> str:
            "explanation in the terminal; `txcl check --output-format sarif` links here. Errors "
            "stop a tree from loading; warnings and infos are `txcl check` findings that "
            "`# noqa: CODE` can silence.", "",
-           "| Code | Name | Severity | Summary |", "|---|---|---|---|"]
+           "| Code | Name | Severity | Fixable | Summary |", "|---|---|---|---|---|"]
     for code, info in CODES.items():
-        out.append(f"| [{code}](#{code.lower()}) | {info.name} | {info.severity} | {_md_cell(info.summary)} |")
+        out.append(f"| [{code}](#{code.lower()}) | {info.name} | {info.severity} | {'yes' if code in FIXABLE else ''} | "
+                   f"{_md_cell(info.summary)} |")
     heading = None
     for code, info in CODES.items():
         title = next((t for prefix, t in families if code.startswith(prefix) and t), None)
@@ -135,7 +160,8 @@ def rule_codes_page() -> str:
             heading = title
             out += ["", f"## {title}"]
         doc = DOCS.get(code)
-        out += ["", f"### {code}", "", f"**{info.name}** ({info.severity}) — {info.summary}."]
+        fix = " Fixable: `txcl check --fix` rewrites it safely." if code in FIXABLE else ""
+        out += ["", f"### {code}", "", f"**{info.name}** ({info.severity}) — {info.summary}.{fix}"]
         if doc is not None:
             out += ["", doc.explanation, "", "Bad:", "", "```", doc.bad, "```", "", "Good:", "", "```", doc.good, "```"]
     return "\n".join(out) + "\n"
