@@ -7,7 +7,7 @@ PostgreSQL with fsync and synchronous_commit = on, a throwaway server of this ru
 1. end to end through `txcl serve`: request → park → 1 000 worker POSTs (25 in flight) →
    1 000 HTTP callbacks → release → resume → run completed; items/s from the request to the
    completed run;
-2. in-process (the same engine and store, callbacks admitted with exactly the P4/P5 calls the
+2. in-process (the same engine and store, callbacks admitted with exactly the admit and continue calls the
    callback endpoint makes): items/s and the store's write transactions (commits) per item.
 
 Wall-clock figures move with the machine's load, so each part also reports CPU time per item

@@ -193,3 +193,29 @@ def test_the_built_site_renders_in_headless_chromium(site: Path, tmp_path: Path)
             assert words in dom, page
     finally:
         httpd.shutdown()
+
+
+def test_every_difference_from_the_reference_has_an_example_rule_that_does_what_it_says() -> None:
+    from txcl.errors import TxclSyntaxError
+    from txcl.syntax.parser import parse_rule
+
+    rows = [line for line in (DOCS / "differences.md").read_text().splitlines()
+            if line.startswith("| ") and not line.startswith("| What")]
+    assert len(rows) >= 35
+    parsed = refused = 0
+    for row in rows:
+        example = row.rstrip(" |").rsplit(" | ", 1)[1]
+        assert example.strip(), row
+        for m in re.finditer(r"`([^`]+)`(?: is (TX\d{3}))?", example):
+            rule, code = m.group(1), m.group(2)
+            if not re.match(r"(?i)(WHEN|SET|SELECT|WITH|EXEC|EMIT)\b", rule):
+                continue
+            if code is None:
+                parse_rule(rule)
+                parsed += 1
+            elif code < "TX200":
+                with pytest.raises(TxclSyntaxError) as info:
+                    parse_rule(rule)
+                assert code in {d.code for d in info.value.diagnostics}, (rule, code)
+                refused += 1
+    assert parsed >= 15 and refused >= 4

@@ -64,3 +64,21 @@ def test_the_repository_cites_no_section_of_a_document_it_does_not_hold() -> Non
             if "§" in text or re.search(r"\b(RUNTIME|LANGUAGE|CONTINUATIONS|ARCHITECTURE)\.md\b", text):
                 offenders.append(str(path.relative_to(repo)))
     assert offenders == []
+
+
+def test_code_and_tests_use_no_opaque_ids_of_outside_documents() -> None:
+    """Scenario and procedure ids of the specification (T27, DJ-5, EC-6, AU-8, P4) mean nothing
+    to a reader of the repository: tests and comments say what they check instead."""
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    pattern = re.compile(r"\b(?:DJ-F?\d+|AU-\d+|EC-\d+|T\d{1,2}|P\d{1,2})\b")
+    offenders = []
+    for folder in ("txcl", "tests", "bench"):
+        for path in (repo / folder).rglob("*.py"):
+            if path.name == "test_help_texts.py":
+                continue
+            for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                if pattern.search(line):
+                    offenders.append(f"{path.relative_to(repo)}:{n}")
+    assert offenders == []

@@ -1,5 +1,4 @@
-"""The barrier: T27 drain without a 202, T23 duplicate release,
-T20 the frozen ops snapshot across a restart, and the in-process API."""
+"""The barrier: drain without a 202, duplicate release, the frozen ops snapshot across a restart, and the in-process API."""
 
 from __future__ import annotations
 
@@ -11,8 +10,8 @@ from cont_support import barrier_tree, http_get, wait_until
 from contworker import TestWorker
 
 
-def test_t27_every_ack_fails_answers_the_failure_inline(serve, workspace):
-    """T27: no 202 — the request drains its own suspend and answers 502 at once."""
+def test_every_ack_fails_answers_the_failure_inline(serve, workspace):
+    """No 202 — the request drains its own suspend and answers 502 at once."""
     with TestWorker(mode="status:503") as bad:
         files = barrier_tree(bad.url())
         files["OPS/shop/100/second.txcl"] = f'WITH mode = "async"\nEXEC "{bad.url("/two")}"'
@@ -24,8 +23,8 @@ def test_t27_every_ack_fails_answers_the_failure_inline(serve, workspace):
     assert "location" not in headers
 
 
-def test_t27_callbacks_before_the_202_give_the_final_answer(serve, workspace):
-    """T27: the worker calls back before it acks; the parking request wins the drain and
+def test_callbacks_before_the_202_give_the_final_answer(serve, workspace):
+    """The worker calls back before it acks; the parking request wins the drain and
     answers the final envelope synchronously (no 202)."""
     with TestWorker(mode="callback-first", callback_output={"enriched": {"early": True}}) as w:
         srv = serve(workspace(barrier_tree(w.url())))
@@ -35,8 +34,8 @@ def test_t27_callbacks_before_the_202_give_the_final_answer(serve, workspace):
     assert json.loads(body) == {"enriched": {"early": True}, "side": 1, "after": {"early": True}}
 
 
-def test_t20_resume_runs_the_rules_frozen_at_the_suspend(serve, workspace, worker, store_at):
-    """T20: change the rules and restart the server while the run waits: the resume runs the
+def test_resume_runs_the_rules_frozen_at_the_suspend(serve, workspace, worker, store_at):
+    """Change the rules and restart the server while the run waits: the resume runs the
     old rules (the snapshot); new requests run the new ones."""
     ws = workspace(barrier_tree(worker.url()))
     srv = serve(ws)
@@ -56,8 +55,8 @@ def test_t20_resume_runs_the_rules_frozen_at_the_suspend(serve, workspace, worke
     assert status == 200 and json.loads(body)["after"] == "old-path"
 
 
-def test_t23_two_threads_release_one_suspend(tmp_path, workspace, worker):
-    """T23 / EC-6: two threads run P5 on the same ready suspend: one winner, one resume."""
+def test_two_threads_release_one_suspend(tmp_path, workspace, worker):
+    """Two threads run `continue_release` on the same ready suspend: one winner, one resume."""
     from txcl.continuations.service import ContinuationService, open_run_store
     from cont_support import db_of
     from txcl.ops.tree import load_ops

@@ -1,5 +1,4 @@
-"""The callback endpoint against a real `txcl serve` and a real worker:
-T1 duplicates, T2 conflicts, T13 every rejected callback leaves the store unchanged."""
+"""The callback endpoint against a real `txcl serve` and a real worker: duplicates, conflicts, every rejected callback leaves the store unchanged."""
 
 from __future__ import annotations
 
@@ -33,8 +32,8 @@ def _snapshot(store, run_id):
     return rows
 
 
-def test_t1_duplicate_callback_ten_times(shared, store_at):
-    """T1 / EC-1: first 200 resumed, then 200 duplicate; one terminal, one fact, one release."""
+def test_duplicate_callback_ten_times(shared, store_at):
+    """First 200 resumed, then 200 duplicate; one terminal, one fact, one release."""
     worker = shared[2]
     ws, srv, headers, job = _suspend(shared)
     answers = [worker.callback(job, {"enriched": {"n": 1}}) for _ in range(10)]
@@ -55,8 +54,8 @@ def test_t1_duplicate_callback_ten_times(shared, store_at):
 
 
 @pytest.mark.parametrize("second", ["other-output", "failed"])
-def test_t2_conflicting_callback_keeps_the_first(shared, store_at, second):
-    """T2 / EC-2: a different second outcome is 409 and the first is merged."""
+def test_conflicting_callback_keeps_the_first(shared, store_at, second):
+    """A different second outcome is 409 and the first is merged."""
     worker = shared[2]
     ws, srv, headers, job = _suspend(shared)
     assert worker.callback(job, {"enriched": "first"})[0] == 200
@@ -71,8 +70,8 @@ def test_t2_conflicting_callback_keeps_the_first(shared, store_at, second):
     assert run.result["after"] == "first"
 
 
-def test_t2_callback_after_an_ack_failure_terminal_conflicts(serve, workspace, store_at):
-    """T2: the worker answered 500 to the dispatch (a failed `ack` terminal); its later
+def test_callback_after_an_ack_failure_terminal_conflicts(serve, workspace, store_at):
+    """The worker answered 500 to the dispatch (a failed `ack` terminal); its later
     completion conflicts (409) and the run stays failed with the ack error."""
     from contworker import TestWorker
 
@@ -90,8 +89,8 @@ def test_t2_callback_after_an_ack_failure_terminal_conflicts(serve, workspace, s
         assert store.get_run(job.body["_txc"]["run_id"]).status == "failed"
 
 
-def test_t13_bad_callbacks_change_nothing(shared, store_at):
-    """T13: 401 / 401 / 404 / 413 / 400 / 400 / 400, each leaving the store as it was."""
+def test_bad_callbacks_change_nothing(shared, store_at):
+    """401 / 401 / 404 / 413 / 400 / 400 / 400, each leaving the store as it was."""
     ws, srv, headers, job = _suspend(shared)
     store = store_at(ws / ".txcl-data" / "txcl.db")
     run_id = job.body["_txc"]["run_id"]
@@ -118,8 +117,8 @@ def test_t13_bad_callbacks_change_nothing(shared, store_at):
                      None, headers={"X-Txco-Continuation-Token": job.token}) == (200, {"status": "resumed"})
 
 
-def test_t13_cancelled_and_expired_interactions_are_gone(serve, workspace, store_at):
-    """T13: a cancelled interaction (fail-fast sibling) and an expired one answer 410."""
+def test_cancelled_and_expired_interactions_are_gone(serve, workspace, store_at):
+    """A cancelled interaction (fail-fast sibling) and an expired one answer 410."""
     from contworker import TestWorker
 
     with TestWorker() as w:
@@ -143,8 +142,8 @@ def test_t13_cancelled_and_expired_interactions_are_gone(serve, workspace, store
         assert store.get_run(fast.body["_txc"]["run_id"]).status == "expired"
 
 
-def test_t13_fail_fast_sibling_is_cancelled(serve, workspace, worker, store_at):
-    """T13: one member fails -> released at once (fail-fast), the other's callback is 410
+def test_fail_fast_sibling_is_cancelled(serve, workspace, worker, store_at):
+    """One member fails -> released at once (fail-fast), the other's callback is 410
     cancelled, and polling shows the run failed with the worker's error (txcl_op_failed)."""
     files = barrier_tree(worker.url())
     files["OPS/shop/100/second.txcl"] = f'WITH mode = "async", timeout = "1m"\nEXEC "{worker.url("/two")}"'

@@ -1,4 +1,4 @@
-"""Non-web callers, T30: `txcl run` exits 3 on an op whose worker
+"""Non-web callers: `txcl run` exits 3 on an op whose worker
 only acks, `txcl complete` resumes it, `txcl run --wait`, `callback_url: null` without a
 base URL; `txcl runs` and `txcl sweep`."""
 
@@ -16,7 +16,7 @@ def txcl(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
     return subprocess.run([TXCL, *args], capture_output=True, text=True, timeout=timeout)
 
 
-def test_t30_run_exits_3_then_complete_resumes(workspace, worker):
+def test_run_exits_3_then_complete_resumes(workspace, worker):
     ws = workspace(barrier_tree(worker.url()))
     ran = txcl("run", str(ws), "--input", '{"q": 1}')
     assert ran.returncode == 3, ran.stderr
@@ -47,7 +47,7 @@ def test_t30_run_exits_3_then_complete_resumes(workspace, worker):
     assert same.returncode == 0 and json.loads(same.stdout)["duplicate"] is True
 
 
-def test_t30_run_wait_prints_the_result(workspace, worker):
+def test_run_wait_prints_the_result(workspace, worker):
     ws = workspace(barrier_tree(worker.url()))
     proc = subprocess.Popen([TXCL, "run", str(ws), "--wait", "30s", "--compact"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
@@ -63,7 +63,7 @@ def test_t30_run_wait_prints_the_result(workspace, worker):
 
 
 @pytest.mark.slow
-def test_t30_run_wait_failure_and_timeout(workspace, worker):
+def test_run_wait_failure_and_timeout(workspace, worker):
     ws = workspace(barrier_tree(worker.url()))
     ran = txcl("run", str(ws), "--wait", "300ms")
     assert ran.returncode == 3 and json.loads(ran.stdout)["status"] == "waiting"
@@ -77,7 +77,7 @@ def test_t30_run_wait_failure_and_timeout(workspace, worker):
     assert txcl("runs", "show", "run_01M8MQ00000000000000000000", "--workspace", str(ws)).returncode == 1
 
 
-def test_t30_complete_usage_errors(workspace, worker):
+def test_complete_usage_errors(workspace, worker):
     ws = workspace(barrier_tree(worker.url()))
     assert txcl("complete", "opc_x", "--workspace", str(ws), "--output", "{}", "--fail").returncode == 2
     assert txcl("db", "upgrade", "--workspace", str(ws)).returncode == 0
@@ -85,7 +85,7 @@ def test_t30_complete_usage_errors(workspace, worker):
     assert unknown.returncode == 1
 
 
-def test_t30_sweep_once_from_the_command_line(workspace, worker):
+def test_sweep_once_from_the_command_line(workspace, worker):
     ws = workspace(barrier_tree(worker.url()))
     assert txcl("db", "upgrade", "--workspace", str(ws)).returncode == 0
     swept = txcl("sweep", "--workspace", str(ws), "--json")
@@ -93,7 +93,7 @@ def test_t30_sweep_once_from_the_command_line(workspace, worker):
     assert json.loads(swept.stdout.strip().splitlines()[-1])["expired"] == 0
 
 
-def test_t30_run_wait_keeps_a_promoted_continuable_op_running(workspace):
+def test_run_wait_keeps_a_promoted_continuable_op_running(workspace):
     """`txcl run --wait`: the promoted op finishes in the same process and the run completes;
     without --wait the command exits 3 and the run is left waiting."""
     ws = workspace({

@@ -1,4 +1,4 @@
-"""The client side, T29: 202 headers, 303 for browsers, JSON
+"""The client side: 202 headers, 303 for browsers, JSON
 long-poll returning on completion, 404 reasons, and the wait page in headless Chromium."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from testtools import require_tool
 from cont_support import barrier_tree, http_get
 
 
-def test_t29_suspend_answer_headers_and_body(shared):
+def test_suspend_answer_headers_and_body(shared):
     _, srv, worker = shared
     status, headers, body = http_get(srv.url + "/orders/7?a=1&b=2")
     assert status == 202
@@ -26,7 +26,7 @@ def test_t29_suspend_answer_headers_and_body(shared):
     worker.wait_job()
 
 
-def test_t29_browser_gets_303_then_the_wait_page(shared):
+def test_browser_gets_303_then_the_wait_page(shared):
     _, srv, worker = shared
     status, headers, body = http_get(srv.url + "/go", accept="text/html,application/xhtml+xml")
     assert status == 303
@@ -45,7 +45,7 @@ def test_t29_browser_gets_303_then_the_wait_page(shared):
     worker.wait_job()
 
 
-def test_t29_json_long_poll_returns_when_the_run_completes(shared):
+def test_json_long_poll_returns_when_the_run_completes(shared):
     _, srv, worker = shared
     status, headers, _ = http_get(srv.url + "/go")
     job = worker.wait_job()
@@ -69,7 +69,7 @@ def test_t29_json_long_poll_returns_when_the_run_completes(shared):
     assert h2["cache-control"] == "no-store" and h2["content-type"] == "application/json"
 
 
-def test_t29_running_json_poll_answers_202_after_the_long_poll(serve, workspace, worker):
+def test_running_json_poll_answers_202_after_the_long_poll(serve, workspace, worker):
     srv = serve(workspace(barrier_tree(worker.url())), "--continuation-longpoll-ms", "300")
     _, headers, _ = http_get(srv.url + "/go")
     status, h, body = http_get(srv.url + headers["location"])
@@ -82,7 +82,7 @@ def test_t29_running_json_poll_answers_202_after_the_long_poll(serve, workspace,
     ("_txc.continuation=not-an-rcid", "malformed_rcid"),
     ("_txc.continuation=rc_" + "1" * 22, "unknown_or_expired"),
 ])
-def test_t29_unknown_continuations_are_404_with_a_reason(shared, query, reason):
+def test_unknown_continuations_are_404_with_a_reason(shared, query, reason):
     _, srv, _ = shared
     status, headers, body = http_get(srv.url + "/any/path?" + query)
     assert status == 404
@@ -103,7 +103,7 @@ def _chromium(url: str, tmp_path, budget_ms: int | None = None) -> str:
 
 
 @pytest.mark.browser
-def test_t29_wait_page_in_headless_chromium_becomes_the_answer(shared, tmp_path):
+def test_wait_page_in_headless_chromium_becomes_the_answer(shared, tmp_path):
     """The browser shows the wait page while the run waits; its refresh shows the answer."""
     require_tool("chromium")
     _, srv, worker = shared

@@ -1,4 +1,4 @@
-"""`mode = "continuable"`, T28: a fast op answers synchronously, a
+"""`mode = "continuable"`: a fast op answers synchronously, a
 slow one is promoted (202, later result), an op error is 502, a restart during promotion
 leaves a run that expires; and the preconditions."""
 
@@ -36,7 +36,7 @@ def _tree(fn: str, with_: str = 'mode = "continuable", continue_after = "300ms",
     return files
 
 
-def test_t28_fast_op_answers_synchronously(serve, workspace, store_at):
+def test_fast_op_answers_synchronously(serve, workspace, store_at):
     ws = workspace(_tree("fast", module="contops_fast"))
     srv = serve(ws)
     status, _, body = http_get(srv.url + "/")
@@ -44,7 +44,7 @@ def test_t28_fast_op_answers_synchronously(serve, workspace, store_at):
     assert store_at(ws / ".txcl-data" / "txcl.db").list_runs() == []  # no run was needed
 
 
-def test_t28_slow_op_is_promoted_and_answers_later(serve, workspace, store_at):
+def test_slow_op_is_promoted_and_answers_later(serve, workspace, store_at):
     ws = workspace(_tree("slow", module="contops_slow"))
     srv = serve(ws)
     status, headers, body = http_get(srv.url + "/")
@@ -59,14 +59,14 @@ def test_t28_slow_op_is_promoted_and_answers_later(serve, workspace, store_at):
     assert status == 200 and json.loads(body) == {"v": "slow", "after": "slow"}  # _txc.rid sanitised away
 
 
-def test_t28_op_error_is_502(serve, workspace):
+def test_op_error_is_502(serve, workspace):
     srv = serve(workspace(_tree("broken", module="contops_broken")))
     status, _, body = http_get(srv.url + "/")
     error = json.loads(body)["error"]
     assert status == 502 and error["code"] == "txcl_op_failed" and "kaput" in error["message"]
 
 
-def test_t28_restart_during_promotion_expires_the_run(serve, workspace, store_at):
+def test_restart_during_promotion_expires_the_run(serve, workspace, store_at):
     """`promote`: the process dies after the promotion park; the task is
     lost and the run expires at op start + timeout; polling then shows the failure."""
     ws = workspace(_tree("slow", 'mode = "continuable", continue_after = "200ms", timeout = "2s"',
@@ -92,7 +92,7 @@ def test_t28_restart_during_promotion_expires_the_run(serve, workspace, store_at
     ('mode = "continuable", join_at_scope = .floor',
      'join_at_scope (= 300) requires mode = "async"; it is not honored with mode = "continuable"'),
 ])
-def test_t28_preconditions_end_the_request(serve, workspace, with_, message):
+def test_preconditions_end_the_request(serve, workspace, with_, message):
     srv = serve(workspace(_tree("fast", with_, module="contops_pre" + str(abs(hash(with_)) % 1000),
                                 extra={"OPS/site/050/floor.txcl": "EMIT .floor = 300"})))
     status, _, body = http_get(srv.url + "/")
@@ -100,7 +100,7 @@ def test_t28_preconditions_end_the_request(serve, workspace, with_, message):
     assert status == 500 and error == {"code": "txcl_continuable_invalid", "message": message}
 
 
-def test_t28_continuable_needs_a_solo_scope(serve, workspace):
+def test_continuable_needs_a_solo_scope(serve, workspace):
     srv = serve(workspace(_tree("fast", extra={"OPS/site/100/other.txcl": "EMIT .o = 1"}, module="contops_solo")))
     status, _, body = http_get(srv.url + "/")
     assert status == 500

@@ -1,5 +1,5 @@
 """Deferred join (seed 003) against a real `txcl serve`, a real SQLite
-file and the test worker: T3, T14 (DJ-F1…F6, one test per row), T15–T19, DJ-1…DJ-10."""
+file and the test worker: every failure case (one test each), and every rule of deferred joins."""
 
 from __future__ import annotations
 
@@ -68,11 +68,11 @@ RESULT = {"research": {"done": True, "page": "P"}}
 
 
 # ---------------------------------------------------------------------------------------------
-# T3 / DJ-1…DJ-3 / EC-3: the result is in before the flow reaches the join
+# the result is in before the flow reaches the join
 
 
-def test_t3_callback_before_the_join_merges_in_request_no_202(serve, workspace, store_at):
-    """T3 (EC-3, DJ-3): the worker calls back while the in-between scope runs: the callback is
+def test_callback_before_the_join_merges_in_request_no_202(serve, workspace, store_at):
+    """The worker calls back while the in-between scope runs: the callback is
     recorded (200, not released: the run is active), the join merges it before WHEN and the
     client gets a synchronous answer."""
     with TestWorker() as w:
@@ -87,7 +87,7 @@ def test_t3_callback_before_the_join_merges_in_request_no_202(serve, workspace, 
     assert status == 200, body
     answer = json.loads(body)
     assert answer["rendered"] == "P" and answer["research"] == {"done": True, "page": "P"}
-    assert answer["audit"] == {"started": True}  # DJ-2: the in-between scope saw nothing
+    assert answer["audit"] == {"started": True}  # the in-between scope saw nothing
     assert "location" not in headers
     store = store_at(ws / ".txcl-data" / "txcl.db")
     run = store.list_runs()[0]
@@ -109,8 +109,8 @@ def test_t3_callback_before_the_join_merges_in_request_no_202(serve, workspace, 
     assert [s["name"] for s in trace.steps if s["stage"] == "site/200"] == ["render"]
 
 
-def test_t3_callback_before_the_ack_is_merged_at_the_floor(serve, workspace):
-    """EC-3: a completion that arrives before the ack (before the dispatch even finished) is
+def test_callback_before_the_ack_is_merged_at_the_floor(serve, workspace):
+    """A completion that arrives before the ack (before the dispatch even finished) is
     persisted and merged once at the join."""
     with TestWorker(mode="callback-first", callback_output=RESULT) as w:
         srv = serve(workspace(seed_tree(w.url())))
@@ -119,9 +119,9 @@ def test_t3_callback_before_the_ack_is_merged_at_the_floor(serve, workspace):
     assert status == 200 and json.loads(body)["rendered"] == "P"
 
 
-def test_dj3_floor_scope_need_not_exist_and_dj4_resume_runs_the_join_scope(serve, workspace, worker, store_at):
-    """DJ-3: floor 200, scopes 100/150/250: the join happens at 250. The worker is still busy,
-    so the flow suspends there (202); DJ-4: the resume merges and only then runs scope 250's
+def test_floor_scope_need_not_exist_and_dj4_resume_runs_the_join_scope(serve, workspace, worker, store_at):
+    """Floor 200, scopes 100/150/250: the join happens at 250. The worker is still busy,
+    so the flow suspends there (202): the resume merges and only then runs scope 250's
     own ops (`render` never ran before the suspend)."""
     ws = workspace(seed_tree(worker.url(), render_scope=250))
     srv = serve(ws, "--trace-mode", "full")
@@ -151,10 +151,10 @@ def test_dj3_floor_scope_need_not_exist_and_dj4_resume_runs_the_join_scope(serve
 
 
 # ---------------------------------------------------------------------------------------------
-# T14: every failure row
+# every failure row
 
 
-def test_t14_djf1_no_callback_expires_at_dispatch_plus_timeout_plus_slack(serve, workspace, worker, store_at):
+def test_no_callback_expires_at_dispatch_plus_timeout_plus_slack(serve, workspace, worker, store_at):
     ws = workspace(seed_tree(worker.url(), timeout="1s"))
     srv = serve(ws, "--deferred-join-slack", "1s", "--continuation-sweep-period", "200ms")
     status, headers, _ = http_get(srv.url + "/go")
@@ -173,7 +173,7 @@ def test_t14_djf1_no_callback_expires_at_dispatch_plus_timeout_plus_slack(serve,
     assert worker.callback(job, RESULT)[0] == 410
 
 
-def test_t14_djf2_no_ack_fails_at_the_join_after_the_in_between_scopes(serve, workspace, store_at):
+def test_no_ack_fails_at_the_join_after_the_in_between_scopes(serve, workspace, store_at):
     with TestWorker(mode="status:503") as bad:
         ws = workspace(seed_tree(bad.url()))
         srv = serve(ws, "--trace-mode", "full")
@@ -191,7 +191,7 @@ def test_t14_djf2_no_ack_fails_at_the_join_after_the_in_between_scopes(serve, wo
     assert run.status == "failed" and run.fail_reason == "join_failed"
 
 
-def test_t14_djf2_ack_timeout_fails_at_the_join(serve, workspace):
+def test_ack_timeout_fails_at_the_join(serve, workspace):
     with TestWorker(mode="hang") as slow:
         srv = serve(workspace(seed_tree(slow.url())), "--async-ack-timeout", "300ms")
         status, _, body = http_get(srv.url + "/go")
@@ -199,7 +199,7 @@ def test_t14_djf2_ack_timeout_fails_at_the_join(serve, workspace):
     assert "no answer within 300ms" in json.loads(body)["error"]["message"]
 
 
-def test_t14_djf3_worker_failure_in_request_and_after_suspend(serve, workspace, store_at):
+def test_worker_failure_in_request_and_after_suspend(serve, workspace, store_at):
     with TestWorker() as w:
         files = seed_tree(w.url(), extra={"dj_f3_nap.py": SLOW_PY, "OPS/site/120/nap.txcl": 'EXEC "py://dj_f3_nap:nap"'})
         ws = workspace(files)
@@ -226,7 +226,7 @@ def test_t14_djf3_worker_failure_in_request_and_after_suspend(serve, workspace, 
         assert [(s["name"], s["status"]) for s in resume.steps] == [("research", "error")]
 
 
-def test_t14_djf4_halt_or_end_of_stack_before_the_floor(serve, workspace, worker, store_at):
+def test_halt_or_end_of_stack_before_the_floor(serve, workspace, worker, store_at):
     """The answer goes out without the result; the run completes with it; the callback is
     accepted (200) and stored but never merged; the interaction stays open only until its deadline."""
     files = seed_tree(worker.url(), extra={"OPS/site/150/stop.txcl": 'WHEN ._txc.web.req.url.path == "/stop"\nEMIT @halt = true'})
@@ -261,8 +261,8 @@ def again(op_input, ctx):
 '''
 
 
-def test_t14_djf5_t18_backward_goto_redispatches_and_all_join_at_the_floor(serve, workspace, worker, store_at):
-    """DJ-F5 / T18: a @goto back below the floor re-dispatches the op each time (a new unit
+def test_backward_goto_redispatches_and_all_join_at_the_floor(serve, workspace, worker, store_at):
+    """A @goto back below the floor re-dispatches the op each time (a new unit
     each); the join stays outstanding until the floor; all units join there in op-name then
     dispatch order, whatever order they completed in."""
     files = {
@@ -288,8 +288,8 @@ def test_t14_djf5_t18_backward_goto_redispatches_and_all_join_at_the_floor(serve
     assert run.result["seen"] == [0, 1, 2] and run.result["count"] == 3 and run.result["loops"] == 3
 
 
-def test_t14_djf6_t9_kill_before_the_join_expires_the_run(serve, workspace, worker, store_at):
-    """DJ-F6 / T9: SIGKILL right after the deferred dispatch commit: nobody drives the active
+def test_kill_before_the_join_expires_the_run(serve, workspace, worker, store_at):
+    """SIGKILL right after the deferred dispatch commit: nobody drives the active
     run again; it expires at its expires_ms; a later callback gets 410."""
     ws = workspace(seed_tree(worker.url(), timeout="1s"))
     flags = ["--deferred-join-slack", "1s", "--continuation-sweep-period", "200ms"]
@@ -313,8 +313,8 @@ def test_t14_djf6_t9_kill_before_the_join_expires_the_run(serve, workspace, work
     assert store.get_terminal(it.opc) is None
 
 
-def test_djf6_restart_after_the_join_suspend_is_safe(serve, workspace, worker, store_at):
-    """DJ-F6, second half (T8 deferred-after-suspend): once the flow has parked at the join, a
+def test_restart_after_the_join_suspend_is_safe(serve, workspace, worker, store_at):
+    """A kill after the flow parked at the join: once the flow has parked at the join, a
     killed server loses nothing: the callback to the restarted server resumes the run."""
     ws = workspace(seed_tree(worker.url()))
     first = serve(ws)
@@ -334,10 +334,10 @@ def test_djf6_restart_after_the_join_suspend_is_safe(serve, workspace, worker, s
 
 
 # ---------------------------------------------------------------------------------------------
-# T15–T17, T19, DJ-1, DJ-9
+# floors, goto and the join scope
 
 
-def test_t15_dj6_floor_at_or_below_own_scope_is_plain_async(serve, workspace, worker, store_at):
+def test_floor_at_or_below_own_scope_is_plain_async(serve, workspace, worker, store_at):
     files = seed_tree(worker.url(), floor=100)
     ws = workspace(files)
     srv = serve(ws)
@@ -353,7 +353,7 @@ def test_t15_dj6_floor_at_or_below_own_scope_is_plain_async(serve, workspace, wo
     assert run.result["rendered"] == "P" and run.result["audit"]["saw_result"] is True
 
 
-def test_t15_dj6_continuable_with_join_at_scope_fails_with_the_exact_message(serve, workspace):
+def test_continuable_with_join_at_scope_fails_with_the_exact_message(serve, workspace):
     files = {
         "OPS/site/50/floor.txcl": "EMIT .floor = 300",
         "OPS/site/100/work.txcl": 'WITH mode = "continuable", join_at_scope = .floor\nEXEC "txco://echo"',
@@ -367,8 +367,8 @@ def test_t15_dj6_continuable_with_join_at_scope_fails_with_the_exact_message(ser
     assert error["message"] == 'join_at_scope (= 300) requires mode = "async"; it is not honored with mode = "continuable"'
 
 
-def test_t16_dj7_cross_stack_goto_resolves_at_the_first_scope_of_the_new_stack(serve, workspace, store_at):
-    """DJ-7: the flow jumps to another stack before the floor: every outstanding join is
+def test_cross_stack_goto_resolves_at_the_first_scope_of_the_new_stack(serve, workspace, store_at):
+    """The flow jumps to another stack before the floor: every outstanding join is
     resolved at the first frame there — merged when ready, else the flow parks there."""
     with TestWorker() as w:
         files = seed_tree(w.url(), floor=500, extra={
@@ -397,8 +397,8 @@ def test_t16_dj7_cross_stack_goto_resolves_at_the_first_scope_of_the_new_stack(s
         assert json.loads(body)["used"] == "P"
 
 
-def test_t17_dj8_join_scope_with_its_own_async_op_suspends_twice(serve, workspace, store_at):
-    """DJ-8 / T17: the join scope holds its own async op: the join parks as visit 1, the
+def test_join_scope_with_its_own_async_op_suspends_twice(serve, workspace, store_at):
+    """The join scope holds its own async op: the join parks as visit 1, the
     resume runs the scope, whose async op parks again as visit 2; both resume."""
     with TestWorker() as w, TestWorker() as w2:
         files = seed_tree(w.url(), extra={
@@ -412,7 +412,7 @@ def test_t17_dj8_join_scope_with_its_own_async_op_suspends_twice(serve, workspac
         job = w.wait_job()
         assert w.callback(job, RESULT) == (200, {"status": "resumed"})
         job2 = w2.wait_job()
-        assert job2.body["_txc"]["run_id"] == _run_id(job)  # DJ-9: one run
+        assert job2.body["_txc"]["run_id"] == _run_id(job)  # one run
         # the second async op saw the merged deferred result in its input
         assert job2.body["input"]["research"] == {"done": True, "page": "P"}
         assert w2.callback(job2, {"second": {"v": 2}}) == (200, {"status": "resumed"})
@@ -433,7 +433,7 @@ def again(op_input, ctx):
 '''
 
 
-def test_t17_goto_loop_suspends_twice_at_one_stage(serve, workspace, worker, store_at):
+def test_goto_loop_suspends_twice_at_one_stage(serve, workspace, worker, store_at):
     files = {
         "OPS/site/100/ask.txcl": f'WITH mode = "async"\nEXEC "{worker.url()}"',
         "OPS/site/200/loop.txcl": 'EXEC "py://dj_t17_loop:again"',
@@ -461,8 +461,8 @@ def _two_joins(url_a: str, url_b: str) -> dict[str, str]:
     }
 
 
-def test_t19_two_joins_at_one_floor_merge_by_op_name(serve, workspace, store_at):
-    """T19: two deferred ops with one floor complete in reverse order (beta first): merged by
+def test_two_joins_at_one_floor_merge_by_op_name(serve, workspace, store_at):
+    """Two deferred ops with one floor complete in reverse order (beta first): merged by
     op name (alpha then beta) — after a suspend, and in the request."""
     with TestWorker() as wa, TestWorker() as wb:
         ws = workspace(_two_joins(wa.url(), wb.url()))
@@ -484,8 +484,8 @@ def test_t19_two_joins_at_one_floor_merge_by_op_name(serve, workspace, store_at)
         assert status == 200 and json.loads(body)["log"] == ["sync", "alpha", "beta"]
 
 
-def test_dj9_same_scope_async_and_later_continuable_reuse_the_run(serve, workspace, store_at):
-    """DJ-9: a plain async op at the deferred op's scope and a continuable op further on attach
+def test_same_scope_async_and_later_continuable_reuse_the_run(serve, workspace, store_at):
+    """A plain async op at the deferred op's scope and a continuable op further on attach
     to the run the deferred op created; the request never has a second run."""
     with TestWorker() as w, TestWorker() as w2:
         files = seed_tree(w.url(), extra={
@@ -510,8 +510,8 @@ def test_dj9_same_scope_async_and_later_continuable_reuse_the_run(serve, workspa
         assert kinds == ["barrier", "promotion"]  # the join was merged inside the barrier's resume
 
 
-def test_dj1_resumed_flow_runs_the_rules_frozen_at_dispatch(serve, workspace, worker, store_at):
-    """DJ-1: the first deferred op freezes the ops snapshot: rules changed (and the server
+def test_resumed_flow_runs_the_rules_frozen_at_dispatch(serve, workspace, worker, store_at):
+    """The first deferred op freezes the ops snapshot: rules changed (and the server
     restarted) while the run waits at the join do not affect it."""
     ws = workspace(seed_tree(worker.url()))
     first = serve(ws)
@@ -528,8 +528,8 @@ def test_dj1_resumed_flow_runs_the_rules_frozen_at_dispatch(serve, workspace, wo
     assert run.result["rendered"] == "P"
 
 
-def test_au14_deadline_passed_before_the_join_fails_the_request_there(serve, workspace, worker, store_at):
-    """AU-14 / DJ-3: the deferred unit times out while the flow is still before its floor (the
+def test_deadline_passed_before_the_join_fails_the_request_there(serve, workspace, worker, store_at):
+    """The deferred unit times out while the flow is still before its floor (the
     run is not parked on it: the timeout is only recorded); the flow meets the timed-out unit at
     the join and the request ends with txcl_join_failed."""
     files = seed_tree(worker.url(), timeout="300ms", extra={

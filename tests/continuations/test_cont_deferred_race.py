@@ -1,9 +1,9 @@
-"""T4 / DJ-5: a worker callback racing the in-request join check, on a real SQLite
+"""A worker callback racing the in-request join check, on a real SQLite
 file, with the real engine, the test worker and threads.
 
 The flow: scope 100 dispatches a deferred op (join at 200), scope 150 runs a `py://` op that
 naps a random moment (or runs a forced step of the callback), scope 200 consumes. The worker's
-completion (P4 then P5, exactly what the callback endpoint runs) comes from another thread
+completion (`admit_terminal` then `continue_release`, exactly what the callback endpoint runs) comes from another thread
 after a random delay. Whatever the order, the result is merged exactly once (its array would
 double otherwise) and exactly one joined marker exists. The three forced interleavings of the race
 are tested one by one.
@@ -143,14 +143,14 @@ def _race(tmp_path, db: str, trials: int) -> Counter:
     return seen
 
 
-def test_t4_callback_racing_the_join_check_merges_exactly_once(tmp_path, db_url):
+def test_callback_racing_the_join_check_merges_exactly_once(tmp_path, db_url):
     seen = _race(tmp_path, db_url, 100)
     assert sum(seen.values()) == 100
-    print("T4 orders:", dict(seen))
+    print("orders seen:", dict(seen))
 
 
 @pytest.mark.slow
-def test_t4_callback_racing_the_join_check_1000_trials(tmp_path, db_url):
+def test_callback_racing_the_join_check_1000_trials(tmp_path, db_url):
     seen = _race(tmp_path, db_url, 1000)
     assert sum(seen.values()) == 1000
     assert seen["request"] and seen["resume"], seen  # both orders really happened
@@ -184,14 +184,14 @@ def _forced(tmp_path, db: str, order: str):
                 assert box["release"].outcome == "recorded"  # the run was active, not releasable
                 envelope = outcome.envelope
             elif order == "in-between":
-                assert isinstance(outcome, Completed)  # P6 materialised and settled the unit itself
+                assert isinstance(outcome, Completed)  # `join_check` materialised and settled the unit itself
                 child = store.list_children(store.list_units(run_id)[0].unit_id)[0]
                 assert child.status == "succeeded"
                 late = store.continue_release(opc, child_version=box["admit"].child_version,
                                               materialize=service.materialize)
                 assert late.outcome == "recorded"
                 envelope = outcome.envelope
-            else:  # P6 first: the flow parks; the callback releases and the resume merges
+            else:  # `join_check` first: the flow parks; the callback releases and the resume merges
                 assert isinstance(outcome, Suspended)
                 result = _complete(store, service, opc)
                 assert result["release"].won
@@ -212,5 +212,5 @@ def _forced(tmp_path, db: str, order: str):
 
 
 @pytest.mark.parametrize("order", ["p5-first", "p6-first", "in-between"])
-def test_t4_forced_interleavings_of_5_6(tmp_path, db_url, order):
+def test_forced_interleavings_of_5_6(tmp_path, db_url, order):
     _forced(tmp_path, db_url, order)

@@ -1,4 +1,4 @@
-"""T8 (barrier and continuable): SIGKILL `txcl serve` right after the commit at each fault
+"""(barrier and continuable): SIGKILL `txcl serve` right after the commit at each fault
 point the scenario passes through, restart it on the same database, deliver the callbacks.
 Every run ends as it must: completed with the result merged once (the
 `promote` loss expires instead, tested in test_cont_continuable.py), no run stuck past its
@@ -33,7 +33,7 @@ def _callback(job, base: str, output) -> tuple[int, object]:
 
 
 @pytest.mark.parametrize("point", [*FAST, *[pytest.param(p, marks=pytest.mark.slow) for p in SLOW]])
-def test_t8_barrier_survives_a_kill_at(point, serve, workspace, worker, store_at):
+def test_barrier_survives_a_kill_at(point, serve, workspace, worker, store_at):
     ws = workspace(barrier_tree(worker.url()))
     first = serve(ws, *FLAGS, env={"TXCL_TESTING": "1", "TXCL_FAULT": point})
     status, headers, _ = http_get(first.url + "/go", dead_ok=True)
@@ -76,7 +76,7 @@ def slow(op_input, ctx):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("point", ["admit", "release"])
-def test_t8_continuable_after_promotion_survives_a_kill_at(point, serve, workspace, store_at):
+def test_continuable_after_promotion_survives_a_kill_at(point, serve, workspace, store_at):
     """The promoted task admitted its terminal (or won the release) and the process died: the
     restarted server's sweeper finishes the same steps; the result is merged once."""
     module = f"cont_fault_{point}"

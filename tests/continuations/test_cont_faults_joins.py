@@ -1,9 +1,9 @@
-"""T8, the deferred-after-suspend and itemized scenarios: SIGKILL `txcl serve` right after the
+"""The deferred-after-suspend and itemized crash scenarios: SIGKILL `txcl serve` right after the
 commit at each fault point the scenario passes through, restart it on the same database and
-deliver the callbacks. Every run completes with each result merged exactly once (EC-7: the
+deliver the callbacks. Every run completes with each result merged exactly once (the
 restarted process rebuilds progress from the store alone), no run is stuck past its expiry and
-no interaction is sent more than twice. The kill before the join (`deferred-dispatch`, DJ-F6)
-is the documented loss, tested as T9 in test_cont_deferred.py.
+no interaction is sent more than twice. The kill before the join (`deferred-dispatch`,)
+is the documented loss, tested as in test_cont_deferred.py.
 
 The default run covers two points per scenario; the others are slow-marked."""
 
@@ -80,7 +80,7 @@ DEFERRED_SLOW = ["admit", "materialize", "resume-frame", "finish"]
 
 @pytest.mark.parametrize("point", [*DEFERRED_POINTS, *[pytest.param(p, marks=pytest.mark.slow)
                                                         for p in DEFERRED_SLOW]])
-def test_t8_deferred_after_the_join_suspend_survives_a_kill_at(point, serve, workspace, worker, store_at):
+def test_deferred_after_the_join_suspend_survives_a_kill_at(point, serve, workspace, worker, store_at):
     files = {
         "OPS/site/100/research.txcl": f'WITH mode = "async", join_at_scope = 200\nEXEC "{worker.url()}"',
         "OPS/site/150/audit.txcl": "EMIT .audit = true",
@@ -99,7 +99,7 @@ ITEM_SLOW = ["ack", "admit", "materialize", "materialize:3", "release", "resume-
 
 
 @pytest.mark.parametrize("point", [*ITEM_POINTS, *[pytest.param(p, marks=pytest.mark.slow) for p in ITEM_SLOW]])
-def test_t8_itemized_survives_a_kill_at(point, serve, workspace, worker, store_at):
+def test_itemized_survives_a_kill_at(point, serve, workspace, worker, store_at):
     files = {
         "OPS/pay/50/items.txcl": "EMIT .items = [1, 2, 3]",
         "OPS/pay/100/charge.txcl": f'WITH mode = "async", each = .items, window = 3, into = "out"\n'

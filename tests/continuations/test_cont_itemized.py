@@ -1,6 +1,6 @@
 """Itemized await (seed 000) against a real `txcl serve`, a real
-SQLite file and the test worker: T5, T6, T7, T24, T25, T26, T32, EC-1…EC-3, EC-8, deferred
-itemized, dispatch-time validation. (T21/T22/EC-4…EC-6 in-process: test_cont_itemized_ec.py.)"""
+SQLite file and the test worker, deferred
+itemized, dispatch-time validation. (The in-process cases are in test_cont_itemized_ec.py.)"""
 
 from __future__ import annotations
 
@@ -55,8 +55,8 @@ def _kinds(store, run_id: str) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 
 
-def test_t5_reverse_order_completions_join_in_item_order(serve, workspace, worker, store_at):
-    """T5 / AU-4: items completed N-1 … 0: output in item order; one release."""
+def test_reverse_order_completions_join_in_item_order(serve, workspace, worker, store_at):
+    """Items completed N-1 … 0: output in item order; one release."""
     ws = workspace(pay_tree(worker.url(), window=6))
     srv = serve(ws)
     status, headers, _ = http_get(srv.url + "/go?n=6")
@@ -76,7 +76,7 @@ def test_t5_reverse_order_completions_join_in_item_order(serve, workspace, worke
     assert status == 200 and json.loads(body)["receipts"][0] == {"id": 0, "ok": True}
 
 
-def test_t6_window_peak_24_items_window_3(serve, workspace, worker, store_at):
+def test_window_peak_24_items_window_3(serve, workspace, worker, store_at):
     ws = workspace(pay_tree(worker.url(), window=3))
     srv = serve(ws)
     status, _, _ = http_get(srv.url + "/go?n=24")
@@ -102,7 +102,7 @@ def test_t6_window_peak_24_items_window_3(serve, workspace, worker, store_at):
 
 
 def _burst(serve, workspace, worker, store_at, n: int, window: int = 25) -> None:
-    """T7: completions in random bursts (concurrent callbacks), 5 % redelivered."""
+    """Completions in random bursts (concurrent callbacks), 5 % redelivered."""
     ws = workspace(pay_tree(worker.url(), window=window))
     srv = serve(ws)
     status, _, body = http_get(srv.url + f"/go?n={n}")
@@ -145,16 +145,16 @@ def _burst(serve, workspace, worker, store_at, n: int, window: int = 25) -> None
     assert not [k for k in _kinds(store, run_id) if k.startswith("reconcile.")]
 
 
-def test_t7_burst_short(serve, workspace, worker, store_at):
+def test_burst_short(serve, workspace, worker, store_at):
     _burst(serve, workspace, worker, store_at, 120)
 
 
 @pytest.mark.slow
-def test_t7_burst_1000_items_window_25(serve, workspace, worker, store_at):
+def test_burst_1000_items_window_25(serve, workspace, worker, store_at):
     _burst(serve, workspace, worker, store_at, 1000)
 
 
-def test_t24_partial_children_keep_the_parent_waiting(serve, workspace, worker, store_at):
+def test_partial_children_keep_the_parent_waiting(serve, workspace, worker, store_at):
     ws = workspace(pay_tree(worker.url(), window=4))
     srv = serve(ws)
     status, _, _ = http_get(srv.url + "/go?n=4")
@@ -173,8 +173,8 @@ def test_t24_partial_children_keep_the_parent_waiting(serve, workspace, worker, 
     assert "run.released" not in _kinds(store, run_id)
 
 
-def test_t25_fail_fast_item_failure(serve, workspace, worker, store_at):
-    """T25 / EC-8: item 1 fails: the unit fails, queued items are never sent, the in-flight
+def test_fail_fast_item_failure(serve, workspace, worker, store_at):
+    """Item 1 fails: the unit fails, queued items are never sent, the in-flight
     item's callback gets 410, the run fails with the item's error; nothing stays pending."""
     ws = workspace(pay_tree(worker.url(), window=2))
     srv = serve(ws)
@@ -194,14 +194,14 @@ def test_t25_fail_fast_item_failure(serve, workspace, worker, store_at):
     assert unit.status == "failed"
     statuses = [i.status for i in store.list_interactions(unit.unit_id)]
     assert statuses == ["cancelled", "failed", "cancelled", "cancelled", "cancelled"]
-    # EC-8: nothing left pending: no open interaction, no pending child, no claim
+    # nothing left pending: no open interaction, no pending child, no claim
     assert not [c for c in store.list_children(unit.unit_id) if c.status in ("queued", "running")]
     assert store.get_claim(run_id) is None
     status, _, body = http_get(srv.url + headers["location"])
     assert status == 502 and "item 1 failed" in body.decode()
 
 
-def test_t25_collect_policy_puts_errors_at_their_index(serve, workspace, worker, store_at):
+def test_collect_policy_puts_errors_at_their_index(serve, workspace, worker, store_at):
     ws = workspace(pay_tree(worker.url(), window=4, extra_with=', on_item_error = "collect"'))
     srv = serve(ws)
     status, _, _ = http_get(srv.url + "/go?n=4")
@@ -217,8 +217,8 @@ def test_t25_collect_policy_puts_errors_at_their_index(serve, workspace, worker,
                                       {"error": {"message": "declined", "code": 51}}, {"id": 3, "ok": True}]
 
 
-def test_t26_empty_each_is_synchronous_with_no_run(serve, workspace, worker, store_at):
-    """T26: barrier and deferred: no unit, interaction, run or suspend; `{into: []}` at once."""
+def test_empty_each_is_synchronous_with_no_run(serve, workspace, worker, store_at):
+    """Barrier and deferred: no unit, interaction, run or suspend; `{into: []}` at once."""
     files = pay_tree(worker.url())
     files["OPS/pay/100/later.txcl"] = ('WITH mode = "async", each = .orders, into = "later", join_at_scope = 150\n'
                                        f'EXEC "{worker.url()}"')
@@ -280,8 +280,8 @@ def test_dispatch_validation_each_not_an_array_fails_the_stage(serve, workspace,
             assert unit.status == "failed" and store.list_interactions(unit.unit_id) == []
 
 
-def test_t32_healthy_itemized_run_has_no_reconcile_events(serve, workspace, worker, store_at):
-    """T32 / AU-3: the live path does everything; the sweeper (running every 100ms) repairs nothing."""
+def test_healthy_itemized_run_has_no_reconcile_events(serve, workspace, worker, store_at):
+    """The live path does everything; the sweeper (running every 100ms) repairs nothing."""
     ws = workspace(pay_tree(worker.url(), window=3))
     srv = serve(ws, "--continuation-sweep-period", "100ms")
     status, _, _ = http_get(srv.url + "/go?n=9")
@@ -300,7 +300,7 @@ def test_t32_healthy_itemized_run_has_no_reconcile_events(serve, workspace, work
     assert sorted(facts) == sorted([("provider", i) for i in range(9)] + [("continuation", i) for i in range(9)])
 
 
-def test_ec1_ec2_duplicate_and_conflicting_item_completions(serve, workspace, worker, store_at):
+def test_duplicate_and_conflicting_item_completions(serve, workspace, worker, store_at):
     ws = workspace(pay_tree(worker.url(), window=2))
     srv = serve(ws)
     status, _, _ = http_get(srv.url + "/go?n=2")
@@ -308,10 +308,10 @@ def test_ec1_ec2_duplicate_and_conflicting_item_completions(serve, workspace, wo
     jobs = sorted((worker.wait_job() for _ in range(2)), key=lambda j: j.body["_txc"]["item_index"])
     assert worker.callback(jobs[0], {"id": 0, "first": True}) == (200, {"status": "recorded"})
     body = {"status": "completed", "output": {"id": 0, "first": True}}
-    for _ in range(3):  # EC-1: duplicates make no further progress
+    for _ in range(3):  # duplicates make no further progress
         assert post_json(jobs[0].callback_url, body, jobs[0].token) == (200, {"status": "recorded", "duplicate": True})
     other = {"status": "completed", "output": {"id": 0, "second": True}}
-    assert post_json(jobs[0].callback_url, other, jobs[0].token)[0] == 409  # EC-2
+    assert post_json(jobs[0].callback_url, other, jobs[0].token)[0] == 409  #
     failed = {"status": "failed", "error": "no"}
     assert post_json(jobs[0].callback_url, failed, jobs[0].token)[0] == 409
     store = store_at(ws / ".txcl-data" / "txcl.db")
@@ -323,8 +323,8 @@ def test_ec1_ec2_duplicate_and_conflicting_item_completions(serve, workspace, wo
     assert _kinds(store, unit.run_id).count("run.released") == 1
 
 
-def test_ec3_completions_before_the_parent_suspends(serve, workspace, store_at):
-    """EC-3: every item calls back before it acks (before the park is even answered): the
+def test_completions_before_the_parent_suspends(serve, workspace, store_at):
+    """Every item calls back before it acks (before the park is even answered): the
     completions persist, nothing continues before the parent is parked, and the parking request
     drains its own suspend: a synchronous answer with the ordered array."""
     with TestWorker(mode="callback-first", callback_output={"ok": True}) as w:
@@ -384,8 +384,8 @@ def test_item_outputs_are_sanitised(serve, workspace, worker, store_at):
 
 
 
-def test_au12_await_in_the_last_scope_resumes_through_the_full_path(serve, workspace, worker, store_at):
-    """AU-11 / AU-12: the await sits in the last scope: the resume still runs the tail (EMIT),
+def test_await_in_the_last_scope_resumes_through_the_full_path(serve, workspace, worker, store_at):
+    """The await sits in the last scope: the resume still runs the tail (EMIT),
     the merge, SET POST and control fields before the result is published by the finishing
     transaction (no extra op or worker call)."""
     files = {
@@ -409,8 +409,8 @@ def test_au12_await_in_the_last_scope_resumes_through_the_full_path(serve, works
     assert status == 200 and json.loads(body)["n_out"] == 2
 
 
-def test_au13_unary_await_over_a_collection_is_one_aggregate_unit(serve, workspace, worker, store_at):
-    """AU-13: a unary async op whose input is a list is one indivisible unit: one interaction
+def test_unary_await_over_a_collection_is_one_aggregate_unit(serve, workspace, worker, store_at):
+    """A unary async op whose input is a list is one indivisible unit: one interaction
     storing the whole input, one terminal with the whole output."""
     files = {
         "OPS/pay/50/items.txcl": "EMIT .batch = [1, 2, 3]",

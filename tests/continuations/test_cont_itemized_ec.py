@@ -1,6 +1,6 @@
 """The seed-000 edge-case rows that need a hand inside the store, in-process with the real
-engine, a real SQLite file and the test worker: T21 (EC-5), T22 (EC-4, AU-9), EC-6, EC-7, EC-8.
-(EC-1…EC-3 run against `txcl serve` in test_cont_itemized.py.)"""
+engine, a real SQLite file and the test worker:.
+(The cases needing a server run against `txcl serve` in test_cont_itemized.py.)"""
 
 from __future__ import annotations
 
@@ -54,9 +54,9 @@ async def _drive(service, release):
     return final.envelope
 
 
-def test_t21_ec5_reconcile_claim_between_p4_and_p5_retries_at_the_fresh_version(flow):
-    """T21 / EC-5 / AU-8: the sweeper's reconcile claim bumps a queued child's version between
-    P4 and P5: the live P5 misses its CAS, reloads, retries once and succeeds; the parent is
+def test_reconcile_claim_between_p4_and_p5_retries_at_the_fresh_version(flow):
+    """The sweeper's reconcile claim bumps a queued child's version between
+    `admit_terminal` and `continue_release`: the live `continue_release` misses its CAS, reloads, retries once and succeeds; the parent is
     not failed by the race."""
     worker, build = flow
     store, service, interp = build()
@@ -85,8 +85,8 @@ def test_t21_ec5_reconcile_claim_between_p4_and_p5_retries_at_the_fresh_version(
     asyncio.run(main())
 
 
-def test_t21_ec5_failed_child_is_never_overwritten(flow):
-    """EC-5: a child that materialised `failed` is a real outcome: a stale actor's P5 (an old
+def test_failed_child_is_never_overwritten(flow):
+    """A child that materialised `failed` is a real outcome: a stale actor's `continue_release` (an old
     version, a success it believes in) never rewrites it; under `collect` it stays an error at
     its index."""
     from txcl.store.records import Materialized
@@ -124,8 +124,8 @@ def _drop_fact(store, unit_id: str, index: int) -> None:
         conn.execute("UPDATE await_units SET continuation_done = continuation_done - 1 WHERE unit_id = ?", (unit_id,))
 
 
-def test_t22_ec4_missing_fact_repaired_by_the_next_completion(flow):
-    """T22 / EC-4 / AU-9: the `continuation` fact of a succeeded child is missing; the final
+def test_missing_fact_repaired_by_the_next_completion(flow):
+    """The `continuation` fact of a succeeded child is missing; the final
     completion reads the children in item order, repairs the fact (succeeded children only)
     and releases the parent once."""
     worker, build = flow
@@ -150,8 +150,8 @@ def test_t22_ec4_missing_fact_repaired_by_the_next_completion(flow):
     asyncio.run(main())
 
 
-def test_t22_ec4_missing_fact_repaired_by_a_sweep_never_for_unsucceeded_children(flow):
-    """T22 via the sweeper: with item 2 still outstanding the sweep repairs item 0's fact but
+def test_missing_fact_repaired_by_a_sweep_never_for_unsucceeded_children(flow):
+    """Via the sweeper: with item 2 still outstanding the sweep repairs item 0's fact but
     the parent stays held (item 2's child does not exist); the last completion releases."""
     from txcl.continuations.sweeper import SweepConfig, sweep
 
@@ -180,8 +180,8 @@ def test_t22_ec4_missing_fact_repaired_by_a_sweep_never_for_unsucceeded_children
     asyncio.run(main())
 
 
-def test_ec6_duplicate_parent_release_one_winner(flow):
-    """EC-6: two threads run P5 for the final item at once: one release, one resume."""
+def test_duplicate_parent_release_one_winner(flow):
+    """Two threads run `continue_release` for the final item at once: one release, one resume."""
     worker, build = flow
     store, service, interp = build()
 
@@ -214,9 +214,9 @@ def test_ec6_duplicate_parent_release_one_winner(flow):
     asyncio.run(main())
 
 
-def test_ec7_ec8_restart_rebuilds_from_the_store_and_nothing_stays_pending(flow, tmp_path):
-    """EC-7: after some completions the process's objects are thrown away; a fresh store and
-    service on the same file finish the run from stored records alone. EC-8: once the run is
+def test_restart_rebuilds_from_the_store_and_nothing_stays_pending(flow, tmp_path):
+    """After some completions the process's objects are thrown away; a fresh store and
+    service on the same file finish the run from stored records alone.: once the run is
     terminal, no interaction, child, unit or claim is left pending."""
     from txcl.continuations.service import ContinuationService, open_run_store
     from txcl.ops.tree import load_ops

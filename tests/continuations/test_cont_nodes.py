@@ -1,4 +1,4 @@
-"""T12: several `txcl serve` nodes on one PostgreSQL database.
+"""Several `txcl serve` nodes on one PostgreSQL database.
 
 Two real nodes share one database and one callback base URL (node B's address stands for the
 shared front address). Requests go to node A; callbacks and polls go to the other node; a
@@ -64,7 +64,7 @@ def _events_unique(store, run_id: str) -> Counter:
     return kinds
 
 
-def test_t12_callback_and_poll_on_the_other_node(two_nodes, workspace, worker, store_at):
+def test_callback_and_poll_on_the_other_node(two_nodes, workspace, worker, store_at):
     """The run starts on A; the worker calls back to B, which resumes it; a long poll waiting
     on A answers as soon as B commits the end (woken by B's notice, not by a timer)."""
     ws = workspace(barrier_tree(worker.url()))
@@ -103,7 +103,7 @@ def test_t12_callback_and_poll_on_the_other_node(two_nodes, workspace, worker, s
         assert status == 200 and json.loads(body)["after"] == ["from B"]
 
 
-def test_t12_itemized_completions_spread_over_both_nodes(two_nodes, workspace, store_at):
+def test_itemized_completions_spread_over_both_nodes(two_nodes, workspace, store_at):
     with ItemWorker() as worker:
         _itemized_over_both_nodes(two_nodes, workspace, worker, store_at)
 
@@ -133,7 +133,7 @@ def _itemized_over_both_nodes(two_nodes, workspace, worker, store_at) -> None:
     assert _events_unique(store, run.run_id)["run.released"] == 1
 
 
-def test_t12_deferred_join_resumes_on_the_node_that_receives_the_callback(two_nodes, workspace, worker,
+def test_deferred_join_resumes_on_the_node_that_receives_the_callback(two_nodes, workspace, worker,
                                                                           store_at):
     ws = workspace({
         "OPS/site/100/research.txcl": f'WITH mode = "async", join_at_scope = 200, timeout = "1m"\n'
@@ -159,7 +159,7 @@ A_IS_FRONT = ("resume-frame", "release", "finish")  # A receives the callback to
 
 
 @pytest.mark.parametrize("point", [*CUTS, *[pytest.param(p, marks=pytest.mark.slow) for p in SLOW_CUTS]])
-def test_t12_a_killed_node_s_runs_complete_on_the_other(point, two_nodes, workspace, worker, store_at):
+def test_a_killed_node_s_runs_complete_on_the_other(point, two_nodes, workspace, worker, store_at):
     """A dies right after the commit at `point`; B (its sweeper, or the callback sent to it)
     finishes every run: `park` — B resends the half-sent dispatch; `resume-frame`/`release`
     — B takes the stale claim over; `ack` — the callback goes to B; `finish` — nothing left."""

@@ -1,5 +1,5 @@
-"""The sweeper against `txcl serve`: T10 expiry of a barrier whose
-worker never calls back, T11 stale resume claims taken over (and the attempt limit), T31
+"""The sweeper against `txcl serve`: expiry of a barrier whose
+worker never calls back, stale resume claims taken over (and the attempt limit),
 idempotence and purge after retention."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ def _rewrite(url: str, base: str) -> str:
     return base + url[url.index("/_txc/"):]
 
 
-def test_t10_barrier_expires_when_the_worker_never_calls_back(serve, workspace, worker, store_at):
+def test_barrier_expires_when_the_worker_never_calls_back(serve, workspace, worker, store_at):
     ws = workspace(barrier_tree(worker.url(), with_='mode = "async", timeout = "1s"'))
     srv = serve(ws, "--continuation-sweep-period", "300ms", "--continuation-stale-resume-after", "2s")
     status, headers, _ = http_get(srv.url + "/go")
@@ -39,7 +39,7 @@ def test_t10_barrier_expires_when_the_worker_never_calls_back(serve, workspace, 
     assert worker.callback(job, {"late": 1}) == (410, {"error": {"code": "txcl_gone", "message": "the op continuation is gone", "reason": "expired"}})
 
 
-def test_t11_stale_claim_is_taken_over_on_another_process(serve, workspace, worker, store_at):
+def test_stale_claim_is_taken_over_on_another_process(serve, workspace, worker, store_at):
     """Kill the resuming process at `resume-frame`; another serve takes the claim over after
     the stale period (resume trace `-a2`) and the result is merged once."""
     ws = workspace(barrier_tree(worker.url()))
@@ -64,7 +64,7 @@ def test_t11_stale_claim_is_taken_over_on_another_process(serve, workspace, work
 
 
 @pytest.mark.slow
-def test_t11_resume_max_attempts_fails_the_run(serve, workspace, worker, store_at):
+def test_resume_max_attempts_fails_the_run(serve, workspace, worker, store_at):
     ws = workspace(barrier_tree(worker.url()))
     flags = [*CRASH_FLAGS, "--resume-max-attempts", "2"]
     fault = {"TXCL_TESTING": "1", "TXCL_FAULT": "resume-frame"}
@@ -83,7 +83,7 @@ def test_t11_resume_max_attempts_fails_the_run(serve, workspace, worker, store_a
     assert run.fail_reason == "resumer-stale"
 
 
-def test_t31_sweeper_is_idempotent_and_purges_after_retention(serve, workspace, worker, store_at):
+def test_sweeper_is_idempotent_and_purges_after_retention(serve, workspace, worker, store_at):
     ws = workspace(barrier_tree(worker.url(), with_='mode = "async", timeout = "1s"'))
     srv = serve(ws)
     _, headers, _ = http_get(srv.url + "/go")

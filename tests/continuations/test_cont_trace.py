@@ -1,4 +1,4 @@
-"""T33: traces of a suspended and resumed run: the
+"""Traces of a suspended and resumed run: the
 pending step, `continuation.suspend`, the resume trace `resume-<run>-<stage>-v<visit>` that
 opens with `continuation.resume` and has a `completed` step, and no token anywhere in the
 traces, the database or the server log."""
@@ -23,7 +23,7 @@ def _events(trace) -> list[tuple[str, dict]]:
     return out
 
 
-def test_t33_pending_suspend_resume_and_no_tokens(serve, workspace, worker, store_at):
+def test_pending_suspend_resume_and_no_tokens(serve, workspace, worker, store_at):
     ws = workspace(barrier_tree(worker.url()))
     srv = serve(ws, "--trace-mode", "full")
     status, headers, _ = http_get(srv.url + "/go")

@@ -10,11 +10,11 @@ from txcl.continuations.policy import POLICY
 from txcl.store.records import Fence, RunSpec, UnitSpec
 from txcl.store.store import DatabaseStore
 
-T0 = 1_800_000_000_000
+START_MS = 1_800_000_000_000  # the fake clock's start
 
 
 class FakeClock:
-    def __init__(self, start: int = T0) -> None:
+    def __init__(self, start: int = START_MS) -> None:
         self.now = start
 
     def __call__(self) -> int:
@@ -58,7 +58,7 @@ def park_barrier(store, rid: str = "rid-1", units=None, stage: str = "shop/100")
 
 
 def complete(store, dispatch, output: Any = None, status: str = "completed"):
-    """Callback path: P4 with the dispatch's token, then P5 (the live path)."""
+    """Callback path: `admit_terminal` with the dispatch's token, then `continue_release` (the live path)."""
     payload = output if output is not None else {"ok": dispatch.item_index}
     admit = store.admit_terminal(dispatch.opc, status, payload, source="callback", token=dispatch.token)
     release = None
@@ -71,7 +71,7 @@ def complete(store, dispatch, output: Any = None, status: str = "completed"):
 
 
 def proc_continue(path: str, opcs: list[str], barrier, out) -> None:
-    """Run P5 for every opc after all processes reach the barrier; report wins."""
+    """Run `continue_release` for every opc after all processes reach the barrier; report wins."""
     store = open_store(path, node="proc")
     barrier.wait()
     wins = [store.continue_release(opc).won for opc in opcs]
@@ -114,7 +114,7 @@ def proc_join_checks(path: str, run_ids: list[str], rids: list[str], seed: int, 
 
 
 def proc_callbacks(path: str, jobs: list[tuple[str, str, str]], seed: int, barrier, out) -> None:
-    """The callback side of a join race for many runs: P4 then P5; reports the runs whose release it won."""
+    """The callback side of a join race for many runs: `admit_terminal` then `continue_release`; reports the runs whose release it won."""
     import random
     import time
 
@@ -132,7 +132,7 @@ def proc_callbacks(path: str, jobs: list[tuple[str, str, str]], seed: int, barri
 
 
 def proc_complete_items(path: str, jobs: list[tuple[str, str, int]], barrier, out) -> None:
-    """Complete itemized interactions (P4 then P5) from another process; report releases won."""
+    """Complete itemized interactions (`admit_terminal` then `continue_release`) from another process; report releases won."""
     store = open_store(path, node="proc")
     barrier.wait()
     won = 0

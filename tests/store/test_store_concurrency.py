@@ -1,7 +1,7 @@
 """Genuinely concurrent attempts on one SQLite file, from threads and from processes.
 
-Exactly one release wins (EC-6, T23), exactly one joined marker (DJ-5), duplicate
-completions are idempotent (EC-1), conflicting ones rejected with the first kept (EC-2).
+Exactly one release wins, exactly one joined marker, duplicate
+completions are idempotent, conflicting ones rejected with the first kept.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def _admitted_barrier(store, rid="rid-1", n_units=2):
     return park
 
 
-def test_release_race_threads_one_winner_t23_ec6(store):
+def test_release_race_threads_one_winner_t23(store):
     park = _admitted_barrier(store)
     opcs = [d.opc for d in park.dispatches]
     wins = run_threads(N_THREADS, lambda i: [store.continue_release(o).won for o in opcs[i % 2:] + opcs[:i % 2]])
@@ -66,7 +66,7 @@ def test_release_race_threads_one_winner_t23_ec6(store):
     assert store.get_claim(park.run.run_id).attempt == 1
 
 
-def test_try_release_race_threads_one_winner_t23(store):
+def test_try_release_race_threads_one_winner(store):
     """A suspend that is releasable as parked (a member failed at dispatch): N drains, one winner."""
     from txcl.store.records import UnitSpec
 
@@ -77,7 +77,7 @@ def test_try_release_race_threads_one_winner_t23(store):
     assert store.get_interaction(park.dispatches[0].opc).status == "cancelled"  # fail-fast
 
 
-def test_duplicate_completions_concurrent_threads_ec1(store):
+def test_duplicate_completions_concurrent_threads(store):
     park = park_barrier(store)
     d = park.dispatches[0]
     outcomes = run_threads(N_THREADS, lambda i: complete(store, d, {"same": 1}))
@@ -87,7 +87,7 @@ def test_duplicate_completions_concurrent_threads_ec1(store):
     assert store.get_unit(park.unit_ids[0]).provider_done == 1
 
 
-def test_conflicting_completions_concurrent_threads_ec2(store):
+def test_conflicting_completions_concurrent_threads(store):
     park = park_barrier(store)
     d = park.dispatches[0]
     outcomes = run_threads(N_THREADS, lambda i: (complete(store, d, {"writer": i})[0].outcome, i))
@@ -133,22 +133,22 @@ def _join_race_trial(store, rid, rng):
 
 
 @pytest.mark.parametrize("trials", [150, pytest.param(1000, marks=pytest.mark.slow)])
-def test_callback_racing_join_check_merges_exactly_once_t4_dj5(store, trials):
-    """T4 (store level): randomised races; every trial has one marker and one merge."""
+def test_callback_racing_join_check_merges_exactly_once_t4(store, trials):
+    """(store level): randomised races; every trial has one marker and one merge."""
     rng = random.Random(4)
     seen = [_join_race_trial(store, f"rid-{i}", rng) for i in range(trials)]
     assert len(seen) == trials  # each trial asserted exactly-once inside _join_race_trial
 
 
-def test_join_race_forced_interleavings_t4(store):
-    """The join race: callback P5 first; P6 first; P4 then P6 then P5."""
+def test_join_race_forced_interleavings(store):
+    """The join race: callback `continue_release` first; `join_check` first; `admit_terminal` then `join_check` then `continue_release`."""
     # callback first
     disp = store.dispatch_deferred(run_spec("a"), Fence("a"), [unary("x", join_at=200)])
     _, rel = complete(store, disp.dispatches[0])
     assert rel.outcome == "recorded"
     j = join_at(store, disp.run.run_id, Fence("a"), stage="s/200", stack="shop", scope=200)
     assert len(j.merged) == 1
-    # P6 first
+    # `join_check` first
     disp = store.dispatch_deferred(run_spec("b"), Fence("b"), [unary("x", join_at=200)])
     j = join_at(store, disp.run.run_id, Fence("b"), stage="s/200", stack="shop", scope=200,
                          build_park=lambda m: ({}, {}))
@@ -188,7 +188,7 @@ def _spawn(target, args_list):
     return results
 
 
-def test_release_race_processes_one_winner_t23_ec6(db_url):
+def test_release_race_processes_one_winner_t23(db_url):
     path = db_url
     store = open_store(path)
     park = _admitted_barrier(store)
@@ -203,7 +203,7 @@ def test_release_race_processes_one_winner_t23_ec6(db_url):
     store.close()
 
 
-def test_duplicate_and_conflicting_completions_processes_ec1_ec2(db_url):
+def test_duplicate_and_conflicting_completions_processes_ec1(db_url):
     path = db_url
     store = open_store(path)
     park = park_barrier(store, units=[unary("a"), unary("b")])
@@ -217,7 +217,7 @@ def test_duplicate_and_conflicting_completions_processes_ec1_ec2(db_url):
     store.close()
 
 
-def test_join_check_racing_callbacks_across_processes_t4_dj5(db_url):
+def test_join_check_racing_callbacks_across_processes_t4(db_url):
     """The join race across processes: per run, exactly one joined marker and exactly one merge."""
     path = db_url
     store = open_store(path)
@@ -251,7 +251,7 @@ def test_join_check_racing_callbacks_across_processes_t4_dj5(db_url):
 
 
 def test_itemized_completions_from_several_processes_one_release(db_url):
-    """AU-4/EC-6 across processes: 4 processes complete 48 items in parallel; one release, item order."""
+    """Across processes: 4 processes complete 48 items in parallel; one release, item order."""
     path = db_url
     store = open_store(path)
     park = park_barrier(store, units=[itemized(n=48, window=48)])

@@ -1,4 +1,4 @@
-"""Itemized await units in the store: window, ordering, facts, fail-fast, collect (AU-n, EC-n)."""
+"""Itemized await units in the store: window, ordering, facts, fail-fast, collect."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ def in_flight(store, unit_id):
     return sum(i.status in ("dispatching", "dispatched") for i in store.list_interactions(unit_id))
 
 
-def test_window_promotion_order_and_peak_t6(store):
-    """T6: 24 items, window 3 — never more than 3 in flight, exactly 3 at peak, promotion in item order."""
+def test_window_promotion_order_and_peak(store):
+    """24 items, window 3 — never more than 3 in flight, exactly 3 at peak, promotion in item order."""
     park = park_barrier(store, units=[itemized(n=24, window=3)])
     unit_id = park.unit_ids[0]
     assert [d.item_index for d in park.dispatches] == [0, 1, 2]
@@ -37,8 +37,8 @@ def test_window_promotion_order_and_peak_t6(store):
     assert in_flight(store, unit_id) == 0
 
 
-def test_reverse_order_completions_join_in_item_order_t5_au4(store):
-    """T5 / AU-4: completions N-1 … 0; output in item order; one release (run version +1)."""
+def test_reverse_order_completions_join_in_item_order_t5(store):
+    """Completions N-1 … 0; output in item order; one release (run version +1)."""
     park = park_barrier(store, units=[itemized(n=8, window=8)])
     v0 = store.get_run(park.run.run_id).version
     results = [complete(store, d, {"r": d.item_index})[1] for d in reversed(park.dispatches)]
@@ -55,8 +55,8 @@ def test_items_may_be_any_json_value(store):
     assert store.get_unit(park.unit_ids[0]).output == [1, "two", [3]]
 
 
-def test_two_progress_boundaries_per_item_au7(store):
-    """AU-7: the admitted completion alone is not progress toward release."""
+def test_two_progress_boundaries_per_item(store):
+    """The admitted completion alone is not progress toward release."""
     park = park_barrier(store, units=[itemized(n=2, window=2)])
     unit_id = park.unit_ids[0]
     for d in park.dispatches:
@@ -70,7 +70,7 @@ def test_two_progress_boundaries_per_item_au7(store):
     assert store.continue_release(park.dispatches[1].opc).won
 
 
-def test_partial_children_keep_parent_waiting_t24(store):
+def test_partial_children_keep_parent_waiting(store):
     park = park_barrier(store, units=[itemized(n=5, window=5)])
     for d in park.dispatches[:3]:
         assert complete(store, d)[1].outcome == "recorded"
@@ -80,8 +80,8 @@ def test_partial_children_keep_parent_waiting_t24(store):
     assert store.try_release(park.run.run_id).outcome == "recorded"
 
 
-def test_fail_fast_item_failure_t25(store):
-    """T25 fail: unit failed with the item error, queued items never promoted, in-flight ones cancelled."""
+def test_fail_fast_item_failure(store):
+    """Fail: unit failed with the item error, queued items never promoted, in-flight ones cancelled."""
     park = park_barrier(store, units=[itemized(n=10, window=3)])
     unit_id = park.unit_ids[0]
     d0, d1, d2 = park.dispatches
@@ -99,7 +99,7 @@ def test_fail_fast_item_failure_t25(store):
     assert all(i.dispatch_ms is None for i in store.list_interactions(unit_id) if i.item_index >= 4)
 
 
-def test_collect_policy_errors_at_their_index_t25(store, clock):
+def test_collect_policy_errors_at_their_index(store, clock):
     park = park_barrier(store, units=[itemized(n=4, window=4, policy="collect", budget_ms=1_000)])
     d = park.dispatches
     complete(store, d[0], {"ok": 0})
@@ -117,8 +117,8 @@ def test_collect_policy_errors_at_their_index_t25(store, clock):
     assert run.status == "resuming"  # released, not expired
 
 
-def test_missing_continuation_fact_repaired_only_for_succeeded_t22_ec4(store, tmp_path):
-    """T22 / EC-4 / AU-9: delete a succeeded child's fact; the next completion repairs it and releases once."""
+def test_missing_continuation_fact_repaired_only_for_succeeded_t22(store, tmp_path):
+    """Delete a succeeded child's fact; the next completion repairs it and releases once."""
     park = park_barrier(store, units=[itemized(n=3, window=3)])
     unit_id = park.unit_ids[0]
     d0, d1, d2 = park.dispatches
@@ -140,7 +140,7 @@ def test_missing_continuation_fact_repaired_only_for_succeeded_t22_ec4(store, tm
     assert events.count("reconcile.facts") == 1 and events.count("run.released") == 1
 
 
-def test_missing_fact_never_repaired_for_unsucceeded_child_ec4(store):
+def test_missing_fact_never_repaired_for_unsucceeded_child(store):
     park = park_barrier(store, units=[itemized(n=2, window=2)])
     unit_id = park.unit_ids[0]
     for d in park.dispatches:
@@ -157,8 +157,8 @@ def test_missing_fact_never_repaired_for_unsucceeded_child_ec4(store):
     assert store.get_unit(unit_id).status == "failed"  # fail-fast: the failed child fails the unit
 
 
-def test_concurrent_child_version_mutation_retries_t21_ec5(store):
-    """T21 / EC-5 / AU-8: a reconcile claim between P4 and P5 bumps the version; the live P5 retries."""
+def test_concurrent_child_version_mutation_retries_t21(store):
+    """A reconcile claim between `admit_terminal` and `continue_release` bumps the version; the live `continue_release` retries."""
     park = park_barrier(store, units=[itemized(n=2, window=2)])
     unit_id = park.unit_ids[0]
     d0, d1 = park.dispatches
@@ -172,7 +172,7 @@ def test_concurrent_child_version_mutation_retries_t21_ec5(store):
     assert complete(store, d1)[1].won
 
 
-def test_failed_child_never_overwritten_by_stale_actor_t21_ec5(store):
+def test_failed_child_never_overwritten_by_stale_actor_t21(store):
     park = park_barrier(store, units=[itemized(n=2, window=2, policy="collect")])
     unit_id = park.unit_ids[0]
     d0 = park.dispatches[0]
@@ -198,8 +198,8 @@ def test_failed_dispatch_validation_unit_fails_without_interactions(store):
 
 
 @pytest.mark.parametrize("n", [200, pytest.param(1000, marks=pytest.mark.slow)])
-def test_burst_t7(store, n):
-    """T7: n items, window 25, random bursts, 5 % redelivered; peak ≤ 25, 0 in flight, one release."""
+def test_burst(store, n):
+    """N items, window 25, random bursts, 5 % redelivered; peak ≤ 25, 0 in flight, one release."""
     window = 25
     park = park_barrier(store, units=[itemized(n=n, window=window)])
     unit_id = park.unit_ids[0]

@@ -12,11 +12,11 @@ from txcl.store.errors import RunLost
 from txcl.store.records import Fence, UnitSpec, resume_segment_id
 
 
-# ---------------------------------------------------------------- P1
+# ---------------------------------------------------------------- `create_or_reuse_run`
 
 
-def test_p1_create_then_reuse_by_origin_rid_dj9(store):
-    """DJ-9: a request never has a second run; origin_rid is unique."""
+def test_create_then_reuse_by_origin_rid(store):
+    """A request never has a second run; origin_rid is unique."""
     first = store.create_or_reuse_run(run_spec("rid-9"))
     again = store.create_or_reuse_run(run_spec("rid-9"))
     assert first.created and not again.created
@@ -26,7 +26,7 @@ def test_p1_create_then_reuse_by_origin_rid_dj9(store):
     assert [e.kind for e in store.list_run_events(first.run.run_id)] == ["run.created"]
 
 
-def test_p1_snapshot_is_content_addressed_and_stored_once(store):
+def test_snapshot_is_content_addressed_and_stored_once(store):
     a = store.create_or_reuse_run(run_spec("r1"))
     assert store.get_snapshot(a.run.snapshot_id) == b'{"rules": []}'
     assert store.put_snapshot(a.run.snapshot_id, b'{"rules": []}') is False  # already there
@@ -34,10 +34,10 @@ def test_p1_snapshot_is_content_addressed_and_stored_once(store):
     assert store.get_snapshot("other") == b"x" * 1000
 
 
-# ---------------------------------------------------------------- P2
+# ---------------------------------------------------------------- `park_suspend`
 
 
-def test_p2_park_writes_records_before_dispatch(store, clock):
+def test_park_writes_records_before_dispatch(store, clock):
     park = park_barrier(store, units=[unary("b"), unary("a"), UnitSpec(kind="sync", op_name="s", items=[{}],
                                                                         budget_ms=5_000)])
     run = park.run
@@ -58,8 +58,8 @@ def test_p2_park_writes_records_before_dispatch(store, clock):
     assert [e.event_key for e in store.list_run_events(run.run_id)] == ["created", "suspend:shop/100:1"]
 
 
-def test_p2_visit_counts_suspends_at_one_stage_dj8(store):
-    """DJ-8 / R7: a run may park at one stage any number of times; each is its own visit."""
+def test_visit_counts_suspends_at_one_stage(store):
+    """/ R7: a run may park at one stage any number of times; each is its own visit."""
     park = park_barrier(store)
     rel = complete(store, park.dispatches[0])[1]
     assert rel.won
@@ -73,7 +73,7 @@ def test_p2_visit_counts_suspends_at_one_stage_dj8(store):
     assert rel2.claim.segment_id == resume_segment_id(park.run.run_id, "shop/100", 2)
 
 
-def test_p2_fence_rejects_a_stranger(store):
+def test_fence_rejects_a_stranger(store):
     store.create_or_reuse_run(run_spec("rid-1"))
     with pytest.raises(RunLost):
         store.park_suspend(store.get_run_by_origin("rid-1").run_id, Fence("someone-else"),
@@ -87,10 +87,10 @@ def test_expiry_is_raised_never_lowered(store, clock):
     assert run2.expires_ms == run.expires_ms
 
 
-# ---------------------------------------------------------------- P3
+# ---------------------------------------------------------------- `mark_ack`
 
 
-def test_p3_ack_moves_dispatching_only(store):
+def test_ack_moves_dispatching_only(store):
     park = park_barrier(store)
     opc = park.dispatches[0].opc
     assert store.mark_ack([(opc, {"job_id": "j-1"})]) == 1
@@ -101,10 +101,10 @@ def test_p3_ack_moves_dispatching_only(store):
     assert store.mark_ack([(opc, {"job_id": "late"})]) == 0  # a late ack changes nothing
 
 
-# ---------------------------------------------------------------- P4
+# ---------------------------------------------------------------- `admit_terminal`
 
 
-def test_p4_unknown_and_bad_token(store):
+def test_unknown_and_bad_token(store):
     park = park_barrier(store)
     d = park.dispatches[0]
     assert store.admit_terminal("opc_unknown", "completed", {}, source="callback", token=d.token).outcome == "unknown"
@@ -117,15 +117,15 @@ def test_p4_unknown_and_bad_token(store):
     assert store.get_terminal(d.opc) is None  # nothing written by rejected callbacks
 
 
-def test_p4_token_never_stored_in_clear(store):
+def test_token_never_stored_in_clear(store):
     park = park_barrier(store)
     raw = RawDb(store).everything()
     assert park.dispatches[0].token.encode() not in raw
     assert ids.hash_token(park.dispatches[0].token).encode() in raw
 
 
-def test_p4_duplicate_completion_is_idempotent_ec1(store):
-    """EC-1 / T1: one terminal, one provider fact, one release; repeats answer duplicate."""
+def test_duplicate_completion_is_idempotent(store):
+    """One terminal, one provider fact, one release; repeats answer duplicate."""
     park = park_barrier(store)
     d = park.dispatches[0]
     first, rel = complete(store, d, {"v": 1})
@@ -142,8 +142,8 @@ def test_p4_duplicate_completion_is_idempotent_ec1(store):
 
 
 @pytest.mark.parametrize("second", [("completed", {"v": 2}), ("failed", {"message": "no"})])
-def test_p4_conflicting_completion_rejected_first_kept_ec2(store, second):
-    """EC-2 / T2: a different output or status is a conflict; the first outcome stays."""
+def test_conflicting_completion_rejected_first_kept(store, second):
+    """A different output or status is a conflict; the first outcome stays."""
     park = park_barrier(store)
     d = park.dispatches[0]
     complete(store, d, {"v": 1})
@@ -154,7 +154,7 @@ def test_p4_conflicting_completion_rejected_first_kept_ec2(store, second):
     assert store.get_unit(park.unit_ids[0]).output == {"v": 1}
 
 
-def test_p4_callback_after_ack_failure_terminal_conflicts_ec2(store):
+def test_callback_after_ack_failure_terminal_conflicts(store):
     park = park_barrier(store)
     d = park.dispatches[0]
     ack_fail = store.admit_terminal(d.opc, "failed", {"message": "async worker x: expected 202, got 500"},
@@ -164,7 +164,7 @@ def test_p4_callback_after_ack_failure_terminal_conflicts_ec2(store):
     assert store.get_terminal(d.opc).source == "ack"
 
 
-def test_p4_cancelled_and_expired_interactions_are_gone(store, clock):
+def test_cancelled_and_expired_interactions_are_gone(store, clock):
     park = park_barrier(store, units=[unary("a"), unary("b", budget_ms=1_000)])
     da, db = park.dispatches
     # b fails → fail-fast release cancels a
@@ -181,16 +181,16 @@ def test_p4_cancelled_and_expired_interactions_are_gone(store, clock):
     assert store.admit_terminal(d.opc, "completed", {}, source="callback", token=d.token).outcome == "expired"
 
 
-def test_p4_cli_and_local_sources_need_no_token(store):
+def test_cli_and_local_sources_need_no_token(store):
     park = park_barrier(store)
     res = store.admit_terminal(park.dispatches[0].opc, "completed", {"by": "human"}, source="cli")
     assert res.outcome == "admitted"
 
 
-# ---------------------------------------------------------------- P5
+# ---------------------------------------------------------------- `continue_release`
 
 
-def test_p5_release_is_one_cas_version_plus_one(store):
+def test_release_is_one_cas_version_plus_one(store):
     park = park_barrier(store, units=[unary("a"), unary("b")])
     v0 = store.get_run(park.run.run_id).version
     _, rel_a = complete(store, park.dispatches[0])
@@ -203,7 +203,7 @@ def test_p5_release_is_one_cas_version_plus_one(store):
     assert store.get_claim(run.run_id).attempt == 1
 
 
-def test_p5_sync_sibling_failure_is_best_effort(store):
+def test_sync_sibling_failure_is_best_effort(store):
     """A failed sync sibling settles its unit completed with the error noted."""
     park = park_barrier(store, units=[unary("a"), UnitSpec(kind="sync", op_name="s", items=[{}], budget_ms=5_000)])
     sync_opc = [d for d in park.dispatches if d.kind == "sync"][0].opc
@@ -215,7 +215,7 @@ def test_p5_sync_sibling_failure_is_best_effort(store):
     assert rel.won
 
 
-def test_p5_custom_materializer_sanitises(store):
+def test_custom_materializer_sanitises(store):
     from txcl.store.records import Materialized
 
     def sanitise(unit, it, term):
@@ -230,8 +230,8 @@ def test_p5_custom_materializer_sanitises(store):
     assert store.get_terminal(d.opc).payload == {"ok": 1, "_txc": {"x": 1}}  # terminal kept as received
 
 
-def test_completion_before_suspension_waits_for_park_ec3(store):
-    """EC-3 / T3: a deferred unit completed while the run is active is recorded, not released."""
+def test_completion_before_suspension_waits_for_park(store):
+    """A deferred unit completed while the run is active is recorded, not released."""
     disp = store.dispatch_deferred(run_spec(), Fence("rid-1"), [unary("enrich", join_at=200)])
     d = disp.dispatches[0]
     admit, rel = complete(store, d)
@@ -245,13 +245,13 @@ def test_completion_before_suspension_waits_for_park_ec3(store):
     assert at.outcome == "proceed" and [u.output for u in at.merged] == [{"ok": 0}]
     assert store.get_joined_marker(disp.unit_ids[0]).segment_id == "rid-1"
     again = join_at(store, disp.run.run_id, Fence("rid-1"), stage="shop/300", stack="shop", scope=300)
-    assert again.merged == ()  # merged at most once (DJ-5)
+    assert again.merged == ()  # merged at most once
 
 
-# ---------------------------------------------------------------- P6
+# ---------------------------------------------------------------- `join_check`
 
 
-def test_p6_join_parks_when_not_ready_then_callback_releases_with_marker(store):
+def test_join_parks_when_not_ready_then_callback_releases_with_marker(store):
     disp = store.dispatch_deferred(run_spec(), Fence("rid-1"), [unary("b", join_at=200), unary("a", join_at=200)])
     run_id = disp.run.run_id
     res = join_at(store, run_id, Fence("rid-1"), stage="shop/200", stack="shop", scope=200,
@@ -267,18 +267,18 @@ def test_p6_join_parks_when_not_ready_then_callback_releases_with_marker(store):
     for uid in disp.unit_ids:
         assert store.get_joined_marker(uid).segment_id == rel.claim.segment_id
     bundle = store.claim_resume(run_id, rel.claim.claim_token)
-    assert [u.op_name for u in bundle.members] == ["a", "b"]  # DJ-5: op-name order
+    assert [u.op_name for u in bundle.members] == ["a", "b"]  # op-name order
 
 
-def test_p6_cross_stack_resolves_at_first_frame_dj7(store):
+def test_cross_stack_resolves_at_first_frame(store):
     disp = store.dispatch_deferred(run_spec(), Fence("rid-1"), [unary("x", join_at=900)])
     complete(store, disp.dispatches[0])
     res = join_at(store, disp.run.run_id, Fence("rid-1"), stage="other/10", stack="other", scope=10)
     assert [u.op_name for u in res.merged] == ["x"]
 
 
-def test_p6_failed_unit_fails_the_run_at_the_join(store):
-    """DJ-F2/DJ-F3 in the request: the request stops with the error at the join."""
+def test_failed_unit_fails_the_run_at_the_join(store):
+    """In the request: the request stops with the error at the join."""
     disp = store.dispatch_deferred(run_spec(), Fence("rid-1"), [unary("x", join_at=200)])
     d = disp.dispatches[0]
     store.admit_terminal(d.opc, "failed", {"message": "no 202"}, source="ack")
@@ -290,22 +290,22 @@ def test_p6_failed_unit_fails_the_run_at_the_join(store):
     assert run.error["code"] == "txcl_join_failed" and run.error["detail"] == {"message": "no 202"}
 
 
-def test_p6_drains_terminals_not_yet_continued_in_between_case(store):
-    """P4 committed, P5 not yet — the join check materialises and merges."""
+def test_drains_terminals_not_yet_continued_in_between_case(store):
+    """`admit_terminal` committed, `continue_release` not yet — the join check materialises and merges."""
     disp = store.dispatch_deferred(run_spec(), Fence("rid-1"), [unary("x", join_at=200)])
     d = disp.dispatches[0]
     admit = store.admit_terminal(d.opc, "completed", {"v": 7}, source="callback", token=d.token)
     res = join_at(store, disp.run.run_id, Fence("rid-1"), stage="shop/200", stack="shop", scope=200)
     assert [u.output for u in res.merged] == [{"v": 7}]
-    late = store.continue_release(d.opc, child_version=admit.child_version)  # AU-8: already succeeded
+    late = store.continue_release(d.opc, child_version=admit.child_version)  # already succeeded
     assert late.outcome == "recorded" and late.unit_status == "completed"
     assert store.list_children(disp.unit_ids[0])[0].status == "succeeded"
 
 
-# ---------------------------------------------------------------- resume, P7, P11
+# ---------------------------------------------------------------- resume, `finish_segment`, `claim_resume`
 
 
-def test_claim_resume_and_finish_with_terminal_parent_path_ec8(store):
+def test_claim_resume_and_finish_with_terminal_parent_path(store):
     park = park_barrier(store)
     rel = complete(store, park.dispatches[0])[1]
     fence = Fence(rel.claim.segment_id, rel.claim.claim_token)
@@ -317,7 +317,7 @@ def test_claim_resume_and_finish_with_terminal_parent_path_ec8(store):
     assert run.status == "completed" and run.result == {"final": True} and run.finished_ms
     assert store.get_claim(run.run_id) is None
     assert store.get_suspend(run.run_id, "shop/100", 1).status == "resumed"
-    # DJ-F4: an unjoined deferred unit stays open until its deadline; its callback is recorded
+    # an unjoined deferred unit stays open until its deadline; its callback is recorded
     assert store.get_interaction(extra.dispatches[0].opc).status == "dispatching"
     admit, rel2 = complete(store, extra.dispatches[0])
     assert admit.outcome == "admitted" and rel2.outcome == "recorded"
@@ -325,7 +325,7 @@ def test_claim_resume_and_finish_with_terminal_parent_path_ec8(store):
         store.heartbeat(run.run_id, rel.claim.claim_token)
 
 
-def test_finish_failed_cancels_everything_open_ec8(store):
+def test_finish_failed_cancels_everything_open(store):
     park = park_barrier(store)
     rel = complete(store, park.dispatches[0])[1]
     fence = Fence(rel.claim.segment_id, rel.claim.claim_token)
@@ -348,10 +348,10 @@ def test_finish_fence_rejects_old_claim(store):
     store.heartbeat(park.run.run_id, rel.claim.claim_token)  # the holder's heartbeat works
 
 
-# ---------------------------------------------------------------- P8, P9
+# ---------------------------------------------------------------- `time_out_interaction`, `expire_run`
 
 
-def test_p8_timeout_of_member_expires_parked_run_au14(store, clock):
+def test_timeout_of_member_expires_parked_run(store, clock):
     park = park_barrier(store, units=[unary("a", budget_ms=1_000)])
     clock.advance(1_001)
     result = store.time_out_interaction(park.dispatches[0].opc)
@@ -363,7 +363,7 @@ def test_p8_timeout_of_member_expires_parked_run_au14(store, clock):
     assert store.time_out_interaction(park.dispatches[0].opc).outcome == "timed_out"  # closed: reports it
 
 
-def test_p8_timeout_of_unjoined_deferred_unit_only_records_au14(store, clock):
+def test_timeout_of_unjoined_deferred_unit_only_records(store, clock):
     disp = store.dispatch_deferred(run_spec(), Fence("rid-1"), [unary("x", join_at=200, budget_ms=1_000)])
     clock.advance(1_001)
     result = store.time_out_interaction(disp.dispatches[0].opc)
@@ -374,13 +374,13 @@ def test_p8_timeout_of_unjoined_deferred_unit_only_records_au14(store, clock):
     assert res.outcome == "failed"
 
 
-def test_p8_not_due_does_nothing(store):
+def test_not_due_does_nothing(store):
     park = park_barrier(store)
     assert store.time_out_interaction(park.dispatches[0].opc).outcome == "not_due"
     assert store.get_interaction(park.dispatches[0].opc).status == "dispatching"
 
 
-def test_p9_expire_run_marks_interactions_timed_out(store, clock):
+def test_expire_run_marks_interactions_timed_out(store, clock):
     park = park_barrier(store, units=[itemized(n=6, window=2, budget_ms=1_000)])
     assert not store.expire_run(park.run.run_id)  # not yet
     clock.advance(1_001)
@@ -393,10 +393,10 @@ def test_p9_expire_run_marks_interactions_timed_out(store, clock):
     assert store.admit_terminal(d.opc, "completed", {}, source="callback", token=d.token).outcome == "expired"
 
 
-# ---------------------------------------------------------------- P10
+# ---------------------------------------------------------------- `take_over_claim`
 
 
-def test_p10_takeover_after_stale_then_attempt_limit(store, clock):
+def test_takeover_after_stale_then_attempt_limit(store, clock):
     park = park_barrier(store)
     rel = complete(store, park.dispatches[0])[1]
     run_id = park.run.run_id
@@ -417,7 +417,7 @@ def test_p10_takeover_after_stale_then_attempt_limit(store, clock):
     assert store.get_claim(run_id) is None
 
 
-def test_p10_takeover_moves_join_markers_and_cancels_dead_units(store, clock):
+def test_takeover_moves_join_markers_and_cancels_dead_units(store, clock):
     disp = store.dispatch_deferred(run_spec(), Fence("rid-1"), [unary("x", join_at=200)])
     join_at(store, disp.run.run_id, Fence("rid-1"), stage="shop/200", stack="shop", scope=200,
                      build_park=lambda m: ({}, {}))
@@ -431,10 +431,10 @@ def test_p10_takeover_moves_join_markers_and_cancels_dead_units(store, clock):
     assert store.get_interaction(dead.dispatches[0].opc).status == "cancelled"
 
 
-# ---------------------------------------------------------------- P12
+# ---------------------------------------------------------------- `purge_finished`
 
 
-def test_p12_purge_after_retention_deletes_every_row(store, clock):
+def test_purge_after_retention_deletes_every_row(store, clock):
     park = park_barrier(store)
     rel = complete(store, park.dispatches[0])[1]
     store.finish_segment(park.run.run_id, Fence(rel.claim.segment_id, rel.claim.claim_token), status="completed")
@@ -461,8 +461,8 @@ def test_purge_takes_runs_in_batches_oldest_first(store, clock):
     assert store.list_runs() == []
 
 
-def test_unjoined_deferred_itemized_after_completion_sends_nothing_more_djf4(store):
-    """DJ-F4 / EC-8: after the run completes, sent items stay open to their deadline; queued ones never go."""
+def test_unjoined_deferred_itemized_after_completion_sends_nothing_more(store):
+    """After the run completes, sent items stay open to their deadline; queued ones never go."""
     disp = store.dispatch_deferred(run_spec(), Fence("rid-1"), [itemized("late", n=6, window=2, join_at=900)])
     run = store.finish_segment(disp.run.run_id, Fence("rid-1"), status="completed", result={})
     its = store.list_interactions(disp.unit_ids[0])
@@ -472,19 +472,19 @@ def test_unjoined_deferred_itemized_after_completion_sends_nothing_more_djf4(sto
     assert store.get_run(run.run_id).status == "completed"
 
 
-def test_drain_wins_release_inline_when_callbacks_beat_the_ack_t27(store):
-    """T27 (store side): every callback arrives before the park's drain; the request wins inline."""
+def test_drain_wins_release_inline_when_callbacks_beat_the_ack(store):
+    """(store side): every callback arrives before the park's drain; the request wins inline."""
     from txcl.store.records import inline_segment_id
 
     park = park_barrier(store, units=[unary("a"), unary("b")])
     for d in park.dispatches:  # admitted and continued while the request still waits for its acks
         admit, rel = complete(store, d)
         assert admit.outcome == "admitted"
-    # the live P5 of the last callback already released; a second drain changes nothing
+    # the live `continue_release` of the last callback already released; a second drain changes nothing
     assert store.get_run(park.run.run_id).status == "resuming"
     assert store.try_release(park.run.run_id).outcome == "recorded"
-    # when only P4 ran before the drain, the member is not terminal yet: the callback's own P5
-    # keeps the release (runs P5 steps 4–5 only)
+    # when only `admit_terminal` ran before the drain, the member is not terminal yet: the callback's own `continue_release`
+    # keeps the release (runs `continue_release` steps 4–5 only)
     park2 = park_barrier(store, "rid-2", units=[unary("a")])
     d = park2.dispatches[0]
     admit = store.admit_terminal(d.opc, "completed", {"v": 1}, source="callback", token=d.token)
@@ -495,7 +495,7 @@ def test_drain_wins_release_inline_when_callbacks_beat_the_ack_t27(store):
     park4 = park_barrier(store, "rid-4", units=[UnitSpec(kind="sync", op_name="s", items=[{}], budget_ms=5_000)])
     s4 = park4.dispatches[0].opc
     store.admit_terminal(s4, "completed", {"v": 4}, source="sync")
-    conn = RawDb(store)  # P5 materialised the child but "crashed" before releasing: emulate
+    conn = RawDb(store)  # `continue_release` materialised the child but "crashed" before releasing: emulate
     conn.execute("UPDATE item_children SET status = 'succeeded', output_json = '{\"v\": 4}', version = 1 "
                  "WHERE opc = ?", (s4,))
     conn.execute("INSERT INTO continuation_facts VALUES (?, 'continuation', 0, 0)", (park4.unit_ids[0],))
@@ -536,7 +536,7 @@ def test_record_join_is_fenced_and_first_wins(store):
     assert store.get_joined_marker(uid).segment_id == "rid-1"
 
 
-def test_backward_loop_units_join_in_op_name_then_dispatch_order_djf5_t18(store):
+def test_backward_loop_units_join_in_op_name_then_dispatch_order_djf5(store):
     fence = Fence("rid-1")
     first = store.dispatch_deferred(run_spec(), fence, [unary("b", join_at=200)])
     run_id = first.run.run_id

@@ -1,8 +1,8 @@
 """Randomised interleavings of store procedures on itemized units, checked against invariants.
 
-Each trial parks one itemized unit and then applies a random sequence of: callbacks (P4, sometimes
-without the P5 that should follow — a crash), duplicate and conflicting redeliveries, P5 with stale
-versions, reconcile claims on children (AU-8), failures, sweeper passes and clock jumps. After every
+Each trial parks one itemized unit and then applies a random sequence of: callbacks (`admit_terminal`, sometimes
+without the `continue_release` that should follow — a crash), duplicate and conflicting redeliveries, `continue_release` with stale
+versions, reconcile claims on children, failures, sweeper passes and clock jumps. After every
 step: in-flight ≤ window, facts never exceed children, a continuation fact exists only for a
 succeeded child (or a failed one under collect), at most one release, and a completed unit's
 output is the per-item outputs in item order.
@@ -50,7 +50,7 @@ def one_trial(db, seed):
     store = open_store(db, clock)
     n, window = rng.randint(1, 12), rng.randint(1, 4)
     policy = rng.choice(["fail", "collect"])
-    budget = rng.choice([3_000, 50_000])  # short budgets make items time out (P8) now and then
+    budget = rng.choice([3_000, 50_000])  # short budgets make items time out (`time_out_interaction`) now and then
     park = park_barrier(store, f"rid-{seed}", units=[itemized(n=n, window=window, policy=policy, budget_ms=budget)])
     unit_id = park.unit_ids[0]
     tokens = {d.opc: d.token for d in park.dispatches}
@@ -75,8 +75,8 @@ def one_trial(db, seed):
             assert admit.outcome == "admitted"
             first_payload[it.opc] = (status, payload)
             tokens.update({d.opc: d.token for d in admit.dispatches})
-            if rng.random() < 0.85:  # else: the process "died" before P5
-                if rng.random() < 0.2:  # a reconcile claim slips in between (AU-8)
+            if rng.random() < 0.85:  # else: the process "died" before `continue_release`
+                if rng.random() < 0.2:  # a reconcile claim slips in between
                     store.claim_child(unit_id, it.item_index, older_than_ms=0, lease_ms=500)
                 releases += store.continue_release(it.opc, child_version=admit.child_version).won
         elif first_payload and action < 0.7:  # redelivery: duplicate or conflict, never changes anything
@@ -116,7 +116,7 @@ def one_trial(db, seed):
         tokens.update({d.opc: d.token for d in [*report.resent, *report.promoted]})
     unit = check_invariants(store, unit_id, window, policy)
     run = store.get_run(park.run.run_id)
-    if run.status == "expired":  # an item timed out under fail-fast (P8): nothing left open (EC-8)
+    if run.status == "expired":  # an item timed out under fail-fast (`time_out_interaction`): nothing left open
         assert policy == "fail" and releases == 0 and unit.status == "timed_out"
         assert not [i for i in store.list_interactions(unit_id) if i.status in ("queued", "dispatching",
                                                                                 "dispatched")]
@@ -197,7 +197,7 @@ def multi_unit_trial(db, seed):
             assert all(s == "completed" for s in statuses.values())
         open_left = [i for u in park.unit_ids for i in store.list_interactions(u)
                      if i.status in ("queued", "dispatching", "dispatched")]
-        assert not open_left  # EC-8 for the released members
+        assert not open_left  # for the released members
         assert statuses[park.unit_ids[2]] in ("completed", "cancelled")  # sync: best effort, never fails
     elif run.status == "expired":
         assert releases == 0

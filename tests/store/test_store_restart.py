@@ -1,4 +1,4 @@
-"""Restart safety (EC-7): reopening the file reconstructs everything; crash at fault points."""
+"""Restart safety: reopening the file reconstructs everything; crash at fault points."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def run_child(path: Path, fault: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=60)
 
 
-def test_reopening_the_file_reconstructs_everything_ec7(db_url):
+def test_reopening_the_file_reconstructs_everything(db_url):
     path = db_url
     clock = FakeClock()
     s1 = open_store(path, clock)
@@ -86,7 +86,7 @@ def test_crash_after_admit_commit_then_recovery(db_url):
     # deliver the rest of the callbacks (the worker retries item 0: a duplicate)
     unit_id = store.get_interaction(opc0).unit_id
     assert store.admit_terminal(opc0, "completed", {"i": 0}, source="callback", token=first[0][1]).outcome == "duplicate"
-    # the crashed process never promoted or ran P5; the sweeper promotes and repairs
+    # the crashed process never promoted or ran `continue_release`; the sweeper promotes and repairs
     report = sweep(store, SweepConfig(reconcile_after_ms=0))
     assert (unit_id, 0) in report.children_repaired
     tokens = {opc: tok for opc, tok in first}
@@ -200,8 +200,8 @@ def _recover(store, tokens: dict[str, str]) -> None:
 
 
 @pytest.mark.parametrize("point", ["park", "ack", "admit:3", "materialize:2", "release", "finish"])
-def test_crash_at_every_store_fault_point_recovers_once_t8(db_url, point):
-    """T8 (store side): SIGKILL right after the commit at each point; a fresh process finishes the run
+def test_crash_at_every_store_fault_point_recovers_once(db_url, point):
+    """(store side): SIGKILL right after the commit at each point; a fresh process finishes the run
     with every item merged exactly once, in order, and no interaction sent more than twice."""
     path = db_url
     env = dict(os.environ, TXCL_TESTING="1", TXCL_FAULT=point)
@@ -236,7 +236,7 @@ print("survived", flush=True)
 """
 
 
-def test_crash_at_deferred_dispatch_expires_the_run_t9_djf6(db_url):
+def test_crash_at_deferred_dispatch_expires_the_run_t9(db_url):
     path = db_url
     env = dict(os.environ, TXCL_TESTING="1", TXCL_FAULT="deferred-dispatch")
     proc = subprocess.run([sys.executable, "-c", DEFERRED.format(here=str(HERE), path=str(path))], env=env,

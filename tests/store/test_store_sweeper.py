@@ -13,7 +13,7 @@ CFG = SweepConfig(retention_ms=100_000, stale_after_ms=5_000, max_attempts=3, re
                   lease_ms=1_000, owner="sweeper-node")
 
 
-def test_worker_never_calls_back_barrier_expires_t10_djf1(store, clock):
+def test_worker_never_calls_back_barrier_expires_t10(store, clock):
     park = park_barrier(store, units=[unary("a", budget_ms=10_000)])
     assert park.run.expires_ms == clock.now + 10_000
     assert not sweep(store, CFG).expired
@@ -24,8 +24,8 @@ def test_worker_never_calls_back_barrier_expires_t10_djf1(store, clock):
     assert store.get_interaction(park.dispatches[0].opc).status == "timed_out"
 
 
-def test_deferred_never_joined_run_expires_with_slack_djf1_djf6(store, clock):
-    """DJ-F1/DJ-F6: budget + slack is the unit budget; the active run expires; late callback → expired."""
+def test_deferred_never_joined_run_expires_with_slack_djf1(store, clock):
+    """Budget + slack is the unit budget; the active run expires; late callback → expired."""
     budget, slack = 20_000, 60_000
     disp = store.dispatch_deferred(run_spec(), Fence("rid-1"), [unary("x", join_at=200, budget_ms=budget + slack)])
     assert disp.run.expires_ms == clock.now + budget + slack
@@ -39,7 +39,7 @@ def test_deferred_never_joined_run_expires_with_slack_djf1_djf6(store, clock):
     assert store.admit_terminal(d.opc, "completed", {}, source="callback", token=d.token).outcome == "expired"
 
 
-def test_sweeper_is_idempotent_t31(store, clock):
+def test_sweeper_is_idempotent(store, clock):
     park = park_barrier(store, units=[unary("a", budget_ms=1_000)])
     park2 = park_barrier(store, "rid-2", units=[itemized(n=4, window=2, budget_ms=50_000)])
     complete(store, park2.dispatches[0])
@@ -51,7 +51,7 @@ def test_sweeper_is_idempotent_t31(store, clock):
     assert store.get_run(park.run.run_id).status == "expired"
 
 
-def test_retention_purge_t31(store, clock):
+def test_retention_purge(store, clock):
     park = park_barrier(store, units=[unary("a", budget_ms=1_000)])
     rel = complete(store, park.dispatches[0])[1]
     store.finish_segment(park.run.run_id, Fence(rel.claim.segment_id, rel.claim.claim_token), status="completed")
@@ -65,7 +65,7 @@ def test_retention_purge_t31(store, clock):
     assert not sweep(store, CFG).changed
 
 
-def test_stale_claim_takeover_with_attempt_limit_t11(store, clock):
+def test_stale_claim_takeover_with_attempt_limit(store, clock):
     park = park_barrier(store)
     complete(store, park.dispatches[0])
     driven = []
@@ -90,8 +90,8 @@ def test_heartbeat_keeps_claim_fresh(store, clock):
         assert not sweep(store, CFG).taken_over
 
 
-def test_reconcile_missing_fact_from_succeeded_child_au9_ec4(store, clock):
-    """AU-9: a child succeeded but its continuation fact is missing; the sweeper repairs and releases."""
+def test_reconcile_missing_fact_from_succeeded_child_au9(store, clock):
+    """A child succeeded but its continuation fact is missing; the sweeper repairs and releases."""
     park = park_barrier(store, units=[itemized(n=2, window=2)])
     unit_id = park.unit_ids[0]
     for d in park.dispatches:
@@ -115,7 +115,7 @@ def test_reconcile_missing_fact_from_succeeded_child_au9_ec4(store, clock):
 
 
 def test_reconcile_admitted_but_unmaterialised_child(store, clock):
-    """A completion admitted, P5 never ran (process died) — the sweeper claims, materialises, releases."""
+    """A completion admitted, `continue_release` never ran (process died) — the sweeper claims, materialises, releases."""
     park = park_barrier(store)
     d = park.dispatches[0]
     store.admit_terminal(d.opc, "completed", {"late": True}, source="callback", token=d.token)
@@ -167,7 +167,7 @@ def test_unrecorded_sync_member_is_reported_for_rerun(store, clock):
     assert report.sync_to_rerun == [sync_opc] == rerun
 
 
-def test_healthy_itemized_run_has_no_reconcile_events_t32_au3(store, clock):
+def test_healthy_itemized_run_has_no_reconcile_events_t32(store, clock):
     park = park_barrier(store, units=[itemized(n=30, window=5)])
     pending = list(park.dispatches)
     while pending:
@@ -226,11 +226,11 @@ def test_collect_timeout_release_is_handed_to_drive_resume(store, clock):
 
 
 def test_run_whose_outcomes_were_all_admitted_in_time_is_released_not_expired(store, clock):
-    """P9 drains first: a child left unmaterialised by a crash is not the worker's lateness (EC-7)."""
+    """`expire_run` drains first: a child left unmaterialised by a crash is not the worker's lateness."""
     park = park_barrier(store, units=[itemized(n=2, window=2, budget_ms=1_000)])
     for d in park.dispatches:
         store.admit_terminal(d.opc, "completed", {"i": d.item_index}, source="callback", token=d.token)
-    store.continue_release(park.dispatches[0].opc)  # item 0 fully continued; item 1's P5 "crashed"
+    store.continue_release(park.dispatches[0].opc)  # item 0 fully continued; item 1's `continue_release` "crashed"
     clock.advance(1_001)  # past the run's expiry, before --reconcile-after
     driven = []
     report = sweep(store, CFG, drive_resume=driven.append)

@@ -1,5 +1,5 @@
 """`txcl complete OPC | RUN_ID [--op NAME] [--item N] (--output JSON|@file | --fail [--error JSON|@file])`: admit an interaction's outcome without a token — access to the
-database is the authority — through exactly P4/P5. When it wins the release it drives the
+database is the authority — through exactly the callback's two steps (admit the outcome, then continue it). When it wins the release it drives the
 resume in this process and prints the run's new state.
 
 Exit 0 recorded/resumed (a duplicate too), 1 for the 404/409/410 outcomes, 2 usage errors.

@@ -7,7 +7,7 @@
     complete(service.store, opc, {"status": "completed", "output": {"ok": True}})
     record = wait(service.store, outcome.run_id, timeout=60)        # the run once finished
 
-`complete` admits an outcome exactly as `txcl complete` does (P4/P5, no token) and drives the
+`complete` admits an outcome exactly as `txcl complete` does (admit, then continue; no token) and drives the
 resume in-process when it wins the release.
 """
 

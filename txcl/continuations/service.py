@@ -159,7 +159,7 @@ class ContinuationService:
 
     async def send(self, dispatches: list[Dispatch] | tuple[Dispatch, ...], origin_rid: str | None = None
                    ) -> tuple[list[AckResult], list[ClaimRecord]]:
-        """POST every dispatch concurrently; mark acks (P3); a failed ack is a failed terminal
+        """POST every dispatch concurrently; mark the acks; a failed ack is a failed terminal
         (admitted with source `ack`), then its release attempt. Returns the ack results and any claims won."""
         acks, claims, _ = await self.send_then(dispatches, origin_rid)
         return acks, claims

@@ -95,7 +95,7 @@ def sweep(
     report = SweepReport()
     batch = config.batch
 
-    # 1. timeouts (P8)
+    # 1. interactions past their deadline time out
     for opc in store.due_interactions(limit=batch):
         result = store.time_out_interaction(opc, materialize=materialize)
         if result.outcome == "timed_out":
@@ -104,7 +104,7 @@ def sweep(
             if result.claim is not None:  # a collect unit completed by the timeout released its run
                 report.released.append(result.claim)
 
-    # 2. expiry (P9)
+    # 2. runs past their expiry expire
     for run_id in store.expirable_runs(limit=batch):
         result = store.expire_run(run_id, materialize=materialize)
         if result.expired:
@@ -112,7 +112,7 @@ def sweep(
         elif result.claim is not None:  # its outcomes were all in: released instead of expired
             report.released.append(result.claim)
 
-    # 3. stale claims (P10)
+    # 3. resume claims without a heartbeat are taken over
     for run_id in store.stale_claims(stale_after_ms=config.stale_after_ms, limit=batch):
         result = store.take_over_claim(run_id, stale_after_ms=config.stale_after_ms,
                                        max_attempts=config.max_attempts, owner=config.owner)

@@ -71,8 +71,6 @@ def case_stack(tree: Any, test_file: TestFile, case: Case) -> str | None:
 def tree_checks(tree: Any, test_file: TestFile) -> list[Diagnostic]:
     """What needs the OPS tree: stacks that exist (TX403), mocks and workers for targets that
     no rule names (TX407, a warning)."""
-    from txcl.suggest import did_you_mean
-
     found = _tree_problems(tree, test_file)
     if found and not test_file.positioned:  # read again to point at the keys
         found = _tree_problems(tree, test_file.with_positions())

@@ -467,11 +467,9 @@ def _read_clock(reader: _Reader, case: dict, where: str) -> int:
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=dt.timezone.utc)
         return int(moment.timestamp() * 1000)
-    if True:
-        reader.report("TX405", f"{where}.clock is not a time: {value!r}", reader.value_span(case, "clock"),
-                      'write an RFC 3339 time such as "2026-01-01T09:30:00Z"')
-        return 0
-    return ms
+    reader.report("TX405", f"{where}.clock is not a time: {value!r}", reader.value_span(case, "clock"),
+                  'write an RFC 3339 time such as "2026-01-01T09:30:00Z"')
+    return 0
 
 
 def _read_mocks(reader: _Reader, case: dict, where: str) -> dict[str, Mock]:
