@@ -48,6 +48,9 @@ def test_the_site_builds_strictly_with_the_generated_references(site: Path) -> N
     assert 'id="tx201"' in codes and 'id="tx401"' in codes and "Fixable: <code>txcl check --fix</code>" in codes
     cli = (site / "reference/cli/index.html").read_text()
     assert "txcl test" in cli and "--fail-under" in cli
+    # the sequence diagrams reach the page as Mermaid blocks (the theme renders them)
+    assert (site / "continuations/index.html").read_text().count('class="mermaid"') == 4
+    assert 'class="mermaid"' in (site / "workers/index.html").read_text()
     settings = (site / "reference/settings/index.html").read_text()
     assert "TXCL_ASYNC_ACK_TIMEOUT" in settings and "How long a dispatch waits" in settings
 

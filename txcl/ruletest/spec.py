@@ -214,6 +214,16 @@ class _Reader:
                         "quote dates and times; JSON has strings, numbers, booleans, null, lists and mappings")
             return False, None
 
+    def json_object(self, node: Any, key: str, where: str, code: str, role: str) -> Any:
+        """A JSON value that must be an object (the envelope, an op's output); None if not."""
+        ok, value = self.json_value(node, key, where)
+        if not ok:
+            return None
+        if not isinstance(value, dict):
+            self.report(code, f"{where} must be a JSON object ({role}), got {_kind(value)}", self.value_span(node, key))
+            return None
+        return value
+
     def duration(self, node: dict, key: str, where: str, never_ok: bool = False) -> tuple[bool, int | None]:
         from txcl.values.coerce import duration_to_ms
 
@@ -267,19 +277,13 @@ def plain(value: Any) -> Any:
 
 
 def _kind(value: Any) -> str:
+    """What a value is, in the words of a YAML or JSON file (`a mapping`, `nothing`)."""
+    from txcl.functions.helpers import describe
+
     if value is None:
         return "nothing"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return f"a {type(value).__name__}"
+    text = describe(value)
+    return {"an object": "a mapping"}.get(text, text)
 
 
 def _yaml():
@@ -422,10 +426,7 @@ def _read_case(reader: _Reader, parent: list, index: int, node: Any, path: Path)
     if "input" in case and "input_file" in case:
         reader.report("TX402", f"{where} has both `input` and `input_file`; give one", spans["input_file"])
     elif "input" in case:
-        ok, envelope = reader.json_value(case, "input", f"{where}.input")
-        if ok and not isinstance(envelope, dict):
-            reader.report("TX406", f"{where}.input must be a JSON object (the envelope), got {_kind(envelope)}",
-                          reader.value_span(case, "input"))
+        envelope = reader.json_object(case, "input", f"{where}.input", "TX406", "the envelope")
     elif "input_file" in case:
         rel = reader.string(case, "input_file", where)
         if rel is not None:
@@ -490,10 +491,7 @@ def _read_mocks(reader: _Reader, case: dict, where: str) -> dict[str, Mock]:
             continue
         output = error = None
         if "output" in body:
-            ok, output = reader.json_value(body, "output", f"{at}.output")
-            if ok and not isinstance(output, dict):
-                reader.report("TX402", f"{at}.output must be a JSON object (an op's output), got {_kind(output)}",
-                              reader.value_span(body, "output"))
+            output = reader.json_object(body, "output", f"{at}.output", "TX402", "an op's output")
         elif "error" in body:
             ok, error = reader.json_value(body, "error", f"{at}.error")
         else:
