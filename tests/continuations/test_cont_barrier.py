@@ -57,15 +57,11 @@ def test_resume_runs_the_rules_frozen_at_the_suspend(serve, workspace, worker, s
 
 def test_two_threads_release_one_suspend(tmp_path, workspace, worker):
     """Two threads run `continue_release` on the same ready suspend: one winner, one resume."""
-    from txcl.continuations.service import ContinuationService, open_run_store
-    from cont_support import db_of
     from txcl.ops.tree import load_ops
-    from txcl.runtime.config import Settings
     from txcl.runtime.interpreter import Completed, Suspended
 
     ws = workspace(barrier_tree(worker.url()))
-    store = open_run_store(db_of(ws / ".txcl-data" / "txcl.db"))
-    service = ContinuationService(store, Settings(), workspace=ws)
+    store, service = _in_process(ws)
 
     async def main():
         outcome = await service.interpreter(load_ops(ws)).run({"q": 1}, "shop")
@@ -102,17 +98,13 @@ def test_two_threads_release_one_suspend(tmp_path, workspace, worker):
 
 def test_sync_sibling_error_is_best_effort(tmp_path, workspace, worker):
     """A failing sync sibling does not fail the stage; the async answer merges."""
-    from txcl.continuations.service import ContinuationService, open_run_store
-    from cont_support import db_of
     from txcl.ops.tree import load_ops
-    from txcl.runtime.config import Settings
 
     files = barrier_tree(worker.url())
     files["OPS/shop/100/side.txcl"] = 'EXEC "py://cont_failing_op:fn"'
     files["cont_failing_op.py"] = "def fn(op_input, ctx):\n    raise ValueError('side failed')\n"
     ws = workspace(files)
-    store = open_run_store(db_of(ws / ".txcl-data" / "txcl.db"))
-    service = ContinuationService(store, Settings(), workspace=ws)
+    store, service = _in_process(ws)
 
     async def main():
         outcome = await service.interpreter(load_ops(ws)).run({}, "shop")
@@ -158,10 +150,7 @@ def test_barrier_parks_twice_at_one_stage_with_visits(workspace, worker):
     """A @goto loop re-enters a barrier scope: suspends (run, stage, visit 1) and (…, visit 2)."""
     import asyncio
 
-    from txcl.continuations.service import ContinuationService, open_run_store
-    from cont_support import db_of
     from txcl.ops.tree import load_ops
-    from txcl.runtime.config import Settings
 
     files = {
         "OPS/shop/100/ask.txcl": f'WITH mode = "async"\nEXEC "{worker.url()}"',
@@ -169,8 +158,7 @@ def test_barrier_parks_twice_at_one_stage_with_visits(workspace, worker):
         "OPS/shop/300/done.txcl": "EMIT .n = &len(.answers)",
     }
     ws = workspace(files)
-    store = open_run_store(db_of(ws / ".txcl-data" / "txcl.db"))
-    service = ContinuationService(store, Settings(), workspace=ws)
+    store, service = _in_process(ws)
 
     async def main():
         outcome = await service.interpreter(load_ops(ws)).run({}, "shop")
@@ -197,12 +185,9 @@ def test_barrier_parks_twice_at_one_stage_with_visits(workspace, worker):
 def test_a_resume_that_raises_fails_its_run_at_once(workspace, worker, monkeypatch):
     """A resume that cannot go on (a bug, a value nothing can handle) fails the run with the
     real error immediately — no takeover loop, no run left `resuming`."""
-    from cont_support import db_of
 
     from txcl.continuations import resume
-    from txcl.continuations.service import ContinuationService, open_run_store
     from txcl.ops.tree import load_ops
-    from txcl.runtime.config import Settings
     from txcl.runtime.interpreter import Suspended
 
     async def broken(*args):
@@ -210,8 +195,7 @@ def test_a_resume_that_raises_fails_its_run_at_once(workspace, worker, monkeypat
 
     monkeypatch.setitem(resume.RESUMERS, "barrier", broken)
     ws = workspace(barrier_tree(worker.url()))
-    store = open_run_store(db_of(ws / ".txcl-data" / "txcl.db"))
-    service = ContinuationService(store, Settings(), workspace=ws)
+    store, service = _in_process(ws)
 
     async def main():
         outcome = await service.interpreter(load_ops(ws)).run({"q": 1}, "shop")
@@ -229,3 +213,13 @@ def test_a_resume_that_raises_fails_its_run_at_once(workspace, worker, monkeypat
         asyncio.run(main())
     finally:
         store.close()
+
+
+def _in_process(ws):
+    """The workspace's store and a continuation service over it, in this process."""
+    from cont_support import db_of
+    from txcl.continuations.service import ContinuationService, open_run_store
+    from txcl.runtime.config import Settings
+
+    store = open_run_store(db_of(ws / ".txcl-data" / "txcl.db"))
+    return store, ContinuationService(store, Settings(), workspace=ws)

@@ -115,7 +115,7 @@ def run_command_walk(tree: Any, store: Any, settings: Any, workspace: Path, enve
 
     async def go() -> tuple[Any, Any]:
         try:
-            outcome = await interp.run(envelope, stack, src="cli", mocks=mocks)
+            outcome = await interp.run(envelope, stack, src="cli", mocks=mocks, from_json=True)
             finished = None
             if isinstance(outcome, Suspended) and wait_ms is not None:
                 record = await wait_for_finish(service, outcome.run_id, wait_ms)

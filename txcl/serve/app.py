@@ -222,7 +222,7 @@ class TxclHandler:
 
         timer = loop.call_later(DISCONNECT_WATCH_AFTER, start_watch)
         try:
-            return await self.state.interp.run(envelope, stack, src="http", rid=rid)
+            return await self.state.interp.run(envelope, stack, src="http", rid=rid, from_json=True)
         except asyncio.CancelledError:
             if gone and task is not None:
                 task.uncancel()
