@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -25,7 +24,8 @@ import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-TXCL = str(Path(sys.executable).parent / "txcl")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _serve import TXCL, start_serve  # noqa: E402
 
 
 class Worker:
@@ -87,16 +87,7 @@ def measure(mib: int, asynchronous: bool) -> dict[str, float]:
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text + "\n")
     db = root / ".txcl-data" / "txcl.db"
-    proc = subprocess.Popen([TXCL, "serve", str(root), "--port", "0", "--default-stack", "big",
-                             "--web-max-body-bytes", f"{mib * 2}MiB"], stderr=subprocess.PIPE, text=True)
-    url = ""
-    assert proc.stderr is not None
-    for line in proc.stderr:
-        m = re.search(r"on (http://127\.0\.0\.1:\d+)", line)
-        if m:
-            url = m.group(1)
-            break
-    threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
+    proc, url = start_serve(str(root), "--default-stack", "big", "--web-max-body-bytes", f"{mib * 2}MiB")
     stalls: list[float] = []
     stop = threading.Event()
 

@@ -24,9 +24,7 @@ import asyncio
 import http.client
 import json
 import os
-import re
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -40,9 +38,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from _backends import Backends  # noqa: E402
+from _serve import start_serve  # noqa: E402
 from _timing import report  # noqa: E402
 
-TXCL = str(Path(sys.executable).parent / "txcl")
 
 
 class _Poster(threading.local):
@@ -151,19 +149,8 @@ def end_to_end(items: int, window: int, db: str) -> tuple[float, float | None, f
     worker = Worker()
     with tempfile.TemporaryDirectory() as tmp:
         ws = _tree(Path(tmp), worker.url, items, window)
-        proc = subprocess.Popen([TXCL, "serve", str(ws), "--port", "0", "--db", str(db), "--trace-mode", "off",
-                                 "--continuation-sweep-period", "0"],
-                                stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+        proc, base = start_serve(str(ws), "--db", str(db), "--trace-mode", "off", "--continuation-sweep-period", "0")
         try:
-            base = None
-            assert proc.stderr is not None
-            for line in proc.stderr:
-                m = re.search(r"on (http://127\.0\.0\.1:\d+)", line)
-                if m:
-                    base = m.group(1)
-                    break
-            assert base, "txcl serve did not start"
-            threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
             body = (ws / "records.json").read_bytes()
             store = open_run_store(db)
             serve_cpu0 = _proc_cpu(proc.pid)
