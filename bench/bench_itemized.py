@@ -42,7 +42,6 @@ from _serve import start_serve  # noqa: E402
 from _timing import report  # noqa: E402
 
 
-
 class _Poster(threading.local):
     """One keep-alive connection per callback thread."""
 

@@ -126,7 +126,7 @@ class CoverageCollector:
         return 100.0 * sum((c.true > 0) + (c.false > 0) for c in branches) / (2 * len(branches))
 
 
-def _rel(path: str, root: Path) -> str:
+def _rel(path: str) -> str:
     try:
         return os.path.relpath(path, os.getcwd())
     except ValueError:
@@ -135,11 +135,11 @@ def _rel(path: str, root: Path) -> str:
 
 def table(collector: CoverageCollector, root: Path) -> str:
     rows = sorted(collector.by_key.values(), key=lambda r: (r.file, r.key))
-    width = max([len(_rel(r.file, root)) for r in rows] + [4])
+    width = max([len(_rel(r.file)) for r in rows] + [4])
     lines = [f"{'rule':<{width}}  {'status':<16} {'ran':>5}  conditions (true/false)"]
     for r in rows:
         conds = ", ".join(f"{c.text} {c.true}/{c.false}" for c in r.conditions) or "-"
-        lines.append(f"{_rel(r.file, root):<{width}}  {r.status:<16} {r.ran:>5}  {conds}")
+        lines.append(f"{_rel(r.file):<{width}}  {r.status:<16} {r.ran:>5}  {conds}")
     entered = sum(1 for n in collector.scopes.values() if n)
     lines.append(f"rules: {collector.percent():.1f}% ran; conditions: {collector.condition_percent():.1f}% of "
                  f"true/false seen; scopes: {entered} of {len(collector.scopes)} entered")
@@ -148,7 +148,7 @@ def table(collector: CoverageCollector, root: Path) -> str:
 
 def as_json(collector: CoverageCollector, root: Path) -> str:
     rules = [{
-        "rule": r.key, "file": _rel(r.file, root), "status": r.status, "considered": r.considered, "ran": r.ran,
+        "rule": r.key, "file": _rel(r.file), "status": r.status, "considered": r.considered, "ran": r.ran,
         "conditions": [{"text": c.text, "line": c.line, "true": c.true, "false": c.false} for c in r.conditions],
     } for r in sorted(collector.by_key.values(), key=lambda r: (r.file, r.key))]
     return json.dumps({"percent": round(collector.percent(), 2),

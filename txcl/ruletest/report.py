@@ -14,7 +14,7 @@ def _style(text: str, code: str, color: bool) -> str:
     return f"\x1b[{code}m{text}\x1b[0m" if color else text
 
 
-def _display(path: Any, root: Any) -> str:
+def _display(path: Any) -> str:
     try:
         return os.path.relpath(path, os.getcwd())
     except ValueError:
@@ -46,10 +46,10 @@ def full(session: Session, color: bool = False) -> str:
         by_file.setdefault(result.file, []).append(result)
     for path, results in by_file.items():
         marks = "".join(_style(".", "32", color) if r.passed else _style("F", "1;31", color) for r in results)
-        lines.append(f"{_display(path, session.workspace)} {marks}")
+        lines.append(f"{_display(path)} {marks}")
     for result in session.failed:
         lines.append("")
-        lines.append(_style(f"FAILED {_display(result.file, session.workspace)}::{result.case.name}", "1;31", color))
+        lines.append(_style(f"FAILED {_display(result.file)}::{result.case.name}", "1;31", color))
         for problem in result.problems:
             lines.append("  " + _color_problem(problem, color))
         steps = _steps(result)
@@ -79,7 +79,7 @@ def _color_problem(problem: str, color: bool) -> str:
 def concise(session: Session, color: bool = False) -> str:
     lines = []
     for result in session.results:
-        name = f"{_display(result.file, session.workspace)}::{result.case.name}"
+        name = f"{_display(result.file)}::{result.case.name}"
         if result.passed:
             lines.append(f"{name} {_style('PASSED', '32', color)}")
         else:
@@ -93,7 +93,7 @@ def as_json(session: Session) -> str:
     for result in session.results:
         run = result.run
         cases.append({
-            "file": _display(result.file, session.workspace),
+            "file": _display(result.file),
             "name": result.case.name,
             "outcome": result.outcome,
             "duration_ms": round(run.duration_ms, 3) if run else None,
@@ -118,7 +118,7 @@ def junit(session: Session) -> str:
     for result in session.results:
         by_file.setdefault(result.file, []).append(result)
     for path, results in by_file.items():
-        name = _display(path, session.workspace)
+        name = _display(path)
         seconds = sum((r.run.duration_ms if r.run else 0.0) for r in results) / 1000
         suite = ET.SubElement(root, "testsuite", name=name, tests=str(len(results)),
                               failures=str(sum(1 for r in results if not r.passed)), time=f"{seconds:.3f}")

@@ -125,6 +125,9 @@ def run_session(paths: Iterable[str | Path], *, workspace: Path, tree: Any, sett
     if session.load_failed:
         session.seconds = time.perf_counter() - started
         return session
+    from txcl.ruletest.runner import needs_store
+
+    durable = needs_store(tree)  # one look at the tree, not one per case
     for test_file in session.files:
         for case in test_file.cases:
             if select and select.lower() not in case.name.lower():
@@ -132,7 +135,7 @@ def run_session(paths: Iterable[str | Path], *, workspace: Path, tree: Any, sett
             stack = case_stack(tree, test_file, case)
             try:
                 run = run_case(case, tree, settings, stack or "", allow_network=allow_network,
-                               observers=observers)
+                               observers=observers, durable=durable)
                 problems = differences(case.expect, run)
             except Exception as exc:  # noqa: BLE001 - a case that cannot run fails with the reason
                 import logging

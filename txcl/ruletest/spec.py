@@ -30,13 +30,11 @@ ANSWER_KEYS = ("after", "status", "output", "error", "each_output", "outputs", "
 EXPECT_KEYS = ("status", "envelope", "absent", "error", "ran", "not_ran")
 
 
-def is_test_file(path: Path) -> bool:
-    return path.name.endswith(SUFFIXES) and path.is_file()
-
-
 def discover(paths: Iterable[str | Path]) -> list[Path]:
-    """Test files under `paths` (a file given by name counts when its name ends like one), sorted, skipping
-    `OPS/`, dot-folders and `_`-folders below a given folder."""
+    """Test files under `paths` (a file given by name counts when its name ends like one), sorted.
+    Below a given folder, `OPS/`, `node_modules/`, dot-folders and `_`-folders are not entered."""
+    import os
+
     found: set[Path] = set()
     for raw in paths:
         path = Path(raw)
@@ -46,12 +44,9 @@ def discover(paths: Iterable[str | Path]) -> list[Path]:
             continue
         if not path.is_dir():
             continue
-        for candidate in path.rglob("*"):
-            rel = candidate.relative_to(path).parts
-            if any(p.startswith((".", "_")) or p == "OPS" or p == "node_modules" for p in rel[:-1]):
-                continue
-            if is_test_file(candidate):
-                found.add(candidate)
+        for folder, dirs, files in os.walk(path):
+            dirs[:] = [d for d in dirs if not (d.startswith((".", "_")) or d in ("OPS", "node_modules"))]
+            found.update(Path(folder) / f for f in files if f.endswith(SUFFIXES) and (Path(folder) / f).is_file())
     return sorted(found)
 
 
@@ -588,4 +583,4 @@ def _read_expect(reader: _Reader, case: dict, where: str) -> Expect:
 
 
 __all__ = ["SUFFIXES", "TestFile", "Case", "Answer", "Mock", "Expect", "discover", "read_test_file",
-           "parse_test_text", "is_test_file", "plain", "load_document"]
+           "parse_test_text", "plain", "load_document"]
