@@ -101,6 +101,8 @@ def test_a_mocked_error_fails_the_op_as_the_real_one_would(ws, run_tests) -> Non
     case = json.loads(out[: out.rindex("}") + 1])["cases"][0]
     assert case["outcome"] == "passed" and case["ran"] == ["shop/100/intake", "shop/200/price", "shop/400/stamp",
                                                           "shop/600/ship"]
+    assert [(c["target"], c["kind"]) for c in case["calls"]] == [
+        ("https://pricing.example.net/quote", "mock"), ("py://shipping:rate", "mock")]
     code, out, _ = run_tests(root, "--output-format", "full")  # the errors are in the steps of a failure
     root.joinpath("shop.test.yaml").write_text(root.joinpath("shop.test.yaml").read_text().replace(
         "customer: guest}", "customer: nobody}"))

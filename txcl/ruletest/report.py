@@ -102,6 +102,7 @@ def as_json(session: Session) -> str:
             "envelope": run.envelope if run else None,
             "error": run.error if run else None,
             "ran": run.ran if run else [],
+            "calls": [{"target": c.target, "kind": c.kind, "item_index": c.item_index} for c in run.calls] if run else [],
         })
     passed = sum(1 for r in session.results if r.passed)
     return json.dumps({"cases": cases, "passed": passed, "failed": len(cases) - passed,

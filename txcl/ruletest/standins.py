@@ -102,8 +102,6 @@ class StandIns:
         self.sent: list[Delivery] = []
         self._seq = 0
         self._per_target: dict[str, int] = {}
-        self.used_mocks: set[str] = set()
-        self.used_workers: set[str] = set()
         # set by the runner: delivers a callback that is due at once (`after: 0`) while the
         # request still runs, as a worker answering right away would
         self.deliver_now: Any = None
@@ -123,7 +121,6 @@ class StandIns:
         if found is None:
             return None
         name, mock = found
-        self.used_mocks.add(name)
         self.calls.append(Call(name, "mock"))
         if mock.error is not None:
             raise OpError(_error_text(mock.error))
@@ -138,7 +135,6 @@ class StandIns:
         if found is None:
             return self._refuse(url, request)
         name, mock = found
-        self.used_mocks.add(name)
         self.calls.append(Call(name, "mock"))
         if mock.error is not None:
             error = mock.error if isinstance(mock.error, dict) else {"message": _error_text(mock.error)}
@@ -174,9 +170,7 @@ class StandIns:
             name, mock = mocked
             found = (name, (Answer(status="failed" if mock.error is not None else "completed",
                                    output=mock.output, error=mock.error),))
-            self.used_mocks.add(name)
         name, answers = found
-        self.used_workers.add(name)
         body = json.loads(request.content or b"{}")
         txc = body.get("_txc") or {}
         index = txc.get("item_index")
