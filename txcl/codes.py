@@ -64,6 +64,7 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ('TX110', 'join-needs-async', 'error', '`join_at_scope` without `mode = "async"` (continuable or sync)'),
     ('TX111', 'async-unsupported-target', 'error', '`mode = "async"` or `join_at_scope` on a target that cannot run asynchronously'),
     ('TX112', 'itemize-needs-async', 'error', '`each` without `mode = "async"` and `into`'),
+    ('TX113', 'mcp-target-without-tool', 'error', '`mcp+http(s)://` target without a valid `#tool` name'),
     ('TX120', 'no-scope-directory', 'error', 'rule file not under a numbered scope directory'),
     ('TX121', 'missing-stack-name', 'error', 'numbered directory directly under `OPS/`'),
     ('TX122', 'duplicate-operation', 'error', 'two files flatten to one stack/scope/name'),

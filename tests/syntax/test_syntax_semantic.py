@@ -49,11 +49,18 @@ def test_tx102_not_for_try_variants():
 
 @pytest.mark.parametrize("target,code,message", [
     ("foo://x", "TX103", "EXEC scheme 'foo://' is not supported; use txco://, http(s)://, "
-     "py://, goto:// or <stack>/<scope>"),
+     "mcp+http(s)://…#tool, py://, goto:// or <stack>/<scope>"),
     ("ai://model", "TX103", "EXEC scheme 'ai://' is not supported; use txco://, http(s)://, "
-     "py://, goto:// or <stack>/<scope>"),
-    ("mcp+https://x.example", "TX103", "EXEC scheme 'mcp+https://' is not supported yet"),
-    ("mcp+http://x.example", "TX103", "EXEC scheme 'mcp+http://' is not supported yet"),
+     "mcp+http(s)://…#tool, py://, goto:// or <stack>/<scope>"),
+    ("mcp+https://x.example", "TX113", 'EXEC "mcp+https://x.example": an MCP target names its tool '
+     'after "#" (mcp+https://x.example#<tool>)'),
+    ("mcp+http://x.example/mcp#", "TX113", 'EXEC "mcp+http://x.example/mcp#": an MCP target names its '
+     'tool after "#" (mcp+http://x.example/mcp#<tool>)'),
+    ("mcp+http://x.example/mcp#a b", "TX104", 'EXEC "mcp+http://x.example/mcp#a b": not an absolute URL '
+     "with a host"),
+    ("mcp+http://x.example/mcp#a?b", "TX113", 'EXEC "mcp+http://x.example/mcp#a?b": the tool name "a?b" '
+     'may hold letters, digits, "_", "-", "." and "/" (at most 128)'),
+    ("mcp+https:///mcp#t", "TX104", 'EXEC "mcp+https:///mcp#t": not an absolute URL with a host'),
     ("", "TX104", 'EXEC "": the target is empty'),
     ("hello-world", "TX104", 'EXEC "hello-world": not a target; use txco://<name>, http(s)://…, '
      "py://<module>:<function>, goto://<scope> or <stack>/<scope>"),
@@ -157,8 +164,13 @@ def test_join_with_async_or_runtime_mode_is_fine():
 
 def test_tx111_async_needs_http():
     assert _diags('EXEC "py://m:f" WITH mode = "async"')[0][:2] == (
-        "TX111", 'mode = "async" needs an http(s):// target; "py://m:f" cannot run '
+        "TX111", 'mode = "async" needs an http(s):// or mcp+http(s):// target; "py://m:f" cannot run '
         "asynchronously")
+
+
+def test_async_mcp_target_is_fine():
+    rule = parse_rule('EXEC "mcp+https://tools.example/mcp#summarize" WITH mode = "async", join_at_scope = 300')
+    assert rule.exec.target == "mcp+https://tools.example/mcp#summarize"
 
 
 @pytest.mark.parametrize("with_", ["each = .items", 'each = .items, mode = "async"',

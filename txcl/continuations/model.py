@@ -61,7 +61,7 @@ def join_value(directives: dict | None) -> int | None:
 
 def classify(pop: "PreparedOp", scope: int) -> OpClass:
     """The class of one prepared op at scope `scope`. ``mode = "async"`` applies to http(s)
-    targets only (elsewhere the op runs synchronously); a ``join_at_scope`` at or below the
+    and mcp+http(s) targets only (elsewhere the op runs synchronously); a ``join_at_scope`` at or below the
     op's own scope makes it a plain barrier."""
     directives = pop.directives or {}
     target = pop.op.target
@@ -69,7 +69,7 @@ def classify(pop: "PreparedOp", scope: int) -> OpClass:
         if target is None:
             return OpClass("sync")
         return OpClass("continuable", "local", join_value(directives), directives.get("join_at_scope"))
-    if pop.mode != "async" or target is None or target.kind != "http":
+    if pop.mode != "async" or target is None or target.kind not in ("http", "mcp"):
         return OpClass("sync")
     unit_kind = "itemized" if "each" in directives else "unary"
     join = join_value(directives)

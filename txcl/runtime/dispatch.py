@@ -33,7 +33,7 @@ class OpError(Exception):
 
 @attrs.frozen
 class Target:
-    """A classified EXEC string. kind: builtin | http | py | goto | stage."""
+    """A classified EXEC string. kind: builtin | http | mcp | py | goto | stage."""
 
     kind: str
     text: str
@@ -43,6 +43,7 @@ class Target:
     function: str | None = None
     stack: str | None = None  # goto/stage: None for goto://<scope>
     scope: int | None = None
+    tool: str | None = None  # mcp: the tool's name
 
     @property
     def transport(self) -> str:
@@ -80,7 +81,7 @@ def classify(text: str) -> tuple[Target | None, str | None, str]:
     if not isinstance(result, ExecTarget):
         return None, result.message, result.code
     return Target(result.kind, text, name=result.builtin, url=result.url, module=result.module,
-                  function=result.function, stack=result.stack, scope=result.scope), None, ""
+                  function=result.function, stack=result.stack, scope=result.scope, tool=result.tool), None, ""
 
 
 # ---------------------------------------------------------------- py:// resolution

@@ -273,6 +273,9 @@ class Interpreter:
         if client is not None:
             self.services.http_client = None
             await client.aclose()
+        from txcl.runtime.schemes.mcp import close_clients
+
+        await close_clients()
 
     def flush_traces(self) -> None:
         if self.trace_writer is not None:

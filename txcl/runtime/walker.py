@@ -370,6 +370,11 @@ class Walker:
                     self.services.http(), target.url or target.text, op_input, directives, ctx,
                     self.settings.op_payload_max, timeout_ms / 1000.0), when)
                 return raw, (status, status_into)
+            if kind == "mcp":
+                from txcl.runtime.schemes.mcp import call_mcp
+
+                return await run_within(call_mcp(target, op_input, directives, timeout_ms / 1000.0,
+                                                 payload_max=self.settings.op_payload_max), when), None
         except TimeoutError:
             raise OpError(f"timeout after {_fmt_ms(timeout_ms)}", status="timeout") from None
         raise OpError(f"op not found: {target.text}")

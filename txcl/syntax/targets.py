@@ -19,15 +19,17 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 _STACK_SEGMENT = re.compile(r"[A-Za-z0-9_-]+")
 _SCOPE = re.compile(r"[0-9]{1,9}")
-_SUPPORTED = "use txco://, http(s)://, py://, goto:// or <stack>/<scope>"
+_SUPPORTED = "use txco://, http(s)://, mcp+http(s)://…#tool, py://, goto:// or <stack>/<scope>"
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_./-]{1,128}")
 
 
 @attrs.frozen(slots=True)
 class ExecTarget:
     """A valid EXEC target.
 
-    kind: "builtin" (txco://name), "http" (http/https URL), "py" (py://module:function),
-    "goto" (goto://[stack/]scope) or "stage" (<stack>/<scope>).
+    kind: "builtin" (txco://name), "http" (http/https URL), "mcp" (a tool on a Model Context
+    Protocol server: `url` is the server's endpoint, `tool` the name after `#`), "py"
+    (py://module:function), "goto" (goto://[stack/]scope) or "stage" (<stack>/<scope>).
     """
 
     kind: str
@@ -38,6 +40,7 @@ class ExecTarget:
     function: str | None = None
     stack: str | None = None  # None for goto://<scope>: the current stack
     scope: int | None = None
+    tool: str | None = None  # mcp: the tool's name
 
     @property
     def trusted(self) -> bool:
@@ -51,7 +54,7 @@ class ExecTarget:
 
 @attrs.frozen(slots=True)
 class TargetError:
-    """Why a target is rejected: `code` is TX103, TX104 or TX105; `message` is complete."""
+    """Why a target is rejected: `code` is TX103, TX104, TX105 or TX113; `message` is complete."""
 
     code: str
     message: str
@@ -117,8 +120,28 @@ def classify_exec_target(target: str) -> ExecTarget | TargetError:
                                "goto://<stack>/<scope>")
         return ExecTarget("goto", target, stack=stage[0], scope=stage[1])
     if scheme in ("mcp+http", "mcp+https"):
-        return TargetError("TX103", f"EXEC scheme '{m.group(1)}://' is not supported yet")
+        return _mcp_target(target, m.end())
     return TargetError("TX103", f"EXEC scheme '{m.group(1)}://' is not supported; {_SUPPORTED}")
+
+
+def _mcp_target(target: str, scheme_end: int) -> ExecTarget | TargetError:
+    """`mcp+https://host/path#tool`: the server's endpoint and the tool to call on it."""
+    endpoint, sep, tool = target[len("mcp+"):].partition("#")
+    try:
+        parts = urlsplit(endpoint)
+        host = parts.hostname
+        parts.port  # noqa: B018 - raises ValueError for a bad port
+    except ValueError:
+        host = None
+    if not host or any(ch.isspace() for ch in target):
+        return TargetError("TX104", f'EXEC "{target}": not an absolute URL with a host')
+    if not sep or not tool:
+        return TargetError("TX113", f'EXEC "{target}": an MCP target names its tool after "#" '
+                           f'(mcp+{endpoint}#<tool>)')
+    if not _TOOL_NAME.fullmatch(tool):
+        return TargetError("TX113", f'EXEC "{target}": the tool name "{tool}" may hold letters, digits, '
+                           '"_", "-", "." and "/" (at most 128)')
+    return ExecTarget("mcp", target, url=endpoint, tool=tool)
 
 
 def is_stage_jump(target: str) -> bool:

@@ -155,9 +155,9 @@ def validate_rule(rule: ast.Rule, filename: str = "<string>",
                 msg = f'join_at_scope (= {n}) requires mode = "async" (mode here: {shown})'
             out.append(Diagnostic("TX110", msg, filename, join.span))
 
-    if mode == "async" and target is not None and target.kind != "http":
+    if mode == "async" and target is not None and target.kind not in ("http", "mcp"):
         out.append(Diagnostic(
-            "TX111", f'mode = "async" needs an http(s):// target; "{t}" cannot run '
+            "TX111", f'mode = "async" needs an http(s):// or mcp+http(s):// target; "{t}" cannot run '
             "asynchronously", filename, rule.exec.target_span))
 
     each = withs.get("each")

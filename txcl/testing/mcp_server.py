@@ -1,0 +1,103 @@
+"""A small Model Context Protocol server for tests, benchmarks and the examples.
+
+    python -m txcl.testing.mcp_server [--port 0] [--calls FILE]
+
+Built with the official SDK's FastMCP, served by uvicorn on 127.0.0.1 (streamable HTTP at
+`/mcp`); the first line on stdout is `listening on http://127.0.0.1:<port>/mcp`. With
+`--calls FILE` every tool call appends one JSON line (tool, arguments, the idempotency key
+txcl sends in `_meta`), so a test can count how often a call was made.
+
+Tools: `add` (structured result), `echo` (the arguments back), `slow` (sleeps, then answers),
+`fail` (an `isError` result), `shout` (plain text), `double` (for itemized fan-outs; sleeps
+`delay` seconds first so answers arrive out of order).
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import sys
+from typing import Any
+
+from mcp.server.fastmcp import Context, FastMCP
+from mcp.server.fastmcp.exceptions import ToolError
+
+IDEMPOTENCY_META = "txcl/idempotency-key"
+
+
+def build_server(calls_file: str | None = None) -> Any:
+    server = FastMCP("txcl-test-tools", stateless_http=False, log_level="WARNING")
+
+    def record(tool: str, arguments: dict, ctx: Context | None) -> None:
+        if not calls_file:
+            return
+        key = None
+        try:
+            meta = ctx.request_context.meta if ctx is not None else None
+            extra = meta.model_dump() if meta is not None else {}
+            key = extra.get(IDEMPOTENCY_META)
+        except (AttributeError, ValueError, LookupError):
+            key = None
+        with open(calls_file, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"tool": tool, "arguments": arguments, "key": key}) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    @server.tool(description="Add two integers.")
+    async def add(a: int, b: int, ctx: Context) -> dict:
+        record("add", {"a": a, "b": b}, ctx)
+        return {"sum": a + b}
+
+    @server.tool(description="Answer with the arguments it was given.")
+    async def echo(ctx: Context, message: str = "", extra: dict | None = None) -> dict:
+        record("echo", {"message": message}, ctx)
+        return {"message": message, "extra": extra or {}}
+
+    @server.tool(description="Wait `seconds`, then answer with a tag.")
+    async def slow(seconds: float, ctx: Context, tag: str = "") -> dict:
+        record("slow", {"seconds": seconds, "tag": tag}, ctx)
+        await asyncio.sleep(seconds)
+        return {"slept": seconds, "tag": tag}
+
+    @server.tool(description="Always fails with the given message.")
+    async def fail(message: str, ctx: Context) -> dict:
+        record("fail", {"message": message}, ctx)
+        raise ToolError(message)
+
+    @server.tool(description="Upper-case the text (a plain-text answer).", structured_output=False)
+    async def shout(text: str, ctx: Context) -> str:
+        record("shout", {"text": text}, ctx)
+        return text.upper() + "!"
+
+    @server.tool(description="Double a number after `delay` seconds.")
+    async def double(value: float, ctx: Context, delay: float = 0.0) -> dict:
+        record("double", {"value": value, "delay": delay}, ctx)
+        if delay > 0:
+            await asyncio.sleep(delay)
+        return {"value": value, "doubled": value * 2}
+
+    return server
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m txcl.testing.mcp_server", description=__doc__.split("\n")[0])
+    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: any free port)")
+    parser.add_argument("--calls", default=None, help="append one JSON line per tool call to this file")
+    args = parser.parse_args(argv)
+
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", args.port))
+    port = sock.getsockname()[1]
+    app = build_server(args.calls).streamable_http_app()
+    print(f"listening on http://127.0.0.1:{port}/mcp", flush=True)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    uvicorn.Server(config).run(sockets=[sock])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
