@@ -47,6 +47,13 @@ def rebuild_op(walker: "OpRunner", run: "Run", unit: UnitRecord) -> PreparedOp |
     return PreparedOp(op, prepared, mode if mode in ("async", "continuable") else "sync")
 
 
+def charge_own_fuel(run: "Run", unit: UnitRecord) -> None:
+    """A unit that ran inside txcl (an ``mcp+`` op) spent fuel of its own; the flow pays it
+    when the unit is merged."""
+    if unit.fuel_used:
+        run.budget.charge(unit.fuel_used)
+
+
 def _status_text(unit: UnitRecord) -> str:
     return unit.status.replace("_", " ")
 
@@ -73,6 +80,7 @@ def apply_members(walker: "OpRunner", run: "Run", frame: "Frame", members: Seque
             frame.ran.append(op)
             continue
         transport = "continuable" if unit.kind == "local" else "async"
+        charge_own_fuel(run, unit)
         extra: dict[str, Any] = {"unit_id": unit.unit_id}
         if unit.kind == "itemized":
             extra["items"] = unit.expected
@@ -124,6 +132,7 @@ def merge_joined(walker: "OpRunner", run: "Run", frame: "Frame", units: Sequence
     outputs: list[tuple[str, dict | None]] = []
     rules = []
     for unit in ordered:
+        charge_own_fuel(run, unit)
         pop = rebuild_op(walker, run, unit)
         if pop is None:
             continue

@@ -128,16 +128,32 @@ def base_spec(frame: "Frame", pop: "PreparedOp", kind: str, items: list, **extra
                     input_view=deep_copy(pop.prepared.input), **extra)
 
 
-def _worker_budget(settings: "Settings", directives: dict, deferred: bool) -> int:
-    budget = worker_budget_ms(directives, settings.async_runtime_default)
+def runs_in_process(pop: "PreparedOp") -> bool:
+    """An ``mcp+`` op: txcl calls the tool itself (txcl.continuations.inprocess)."""
+    target = pop.op.target
+    return target is not None and target.kind == "mcp"
+
+
+def _worker_budget(settings: "Settings", pop: "PreparedOp", deferred: bool) -> int:
+    budget = worker_budget_ms(pop.directives or {}, settings.async_runtime_default)
+    if runs_in_process(pop):  # it occupies this process: capped like a sync op
+        budget = min(budget, settings.op_timeout_max)
     return budget + settings.deferred_join_slack if deferred else budget
+
+
+def in_process_fuel(pop: "PreparedOp", calls: int) -> int:
+    """The fuel an in-process unit spends on its own: one EXEC charge per call. It is added
+    to the flow's fuel when the unit's result is merged (a remote worker's time costs none)."""
+    from txcl.runtime.budget import DISPATCH_FUEL
+
+    return DISPATCH_FUEL * calls if runs_in_process(pop) else 0
 
 
 def build_unary(settings: "Settings", frame: "Frame", pop: "PreparedOp", opclass: OpClass) -> UnitSpec:
     deferred = opclass.kind == "deferred"
     return base_spec(frame, pop, "unary", [worker_input(pop.prepared.dispatched)],
-                     budget_ms=_worker_budget(settings, pop.directives or {}, deferred),
-                     join_at_scope=opclass.join_at_scope if deferred else None)
+                     budget_ms=_worker_budget(settings, pop, deferred),
+                     join_at_scope=opclass.join_at_scope if deferred else None, fuel_used=in_process_fuel(pop, 1))
 
 
 def build_sync(settings: "Settings", frame: "Frame", pop: "PreparedOp", opclass: OpClass) -> UnitSpec:
@@ -199,8 +215,8 @@ def build_itemized(settings: "Settings", frame: "Frame", pop: "PreparedOp", opcl
     if problem is not None:
         return base_spec(frame, pop, "itemized", [], join_at_scope=join, failed_error={"message": problem})
     return base_spec(frame, pop, "itemized", [deep_copy(x) for x in items], window=window_of(directives, settings),
-                     on_item_error=item_policy(directives), budget_ms=_worker_budget(settings, directives, deferred),
-                     join_at_scope=join)
+                     on_item_error=item_policy(directives), budget_ms=_worker_budget(settings, pop, deferred),
+                     join_at_scope=join, fuel_used=in_process_fuel(pop, len(items)))
 
 
 def build_unit(settings: "Settings", frame: "Frame", pop: "PreparedOp", opclass: OpClass) -> UnitSpec:
@@ -214,4 +230,4 @@ def build_unit(settings: "Settings", frame: "Frame", pop: "PreparedOp", opclass:
 
 __all__ = ["OpClass", "classify", "join_value", "join_due", "merge_order", "worker_budget_ms", "worker_input",
            "base_spec", "build_unit", "build_unary", "build_sync", "build_itemized", "items_of", "item_problem",
-           "window_of", "item_policy"]
+           "window_of", "item_policy", "runs_in_process", "in_process_fuel"]

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from txcl.continuations.engine import ContinuationEngine
+from txcl.continuations.inprocess import InProcessCalls, runs_in_process
 from txcl.continuations.lane import StoreLane
 from txcl.continuations.policy import POLICY, normalize_error
 from txcl.continuations.resume import resume_run
@@ -70,6 +71,7 @@ class ContinuationService:
         self.before_dispatch: Callable[[], None] | None = None  # e.g. `txcl run`'s one-time warning
         self.lane = StoreLane(store, inline=inline_store)
         self.dispatch_client = dispatch_client  # makes the worker POST client (`txcl test`: simulated workers)
+        self.in_process = InProcessCalls(self)  # mcp+ units: txcl calls the tool itself
 
     def remember_suspended(self, rid: str, envelope: dict) -> None:
         """The envelope at a request's suspend, for its 202 answer (the oldest forgotten first
@@ -147,6 +149,7 @@ class ContinuationService:
         return self._http
 
     async def aclose(self) -> None:
+        await self.in_process.aclose()
         self.lane.close()
         if self._http is not None:
             client, self._http = self._http, None
@@ -167,17 +170,25 @@ class ContinuationService:
     async def send_then(self, dispatches: list[Dispatch] | tuple[Dispatch, ...], origin_rid: str | None = None,
                         after: Callable[[], Any] | None = None) -> tuple[list[AckResult], list[ClaimRecord], Any]:
         """`send`, then `after()` (a store call) in the same store-lane call as the ack
-        marking; returns its result too (the barrier's drain check rides along)."""
+        marking; returns its result too (the barrier's drain check rides along).
+
+        An `mcp+` dispatch is not sent anywhere: txcl calls the tool itself in the background
+        (txcl.continuations.inprocess); it counts as sent and is never acked."""
         results: list[AckResult] = []
-        if dispatches:
+        local = [d for d in dispatches if runs_in_process(d)]
+        remote = [d for d in dispatches if not runs_in_process(d)] if local else list(dispatches)
+        if remote:
             if self.before_dispatch is not None:
                 self.before_dispatch()
             client = self.http()
             results = list(await asyncio.gather(*(
                 post_dispatch(client, d, base_url=self.callback_base_url,
                               ack_timeout_ms=self.settings.async_ack_timeout, origin_rid=origin_rid)
-                for d in dispatches)))
+                for d in remote)))
         acked = [(r.opc, r.ack) for r in results if r.ok]
+        for d in local:
+            self.in_process.start(d)
+            results.append(AckResult(d.opc, True, ack={}))
         failed = [r for r in results if not r.ok]
         after_result = None
         if acked and after is None:

@@ -692,6 +692,19 @@ class ContinuationProcedures:
             t.fault("ack")
         return n
 
+    @write_procedure
+    def touch_dispatches(self, t: Tx, opcs: Sequence[str]) -> int:
+        """This node is still running these in-process calls (``mcp+`` units): their
+        ``dispatch_ms`` moves to now, so reconciliation leaves them alone. A call whose node
+        died stops being touched and is sent again once it is older than --reconcile-after."""
+        n = 0
+        for start in range(0, len(opcs), 500):
+            chunk = list(opcs[start:start + 500])
+            ph = ", ".join("?" for _ in chunk)
+            n += t.run(f"UPDATE interactions SET dispatch_ms = ?, dispatch_owner = ? "
+                       f"WHERE opc IN ({ph}) AND status = 'dispatching'", (t.now, self.node_id, *chunk))
+        return n
+
     # ----------------------------------------------------------------------------------------
     # completions
 
