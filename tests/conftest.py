@@ -29,8 +29,7 @@ def pytest_collection_modifyitems(items):
     postgres"` runs without one)."""
     for item in items:
         callspec = getattr(item, "callspec", None)
-        on_pg = callspec is not None and "postgresql" in (callspec.params.get("backend"),
-                                                          callspec.params.get("shared_barrier"))
+        on_pg = callspec is not None and "postgresql" in callspec.params.values()
         info = getattr(item, "_fixtureinfo", None)
         asked = set(info.argnames) if info is not None else set()  # what the test itself requests
         if on_pg or {"pg_server", "pg_store", "new_pg_database"} & asked:

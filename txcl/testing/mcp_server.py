@@ -9,7 +9,8 @@ txcl sends in `_meta`), so a test can count how often a call was made.
 
 Tools: `add` (structured result), `echo` (the arguments back), `slow` (sleeps, then answers),
 `fail` (an `isError` result), `shout` (plain text), `double` (for itemized fan-outs; sleeps
-`delay` seconds first so answers arrive out of order).
+`delay` seconds first so answers arrive out of order, and records how many calls of it were
+in flight when it started).
 """
 
 import argparse
@@ -28,6 +29,8 @@ IDEMPOTENCY_META = "txcl/idempotency-key"
 
 def build_server(calls_file: str | None = None) -> Any:
     server = FastMCP("txcl-test-tools", stateless_http=False, log_level="WARNING")
+
+    inflight = {"double": 0}
 
     def record(tool: str, arguments: dict, ctx: Context | None) -> None:
         if not calls_file:
@@ -60,9 +63,11 @@ def build_server(calls_file: str | None = None) -> Any:
         await asyncio.sleep(seconds)
         return {"slept": seconds, "tag": tag}
 
-    @server.tool(description="Always fails with the given message.")
-    async def fail(message: str, ctx: Context) -> dict:
+    @server.tool(description="Fails with the given message (after `delay` seconds).")
+    async def fail(message: str, ctx: Context, delay: float = 0.0) -> dict:
         record("fail", {"message": message}, ctx)
+        if delay > 0:
+            await asyncio.sleep(delay)
         raise ToolError(message)
 
     @server.tool(description="Upper-case the text (a plain-text answer).", structured_output=False)
@@ -72,10 +77,14 @@ def build_server(calls_file: str | None = None) -> Any:
 
     @server.tool(description="Double a number after `delay` seconds.")
     async def double(value: float, ctx: Context, delay: float = 0.0) -> dict:
-        record("double", {"value": value, "delay": delay}, ctx)
-        if delay > 0:
-            await asyncio.sleep(delay)
-        return {"value": value, "doubled": value * 2}
+        inflight["double"] += 1
+        try:
+            record("double", {"value": value, "delay": delay, "in_flight": inflight["double"]}, ctx)
+            if delay > 0:
+                await asyncio.sleep(delay)
+            return {"value": value, "doubled": value * 2}
+        finally:
+            inflight["double"] -= 1
 
     return server
 
@@ -97,6 +106,61 @@ def main(argv: list[str] | None = None) -> int:
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     uvicorn.Server(config).run(sockets=[sock])
     return 0
+
+
+
+class McpServerProcess:
+    """This server in a subprocess (tests, benchmarks, the example):
+
+        with McpServerProcess(calls=path) as server:
+            server.url            # http://127.0.0.1:<port>/mcp
+            server.calls()        # the JSON lines of --calls, parsed
+    """
+
+    def __init__(self, calls: str | None = None, port: int = 0) -> None:
+        self.calls_file = calls
+        self.port = port
+        self.proc: Any = None
+        self.url = ""
+
+    def start(self, timeout: float = 30.0) -> "McpServerProcess":
+        import subprocess
+        import time
+
+        cmd = [sys.executable, "-m", "txcl.testing.mcp_server", "--port", str(self.port)]
+        if self.calls_file:
+            cmd += ["--calls", self.calls_file]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                     env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        assert self.proc.stdout is not None
+        end = time.monotonic() + timeout
+        line = self.proc.stdout.readline()
+        if not line.startswith("listening on ") or time.monotonic() > end:
+            self.stop()
+            raise RuntimeError(f"the MCP test server did not start: {line!r}")
+        self.url = line.split("listening on ", 1)[1].strip()
+        return self
+
+    def calls(self) -> list[dict]:
+        if not self.calls_file or not os.path.exists(self.calls_file):
+            return []
+        with open(self.calls_file, encoding="utf-8") as fh:
+            return [json.loads(line) for line in fh if line.strip()]
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except Exception:  # noqa: BLE001
+                self.proc.kill()
+                self.proc.wait(5)
+
+    def __enter__(self) -> "McpServerProcess":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
 
 
 if __name__ == "__main__":
