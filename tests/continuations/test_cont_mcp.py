@@ -10,6 +10,7 @@ import json
 import time
 import urllib.request
 import uuid
+from typing import Any
 
 import pytest
 
@@ -358,3 +359,98 @@ def test_sigkill_while_a_tool_call_is_in_flight_reissues_it_once_and_merges_once
         assert store.get_terminal(opc).payload == {"slept": 2.0, "tag": "crash"}
         status, data = poll(second, headers["location"])
         assert status == 200 and data["done"] == "crash"
+
+
+# ------------------------------------------------------------------------------------------
+# stacks served as MCP tools (txcl serve --mcp), called by the SDK's own client
+
+
+def _client_calls(url: str, calls: list[tuple[str, dict, bool]]) -> tuple[Any, list[Any], list[tuple]]:
+    """Initialize a session with `url`, list the tools, make `calls` (name, arguments, with
+    progress); (tools, results, progress notifications)."""
+    import asyncio
+
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    progress: list[tuple] = []
+
+    async def go():
+        async with streamable_http_client(url) as (read, write, _):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                tools = await session.list_tools()
+                results = []
+                for name, arguments, with_progress in calls:
+                    async def note(p, total, message):
+                        progress.append((p, total, message))
+                    results.append(await session.call_tool(name, arguments,
+                                                           progress_callback=note if with_progress else None))
+                return tools, results
+
+    tools, results = asyncio.run(go())
+    return tools, results, progress
+
+
+def test_stacks_served_as_mcp_tools(serve, workspace, mcp_server):
+    files = site_files(mcp_server.url)
+    files["OPS/barrier/schema.json"] = json.dumps({
+        "description": "Adds a and b with a slow friend.",
+        "properties": {"in": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                              "required": ["a", "b"]}},
+        "required": ["in"]})
+    ws = workspace(files)
+    srv = serve(ws, "--mcp", "--mcp-tools", "barrier,deferred,items,failing", "--continuation-longpoll-ms", "1500",
+                "--poll-retry-after", "300ms")
+    tools, results, progress = _client_calls(srv.url + "/_txc/mcp", [
+        ("barrier", {"in": {"a": 20, "b": 22}}, False),
+        ("deferred", {"in": {"seconds": 1.0, "tag": "via-mcp"}}, True),
+        ("items", {"in": {"values": [{"value": 1, "delay": 0.4}, {"value": 2}, {"value": 3, "delay": 0.2}]}}, True),
+        ("deferred", {"in": {"seconds": 4.0, "tag": "too-slow"}}, False),
+        ("failing", {"in": {"message": "tool broke", "delay": 0, "pause": 0.5}}, False),
+        ("barrier", {"in": {"a": "x"}}, False),
+    ])
+    listed = {t.name: t for t in tools.tools}
+    assert set(listed) == {"barrier", "deferred", "items", "failing"}
+    assert listed["barrier"].description == "Adds a and b with a slow friend."
+    assert listed["barrier"].inputSchema["required"] == ["in"]
+    quick, deferred, items, slow, failing, invalid = results
+    # a suspending flow (the barrier's async mcp+ op) is waited for; the answer is the envelope
+    assert not quick.isError and quick.structuredContent["after"] == 42
+    assert not deferred.isError and deferred.structuredContent["done"] == "via-mcp"
+    assert not items.isError and [d["doubled"] for d in items.structuredContent["doubled"]] == [2, 4, 6]
+    # progress notifications while waiting: items done of the itemized await, and the stage
+    assert any(message == "waiting at deferred/300" for _, _, message in progress)
+    assert any(total == 3.0 for _, total, _ in progress)
+    # a client without a progress token waits --continuation-longpoll-ms, then gets the poll URL
+    assert not slow.isError and slow.structuredContent["status"] == "running"
+    poll_url = slow.structuredContent["poll_url"]
+    assert poll_url.startswith(srv.url + "/?_txc.continuation=rc_")
+    status, data = poll(srv, poll_url[len(srv.url):])
+    assert status == 200 and data["done"] == "too-slow"
+    # a failed flow is an isError result with the error object
+    assert failing.isError and "tool broke" in failing.content[0].text
+    assert json.loads(failing.content[0].text)["error"]["code"] == "txcl_join_failed"
+    # arguments are checked against schema.json
+    assert invalid.isError and "validation" in invalid.content[0].text.lower()
+
+
+def test_mcp_endpoint_is_off_unless_asked_and_checks_its_configuration(serve, workspace, mcp_server, tmp_path):
+    import subprocess
+
+    from cont_support import TXCL
+
+    ws = workspace(site_files(mcp_server.url))
+    srv = serve(ws)
+    status, _, _ = http_get(srv.url + "/_txc/mcp")
+    assert status == 404
+    for flags, message in (
+            (["--mcp"], "name the stacks to offer as tools with --mcp-tools"),
+            (["--mcp", "--mcp-tools", "barier"], "no stack 'barier' in the OPS tree (did you mean 'barrier'?)")):
+        done = subprocess.run([TXCL, "serve", str(ws), "--port", "0", *flags], capture_output=True, text=True,
+                              timeout=60)
+        assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr
+    (ws / "OPS/barrier/schema.json").write_text('{"type": "array"}')
+    done = subprocess.run([TXCL, "serve", str(ws), "--port", "0", "--mcp", "--mcp-tools", "barrier"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "must describe an object" in done.stderr

@@ -19,6 +19,7 @@ class RuleDoc:
     good: str
     layout: bool = False  # examples are OPS tree layouts, not one rule text
     test_file: bool = False  # examples are parts of rule test files (YAML), not rules
+    mcp_server: bool = False  # the finding needs a live MCP server (txcl check --mcp-schemas)
 
     def markdown(self) -> str:
         return (f"{self.explanation}\n\nBad:\n\n```\n{self.bad}\n```\n\nGood:\n\n```\n{self.good}\n```\n")
@@ -31,8 +32,10 @@ class RuleDoc:
                 f"Bad:\n{indent(self.bad)}\n\nGood:\n{indent(self.good)}\n")
 
 
-def _d(code: str, explanation: str, bad: str, good: str, layout: bool = False, test_file: bool = False) -> RuleDoc:
-    return RuleDoc(code, " ".join(explanation.split()), bad.strip("\n"), good.strip("\n"), layout, test_file)
+def _d(code: str, explanation: str, bad: str, good: str, layout: bool = False, test_file: bool = False,
+       mcp_server: bool = False) -> RuleDoc:
+    return RuleDoc(code, " ".join(explanation.split()), bad.strip("\n"), good.strip("\n"), layout, test_file,
+                   mcp_server)
 
 
 _ENTRIES = (
@@ -249,6 +252,21 @@ tool itself, durably) can run asynchronously.""",
         mock-response.json), a .md file nor a FILES/ asset. Extra patterns can be allowed with
         `allow` in the configuration.""",
        'OPS/shop/0100/check.txcl.bak', 'OPS/shop/0100/check.txcl', layout=True),
+    _d("TX250", """Reported by `txcl check --mcp-schemas`, which asks each MCP server named by an
+        `mcp+` target for its tools: the server does not list the tool after `#`. `txcl mcp doctor
+        <endpoint>` prints the tools it has.""",
+       'EXEC "mcp+https://tools.example.net/mcp#sumarize"', 'EXEC "mcp+https://tools.example.net/mcp#summarize"',
+       mcp_server=True),
+    _d("TX251", """Reported by `txcl check --mcp-schemas`: the op's SELECT is the tool's arguments, and
+        it gives none of an argument the tool's input schema lists as required. Select it under the
+        argument's name. A rule without SELECT (or with `SELECT *`) sends the whole envelope and is
+        not checked.""",
+       'SELECT .doc.body AS .content\nEXEC "mcp+https://tools.example.net/mcp#summarize"',
+       'SELECT .doc.body AS .text\nEXEC "mcp+https://tools.example.net/mcp#summarize"', mcp_server=True),
+    _d("TX252", """Reported by `txcl check --mcp-schemas` when an MCP server cannot be asked for its
+        tools (it is unreachable, or the URL is not an MCP endpoint); its ops are not checked.""",
+       'EXEC "mcp+https://tools.example.net/not-mcp#summarize"',
+       'EXEC "mcp+https://tools.example.net/mcp#summarize"', mcp_server=True),
     _d("TX301", """Clauses read best in the canonical order WHEN, SET, SELECT, SET, WITH, PRIORITY,
         EXEC, LOOP, EMIT. The fix reorders them and never moves a SET across SELECT.""",
        'EXEC "txco://echo"\nWHEN .a == 1', 'WHEN .a == 1\nEXEC "txco://echo"'),

@@ -13,6 +13,7 @@ from txcl.check.analyze import Analysis, analyze
 from txcl.check.cache import AnalysisCache, key_of
 from txcl.check.config import CheckConfig
 from txcl.check.discover import discover
+from txcl.check.mcp_schemas import CODES as _OPT_IN_CODES  # the --mcp-schemas pass
 from txcl.check.noqa import apply_noqa
 from txcl.check.rules import base as _base
 from txcl.check.rules.loop import loop_max_findings
@@ -75,11 +76,13 @@ def check_source(text: str | bytes, filename: str = "<string>", config: CheckCon
 
 
 def finalize(diags: Iterable[Diagnostic], source: str | None, path: str | Path,
-             config: CheckConfig, display: str | None = None, complete: bool = True) -> list[Diagnostic]:
+             config: CheckConfig, display: str | None = None, complete: bool = True,
+             inactive: frozenset[str] = frozenset()) -> list[Diagnostic]:
     """Severity overrides, select/ignore, per-file-ignores and noqa for one file's findings.
 
     `complete` is False for a file that did not parse: its TX1xx–TX3xx rules did not run,
-    so a `# noqa` for them (or a blanket one) is not reported as unused."""
+    so a `# noqa` for them (or a blanket one) is not reported as unused; nor is one for the
+    `inactive` codes (those of a pass that did not run, e.g. --mcp-schemas)."""
     out: list[Diagnostic] = []
     for d in diags:
         if not config.enabled(d.code) or config.ignored_for(d.code, path):
@@ -91,7 +94,7 @@ def finalize(diags: Iterable[Diagnostic], source: str | None, path: str | Path,
     def enabled(code: str) -> bool:
         if code == "*":  # a blanket directive
             return complete
-        if not complete and code >= "TX100":
+        if (not complete and code >= "TX100") or code in inactive:
             return False
         return config.enabled(code) and not config.ignored_for(code, path)
     report = config.enabled("TX303") and not config.ignored_for("TX303", path)
@@ -138,13 +141,14 @@ def _analyze_all(todo: list[tuple[bytes, str, str | None]], jobs: int) -> list[A
 
 def run_check(paths: list[str | Path], config: CheckConfig | None = None, *,
               cache_dir: Path | None | bool = None, progress: Progress | None = None,
-              jobs: int = 1) -> CheckResult:
+              jobs: int = 1, extra: Callable[[dict[str, str]], list[Diagnostic]] | None = None) -> CheckResult:
     """`check_paths` with the extras the CLI needs (file count, sources, missing paths).
 
     `cache_dir`: directory whose `.txcl-data/cache/` holds the disk cache; None picks the first
     tree's workspace (or the current directory); False disables the disk cache.
     `jobs` > 1 analyses uncached files in that many forked processes (the CLI does this;
     library callers that run threads should keep the default 1).
+    `extra(sources)` adds findings of its own (``--mcp-schemas``) before select/ignore/noqa.
     """
     config = config or CheckConfig()
     jobs_n = max(1, jobs)
@@ -250,6 +254,11 @@ def run_check(paths: list[str | Path], config: CheckConfig | None = None, *,
                 if d.file in wanted:
                     per_file.setdefault(d.file, []).append(d)
 
+    if extra is not None:
+        checked = {shown: result.sources[shown] for shown in reported if shown in result.sources}
+        for d in extra(checked):
+            per_file.setdefault(d.file, []).append(d)
+
     for shown, diags, source in _test_file_findings(paths or ["."], config, work):
         result.files_checked += 1
         result.sources[shown] = source
@@ -258,7 +267,8 @@ def run_check(paths: list[str | Path], config: CheckConfig | None = None, *,
     for shown, diags in per_file.items():
         where = _abs(shown) if config.per_file_ignores else shown
         complete = complete_of.get(shown, True)
-        result.diagnostics.extend(finalize(diags, result.sources.get(shown), where, config, shown, complete))
+        result.diagnostics.extend(finalize(diags, result.sources.get(shown), where, config, shown, complete,
+                                           inactive=frozenset() if extra is not None else _OPT_IN_CODES))
     result.diagnostics.sort(key=lambda d: (d.file, d.line, d.column, d.code))
     return result
 

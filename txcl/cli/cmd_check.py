@@ -88,10 +88,15 @@ def statistics(diagnostics) -> str:
 @click.option("--quiet", "-q", is_flag=True, help="No summary line.")
 @click.option("--stdin-filename", default=None, metavar="PATH",
               help="With '-' as the path: the name to report for the rule read from standard input.")
+@click.option("--mcp-schemas", "mcp_schemas", is_flag=True,
+              help="Ask the MCP server of each mcp+ target for its tools and check the tool exists and the "
+                   "op's SELECT gives its required arguments (TX250-TX252; answers cached for an hour).")
+@click.option("--mcp-schemas-refresh", "mcp_refresh", is_flag=True,
+              help="Like --mcp-schemas, without the cached answers.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
               help="Worker processes for uncached files (default: the number of CPUs when 4 or more, else 1).")
 def command(paths, output_format, select, ignore, config_path, strict, exit_zero, show_stats, fix,
-            show_diff, no_cache, color, quiet, stdin_filename, jobs) -> None:
+            show_diff, no_cache, color, quiet, stdin_filename, mcp_schemas, mcp_refresh, jobs) -> None:
     """Check TXCL rule files and OPS trees (default: the current directory; '-' reads one rule
     from standard input)."""
     from txcl.check.config import ConfigError, load_config, parse_code_list
@@ -124,7 +129,8 @@ def command(paths, output_format, select, ignore, config_path, strict, exit_zero
             result = _check_stdin(stdin_filename or "-", cfg)
         else:
             result = run_check(paths, cfg, cache_dir=False if no_cache else None, progress=bar,
-                               jobs=jobs or _default_jobs())
+                               jobs=jobs or _default_jobs(),
+                               extra=_mcp_check(paths, no_cache, mcp_refresh) if mcp_schemas or mcp_refresh else None)
         bar.clear()
         if result.missing:
             fail(f"no such file or directory: {', '.join(result.missing)}")
@@ -170,6 +176,19 @@ def command(paths, output_format, select, ignore, config_path, strict, exit_zero
     failing = {"error"} | ({"warning"} if strict else set())
     status = 1 if any(d.severity in failing for d in diagnostics) else 0
     sys.exit(0 if exit_zero else status)
+
+
+def _mcp_check(paths: list[str], no_cache: bool, refresh: bool):
+    """The --mcp-schemas pass, its answers cached in the first path's workspace."""
+    from txcl.check.mcp_schemas import mcp_findings
+    from txcl.ops.tree import WorkspaceNotFound, find_workspace
+
+    try:
+        workspace: Path | None = find_workspace(paths[0])[0]
+    except (WorkspaceNotFound, OSError):
+        workspace = Path.cwd()
+    where = None if no_cache else workspace
+    return lambda sources: mcp_findings(sources, where, refresh=refresh)
 
 
 def _check_stdin(name: str, cfg):

@@ -111,6 +111,15 @@ def _opt_duration(value: Any) -> int | None:
     return None if value is None or value == "" else parse_duration_ms(value)
 
 
+def _name_list(value: Any) -> tuple[str, ...]:
+    """A list of names: a TOML array, or one string with names separated by commas."""
+    if isinstance(value, (list, tuple)):
+        items = [str(v).strip() for v in value]
+    else:
+        items = [part.strip() for part in str(value).split(",")]
+    return tuple(item for item in items if item)
+
+
 def _trace_mode(value: Any) -> str:
     text = str(value).strip().lower()
     if text not in ("off", "summary", "full"):
@@ -171,6 +180,8 @@ _FIELDS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "node_id": (_opt_str, None),
     "sqlite_busy_timeout": (parse_duration_ms, 30_000),
     "pg_pool_size": (_nonneg_int, 10),
+    "mcp": (_bool, False),
+    "mcp_tools": (_name_list, ()),
 }
 
 
@@ -231,6 +242,8 @@ class Settings(_SettingsBase):  # type: ignore[misc, valid-type]
             bad("continuation_stale_resume_after", "must exceed continuation-sweep-period")
         if self.reconcile_after <= self.async_ack_timeout:
             bad("reconcile_after", "must exceed async-ack-timeout")
+        if self.mcp and not self.mcp_tools:
+            bad("mcp", "name the stacks to offer as tools with --mcp-tools (mcp_tools = [...] in [serve])")
         if self.callback_base_url is not None and not re.match(r"^https?://[^/\s]+", self.callback_base_url):
             bad("callback_base_url", "must be an absolute http(s) URL")
         return self
@@ -283,6 +296,8 @@ SETTING_HELP: dict[str, tuple[str, str]] = {
     'node_id': ('', "This node's name on claims and leases (default: <hostname>-<pid>)."),
     'sqlite_busy_timeout': ('duration', 'How long a SQLite writer waits for the lock.'),
     'pg_pool_size': ('count', 'PostgreSQL connections per node.'),
+    'mcp': ('', 'Serve the stacks named by --mcp-tools as Model Context Protocol tools on /_txc/mcp.'),
+    'mcp_tools': ('', 'Stacks to offer as MCP tools with --mcp, separated by commas (a TOML array in the file).'),
 }
 
 
@@ -304,7 +319,7 @@ def default_text(key: str) -> str:
     """A setting's default as a person writes it (`5s`, `30MiB`, `off`, `none`)."""
     unit = SETTING_HELP.get(key, ("", ""))[0]
     default = _FIELDS[key][1]
-    if default is None:
+    if default is None or default == ():
         return "none"
     if isinstance(default, bool):
         return "on" if default else "off"

@@ -58,6 +58,7 @@ class ServeState:
     inflight: int = 0
     generation: int = 1
     watcher: Any = None
+    mcp: Any = None  # the /_txc/mcp endpoint with --mcp (txcl.serve.mcp_tools)
 
     def install_tree(self, tree: OpsTree) -> None:
         """Use `tree` for requests that start from now on; in-flight ones keep theirs.
@@ -109,7 +110,18 @@ def build_state(workspace: Path, settings: Settings, *, tree: OpsTree | None = N
     hooks = hooks_fn(store, settings) if hooks_fn is not None else None
     writer = TraceWriter(store) if store is not None and settings.trace_mode != "off" else None
     interp = Interpreter(tree, store=store, settings=settings, hooks=hooks, trace_sink=writer)
-    return ServeState(settings, workspace, tree, router, routes, interp, store, writer, exts)
+    state = ServeState(settings, workspace, tree, router, routes, interp, store, writer, exts)
+    if settings.mcp:
+        from txcl.serve.mcp_tools import build_endpoint
+
+        try:
+            state.mcp = build_endpoint(state)
+        except Exception:
+            interp.close()
+            if hasattr(store, "close"):
+                store.close()
+            raise
+    return state
 
 
 # ---------------------------------------------------------------- the handler
@@ -284,6 +296,10 @@ class TxclApp(Starlette):
         kind = scope["type"]
         if kind == "http":
             scope["app"] = self
+            mcp = self.txcl_state.mcp
+            if mcp is not None and _under(scope["path"], MCP_PATH):
+                await mcp(scope, receive, send)
+                return
             await self.handler(scope, receive, send)
         elif kind == "lifespan":
             await self._lifespan(receive, send)
@@ -321,6 +337,8 @@ class TxclApp(Starlette):
             start = getattr(ext, "startup", None)
             if callable(start):
                 await start(state)
+        if state.mcp is not None:
+            await state.mcp.startup()
 
     async def shutdown(self) -> None:
         state = self.txcl_state
@@ -329,6 +347,11 @@ class TxclApp(Starlette):
         await self.handler.wait_idle(grace)
         if self._watch_task is not None:
             self._watch_task.cancel()
+        if state.mcp is not None:
+            try:  # in this task: the SDK's task group must be left where it was entered
+                await state.mcp.shutdown()
+            except Exception as exc:  # noqa: BLE001
+                log.warning("txcl: the MCP endpoint did not stop cleanly: %s: %s", type(exc).__name__, exc)
         for ext in reversed(state.extensions):
             stop = getattr(ext, "shutdown", None)
             if callable(stop):
@@ -337,6 +360,13 @@ class TxclApp(Starlette):
                 except Exception as exc:  # noqa: BLE001
                     log.warning("txcl: extension shutdown failed: %s: %s", type(exc).__name__, exc)
         await state.aclose()
+
+
+MCP_PATH = "/_txc/mcp"
+
+
+def _under(path: str, prefix: str) -> bool:
+    return path == prefix or path.startswith(prefix + "/")
 
 
 def create_app(state: ServeState) -> TxclApp:

@@ -1,0 +1,110 @@
+"""`txcl mcp doctor` and `txcl check --mcp-schemas` against a real MCP server (FastMCP)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mcp")
+
+from txcl.testing.mcp_server import McpServerProcess  # noqa: E402
+
+TXCL = str(Path(sys.executable).parent / "txcl")
+
+
+@pytest.fixture(scope="module")
+def mcp_server():
+    with McpServerProcess() as server:
+        yield server
+
+
+def txcl(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([TXCL, *args], capture_output=True, text=True, timeout=60, cwd=cwd)
+
+
+def test_doctor_prints_server_protocol_and_tools(mcp_server):
+    done = txcl("mcp", "doctor", mcp_server.url)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "server     txcl-test-tools" in out
+    assert "protocol   20" in out  # a dated protocol version, e.g. 2025-11-25
+    assert "  add — Add two integers." in out and "    a: integer (required)" in out
+    assert f'EXEC "mcp+{mcp_server.url}#add"' in out
+
+
+def test_doctor_json_and_an_exec_target_as_url(mcp_server):
+    done = txcl("mcp", "doctor", f"mcp+{mcp_server.url}#add", "--json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["endpoint"] == mcp_server.url and data["server"]["name"] == "txcl-test-tools"
+    tools = {t["name"]: t for t in data["tools"]}
+    assert set(tools) >= {"add", "slow", "fail", "shout", "double", "echo"}
+    assert tools["add"]["input_schema"]["required"] == ["a", "b"]
+
+
+def test_doctor_fails_clearly(mcp_server):
+    down = txcl("mcp", "doctor", "http://127.0.0.1:9/mcp", "--timeout", "3s")
+    assert down.returncode == 1 and "cannot connect" in down.stderr and "Traceback" not in down.stderr
+    wrong = txcl("mcp", "doctor", mcp_server.url.rsplit("/", 1)[0] + "/nothing-here")
+    assert wrong.returncode == 1 and "404" in wrong.stderr and "MCP endpoint" in wrong.stderr
+    usage = txcl("mcp", "doctor", "ftp://example.net/x")
+    assert usage.returncode == 2 and "http(s)://" in usage.stderr
+    bad_header = txcl("mcp", "doctor", mcp_server.url, "-H", "no-colon")
+    assert bad_header.returncode == 2 and "NAME:VALUE" in bad_header.stderr
+
+
+def _tree(tmp_path: Path, url: str) -> Path:
+    rules = {
+        "missing.txcl": f'SELECT .x AS .a\nEXEC "mcp+{url}#add"',
+        "typo.txcl": f'EXEC "mcp+{url}#ad"',
+        "fine.txcl": f'SELECT .a, .b\nEXEC "mcp+{url}#add"',
+        "whole.txcl": f'EXEC "mcp+{url}#add"',  # no SELECT: the whole envelope, not checked
+        "down.txcl": 'EXEC "mcp+http://127.0.0.1:9/mcp#add"',
+    }
+    scope = tmp_path / "OPS" / "s" / "0100"
+    scope.mkdir(parents=True)
+    for name, text in rules.items():
+        (scope / name).write_text(text + "\n", encoding="utf-8")
+    return tmp_path
+
+
+def test_check_mcp_schemas_reports_unknown_tools_and_missing_arguments(tmp_path, mcp_server):
+    ws = _tree(tmp_path, mcp_server.url)
+    plain = txcl("check", "--output-format", "json", cwd=ws)
+    assert plain.returncode == 0 and json.loads(plain.stdout) == []  # opt-in: nothing without the flag
+    done = txcl("check", "--mcp-schemas", "--output-format", "json", cwd=ws)
+    found = {(Path(d["file"]).name, d["code"]) for d in json.loads(done.stdout)}
+    assert found == {("missing.txcl", "TX251"), ("typo.txcl", "TX250"), ("down.txcl", "TX252")}
+    assert done.returncode == 1
+    messages = {d["code"]: d["message"] for d in json.loads(done.stdout)}
+    assert 'no "b"' in messages["TX251"] and '"ad"' in messages["TX250"]
+    # the answers are cached for the next run
+    cache = ws / ".txcl-data" / "cache" / "mcp-schemas.json"
+    assert "add" in json.loads(cache.read_text())[mcp_server.url]["tools"]
+
+
+def test_check_mcp_schemas_uses_the_cache_and_refresh_asks_again(tmp_path, mcp_server):
+    ws = _tree(tmp_path, mcp_server.url)
+    (ws / "OPS/s/0100/down.txcl").unlink()
+    assert txcl("check", "--mcp-schemas", cwd=ws).returncode == 1
+    cache = ws / ".txcl-data" / "cache" / "mcp-schemas.json"
+    data = json.loads(cache.read_text())
+    data[mcp_server.url]["tools"]["ad"] = {"type": "object"}  # as if the server had listed it
+    cache.write_text(json.dumps(data))
+    cached = txcl("check", "--mcp-schemas", "--output-format", "json", cwd=ws)
+    assert "TX250" not in {d["code"] for d in json.loads(cached.stdout)}
+    fresh = txcl("check", "--mcp-schemas-refresh", "--output-format", "json", cwd=ws)
+    assert "TX250" in {d["code"] for d in json.loads(fresh.stdout)}
+
+
+def test_noqa_for_an_mcp_code_is_not_unused_without_the_flag(tmp_path, mcp_server):
+    scope = tmp_path / "OPS" / "s" / "0100"
+    scope.mkdir(parents=True)
+    (scope / "a.txcl").write_text(f'SELECT .q  # noqa: TX251\nEXEC "mcp+{mcp_server.url}#add"\n')
+    assert txcl("check", cwd=tmp_path).returncode == 0
+    done = txcl("check", "--mcp-schemas", "--output-format", "json", cwd=tmp_path)
+    assert done.returncode == 0 and json.loads(done.stdout) == []
