@@ -16,6 +16,7 @@ in flight when it started).
 import argparse
 import asyncio
 import json
+import logging
 import os
 import socket
 import sys
@@ -89,6 +90,14 @@ def build_server(calls_file: str | None = None) -> Any:
     return server
 
 
+class _QuietDisconnects(logging.Filter):
+    """The SDK logs a traceback when a client ends its session; that is no error here."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not (exc is not None and type(exc).__name__ == "ClosedResourceError")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m txcl.testing.mcp_server", description=__doc__.split("\n")[0])
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: any free port)")
@@ -97,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import uvicorn
 
+    logging.getLogger("mcp.server.streamable_http").addFilter(_QuietDisconnects())
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", args.port))
