@@ -85,6 +85,7 @@ def test_every_check_code_has_a_fixture() -> None:
     covered = {code for findings in RULE_FIXTURES.values() for code, _, _ in findings}
     covered |= {code for findings in TREE_FIXTURES.values() for _, code, _, _ in findings}
     wanted = {c for c in CODES if "TX120" <= c < "TX400"}  # TX4xx: test files (tests/ruletest)
+    wanted -= {"TX250", "TX251", "TX252"}  # need a live MCP server: tests/test_mcp_cli.py
     assert wanted - covered == set()
 
 

@@ -5,7 +5,6 @@ fuel, and a SIGKILL while a tool call is in flight."""
 
 from __future__ import annotations
 
-import base64
 import json
 import time
 import urllib.request

@@ -57,7 +57,8 @@ def test_with_keys_after_with() -> None:
 
 
 def test_exec_schemes_inside_the_exec_string() -> None:
-    assert texts('EXEC "') == ["txco://", "https://", "http://", "py://", "goto://"]
+    assert texts('EXEC "') == ["txco://", "https://", "http://", "mcp+https://", "mcp+http://", "py://", "goto://"]
+    assert texts('EXEC "mc') == ["mcp+https://", "mcp+http://"]
     assert texts('EXEC "h') == ["https://", "http://"]
     assert texts('EXEC "https://x/') == []
     assert texts('SET .a = "h') == []  # other strings: nothing

@@ -115,7 +115,7 @@ def test_headers_are_sent(workspace, run_tree, mcp_server, tmp_path):
 
 
 def test_sessions_are_reused_per_server(mcp_server):
-    from txcl.runtime.schemes.mcp import McpClients
+    from txcl.mcpclient import McpClients
 
     async def go():
         clients = McpClients()
@@ -141,3 +141,23 @@ def test_txcl_run_prints_the_tool_result(tmp_path, mcp_server):
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["sum"] == 42
+
+
+def test_txcl_run_finishes_async_mcp_calls_itself(tmp_path, mcp_server):
+    """No worker will call back: txcl is the one calling the tool, so `txcl run` waits for it,
+    resumes the run and prints the result (exit 0, not 3 'waiting')."""
+    ws = tmp_path / "ws"
+    files = {
+        "OPS/s/0100/slow.txcl": f'SELECT .seconds\nWITH mode = "async", join_at_scope = 300, into = "r"\n'
+                                f'EXEC "mcp+{mcp_server.url}#slow"',
+        "OPS/s/0200/between.txcl": "EMIT .between = true",
+        "OPS/s/0300/use.txcl": "EMIT .done = .r.slept",
+    }
+    for rel, text in files.items():
+        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ws / rel).write_text(text + "\n")
+    done = subprocess.run([TXCL, "run", str(ws), "--input", '{"seconds": 0.5}', "--compact"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(done.stdout)["done"] == 0.5
+    assert "never retrieved" not in done.stderr and "Traceback" not in done.stderr

@@ -75,13 +75,12 @@ def _save_cache(path: Path | None, data: dict) -> None:
 
 
 async def _ask_all(urls: Iterable[str]) -> dict[str, dict]:
-    from txcl.runtime.dispatch import OpError
-    from txcl.runtime.schemes.mcp import probe
+    from txcl.mcpclient import McpCallError, probe
 
     async def ask(url: str) -> tuple[str, dict]:
         try:
             info = await probe(url, timeout_s=PROBE_TIMEOUT_S)
-        except OpError as exc:
+        except McpCallError as exc:
             message = exc.message
             prefix = f"mcp {url}: "
             return url, {"error": message[len(prefix):] if message.startswith(prefix) else message}

@@ -47,17 +47,11 @@ def doctor(url: str, headers: tuple[str, ...], timeout: str, as_json: bool) -> N
         if not sep or not name.strip():
             fail(f"--header: {header!r} is not NAME:VALUE")
         sent[name.strip()] = value.strip()
-    try:
-        from txcl.runtime.schemes.mcp import McpUnavailable, probe
-    except ImportError:  # pragma: no cover - the module itself has no hard dependency
-        fail('txcl mcp needs the MCP SDK: pip install "txcl[mcp]"', code=1)
-    from txcl.runtime.dispatch import OpError
+    from txcl.mcpclient import McpCallError, probe
 
     try:
         info = asyncio.run(probe(endpoint, headers=sent, timeout_s=ms / 1000.0))
-    except McpUnavailable as exc:
-        fail(exc.message, code=1)
-    except OpError as exc:
+    except McpCallError as exc:  # unreachable, not MCP, or the SDK is not installed
         fail(exc.message, code=1)
     if as_json:
         from txcl.values.jsonio import dumps

@@ -73,6 +73,18 @@ async def wait_for_finish(service: Any, run_id: str, timeout_ms: int) -> Any:
         await service.wait_for_run(run_id, min(0.2, left))
 
 
+async def wait_while_working(service: Any, run_id: str) -> Any:
+    """The finished run, waiting as long as this process still works on it (in-process calls
+    and the resumes they release); None when it stops working and the run is not finished."""
+    while True:
+        record = await service.call(service.store.get_run, run_id)
+        if record is None or record.status in ("completed", "failed", "expired"):
+            return record
+        if not service.in_process.running and not service.tasks:
+            return None
+        await service.wait_for_run(run_id, 0.2)
+
+
 def error_payload(record: Any) -> dict:
     """The error payload of a failed or expired run (`{"error": {...}}`)."""
     error = record.error if record.error is not None else {"message": record.fail_reason or record.status}
@@ -121,6 +133,10 @@ def run_command_walk(tree: Any, store: Any, settings: Any, workspace: Path, enve
                 record = await wait_for_finish(service, outcome.run_id, wait_ms)
                 if record is not None and record.status in ("completed", "failed", "expired"):
                     finished = record
+            elif isinstance(outcome, Suspended) and service.in_process.running:
+                # txcl itself is calling the tools this run waits for (mcp+ ops): finish them
+                # here rather than leave them to a server's sweeper
+                finished = await wait_while_working(service, outcome.run_id)
             await service.drain_tasks(0 if wait_ms is None else 1.0)
             for task in list(service.tasks):
                 task.cancel()

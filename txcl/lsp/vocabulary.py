@@ -89,6 +89,8 @@ EXEC_SCHEMES: tuple[tuple[str, str], ...] = (
     ("txco://", "builtin op (trusted); txco://noop returns {}"),
     ("https://", "HTTP endpoint (untrusted output)"),
     ("http://", "HTTP endpoint (untrusted output)"),
+    ("mcp+https://", "a tool on an MCP server: mcp+https://host/path#tool (untrusted output)"),
+    ("mcp+http://", "a tool on an MCP server: mcp+http://host/path#tool (untrusted output)"),
     ("py://", "in-process Python function: py://module.path:function (untrusted output)"),
     ("goto://", "stage jump: goto://<scope> or goto://<stack>/<scope>"),
 )
