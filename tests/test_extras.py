@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-OPTIONAL = ("starlette", "uvicorn", "prompt_toolkit", "pygments", "pygls", "lsprotocol", "psycopg", "psycopg_pool")
+OPTIONAL = ("starlette", "uvicorn", "prompt_toolkit", "pygments", "pygls", "lsprotocol", "psycopg", "psycopg_pool",
+            "mcp")
 
 # run txcl's CLI in a fresh interpreter where the optional packages cannot be imported
 BLOCKED = f"""
@@ -55,8 +56,18 @@ def test_check_fmt_and_run_work_without_the_extras(tmp_path):
 
 
 @pytest.mark.parametrize("args, extra", [(["serve", "."], "serve"), (["repl"], "repl"), (["lsp"], "lsp"),
-                                         (["db", "status", "--db", "postgresql://x@127.0.0.1/y"], "postgres")])
+                                         (["db", "status", "--db", "postgresql://x@127.0.0.1/y"], "postgres"),
+                                         (["mcp", "doctor", "http://127.0.0.1:9/mcp"], "mcp")])
 def test_a_command_whose_extra_is_missing_says_what_to_install(tmp_path, args, extra):
     done = core(*args)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert f"pip install 'txcl[{extra}]'" in done.stderr
+
+
+def test_an_mcp_op_without_the_extra_is_an_op_error_that_says_what_to_install(tmp_path):
+    (tmp_path / "OPS" / "s" / "100").mkdir(parents=True)
+    (tmp_path / "OPS" / "s" / "100" / "a.txcl").write_text('EXEC "mcp+http://127.0.0.1:9/mcp#add"\nEMIT .ran = 1\n')
+    assert core("check", str(tmp_path)).returncode == 0  # the scheme is known without the SDK
+    ran = core("run", str(tmp_path), "--compact", "--trace")
+    assert ran.returncode == 0 and "Traceback" not in ran.stderr, ran.stderr
+    assert "pip install 'txcl[mcp]'" in ran.stderr  # the op's error step in the printed trace

@@ -55,7 +55,7 @@ def _sdk() -> Any:
         from mcp.client.streamable_http import streamable_http_client
         from mcp.shared.exceptions import McpError
     except ImportError:
-        raise McpUnavailable('MCP support needs the MCP SDK: pip install "txcl[mcp]"') from None
+        raise McpUnavailable("MCP needs the 'mcp' extra, which is not installed: pip install 'txcl[mcp]'") from None
     return ClientSession, streamable_http_client, McpError
 
 
@@ -107,6 +107,7 @@ class McpSession:
         return self._owner is not None and not self._owner.done()
 
     async def open(self, timeout_s: float) -> None:
+        _sdk()  # McpUnavailable now, rather than from the background task
         loop = asyncio.get_running_loop()
         self._ready = loop.create_future()
         self._owner = loop.create_task(self._own())

@@ -33,8 +33,10 @@ def doctor(url: str, headers: tuple[str, ...], timeout: str, as_json: bool) -> N
     reached or does not speak MCP."""
     import asyncio
 
+    from txcl.cli.common import require_extra
     from txcl.values.coerce import duration_to_ms
 
+    require_extra("mcp", "txcl mcp doctor")
     endpoint = endpoint_of(url)
     if not endpoint.lower().startswith(("http://", "https://")):
         fail(f"{url}: give the server's http(s):// endpoint (or an mcp+http(s):// EXEC target)")

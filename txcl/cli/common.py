@@ -22,6 +22,7 @@ EXTRAS = {
     "repl": ("prompt_toolkit", "pygments"),
     "lsp": ("pygls", "lsprotocol", "pygments"),
     "postgres": ("psycopg", "psycopg_pool"),
+    "mcp": ("mcp",),
 }
 
 
