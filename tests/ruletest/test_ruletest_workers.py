@@ -155,3 +155,47 @@ def test_a_deferred_join_merges_early_or_resumes_at_the_join(ws, after: str, mer
     assert run.status == "completed", run.error
     assert run.envelope["page"] == "tides" and run.envelope["middle"] is True
     assert run.deliveries[0].answer[1]["status"] == ("recorded" if merged_in_request else "resumed")
+
+
+MCP = "mcp+https://tools.example.net/mcp"
+MCP_TREE = {
+    "OPS/flow/100/count.txcl": f'SELECT .text\nWITH into = "count"\nEXEC "{MCP}#word_count"',
+    "OPS/flow/200/translate.txcl": f'SELECT .text\nWITH mode = "async", join_at_scope = 400, into = "tr", '
+                                   f'timeout = "5m"\nEXEC "{MCP}#translate"',
+    "OPS/flow/300/score.txcl": f'WITH mode = "async", each = .items, window = 2, into = "scores"\n'
+                               f'EXEC "{MCP}#score"',
+    "OPS/flow/400/page.txcl": 'EMIT .page = &concat(.count.words, " ", .tr.text)',
+}
+
+
+def test_mcp_tools_are_stood_in_sync_async_and_itemized(ws) -> None:
+    """txcl calls MCP tools itself; in a test their answers come from `mocks:`/`workers:` on the
+    virtual clock, and nothing reaches the network."""
+    root = ws(MCP_TREE)
+    case, tree, settings = _case(root, f"""
+  - name: tools
+    input: {{text: "a b c", items: [{{t: 1}}, {{t: 2}}]}}
+    mocks:
+      "{MCP}#word_count": {{output: {{words: 3}}}}
+    workers:
+      "{MCP}#translate": {{after: 2m, output: {{text: "c b a"}}}}
+      "{MCP}#score": {{after: 10s, each_output: {{got: "{{item}}"}}}}
+""")
+    run = run_case(case, tree, settings, "flow")
+    assert run.status == "completed", run.error
+    assert run.envelope["page"] == "3 c b a"
+    assert run.envelope["scores"] == [{"got": {"t": 1}}, {"got": {"t": 2}}]
+    assert run.refused == []
+    assert sorted((c.target.rsplit("#", 1)[1], c.kind) for c in run.calls) == [
+        ("score", "worker"), ("score", "worker"), ("translate", "worker"), ("word_count", "mock")]
+
+
+def test_an_unmocked_mcp_tool_is_refused_not_called(ws) -> None:
+    root = ws(MCP_TREE)
+    case, tree, settings = _case(root, """
+  - name: nothing mocked
+    input: {text: "a b c", items: []}
+""")
+    run = run_case(case, tree, settings, "flow")
+    assert f"{MCP}#word_count" in run.refused and f"{MCP}#translate" in run.refused
+    assert run.status == "failed" and "not mocked" in json.dumps(run.error)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from txcl.runtime.dispatch import OpError, classify
 from txcl.store.records import Dispatch
@@ -53,16 +53,23 @@ class InProcessCalls:
         self.service = service
         self.running: dict[str, asyncio.Task] = {}
         self._keeper: asyncio.Task | None = None
+        # `txcl test`: answers a dispatch without calling anything (True), or None/False to call
+        self.stand_in: Callable[[Dispatch], bool] | None = None
 
-    def start(self, dispatch: Dispatch) -> None:
-        """Run one dispatch in the background (a second start of a running one is ignored)."""
+    def start(self, dispatch: Dispatch) -> bool:
+        """Run one dispatch in the background (a second start of a running one is ignored).
+        True when a stand-in took it instead: it is then acked like a worker's dispatch, since
+        no call of this process keeps its lease."""
         if dispatch.opc in self.running:
-            return
+            return False
+        if self.stand_in is not None and self.stand_in(dispatch):
+            return True
         task = self.service.spawn(self._run(dispatch))
         self.running[dispatch.opc] = task
         task.add_done_callback(lambda _t, opc=dispatch.opc: self.running.pop(opc, None))
         if self._keeper is None or self._keeper.done():
             self._keeper = self.service.spawn(self._keep_leases())
+        return False
 
     async def _run(self, dispatch: Dispatch) -> None:
         service = self.service

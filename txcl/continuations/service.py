@@ -187,7 +187,8 @@ class ContinuationService:
                 for d in remote)))
         acked = [(r.opc, r.ack) for r in results if r.ok]
         for d in local:
-            self.in_process.start(d)
+            if self.in_process.start(d):
+                acked.append((d.opc, {}))
             results.append(AckResult(d.opc, True, ack={}))
         failed = [r for r in results if not r.ok]
         after_result = None

@@ -105,6 +105,7 @@ async def _run_case(case: Case, tree: Any, settings: Any, stack: str, durable: b
             dispatch_client=lambda: httpx.AsyncClient(transport=httpx.MockTransport(stand.worker_handler)))
         interp = service.interpreter(tree)
         stand.deliver_now = lambda delivery: service.spawn(_send(service, delivery))
+        service.in_process.stand_in = stand.in_process
     else:
         interp = Interpreter(tree, settings=settings, trace_sink=traces.append)
     if not allow_network:

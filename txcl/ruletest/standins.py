@@ -114,11 +114,16 @@ class StandIns:
         return None
 
     def local(self, target: Any, op_input: dict) -> Any:
-        """The walker's stand-in hook (txco://, py://): a mocked answer, or None to call it."""
+        """The walker's stand-in hook (txco://, py://, mcp+): a mocked answer, or None to call it."""
         from txcl.runtime.dispatch import OpError
 
         found = self._mock_for(target.text)
         if found is None:
+            if target.kind == "mcp" and not self.allow_network:  # a network call: refused
+                self.refused.append(target.text)
+                self.calls.append(Call(target.text, "refused"))
+                raise OpError(f"{target.text} is not mocked: txcl test makes no network calls "
+                              "(mock it under `mocks:`, or pass --allow-network)")
             return None
         name, mock = found
         self.calls.append(Call(name, "mock"))
@@ -156,33 +161,28 @@ class StandIns:
                 return target, answers
         return None
 
-    def worker_handler(self, request: Any) -> Any:
-        """The transport of worker dispatches: ack 202 (or not), schedule the callback."""
-        import httpx
-
-        url = str(request.url)
+    def _worker_answers(self, url: str) -> tuple[str, tuple[Answer, ...]] | None:
+        """The simulated worker of `url`: its `workers:` answers, or a mock given for an async
+        target (the worker answers at once with its output)."""
         found = self._answers_for(url)
-        if found is None:
-            mocked = self._mock_for(url)
-            if mocked is None:
-                return self._refuse(url, request)
-            # a mock given for an async target: the worker answers at once with its output
-            name, mock = mocked
-            found = (name, (Answer(status="failed" if mock.error is not None else "completed",
-                                   output=mock.output, error=mock.error),))
-        name, answers = found
-        body = json.loads(request.content or b"{}")
-        txc = body.get("_txc") or {}
-        index = txc.get("item_index")
+        if found is not None:
+            return found
+        mocked = self._mock_for(url)
+        if mocked is None:
+            return None
+        name, mock = mocked
+        return name, (Answer(status="failed" if mock.error is not None else "completed",
+                             output=mock.output, error=mock.error),)
+
+    def _respond(self, name: str, answers: tuple[Answer, ...], body: dict, opc: str | None,
+                 token: str | None) -> Answer:
+        """Pick this call's answer and schedule its callback(s)."""
+        index = (body.get("_txc") or {}).get("item_index")
         call = self._per_target.get(name, 0)
         self._per_target[name] = call + 1
         answer = answers[min(call, len(answers) - 1)] if len(answers) > 1 else answers[0]
         self.calls.append(Call(name, "worker", index))
-        if not answer.ack:
-            raise httpx.ReadTimeout(f"the simulated worker {name} never acks", request=request)
-        opc = txc.get("op_continuation_id")
-        token = request.headers.get("x-txco-continuation-token")
-        if answer.after_ms is not None and opc:
+        if answer.ack and answer.after_ms is not None and opc:
             payload = self._payload(answer, body, index)
             due = self.clock.ms + answer.after_ms
             self._schedule(Delivery(due, 0, opc, token, payload, name))
@@ -191,7 +191,47 @@ class StandIns:
             if answer.conflicting is not None:
                 self._schedule(Delivery(due, 0, opc, token, {"status": "completed", "output": answer.conflicting},
                                         name, kind="conflicting"))
+        return answer
+
+    def worker_handler(self, request: Any) -> Any:
+        """The transport of worker dispatches: ack 202 (or not), schedule the callback."""
+        import httpx
+
+        url = str(request.url)
+        found = self._worker_answers(url)
+        if found is None:
+            return self._refuse(url, request)
+        body = json.loads(request.content or b"{}")
+        opc = (body.get("_txc") or {}).get("op_continuation_id")
+        answer = self._respond(*found, body, opc, request.headers.get("x-txco-continuation-token"))
+        if not answer.ack:
+            raise httpx.ReadTimeout(f"the simulated worker {found[0]} never acks", request=request)
         return httpx.Response(202, json={"job_id": f"sim-{len(self.calls)}"})
+
+    def in_process(self, dispatch: Any) -> bool:
+        """An async call txcl itself would make (an `mcp+` tool): answered by the simulated
+        worker of its target like an HTTP worker (True), or refused as a failed call; False
+        (make the real call) only with --allow-network and no stand-in for it."""
+        target = dispatch.exec_target or ""
+        found = self._worker_answers(target)
+        body = {"input": dispatch.input, "_txc": {"op_continuation_id": dispatch.opc,
+                                                 "item_index": dispatch.item_index if dispatch.kind == "itemized"
+                                                 else None}}
+        if found is None:
+            if self.allow_network:
+                return False
+            self.refused.append(target)
+            self.calls.append(Call(target, "refused"))
+            message = (f"{target} is not mocked: txcl test makes no network calls "
+                       "(give it under `workers:` or `mocks:`, or pass --allow-network)")
+            self._schedule(Delivery(self.clock.ms, 0, dispatch.opc, dispatch.token,
+                                    {"status": "failed", "error": {"message": message}}, target))
+            return True
+        answer = self._respond(*found, body, dispatch.opc, dispatch.token)
+        if not answer.ack:  # nobody to wait for: the call failed at once
+            self._schedule(Delivery(self.clock.ms, 0, dispatch.opc, dispatch.token,
+                                    {"status": "failed", "error": {"message": f"{found[0]}: no answer"}}, found[0]))
+        return True
 
     def _payload(self, answer: Answer, body: dict, index: Any) -> dict:
         if answer.status == "failed":
