@@ -25,7 +25,7 @@ def test_db_upgrade_then_status_on_each_backend(db_url):
     assert {c["name"]: (c["version"], c["state"]) for c in shown["components"]} == {
         "traces": (3, "current"), "kv": (1, "current"), "continuations": (5, "current")}
     status = txcl("db", "status", "--db", db_url)
-    assert status.returncode == 0 and "continuations  version  5 of 5  current" in status.stdout
+    assert status.returncode == 0 and "continuations  version  6 of 6  current" in status.stdout
 
 
 def test_db_status_reports_a_missing_schema_with_exit_1(new_pg_database):

@@ -130,7 +130,7 @@ END""")
     store = open_store(path)
     raw = RawDb(store)
     assert raw.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'") == []
-    assert raw.execute("SELECT version FROM txcl_schema WHERE component = 'continuations'")[0][0] == 5
+    assert raw.execute("SELECT version FROM txcl_schema WHERE component = 'continuations'")[0][0] == 6
     park = park_barrier(store, units=[itemized(n=2, window=2)])
     complete(store, park.dispatches[0])
     unit = store.get_unit(park.unit_ids[0])

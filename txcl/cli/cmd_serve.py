@@ -16,7 +16,7 @@ import click
 
 from txcl.cli.common import DB_HELP, fail, print_error, require_extra
 
-_BOOL_KEYS = {"watch", "trust_request_id", "web_mock_header", "private", "mcp"}
+_BOOL_KEYS = {"watch", "trust_request_id", "web_mock_header", "private", "mcp", "ui"}
 _SKIP_KEYS = {"workspace"}
 _HELP = {"db": DB_HELP}
 

@@ -23,6 +23,7 @@ EXTRAS = {
     "lsp": ("pygls", "lsprotocol", "pygments"),
     "postgres": ("psycopg", "psycopg_pool"),
     "mcp": ("mcp",),
+    "ui": ("starlette", "uvicorn", "jinja2"),
 }
 
 

@@ -180,13 +180,19 @@ _FIELDS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "node_id": (_opt_str, None),
     "sqlite_busy_timeout": (parse_duration_ms, 30_000),
     "pg_pool_size": (_nonneg_int, 10),
+    "ui": (_bool, False),
+    "admin_token": (_opt_str, None),
     "mcp": (_bool, False),
     "mcp_tools": (_name_list, ()),
 }
 
 
+_SECRET_KEYS = frozenset({"admin_token"})  # never in a repr or a log line
+
+
 def _make_class() -> type:
-    attributes = {key: attrs.field(default=default) for key, (_, default) in _FIELDS.items()}
+    attributes = {key: attrs.field(default=default, repr=key not in _SECRET_KEYS)
+                  for key, (_, default) in _FIELDS.items()}
     attributes["sources"] = attrs.field(factory=dict, eq=False, repr=False)
     attributes["routes"] = attrs.field(factory=list)
     return attrs.make_class("SettingsBase", attributes, frozen=True, kw_only=True)
@@ -242,6 +248,8 @@ class Settings(_SettingsBase):  # type: ignore[misc, valid-type]
             bad("continuation_stale_resume_after", "must exceed continuation-sweep-period")
         if self.reconcile_after <= self.async_ack_timeout:
             bad("reconcile_after", "must exceed async-ack-timeout")
+        if self.admin_token is not None and len(self.admin_token) < 16:
+            bad("admin_token", "must be at least 16 characters")
         if self.mcp and not self.mcp_tools:
             bad("mcp", "name the stacks to offer as tools with --mcp-tools (mcp_tools = [...] in [serve])")
         if self.callback_base_url is not None and not re.match(r"^https?://[^/\s]+", self.callback_base_url):
@@ -296,6 +304,8 @@ SETTING_HELP: dict[str, tuple[str, str]] = {
     'node_id': ('', "This node's name on claims and leases (default: <hostname>-<pid>)."),
     'sqlite_busy_timeout': ('duration', 'How long a SQLite writer waits for the lock.'),
     'pg_pool_size': ('count', 'PostgreSQL connections per node.'),
+    'ui': ('', 'Serve the dashboard and the playground on /_txc/ui/ (loopback clients only unless --admin-token is set).'),
+    'admin_token': ('', 'Token that opens the dashboard to any client (Authorization: Bearer, or its login form); keep it secret.'),
     'mcp': ('', 'Serve the stacks named by --mcp-tools as Model Context Protocol tools on /_txc/mcp.'),
     'mcp_tools': ('', 'Stacks to offer as MCP tools with --mcp, separated by commas (a TOML array in the file).'),
 }

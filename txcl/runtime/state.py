@@ -121,3 +121,4 @@ class Frame:
     penalty: float = 0.0  # seconds to sleep for a repeated transition
     ttl_raise_ignored: bool = False
     rec: Any = None  # the segment's TraceRecorder (for continuation hooks)
+    before: Any = None  # full tracing: the envelope as the scope started (for its diff)

@@ -209,6 +209,8 @@ class Walker:
         if rec.enabled:
             rec.event("stage.enter", {"stage": stage, "fuel_used": budget.fuel_used, "ttl": budget.ttl})
         frame = Frame(stack, scope, stage, visit)
+        if rec.full:
+            frame.before = rec.scope_entered(run.envelope)
         if repeated and self.settings.op_repeat_penalty_ms:
             frame.penalty = self.settings.op_repeat_penalty_ms / 1000.0  # slept by dispatch_sync
         return frame
@@ -566,6 +568,8 @@ class Walker:
             control = read_control(envelope, frame.stack)
         if rec.enabled:
             rec.event("stage.merge", {"stage": frame.stage, "ops": [op.name for op in ran]})
+            if rec.full:
+                rec.scope_done(frame.stage, frame.before, envelope)
         self.next_position(run, frame, control, rec)
 
     def merge_outputs(self, run: Run, stage: str, outputs: list[tuple[str, dict | None]], ran: list[OpRule],

@@ -59,6 +59,7 @@ class ServeState:
     generation: int = 1
     watcher: Any = None
     mcp: Any = None  # the /_txc/mcp endpoint with --mcp (txcl.serve.mcp_tools)
+    ui: Any = None  # the dashboard on /_txc/ui with --ui (txcl.ui.app)
 
     def install_tree(self, tree: OpsTree) -> None:
         """Use `tree` for requests that start from now on; in-flight ones keep theirs.
@@ -111,11 +112,16 @@ def build_state(workspace: Path, settings: Settings, *, tree: OpsTree | None = N
     writer = TraceWriter(store) if store is not None and settings.trace_mode != "off" else None
     interp = Interpreter(tree, store=store, settings=settings, hooks=hooks, trace_sink=writer)
     state = ServeState(settings, workspace, tree, router, routes, interp, store, writer, exts)
-    if settings.mcp:
-        from txcl.serve.mcp_tools import build_endpoint
-
+    if settings.mcp or settings.ui:
         try:
-            state.mcp = build_endpoint(state)
+            if settings.mcp:
+                from txcl.serve.mcp_tools import build_endpoint
+
+                state.mcp = build_endpoint(state)
+            if settings.ui:
+                from txcl.ui.app import build_dashboard
+
+                state.ui = build_dashboard(state)
         except Exception:
             interp.close()
             if hasattr(store, "close"):
@@ -296,9 +302,12 @@ class TxclApp(Starlette):
         kind = scope["type"]
         if kind == "http":
             scope["app"] = self
-            mcp = self.txcl_state.mcp
-            if mcp is not None and _under(scope["path"], MCP_PATH):
-                await mcp(scope, receive, send)
+            state = self.txcl_state
+            if state.ui is not None and _under(scope["path"], UI_PATH):
+                await state.ui(scope, receive, send)
+                return
+            if state.mcp is not None and _under(scope["path"], MCP_PATH):
+                await state.mcp(scope, receive, send)
                 return
             await self.handler(scope, receive, send)
         elif kind == "lifespan":
@@ -363,6 +372,7 @@ class TxclApp(Starlette):
 
 
 MCP_PATH = "/_txc/mcp"
+UI_PATH = "/_txc/ui"
 
 
 def _under(path: str, prefix: str) -> bool:

@@ -72,7 +72,7 @@ KV = Component(
 
 CONTINUATIONS = Component(
     "continuations",
-    5,
+    6,
     (
     """CREATE TABLE IF NOT EXISTS snapshots (
     snapshot_id TEXT PRIMARY KEY,
@@ -247,6 +247,8 @@ CONTINUATIONS = Component(
     """CREATE INDEX IF NOT EXISTS item_children_failed ON item_children(unit_id, item_index)
     WHERE status = 'failed'""",
     """CREATE INDEX IF NOT EXISTS runs_created ON runs(created_ms, run_id)""",
+    # the runs of one state, newest first (the dashboard's filter)
+    """CREATE INDEX IF NOT EXISTS runs_status_created ON runs(status, created_ms, run_id)""",
     """CREATE INDEX IF NOT EXISTS runs_finished ON runs(finished_ms) WHERE finished_ms IS NOT NULL""",
     # big strings of a run's documents (a request body in the envelope, the budgets, the
     # units' input views and the result), each stored once per run: see txcl.store.blobs
@@ -264,6 +266,7 @@ CONTINUATIONS = Component(
         2: ("DROP TRIGGER IF EXISTS continuation_facts_count",),
         3: (),  # v4: the index the purge reads (runs_finished), created below
         4: (),  # v5: the blobs table, created below
+        5: (),  # v6: the index of runs by state and age (runs_status_created), created below
     },
 )
 

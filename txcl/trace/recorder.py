@@ -88,6 +88,49 @@ def _body_json(snapshot: Any, red: Redactor, cap: int) -> str | None:
     return _cap(red.apply(snapshot, owned=True), cap)
 
 
+class _ScopeChange:
+    """The envelope before and after one scope (full mode); made a diff when the trace is built."""
+
+    __slots__ = ("stage", "before", "after")
+
+    def __init__(self, stage: str, before: Any, after: Any) -> None:
+        self.stage, self.before, self.after = stage, before, after
+
+
+DIFF_ENTRIES_MAX = 200  # per scope
+DIFF_VALUE_MAX = 2_000  # characters of JSON per value shown
+
+
+def _loaded(snapshot: Any, red: Redactor) -> Any:
+    if snapshot is None:
+        return None
+    value = json.loads(snapshot.text) if type(snapshot) is _Snapshot else deep_copy(snapshot)
+    return red.apply(value, owned=True)
+
+
+def _shown(value: Any) -> Any:
+    text = json.dumps(value, ensure_ascii=False)
+    return value if len(text) <= DIFF_VALUE_MAX else text[:DIFF_VALUE_MAX] + "…"
+
+
+def envelope_diff(before: Any, after: Any, path: str = "") -> list[dict]:
+    """Added, changed and removed paths from `before` to `after` (objects compared member by
+    member, anything else as a whole), in path order."""
+    out: list[dict] = []
+    if isinstance(before, dict) and isinstance(after, dict):
+        for key in sorted(set(before) | set(after)):
+            sub = f"{path}.{key}"
+            if key not in before:
+                out.append({"op": "added", "path": sub, "after": _shown(after[key])})
+            elif key not in after:
+                out.append({"op": "removed", "path": sub, "before": _shown(before[key])})
+            else:
+                out.extend(envelope_diff(before[key], after[key], sub))
+    elif before != after or type(before) is not type(after):
+        out.append({"op": "changed", "path": path or ".", "before": _shown(before), "after": _shown(after)})
+    return out
+
+
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -144,6 +187,15 @@ class TraceRecorder:
             self._detailed = True
         self.steps.append(step)
 
+    def scope_entered(self, envelope: Any) -> Any:
+        """Full mode: the envelope as a scope starts (given back to `scope_done`)."""
+        return _snapshot(envelope) if self.full else None
+
+    def scope_done(self, stage: str, before: Any, envelope: Any) -> None:
+        """Full mode: record what the scope changed (a `stage.diff` event)."""
+        if self.full and before is not None:
+            self.event("stage.diff", _ScopeChange(stage, before, _snapshot(envelope)))  # type: ignore[arg-type]
+
     def set_input(self, envelope: Any, size: int | None = None) -> None:
         self.request["bytes_in"] = size if size is not None else (_json_size(envelope) if self.enabled else None)
         if self.full:
@@ -190,6 +242,19 @@ class TraceRecorder:
                     row["output_json"] = _body_json(step["_output"], red, self.body_cap)
                     step = row
                 steps.append(step)
+        events = self.events
+        if self.full:
+            red = red or Redactor(self.omit, self.redact)
+            events = [(seq, at, kind, self._diff(data, red) if type(data) is _ScopeChange else data)
+                      for seq, at, kind, data in events]
         # Summary steps go out as recorded: keys holding None are left out when the store
         # packs them (txcl.trace.packing), as the readers treat a missing key as None.
-        return TraceRecord(request, list(steps), list(self.events))
+        return TraceRecord(request, list(steps), list(events))
+
+    @staticmethod
+    def _diff(change: _ScopeChange, red: Redactor) -> dict:
+        entries = envelope_diff(_loaded(change.before, red), _loaded(change.after, red))
+        data: dict[str, Any] = {"stage": change.stage, "changes": entries[:DIFF_ENTRIES_MAX]}
+        if len(entries) > DIFF_ENTRIES_MAX:
+            data["more"] = len(entries) - DIFF_ENTRIES_MAX
+        return data

@@ -1274,6 +1274,50 @@ class ContinuationProcedures:
         return [run_record(r, t) for r in rows]
 
     @read_procedure
+    def run_page(self, t: Tx, *, status: str | None = None, stack: str | None = None, text: str | None = None,
+                 before: tuple[int, str] | None = None, limit: int = 50) -> list[dict]:
+        """One page of runs for a listing, newest first, without their documents: run id,
+        continuation id, state, stack, stage, times, resume attempts. `before` is the
+        (created_ms, run_id) of the last row of the previous page (keyset paging on the
+        runs_created index); `text` matches the start of a run id, continuation id or
+        request id, or is a stack's name."""
+        where, args = [], []
+        if status:
+            where.append("status = ?")
+            args.append(status)
+        if stack:
+            where.append("entry_stack = ?")
+            args.append(stack)
+        if text:
+            # the start of an id, as a range each id's index answers; or a stack by its name
+            end = text[:-1] + chr(ord(text[-1]) + 1)
+            where.append("((run_id >= ? AND run_id < ?) OR (rcid >= ? AND rcid < ?) "
+                         "OR (origin_rid >= ? AND origin_rid < ?) OR entry_stack = ?)")
+            args.extend([text, end, text, end, text, end, text])
+        if before is not None:
+            where.append("(created_ms < ? OR (created_ms = ? AND run_id < ?))")
+            args.extend([before[0], before[0], before[1]])
+        clause = (" WHERE " + " AND ".join(where)) if where else ""
+        rows = t.all(
+            "SELECT run_id, rcid, origin_rid, status, entry_stack, cur_stage, cur_visit, created_ms, updated_ms, "
+            "expires_ms, finished_ms, fail_reason, "
+            "(SELECT MAX(attempt) FROM resume_claims c WHERE c.run_id = runs.run_id) AS attempts "
+            f"FROM runs{clause} ORDER BY created_ms DESC, run_id DESC LIMIT ?", (*args, limit))
+        names = ("run_id", "rcid", "origin_rid", "status", "stack", "stage", "visit", "created_ms", "updated_ms",
+                 "expires_ms", "finished_ms", "fail_reason", "attempts")
+        return [dict(zip(names, r)) for r in rows]
+
+    @read_procedure
+    def run_counts(self, t: Tx) -> dict[str, int]:
+        """How many runs are in each state."""
+        return {r[0]: r[1] for r in t.all("SELECT status, COUNT(*) FROM runs GROUP BY status")}
+
+    @read_procedure
+    def run_stacks(self, t: Tx, limit: int = 200) -> list[str]:
+        """The stacks that runs started in (for a filter's choices)."""
+        return [r[0] for r in t.all("SELECT DISTINCT entry_stack FROM runs ORDER BY entry_stack LIMIT ?", (limit,))]
+
+    @read_procedure
     def get_suspend(self, t: Tx, run_id: str, stage: str, visit: int) -> SuspendRecord | None:
         return self._suspend(t, run_id, stage, visit)
 

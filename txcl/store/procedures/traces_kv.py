@@ -75,6 +75,22 @@ class TraceProcedures:
         return [r[0] for r in t.all(f"SELECT rid FROM traces WHERE run_id = ? ORDER BY started_ms, {order}",
                                     (run_id,))]
 
+    @read_procedure
+    def trace_summaries_for_run(self, t: Tx, run_id: str, origin_rid: str | None = None) -> list[dict]:
+        """(rid, started_ms, finished_ms, status, mode, src) of a run's segments: the request
+        that started it (`origin_rid`) and every resume, oldest first."""
+        order = self.backend.dialect.seq_order
+        cols = "rid, started_ms, finished_ms, status, mode, src, fuel_used"
+        rows = t.all(f"SELECT {cols} FROM traces WHERE run_id = ? ORDER BY started_ms, {order}", (run_id,))
+        found = [dict(zip(("rid", "started_ms", "finished_ms", "status", "mode", "src", "fuel_used"), r))
+                 for r in rows]
+        if origin_rid and not any(f["rid"] == origin_rid for f in found):
+            first = t.one(f"SELECT {cols} FROM traces WHERE rid = ?", (origin_rid,))
+            if first is not None:
+                found.insert(0, dict(zip(("rid", "started_ms", "finished_ms", "status", "mode", "src",
+                                          "fuel_used"), first)))
+        return found
+
     @write_procedure
     def purge_traces(self, t: Tx, before_ms: int) -> int:
         return t.run("DELETE FROM traces WHERE started_ms < ?", (before_ms,))

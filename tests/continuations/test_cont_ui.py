@@ -1,0 +1,215 @@
+"""The dashboard and the playground in a real browser: Debian's chromium driven by Playwright,
+against a real `txcl serve --ui` on 127.0.0.1 and the real test worker, on every store backend.
+
+The runs page lists a parked run and updates when its callback arrives; the itemized grid
+shows the items done; the trace shows the envelope's changed paths; the playground shows a WHEN
+result and a diagnostic with its code; without the token nothing is shown."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import urllib.request
+
+import pytest
+from cont_support import http_get, wait_until
+
+playwright_api = pytest.importorskip("playwright.sync_api")
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]
+BODY = 'WHEN @web.req.body != ""\nEXEC "txco://noop"\nEMIT .in = &json(&b64decode(@web.req.body))'
+TOKEN = "correct-horse-battery-staple"
+
+
+def ui_tree(worker_url: str) -> dict[str, str]:
+    return {
+        "OPS/shop/10/body.txcl": BODY,
+        "OPS/shop/100/enrich.txcl": f'WITH mode = "async", timeout = "5m", into = "enriched"\nEXEC "{worker_url}"',
+        "OPS/shop/200/after.txcl": 'EXEC "txco://noop"\nEMIT .total = 42, .enriched.seen = true',
+        "OPS/fan/10/body.txcl": BODY,
+        "OPS/fan/100/items.txcl": f'WITH mode = "async", each = .in.items, window = 2, into = "out", timeout = "5m"\n'
+                                  f'EXEC "{worker_url}"',
+        "txcl.toml": '[[serve.routes]]\npath = "/fan"\nstack = "fan"\n\n[[serve.routes]]\npath = "/"\nstack = "shop"\n',
+    }
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed (./run-tests installs it)")
+    with playwright_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture
+def page(browser, tmp_path):
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    pg = context.new_page()
+    pg.set_default_timeout(15_000)
+    yield pg
+    context.close()
+
+
+def post(url: str, body: dict) -> tuple[int, dict]:
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+                                 headers={"Content-Type": "application/json", "Accept": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def test_runs_page_lists_a_parked_run_and_updates_when_its_callback_arrives(serve, workspace, worker, page):
+    srv = serve(workspace(ui_tree(worker.url())), "--ui", "--trace-mode", "full")
+    status, body = post(srv.url + "/", {"order": 7})
+    assert status == 202
+    job = worker.wait_job()
+    run_id = job.body["_txc"]["run_id"]
+    page.goto(srv.url + "/_txc/ui/")
+    row = page.locator(f'tr[data-run="{run_id}"]')
+    assert row.locator("[data-state]").inner_text() == "waiting"
+    assert "shop/100" in row.inner_text()  # the stage it waits at
+    assert page.locator('[data-count="waiting"]').inner_text() == "1"
+    assert worker.callback(job, {"ok": True})[0] == 200
+    # no reload: the page's own refresh brings the new state
+    page.wait_for_function(
+        f"""document.querySelector('tr[data-run="{run_id}"] [data-state]').textContent === 'completed'""")
+    assert page.locator('[data-count="completed"]').inner_text() == "1"
+    # the run page: its segments and the trace's envelope diff
+    page.click(f'tr[data-run="{run_id}"] a')
+    page.wait_for_selector("#run-state")
+    assert page.locator("#run-state").inner_text() == "completed"
+    assert page.get_by_text(f"resume-{run_id}", exact=False).count() >= 1
+    page.click(f'a[href$="/traces/resume-{run_id}-shop_100-v1"]')
+    changed = page.locator('table.diff tr[data-path=".total"]')
+    assert changed.count() == 1 and "added" in changed.inner_text() and "42" in changed.inner_text()
+    assert page.locator('table.diff tr[data-path=".enriched"], table.diff tr[data-path=".enriched.seen"]').count() >= 1
+    page.screenshot(path=str(srv.ws / "trace.png"))
+
+
+def test_itemized_grid_shows_the_items_done(serve, workspace, worker, page):
+    srv = serve(workspace(ui_tree(worker.url())), "--ui")
+    status, _ = post(srv.url + "/fan", {"items": [{"n": i} for i in range(5)]})
+    assert status == 202
+    jobs = [worker.wait_job(), worker.wait_job()]  # the window: two in flight
+    run_id = jobs[0].body["_txc"]["run_id"]
+    page.goto(f"{srv.url}/_txc/ui/runs/{run_id}")
+    grid = page.locator("ol.grid")
+    assert grid.locator("li.item").count() == 5
+    assert grid.locator("li.item.inflight").count() == 2
+    assert grid.locator("li.item.queued").count() == 3
+    assert page.locator("[data-inflight]").inner_text() == "2"
+    for job in jobs:
+        worker.callback(job, {"i": job.body["_txc"]["item_index"]})
+    page.wait_for_function("document.querySelectorAll('ol.grid li.item.done').length >= 2")
+    while True:  # answer the rest as they are sent
+        try:
+            job = worker.wait_job(timeout=3)
+        except Exception:  # noqa: BLE001 - none left
+            break
+        worker.callback(job, {"i": job.body["_txc"]["item_index"]})
+    page.wait_for_function("document.querySelectorAll('ol.grid li.item.done').length === 5")
+    page.wait_for_function("document.getElementById('run-state').textContent === 'completed'")
+    assert [c.get_attribute("data-status") for c in grid.locator("li.item").all()] == ["completed"] * 5
+
+
+def test_playground_shows_when_per_condition_and_a_diagnostic_code(serve, workspace, worker, page):
+    srv = serve(workspace(ui_tree(worker.url())), "--ui")
+    page.goto(srv.url + "/_txc/ui/playground")
+    page.wait_for_function("document.body.getAttribute('data-evaluated')")
+    assert page.locator("#when-result").inner_text() == "true"
+    page.fill("#envelope", '{"order": {"id": "A-1", "total": 50}, "customer": {"tier": "gold"}}')
+    page.wait_for_function("document.getElementById('when-result').textContent === 'false'")
+    conditions = page.locator("#conditions li").all_inner_texts()
+    assert any(c.startswith("false") and ".order.total > 100" in c for c in conditions)
+    assert any(c.startswith("true") and '.customer.tier == "gold"' in c for c in conditions)
+    page.fill("#rule", 'WHEN .a == 1 .b == 2\nEMIT .x = &lenght(.a)')
+    page.wait_for_selector("#diagnostics li")
+    codes = page.locator("#diagnostics li code").all_inner_texts()
+    assert "TX010" in codes
+    page.fill("#rule", 'EMIT .x = &lenght(.a)')
+    page.wait_for_function("[...document.querySelectorAll('#diagnostics code')].some(c => c.textContent === 'TX101')")
+    # the highlighted rule sits under the text
+    assert page.locator("#rule-hl .tx-k").count() >= 1
+    # stack mode: the whole stack with every EXEC mocked (the async worker is never called)
+    page.check('input[value="stack"]')
+    page.select_option("#stack", "shop")
+    page.fill("#envelope", '{"x": 1}')
+    page.wait_for_function("document.getElementById('when-result').textContent === 'completed' && "
+                           "document.getElementById('envelope-after').textContent.includes('\"x\": 1')")
+    after = json.loads(page.locator("#envelope-after").inner_text())
+    assert after["total"] == 42 and after["x"] == 1
+    assert worker.jobs == []
+
+
+def test_without_the_token_nothing_is_shown(serve, workspace, worker, page):
+    srv = serve(workspace(ui_tree(worker.url())), "--ui", "--admin-token", TOKEN)
+    status, _ = post(srv.url + "/", {"order": 8})
+    assert status == 202
+    run_id = worker.wait_job().body["_txc"]["run_id"]
+    for path in ("/_txc/ui/", f"/_txc/ui/runs/{run_id}", "/_txc/ui/playground"):
+        response = page.goto(srv.url + path)
+        assert response is not None and response.status == 401
+        assert run_id not in page.content() and page.locator("#token").count() == 1
+    page.fill("#token", "not-the-token-at-all")
+    page.click("button[type=submit]")
+    assert page.locator("[role=alert]").inner_text() == "That is not the token."
+    assert run_id not in page.content()
+    page.fill("#token", TOKEN)
+    page.click("button[type=submit]")
+    page.wait_for_selector(f'tr[data-run="{run_id}"]')
+    cookie = next(c for c in page.context.cookies() if c["name"] == "txcl_ui")
+    assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and TOKEN not in cookie["value"]
+    # the same with a bearer token, and without any
+    assert http_get(srv.url + "/_txc/ui/")[0] == 401
+    req = urllib.request.Request(srv.url + "/_txc/ui/", headers={"Authorization": f"Bearer {TOKEN}"})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        assert resp.status == 200 and run_id in resp.read().decode()
+    req = urllib.request.Request(srv.url + "/_txc/ui/", headers={"Authorization": "Bearer nope"})
+    with pytest.raises(urllib.error.HTTPError) as info:
+        urllib.request.urlopen(req, timeout=10)
+    assert info.value.code == 401 and run_id not in info.value.read().decode()
+
+
+def test_dashboard_is_off_unless_asked(serve, workspace, worker):
+    srv = serve(workspace(ui_tree(worker.url())))
+    status, _, body = http_get(srv.url + "/_txc/ui/")
+    assert status == 404 and b"Runs" not in body
+
+
+def test_runs_filters_and_paging(serve, workspace, worker):
+    ws = workspace(ui_tree(worker.url()))
+    srv = serve(ws, "--ui")
+    for i in range(3):
+        assert post(srv.url + "/", {"n": i})[0] == 202
+    assert post(srv.url + "/fan", {"items": [{"n": 1}]})[0] == 202
+    wait_until(lambda: len(worker.jobs) >= 4)
+    _, _, body = http_get(srv.url + "/_txc/ui/?stack=fan", accept="text/html")
+    rows = re.findall(rb'data-run="(run_[^"]+)"', body)
+    assert len(rows) == 1
+    _, _, body = http_get(srv.url + "/_txc/ui/?state=waiting&stack=shop", accept="text/html")
+    assert len(re.findall(rb'data-run="', body)) == 3
+    newest = re.findall(rb'data-run="(run_[^"]+)"', http_get(srv.url + "/_txc/ui/", accept="text/html")[2])
+    assert len(newest) == 4
+    # a run id, or the start of one, finds that run
+    for text in (newest[1].decode(), newest[1].decode()[:-3]):
+        _, _, body = http_get(srv.url + f"/_txc/ui/?q={text}", accept="text/html")
+        assert re.findall(rb'data-run="(run_[^"]+)"', body) == [newest[1]]
+    # pages of two: the second page holds the two older runs, and nothing of the first
+    _, _, body = http_get(srv.url + "/_txc/ui/?limit=2", accept="text/html")
+    assert re.findall(rb'data-run="(run_[^"]+)"', body) == newest[:2]
+    older = re.search(rb'rel="next" href="([^"]+)"', body).group(1).decode().replace("&amp;", "&")
+    _, _, body = http_get(srv.url + older, accept="text/html")
+    assert re.findall(rb'data-run="(run_[^"]+)"', body) == newest[2:]
+    assert b'rel="next"' not in body and b">Newest<" in body
+    # the part the page refreshes
+    _, _, fragment = http_get(srv.url + "/_txc/ui/?fragment=1", accept="text/html")
+    assert b"<html" not in fragment and b'data-count="waiting"' in fragment

@@ -1,0 +1,115 @@
+// txcl playground: evaluate as you type (debounced), show diagnostics, WHEN per condition,
+// the op input and output, and the envelope after the merge.
+(function () {
+  "use strict";
+  var base = document.querySelector('link[rel="stylesheet"]').getAttribute("href").replace(/\/static\/ui\.css$/, "");
+  var $ = function (id) { return document.getElementById(id); };
+  var rule = $("rule"), envelope = $("envelope"), output = $("output"), hl = $("rule-hl");
+  var timer = null, seq = 0;
+
+  function text(el, value) { el.textContent = value === undefined || value === null ? "" : value; }
+  function json(value) { return value === undefined ? "" : JSON.stringify(value, null, 2); }
+  function mode() { var m = document.querySelector('input[name="mode"]:checked'); return m ? m.value : "rule"; }
+
+  function syncScroll() { hl.scrollTop = rule.scrollTop; hl.scrollLeft = rule.scrollLeft; }
+
+  function showRule(data) {
+    hl.innerHTML = (data.highlighted || "") + "\n";
+    var list = $("diagnostics");
+    list.innerHTML = "";
+    (data.diagnostics || []).forEach(function (d) {
+      var li = document.createElement("li");
+      li.className = "diag " + d.severity;
+      var code = document.createElement("code");
+      code.className = "code";
+      code.textContent = d.code;
+      li.appendChild(code);
+      li.appendChild(document.createTextNode(" " + d.line + ":" + d.column + " " + d.message + (d.hint ? " — " + d.hint : "")));
+      list.appendChild(li);
+    });
+    text($("input-errors"), (data.input_errors || []).join("; "));
+    var verdict = $("when-result");
+    if (data.matched === undefined) {
+      text(verdict, "—"); verdict.className = "verdict";
+    } else {
+      text(verdict, data.matched ? "true" : "false");
+      verdict.className = "verdict " + (data.matched ? "yes" : "no");
+    }
+    var conds = $("conditions");
+    conds.innerHTML = "";
+    (data.conditions || []).forEach(function (c) {
+      var li = document.createElement("li");
+      li.style.marginLeft = (c.depth * 1.2) + "em";
+      li.className = c.value ? "yes" : "no";
+      var v = document.createElement("strong");
+      v.textContent = c.value ? "true" : "false";
+      var t = document.createElement("code");
+      t.textContent = c.text;
+      li.appendChild(v); li.appendChild(document.createTextNode(" ")); li.appendChild(t);
+      conds.appendChild(li);
+    });
+    text($("exec-target"), data.exec ? "EXEC " + data.exec + " (not run)" : "");
+    text($("op-input"), json(data.op_input));
+    text($("op-output"), json(data.output));
+    text($("op-error"), data.error || "");
+    text($("envelope-after"), json(data.envelope));
+  }
+
+  function showStack(data) {
+    text($("input-errors"), (data.input_errors || []).join("; "));
+    var verdict = $("when-result");
+    text(verdict, data.status || "—");
+    verdict.className = "verdict " + (data.status === "completed" ? "yes" : "no");
+    $("conditions").innerHTML = "";
+    text($("exec-target"), (data.mocked_calls || []).length + " EXEC(s) mocked");
+    text($("op-input"), "");
+    text($("op-output"), "");
+    text($("op-error"), data.error ? JSON.stringify(data.error) : "");
+    text($("envelope-after"), json(data.envelope));
+    var steps = $("stack-steps");
+    steps.innerHTML = "";
+    (data.steps || []).forEach(function (s) {
+      var li = document.createElement("li");
+      li.textContent = s.stage + " " + s.name + " " + s.transport + " " + s.status + (s.error ? " — " + s.error : "");
+      steps.appendChild(li);
+    });
+  }
+
+  function run() {
+    var mine = ++seq;
+    var m = mode();
+    var url = base + (m === "rule" ? "/playground/rule" : "/playground/stack");
+    var body = m === "rule" ? { rule: rule.value, envelope: envelope.value, output: output.value }
+                            : { stack: $("stack").value, envelope: envelope.value };
+    fetch(url, { method: "POST", headers: { "Content-Type": "application/json" }, credentials: "same-origin",
+                 body: JSON.stringify(body) })
+      .then(function (res) { return res.json(); })
+      .then(function (data) {
+        if (mine !== seq) { return; }
+        if (m === "rule") { showRule(data); } else { showStack(data); }
+        document.body.setAttribute("data-evaluated", String(mine));
+      });
+  }
+
+  function soon() { window.clearTimeout(timer); timer = window.setTimeout(run, 250); }
+
+  function switchMode() {
+    var stack = mode() === "stack";
+    $("rule-box").hidden = stack;
+    $("output-box").hidden = stack;
+    $("stack-box").hidden = !stack;
+    $("stack-result").hidden = !stack;
+    run();
+  }
+
+  rule.addEventListener("input", soon);
+  rule.addEventListener("scroll", syncScroll);
+  envelope.addEventListener("input", soon);
+  output.addEventListener("input", soon);
+  var stackSelect = $("stack");
+  if (stackSelect) { stackSelect.addEventListener("change", run); }
+  Array.prototype.forEach.call(document.querySelectorAll('input[name="mode"]'), function (r) {
+    r.addEventListener("change", switchMode);
+  });
+  run();
+})();

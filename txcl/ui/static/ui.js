@@ -1,0 +1,32 @@
+// txcl dashboard: refresh the part of a page marked data-refresh="<ms>" from ?fragment=1,
+// until the fragment says there is nothing more to watch (an element with data-stop).
+(function () {
+  "use strict";
+  var live = document.querySelector("[data-refresh]");
+  if (!live) { return; }
+  var every = parseInt(live.getAttribute("data-refresh"), 10) || 2000;
+  function fragmentUrl() {
+    var url = new URL(window.location.href);
+    url.searchParams.set("fragment", "1");
+    return url.toString();
+  }
+  function tick() {
+    if (document.hidden) { window.setTimeout(tick, every); return; }
+    fetch(fragmentUrl(), { headers: { "Accept": "text/html" }, credentials: "same-origin" })
+      .then(function (res) { if (!res.ok) { throw new Error(res.status); } return res.text(); })
+      .then(function (html) {
+        var open = Array.prototype.map.call(live.querySelectorAll("details[open]"), function (d) {
+          return d.querySelector("summary") ? d.querySelector("summary").textContent : "";
+        });
+        live.innerHTML = html;
+        Array.prototype.forEach.call(live.querySelectorAll("details"), function (d) {
+          var s = d.querySelector("summary");
+          if (s && open.indexOf(s.textContent) >= 0) { d.open = true; }
+        });
+        live.setAttribute("data-updated", String(Date.now()));
+        if (!live.querySelector("[data-stop]")) { window.setTimeout(tick, every); }
+      })
+      .catch(function () { window.setTimeout(tick, every * 2); });
+  }
+  window.setTimeout(tick, every);
+})();
