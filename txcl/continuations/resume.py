@@ -99,6 +99,8 @@ async def resume_run(service: Any, claim: ClaimRecord) -> Any:
     frame = Frame(info.get("stack", run.stack), int(info.get("scope", run.requested_scope)),
                   info.get("stage", claim.stage), int(info.get("visit", 1)))
     frame.rec = rec
+    if rec.full:  # the resumed scope's changes start from the envelope as it was stored
+        frame.before = rec.scope_entered(run.envelope)
     for name in run.stacks_seen:
         omit, redact = walker.redaction_paths(name)
         if omit or redact:

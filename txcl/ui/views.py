@@ -227,27 +227,37 @@ def trace_view(store: Any, rid: str) -> dict | None:
     start = request.get("started_ms") or 0
     stages: list[dict] = []
     by_stage: dict[str, dict] = {}
+
+    def entry_for(stage: str, at: str = "") -> dict:
+        # a resumed scope has no stage.enter: its entry starts with its first step or diff
+        entry = by_stage.get(stage)
+        if entry is None:
+            entry = {"stage": stage, "at": at, "steps": [], "diff": None, "more": 0}
+            stages.append(entry)
+            by_stage[stage] = entry
+        return entry
+
     for event in trace.events:
         data = event.get("data") or {}
         if event["kind"] == "stage.enter" and isinstance(data, dict):
-            entry = {"stage": data.get("stage"), "at": span(event["at_ms"] - start), "steps": [], "diff": None}
+            entry = {"stage": data.get("stage"), "at": span(event["at_ms"] - start), "steps": [], "diff": None,
+                     "more": 0}
             stages.append(entry)
             by_stage[str(data.get("stage"))] = entry
         elif event["kind"] == "stage.diff" and isinstance(data, dict):
-            entry = by_stage.get(str(data.get("stage")))
-            if entry is not None:
-                entry["diff"] = [{"op": c.get("op"), "path": c.get("path"),
-                                  "before": _value_text(c.get("before")) if "before" in c else None,
-                                  "after": _value_text(c.get("after")) if "after" in c else None}
-                                 for c in data.get("changes", [])]
-                entry["more"] = data.get("more", 0)
-    loose = []
+            entry = entry_for(str(data.get("stage")), span(event["at_ms"] - start))
+            entry["diff"] = [{"op": c.get("op"), "path": c.get("path"),
+                              "before": _value_text(c.get("before")) if "before" in c else None,
+                              "after": _value_text(c.get("after")) if "after" in c else None}
+                             for c in data.get("changes", [])]
+            entry["more"] = data.get("more", 0)
+    loose: list[dict] = []
     for step in trace.steps:
-        entry = by_stage.get(str(step.get("stage")))
         row = {"name": step.get("name"), "transport": step.get("transport"), "status": step.get("status"),
                "duration": _ms_text(step.get("duration_ms")), "error": step.get("error"),
                "input": _pretty(step.get("input_json")), "output": _pretty(step.get("output_json"))}
-        (entry["steps"] if entry is not None else loose).append(row)
+        stage = step.get("stage")
+        (entry_for(str(stage))["steps"] if stage else loose).append(row)
     return {
         "request": {k: request.get(k) for k in ("rid", "origin_rid", "run_id", "src", "entry_stack", "status",
                                                 "http_status", "fuel_used", "mode")}
