@@ -213,3 +213,27 @@ def test_runs_filters_and_paging(serve, workspace, worker):
     # the part the page refreshes
     _, _, fragment = http_get(srv.url + "/_txc/ui/?fragment=1", accept="text/html")
     assert b"<html" not in fragment and b'data-count="waiting"' in fragment
+
+
+def test_pages_fit_a_narrow_window_and_work_from_the_keyboard(serve, workspace, worker, browser):
+    srv = serve(workspace(ui_tree(worker.url())), "--ui")
+    assert post(srv.url + "/fan", {"items": [{"n": i} for i in range(40)]})[0] == 202
+    run_id = worker.wait_job().body["_txc"]["run_id"]
+    context = browser.new_context(viewport={"width": 375, "height": 740})
+    try:
+        pg = context.new_page()
+        for path in ("/_txc/ui/", f"/_txc/ui/runs/{run_id}", "/_txc/ui/playground"):
+            pg.goto(srv.url + path)
+            # nothing wider than the window but the tables' own scrolling boxes
+            assert pg.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1"), path
+        pg.goto(srv.url + "/_txc/ui/")
+        pg.keyboard.press("Tab")
+        assert pg.evaluate("document.activeElement.className") == "skip"
+        pg.keyboard.press("Enter")
+        assert pg.evaluate("location.hash") == "#main"
+        # every form control has a label
+        unlabeled = pg.evaluate("""[...document.querySelectorAll('input, select, textarea')]
+            .filter(e => e.type !== 'hidden' && !e.labels?.length && !e.getAttribute('aria-label')).length""")
+        assert unlabeled == 0
+    finally:
+        context.close()

@@ -23,7 +23,7 @@ def test_db_upgrade_then_status_on_each_backend(db_url):
     shown = json.loads(up.stdout)
     assert shown["backend"] in ("sqlite", "postgresql")
     assert {c["name"]: (c["version"], c["state"]) for c in shown["components"]} == {
-        "traces": (3, "current"), "kv": (1, "current"), "continuations": (5, "current")}
+        "traces": (3, "current"), "kv": (1, "current"), "continuations": (6, "current")}
     status = txcl("db", "status", "--db", db_url)
     assert status.returncode == 0 and "continuations  version  6 of 6  current" in status.stdout
 
