@@ -106,6 +106,21 @@ def site_files(mcp: str) -> dict[str, str]:
         "200/wait.txcl": f'SELECT .in.pause AS .seconds\nWITH into = "waited"\nEXEC "{t}#slow"',
         "300/use.txcl": 'EXEC "txco://noop"\nEMIT .result = .d.doubled',
     }))
+    # a later continuable op of the same request reuses the run the deferred op created
+    files.update(_stack("reuse", {
+        "100/analyze.txcl": f'SELECT .in.seconds AS .seconds, .in.tag AS .tag\n'
+                            f'WITH mode = "async", join_at_scope = 300, into = "analysis"\nEXEC "{t}#slow"',
+        "200/quick.txcl": f'SELECT .in.value AS .value\nWITH mode = "continuable", continue_after = "3s", '
+                          f'timeout = "20s", into = "q"\nEXEC "{t}#double"',
+        "300/use.txcl": 'EXEC "txco://noop"\nEMIT .done = .analysis.tag, .quick = .q.doubled',
+    }))
+    # a backward jump below the floor: each pass dispatches anew, every unit joins at the floor
+    files.update(_stack("looping", {
+        "100/double.txcl": f'SELECT .in.value AS .value\nWITH mode = "async", join_at_scope = 300, into = "d"\n'
+                           f'EXEC "{t}#double"',
+        "200/again.txcl": 'WHEN .looped == null\nEXEC "txco://noop"\nEMIT .looped = true, @goto = "looping/100"',
+        "300/use.txcl": 'EXEC "txco://noop"\nEMIT .result = .d.doubled',
+    }))
     stacks = sorted({rel.split("/")[1] for rel in files})
     files["txcl.toml"] = "\n".join(f'[[serve.routes]]\npath = "/{s}"\nstack = "{s}"\n' for s in stacks)
     return files
@@ -266,6 +281,28 @@ def test_two_joins_at_one_scope_merge_in_op_name_order(site):
     if status == 202:
         status, body = poll(srv, headers["location"])
     assert status == 200 and body["last"] == "b"
+
+
+def test_a_later_continuable_op_reuses_the_deferred_ops_run(site):
+    ws, srv, store = site
+    status, headers, body = post(srv.url + "/reuse", {"seconds": 0.8, "tag": "reused", "value": 4})
+    if status == 202:
+        status, body = poll(srv, headers["location"])
+    assert status == 200 and body["done"] == "reused" and body["quick"] == 8
+    runs = [r for r in store.list_runs(limit=1000) if r.origin_rid == headers["x-request-id"]]
+    assert len(runs) == 1  # one durable run for the whole request
+    assert [u.kind for u in store.list_units(runs[0].run_id)] == ["unary"]  # the quick op stayed synchronous
+
+
+def test_a_backward_jump_below_the_floor_joins_every_dispatch_at_the_floor(site):
+    ws, srv, store = site
+    status, headers, body = post(srv.url + "/looping", {"value": 5})
+    if status == 202:
+        status, body = poll(srv, headers["location"])
+    assert status == 200 and body["result"] == 10 and body["looped"] is True
+    run = _run_of(store, headers["x-request-id"])
+    units = store.list_units(run.run_id)
+    assert len(units) == 2 and all(u.status == "completed" and u.join_at_scope == 300 for u in units)
 
 
 def test_a_jump_to_another_stack_resolves_the_join_at_its_first_scope(site):
