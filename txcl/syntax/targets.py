@@ -98,13 +98,7 @@ def classify_exec_target(target: str) -> ExecTarget | TargetError:
             return bad("a builtin name cannot contain whitespace")
         return ExecTarget("builtin", target, builtin=rest)
     if scheme in ("http", "https"):
-        try:
-            parts = urlsplit(target)
-            host = parts.hostname
-            parts.port  # noqa: B018 - raises ValueError for a bad port
-        except ValueError:
-            host = None
-        if not host or any(ch.isspace() for ch in target):
+        if not _is_absolute_url(target):
             return bad("not an absolute URL with a host")
         return ExecTarget("http", target, url=target)
     if scheme == "py":
@@ -120,20 +114,25 @@ def classify_exec_target(target: str) -> ExecTarget | TargetError:
                                "goto://<stack>/<scope>")
         return ExecTarget("goto", target, stack=stage[0], scope=stage[1])
     if scheme in ("mcp+http", "mcp+https"):
-        return _mcp_target(target, m.end())
+        return _mcp_target(target)
     return TargetError("TX103", f"EXEC scheme '{m.group(1)}://' is not supported; {_SUPPORTED}")
 
 
-def _mcp_target(target: str, scheme_end: int) -> ExecTarget | TargetError:
-    """`mcp+https://host/path#tool`: the server's endpoint and the tool to call on it."""
-    endpoint, sep, tool = target[len("mcp+"):].partition("#")
+def _is_absolute_url(url: str) -> bool:
+    """A URL with a host, a valid port if any, and no whitespace."""
     try:
-        parts = urlsplit(endpoint)
+        parts = urlsplit(url)
         host = parts.hostname
         parts.port  # noqa: B018 - raises ValueError for a bad port
     except ValueError:
-        host = None
-    if not host or any(ch.isspace() for ch in target):
+        return False
+    return bool(host) and not any(ch.isspace() for ch in url)
+
+
+def _mcp_target(target: str) -> ExecTarget | TargetError:
+    """`mcp+https://host/path#tool`: the server's endpoint and the tool to call on it."""
+    endpoint, sep, tool = target[len("mcp+"):].partition("#")
+    if not _is_absolute_url(endpoint) or any(ch.isspace() for ch in target):
         return TargetError("TX104", f'EXEC "{target}": not an absolute URL with a host')
     if not sep or not tool:
         return TargetError("TX113", f'EXEC "{target}": an MCP target names its tool after "#" '

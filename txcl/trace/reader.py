@@ -9,11 +9,14 @@ from typing import Any
 from txcl.store.records import TraceRecord
 
 
-def _iso(ms: int | None) -> str:
-    if ms is None:
-        return "-"
+def iso_ms(ms: int) -> str:
+    """Epoch milliseconds as `2026-12-02T07:25:03.240Z`."""
     t = _dt.datetime.fromtimestamp(ms / 1000, tz=_dt.timezone.utc)
     return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{int(ms % 1000):03d}Z"
+
+
+def _iso(ms: int | None) -> str:
+    return "-" if ms is None else iso_ms(ms)
 
 
 def _loads(text: str | None) -> Any:

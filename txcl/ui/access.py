@@ -79,4 +79,4 @@ def logout_cookie_header() -> str:
 
 
 __all__ = ["decide", "session_value", "token_matches", "cookie_header", "logout_cookie_header", "COOKIE", "PREFIX",
-           "is_loopback_client", "Any"]
+           "is_loopback_client"]

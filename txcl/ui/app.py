@@ -22,7 +22,7 @@ from urllib.parse import parse_qs
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
@@ -209,7 +209,7 @@ def build_dashboard(state: Any) -> Dashboard | None:
     if not state.settings.ui:
         return None
     try:
-        import jinja2  # noqa: F401
+        import jinja2  # noqa: F401 - the ui extra
     except ImportError:
         from txcl.runtime.config import ConfigError
 

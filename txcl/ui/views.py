@@ -4,11 +4,11 @@ the trace rules (authorization, cookies, continuation tokens) before it is shown
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import time
 from typing import Any
 
+from txcl.trace.reader import iso_ms
 from txcl.trace.redact import Redactor
 
 PAGE_SIZE = 50
@@ -27,10 +27,8 @@ def now_ms() -> int:
 
 
 def clock(ms: int | None) -> str:
-    if ms is None:
-        return "—"
-    moment = _dt.datetime.fromtimestamp(ms / 1000.0, tz=_dt.timezone.utc)
-    return moment.strftime("%Y-%m-%d %H:%M:%S") + f".{moment.microsecond // 1000:03d}Z"
+    """`2026-12-02T07:25:03.240Z` (the traces' own format), `—` for none."""
+    return "—" if ms is None else iso_ms(ms)
 
 
 def span(ms: int | None) -> str:
