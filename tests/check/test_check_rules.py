@@ -141,3 +141,26 @@ def test_a_rule_file_over_one_mebibyte_is_refused_with_tx034(tmp_path) -> None:
     assert len(just_under.encode()) == MAX_RULE_BYTES
     assert [d.code for d in check_source(just_under, "ok.txcl")] == []
     assert [d.code for d in check_source(just_under + "#", "big.txcl")] == ["TX034"]
+
+
+@pytest.mark.parametrize("withs, message", [
+    ('on_item_error = "tolerate", tolerated_failures = "lots"',
+     'tolerated_failures must be a count (an integer from 0) or a percentage such as "10%", got "lots"'),
+    ('on_item_error = "tolerate", tolerated_failures = "150%"',
+     'tolerated_failures must be a count (an integer from 0) or a percentage such as "10%", got "150%"'),
+    ('on_item_error = "collect", tolerated_failures = 3',
+     'tolerated_failures has no effect without on_item_error = "tolerate"'),
+    ('tolerated_failures = 3', 'tolerated_failures has no effect without on_item_error = "tolerate"'),
+    ('on_item_error = "ignore"', 'on_item_error must be "fail", "collect" or "tolerate", got "ignore"'),
+])
+def test_tolerated_failures_is_checked(withs, message) -> None:
+    rule = f'WITH mode = "async", each = .items, into = "out", {withs}\nEXEC "https://w.example/x"\n'
+    found = [(d.code, d.message) for d in check_source(rule, "t.txcl")]
+    assert ("TX209", message) in found
+
+
+@pytest.mark.parametrize("value", ['3', '0', '"10%"', '"12.5%"', '"0%"'])
+def test_good_tolerated_failures_values_pass(value) -> None:
+    rule = (f'WITH mode = "async", each = .items, into = "out", on_item_error = "tolerate", '
+            f'tolerated_failures = {value}\nEXEC "https://w.example/x"\n')
+    assert [d.code for d in check_source(rule, "t.txcl")] == []

@@ -429,3 +429,49 @@ def test_unary_await_over_a_collection_is_one_aggregate_unit(serve, workspace, w
     assert worker.callback(job, {"done": [10, 20, 30]}) == (200, {"status": "resumed"})
     run = wait_until(lambda: (r := store.get_run(_run_id(job))) and r.status == "completed" and r)
     assert run.result["done"] == [10, 20, 30]
+
+
+def test_tolerate_policy_completes_within_the_bound(serve, workspace, worker, store_at):
+    ws = workspace(pay_tree(worker.url(), window=5,
+                            extra_with=', on_item_error = "tolerate", tolerated_failures = 2'))
+    srv = serve(ws)
+    status, _, _ = http_get(srv.url + "/go?n=5")
+    assert status == 202
+    jobs = sorted((worker.wait_job() for _ in range(5)), key=lambda j: j.body["_txc"]["item_index"])
+    for i in (1, 3):  # two failures: still within the bound
+        worker.callback(jobs[i], status="failed", error={"message": f"bad {i}"})
+    for i in (0, 2, 4):
+        worker.callback(jobs[i], _receipt(jobs[i]))
+    store = store_at(ws / ".txcl-data" / "txcl.db")
+    run = wait_until(lambda: (r := store.get_run(_run_id(jobs[0]))) and r.status == "completed" and r)
+    assert run.result["receipts"] == [{"id": 0, "ok": True}, {"error": {"message": "bad 1"}},
+                                      {"id": 2, "ok": True}, {"error": {"message": "bad 3"}},
+                                      {"id": 4, "ok": True}]
+    assert run.result["count"] == 5
+
+
+def test_tolerate_policy_fails_fast_past_the_bound(serve, workspace, worker, store_at):
+    """A share of the items: 40% of 5 is 2; the third failure fails the op at once, the items
+    still out are cancelled (their callbacks get 410) and the queued ones are never sent."""
+    ws = workspace(pay_tree(worker.url(), window=4,
+                            extra_with=', on_item_error = "tolerate", tolerated_failures = "40%"'))
+    srv = serve(ws)
+    status, headers, _ = http_get(srv.url + "/go?n=5")
+    assert status == 202
+    jobs = sorted((worker.wait_job() for _ in range(4)), key=lambda j: j.body["_txc"]["item_index"])
+    for i in (0, 1):
+        assert worker.callback(jobs[i], status="failed", error={"message": f"bad {i}"})[0] == 200
+    store = store_at(ws / ".txcl-data" / "txcl.db")
+    run_id = _run_id(jobs[0])
+    assert store.get_run(run_id).status == "waiting"  # two failures are tolerated
+    fifth = worker.wait_job()  # a freed slot sent the fifth item
+    assert worker.callback(jobs[2], status="failed", error={"message": "bad 2"})[0] == 200
+    run = wait_until(lambda: (r := store.get_run(run_id)) and r.status == "failed" and r)
+    error = run.error
+    assert error["code"] == "txcl_op_failed"
+    assert "3 of 5 items failed, more than tolerated_failures = 40% allows (item 0: bad 0)" in error["message"]
+    assert error["detail"]["failed_items"] == 3 and error["detail"]["item_index"] == 0
+    assert worker.callback(jobs[3], _receipt(jobs[3]))[0] == 410  # cancelled when the op failed
+    assert worker.callback(fifth, _receipt(fifth))[0] == 410
+    status, _, body = http_get(srv.url + headers["location"])
+    assert status == 502 and "more than tolerated_failures" in body.decode()

@@ -20,7 +20,7 @@ import attrs
 from txcl.evaluate.rule import json_type
 from txcl.runtime.budget import strip_budget_fields
 from txcl.store.records import UnitRecord, UnitSpec
-from txcl.values.coerce import duration_to_ms
+from txcl.values.coerce import duration_to_ms, tolerance_text
 from txcl.values.merge import deep_copy
 from txcl.values.paths import MISSING, PathError, read, split_path_string
 
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from txcl.runtime.config import Settings
     from txcl.runtime.state import Frame, PreparedOp
 
-ITEM_POLICIES = ("fail", "collect")
+ITEM_POLICIES = ("fail", "collect", "tolerate")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -200,8 +200,14 @@ def window_of(directives: dict | None, settings: "Settings") -> int:
 
 
 def item_policy(directives: dict | None) -> str:
+    """``fail``, ``collect``, or ``tolerate:<n>`` / ``tolerate:<p>%`` with ``tolerated_failures``
+    (an integer ≥ 0 or a percentage string; anything else tolerates none)."""
     raw = directives.get("on_item_error") if directives else None
-    return raw if raw in ITEM_POLICIES else "fail"
+    if raw not in ITEM_POLICIES:
+        return "fail"
+    if raw != "tolerate":
+        return raw
+    return f"tolerate:{tolerance_text((directives or {}).get('tolerated_failures'))}"
 
 
 def build_itemized(settings: "Settings", frame: "Frame", pop: "PreparedOp", opclass: OpClass) -> UnitSpec:

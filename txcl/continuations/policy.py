@@ -68,8 +68,30 @@ class ContinuationPolicy:
 
     def fails_fast(self, kind: UnitKind, on_item_error: ItemErrorPolicy) -> bool:
         """A sync sibling is best effort; an itemized op with ``on_item_error = "collect"``
-        keeps every item's outcome; everything else fails at its first failure."""
-        return kind != "sync" and not (kind == "itemized" and on_item_error == "collect")
+        (or ``"tolerate"``, within its bound) keeps every item's outcome; everything else
+        fails at its first failure."""
+        return kind != "sync" and not (kind == "itemized" and (on_item_error == "collect"
+                                                                or on_item_error.startswith("tolerate:")))
+
+    def tolerated(self, on_item_error: ItemErrorPolicy, expected: int) -> int | None:
+        """How many failed items an ``on_item_error = "tolerate"`` unit of `expected` items
+        accepts (None for the other policies). A percentage rounds down."""
+        if not on_item_error.startswith("tolerate:"):
+            return None
+        bound = on_item_error[len("tolerate:"):]
+        try:
+            if bound.endswith("%"):
+                return int(expected * float(bound[:-1]) / 100.0)
+            return int(bound)
+        except ValueError:
+            return 0
+
+    def too_many_failures_error(self, failed: int, expected: int, on_item_error: ItemErrorPolicy,
+                                first_index: int, first_detail: JsonValue) -> JsonValue:
+        bound = on_item_error[len("tolerate:"):]
+        return {"message": f"{failed} of {expected} items failed, more than tolerated_failures = {bound} allows "
+                           f"(item {first_index}: {error_text(first_detail)})",
+                "failed_items": failed, "item_index": first_index, "detail": first_detail}
 
     def unit_failed_error(self, kind: UnitKind, item_index: int, detail: JsonValue) -> JsonValue:
         if kind != "itemized":

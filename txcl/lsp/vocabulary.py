@@ -60,8 +60,11 @@ WITH_KEYS: tuple[WithKey, ...] = (
             "into.", ".items"),
     WithKey("window", "integer 1–1024", "With each: at most this many calls in flight (default 32).",
             "32"),
-    WithKey("on_item_error", '"fail" | "collect"', "With each: fail fast (default) or store an "
-            "{\"error\": …} object for the failed item.", '"collect"'),
+    WithKey("on_item_error", '"fail" | "collect" | "tolerate"', "With each: fail fast (default), store an "
+            "{\"error\": …} object for the failed item, or do that until more than tolerated_failures fail.",
+            '"collect"'),
+    WithKey("tolerated_failures", 'integer or "N%"', 'With on_item_error = "tolerate": how many items may '
+            "fail (a count, or a percentage of the items) before the op fails.", '"10%"'),
     WithKey("max_duration", "number (ms) or duration", "mode = \"async\": the worker's time budget "
             "(timeout is then ignored).", '"10m"'),
     WithKey("into", "path string", "Nest the op's whole output under this path before EMIT and "

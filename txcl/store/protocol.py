@@ -57,6 +57,13 @@ class StorePolicy(Protocol):
     def fails_fast(self, kind: UnitKind, on_item_error: ItemErrorPolicy) -> bool:
         """Whether one failed item fails the whole unit at once."""
 
+    def tolerated(self, on_item_error: ItemErrorPolicy, expected: int) -> int | None:
+        """How many failed items a tolerating unit accepts (None: the policy does not count)."""
+
+    def too_many_failures_error(self, failed: int, expected: int, on_item_error: ItemErrorPolicy,
+                                first_index: int, first_detail: JsonValue) -> JsonValue:
+        """The unit's error when its failed items exceed what it tolerates."""
+
     def unit_failed_error(self, kind: UnitKind, item_index: int, detail: JsonValue) -> JsonValue:
         """The error of a unit that failed fast because of the item at ``item_index``."""
 

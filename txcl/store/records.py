@@ -30,7 +30,7 @@ ChildStatus = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 TerminalStatus = Literal["completed", "failed"]
 TerminalSource = Literal["callback", "ack", "local", "sync", "cli"]
 MemberRole = Literal["op", "sync", "join", "promotion"]
-ItemErrorPolicy = Literal["fail", "collect"]
+ItemErrorPolicy = str  # "fail", "collect", or "tolerate:<count>" / "tolerate:<percent>%"
 
 RUN_OPEN: tuple[RunStatus, ...] = ("active", "waiting", "resuming")
 RUN_FINISHED: tuple[RunStatus, ...] = ("completed", "failed", "expired")

@@ -17,7 +17,7 @@ from txcl.values.paths import MISSING
 
 __all__ = [
     "text_form", "int_form", "float_form", "bool_form", "parse_go_float", "print_form",
-    "parse_duration_ns", "duration_to_ms",
+    "parse_duration_ns", "duration_to_ms", "tolerance_text",
 ]
 
 _INT_TEXT = re.compile(r"-?[0-9]+")
@@ -235,3 +235,26 @@ def duration_to_ms(value: Any) -> int | None:
         q = abs(ns) // 1_000_000
         return -q if ns < 0 else q
     return None
+
+
+def tolerance_text(value: Any) -> str:
+    """`5` or `10%` for a valid ``WITH tolerated_failures`` (a count from 0, or a percentage
+    string from 0 to 100), else `0`."""
+    if isinstance(value, bool):
+        return "0"
+    if isinstance(value, int) and value >= 0:
+        return str(value)
+    if isinstance(value, float) and value.is_integer() and value >= 0:
+        return str(int(value))
+    if isinstance(value, str):
+        text = value.strip()
+        if text.isdigit():
+            return text
+        if text.endswith("%"):
+            try:
+                pct = float(text[:-1])
+            except ValueError:
+                return "0"
+            if 0 <= pct <= 100:
+                return f"{pct:g}%"
+    return "0"

@@ -86,8 +86,18 @@ def _problem(key: str, value, pairs: dict[str, ast.WithPair]) -> str | None:
         if "each" not in pairs:
             return "window has no effect without each"
     elif key == "on_item_error":
-        if value not in ("fail", "collect"):
-            return f"on_item_error must be \"fail\" or \"collect\", got {_show(value)}"
+        if value not in ("fail", "collect", "tolerate"):
+            return f"on_item_error must be \"fail\", \"collect\" or \"tolerate\", got {_show(value)}"
+    elif key == "tolerated_failures":
+        from txcl.values.coerce import tolerance_text
+
+        if tolerance_text(value) == "0" and value not in (0, "0", "0%"):
+            return ("tolerated_failures must be a count (an integer from 0) or a percentage such as "
+                    f"\"10%\", got {_show(value)}")
+        policy = pairs.get("on_item_error")
+        if policy is None or (is_literal(policy.value) and literal_value(policy.value) != "tolerate"):
+            return 'tolerated_failures has no effect without on_item_error = "tolerate"'
+
     elif key in ("into", "status_into"):
         if not isinstance(value, str):
             return f"{key} needs a path string such as \"result\", got {_type_name(value)}"

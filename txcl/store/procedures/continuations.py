@@ -501,6 +501,18 @@ class ContinuationProcedures:
         policy = self._policy()
         kind = unit["kind"]
         fail_fast = policy.fails_fast(kind, unit["on_item_error"])
+        bound = policy.tolerated(unit["on_item_error"], unit["expected"]) if kind == "itemized" else None
+        if bound is not None:
+            failed = t.one("SELECT COUNT(*) AS n, MIN(item_index) AS first FROM item_children "
+                           "WHERE unit_id = ? AND status = 'failed'", (unit_id,))
+            if failed["n"] > bound:  # more than tolerated: the unit fails now, as a fail-fast one would
+                first = t.one("SELECT error_json FROM item_children WHERE unit_id = ? AND item_index = ?",
+                              (unit_id, failed["first"]))
+                error = policy.too_many_failures_error(failed["n"], unit["expected"], unit["on_item_error"],
+                                                       failed["first"], loads(first["error_json"]))
+                t.send("UPDATE await_units SET error_json = ? WHERE unit_id = ?", (dumps(error), unit_id))
+                self._close_units(t, [unit_id], "cancelled", unit_status="failed")
+                return "failed"
         if fail_fast and unit["continuation_done"] < unit["expected"]:
             # (with every fact present no child can have failed: facts follow succeeded children only)
             bad = t.one(
