@@ -237,3 +237,22 @@ def test_pages_fit_a_narrow_window_and_work_from_the_keyboard(serve, workspace, 
         assert unlabeled == 0
     finally:
         context.close()
+
+
+def test_a_run_can_be_cancelled_from_its_page(serve, workspace, worker, page, store_at):
+    ws = workspace(ui_tree(worker.url()))
+    srv = serve(ws, "--ui")
+    assert post(srv.url + "/", {"order": 9})[0] == 202
+    job = worker.wait_job()
+    run_id = job.body["_txc"]["run_id"]
+    # another page cannot press the button: the request needs the dashboard's own header
+    status, _ = post(f"{srv.url}/_txc/ui/runs/{run_id}/cancel", {"reason": "forged"})
+    assert status == 403
+    page.goto(f"{srv.url}/_txc/ui/runs/{run_id}")
+    page.once("dialog", lambda dialog: dialog.accept("customer asked"))
+    page.click("[data-cancel]")
+    page.wait_for_function("document.getElementById('run-state').textContent === 'failed'")
+    assert page.locator("[data-cancel]").count() == 0  # a finished run has no button
+    run = store_at(ws / ".txcl-data" / "txcl.db").get_run(run_id)
+    assert run.fail_reason == "cancelled" and run.error["reason"] == "customer asked"
+    assert worker.callback(job, {"late": 1})[0] == 410

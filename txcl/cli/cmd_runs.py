@@ -1,5 +1,6 @@
-"""`txcl runs [list|show ID] [--state S] [--json]`: durable runs and their states. Bare `txcl runs` lists. `show` accepts a run id or an rcid; exit 1
-when no such run exists."""
+"""`txcl runs [list|show ID|cancel ID] [--state S] [--json]`: durable runs and their states.
+Bare `txcl runs` lists. `show` and `cancel` accept a run id or an rcid; exit 1 when no such run
+exists (or, for `cancel`, when it had already finished)."""
 
 from __future__ import annotations
 
@@ -80,23 +81,25 @@ STATES = ("running", "active", "waiting", "resuming", "completed", "failed", "ex
 
 
 @click.command("runs")
-@click.argument("action", required=False, type=click.Choice(["list", "show"]))
+@click.argument("action", required=False, type=click.Choice(["list", "show", "cancel"]))
 @click.argument("ident", required=False)
 @click.option("--state", "state", default=None, type=click.Choice(STATES),
               help="Only runs in this state (list); running = active, waiting or resuming.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--limit", default=100, show_default=True, help="At most this many runs (list).")
+@click.option("--reason", default=None, help="Why the run is cancelled (cancel): kept in its error.")
 @click.option("--db", default=None, help=DB_HELP)
 @click.option("--workspace", "directory", default=".", help="The workspace.")
-def command(action: str | None, ident: str | None, state: str | None, as_json: bool, limit: int, db: str | None,
-            directory: str) -> None:
-    """List durable runs, or show one run (by run id or rcid)."""
+def command(action: str | None, ident: str | None, state: str | None, as_json: bool, limit: int,
+            reason: str | None, db: str | None, directory: str) -> None:
+    """List durable runs, show one run (by run id or rcid), or cancel one: its open calls are
+    cancelled (late callbacks get 410) and it fails with reason `cancelled`."""
     from txcl.cli.common import fail
     from txcl.cli.durable import echo_json, open_settings, open_store
 
     action = action or "list"
-    if action == "show" and not ident:
-        fail("runs show needs a RUN_ID or RCID")
+    if action in ("show", "cancel") and not ident:
+        fail(f"runs {action} needs a RUN_ID or RCID")
     if action == "list" and ident:
         fail("runs list takes no argument (use --state)")
     workspace, settings = open_settings(directory, db)
@@ -107,6 +110,18 @@ def command(action: str | None, ident: str | None, state: str | None, as_json: b
             runs = [run_json(store, r, False) for r in store.list_runs(status=wanted, limit=limit)]
             echo_json(runs) if as_json else _print_list(runs)
             code = 0
+        elif action == "cancel":
+            record = store.get_run_by_rcid(ident) if ident.startswith("rc_") else store.get_run(ident)
+            outcome = store.cancel_run(record.run_id, reason=reason) if record is not None else "unknown"
+            if as_json:
+                echo_json({"run_id": record.run_id if record else ident, "status": outcome})
+            elif outcome == "cancelled":
+                click.echo(f"cancelled {record.run_id}")
+            elif outcome == "unknown":
+                click.echo(f"txcl: no run {ident}", err=True)
+            else:
+                click.echo(f"txcl: run {record.run_id} had already finished ({outcome}); nothing to cancel", err=True)
+            code = 0 if outcome == "cancelled" else 1
         else:
             record = store.get_run_by_rcid(ident) if ident.startswith("rc_") else store.get_run(ident)
             if record is None:

@@ -1,11 +1,12 @@
 """The Python side of durable runs, mirroring the commands `txcl run`, `complete` and `runs`.
 
-    from txcl.continuations.api import durable_interpreter, complete, wait
+    from txcl.continuations.api import durable_interpreter, complete, cancel, wait
 
     interp, service = durable_interpreter("path/to/workspace")
     outcome = interp.run_sync({"order": {...}}, stack="shop")      # Completed | Failed | Suspended
     complete(service.store, opc, {"status": "completed", "output": {"ok": True}})
     record = wait(service.store, outcome.run_id, timeout=60)        # the run once finished
+    cancel(service.store, run_id, reason="duplicate order")         # an operator gives up on a run
 
 `complete` admits an outcome exactly as `txcl complete` does (admit, then continue; no token) and drives the
 resume in-process when it wins the release.
@@ -71,6 +72,13 @@ def complete(store: Any, opc: str, outcome: dict, *, settings: Any = None, works
             await service.aclose()
 
     return asyncio.run(go())
+
+
+def cancel(store: Any, run_id: str, reason: str | None = None) -> str:
+    """Give up on a run (as `txcl runs cancel`): its open calls are cancelled (late callbacks
+    get 410) and it fails with reason ``cancelled``. Returns ``cancelled``, the state of a run
+    that had already finished, or ``unknown``."""
+    return store.cancel_run(run_id, reason=reason)
 
 
 def wait(store: Any, run_id: str, timeout: float = 600.0, interval: float = 0.2) -> Any:

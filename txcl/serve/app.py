@@ -309,11 +309,25 @@ class TxclApp(Starlette):
             if state.mcp is not None and _under(scope["path"], MCP_PATH):
                 await state.mcp(scope, receive, send)
                 return
+            if state.settings.admin_token is not None and _under(scope["path"], ADMIN_PATH):
+                await self._admin(scope, receive, send)
+                return
             await self.handler(scope, receive, send)
         elif kind == "lifespan":
             await self._lifespan(receive, send)
         else:
             await super().__call__(scope, receive, send)
+
+    async def _admin(self, scope: dict, receive: Any, send: Any) -> None:
+        from txcl.serve.admin import handle
+
+        state = self.txcl_state
+        rid = request_id(scope["headers"], False)
+        try:
+            answer = await handle(scope, receive, state.store, state.settings.admin_token)
+        except StoreUnavailable as exc:
+            answer = store_unavailable_answer(exc)
+        await _send(send, finish(answer, scope["method"], rid))
 
     async def _lifespan(self, receive: Any, send: Any) -> None:
         await receive()  # lifespan.startup
@@ -373,6 +387,7 @@ class TxclApp(Starlette):
 
 MCP_PATH = "/_txc/mcp"
 UI_PATH = "/_txc/ui"
+ADMIN_PATH = "/_txc/admin"
 
 
 def _under(path: str, prefix: str) -> bool:

@@ -14,6 +14,8 @@ import hashlib
 import hmac
 import ipaddress
 
+from txcl.serve.admin import token_matches
+
 COOKIE = "txcl_ui"
 PREFIX = "/_txc/ui"
 
@@ -21,12 +23,6 @@ PREFIX = "/_txc/ui"
 def session_value(token: str) -> str:
     """The cookie value of a logged-in browser (changes when the token changes)."""
     return hmac.new(token.encode("utf-8"), b"txcl-dashboard-session", hashlib.sha256).hexdigest()
-
-
-def token_matches(given: str | None, token: str) -> bool:
-    if not given:
-        return False
-    return hmac.compare_digest(given.encode("utf-8"), token.encode("utf-8"))
 
 
 def is_loopback_client(scope: dict) -> bool:

@@ -46,6 +46,7 @@ class Dashboard:
         routes = [
             Route("/", self.runs_page),
             Route("/runs/{run_id}", self.run_page),
+            Route("/runs/{run_id}/cancel", self.cancel_run, methods=["POST"]),
             Route("/traces/{rid}", self.trace_page),
             Route("/playground", self.playground_page),
             Route("/playground/rule", self.playground_rule, methods=["POST"]),
@@ -118,6 +119,24 @@ class Dashboard:
         if view is None:
             return self._page(request, "missing.html", {"what": f"run {run_id}", "title": "Not found"}, 404)
         return self._page(request, "run.html", {"view": view, "title": f"Run {run_id}"})
+
+    async def cancel_run(self, request: Request) -> Response:
+        """The run page's Cancel button. Its script sends a header no other site can send
+        without a preflight this server never grants, so another page cannot press it."""
+        from txcl.serve.admin import cancel_by_id
+
+        if self.store is None:
+            return JSONResponse({"error": "no store"}, status_code=404)
+        if request.headers.get("x-txcl-ui") != "1":
+            return JSONResponse({"error": {"code": "txcl_forbidden", "message": "use the dashboard's button"}},
+                                status_code=403)
+        data = await self._json_body(request) or {}
+        reason = str(data.get("reason") or "").strip()[:500] or "cancelled from the dashboard"
+        result = await self._read(cancel_by_id, self.store, request.path_params["run_id"], reason)
+        if result == "unknown":
+            return JSONResponse({"error": {"code": "txcl_unknown_run", "message": "no such run"}}, status_code=404)
+        status, run_id = result
+        return JSONResponse({"run_id": run_id, "status": status}, status_code=200 if status == "cancelled" else 409)
 
     async def trace_page(self, request: Request) -> Response:
         if self.store is None:

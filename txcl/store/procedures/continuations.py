@@ -1080,6 +1080,26 @@ class ContinuationProcedures:
         self._expire(t, run, reason="expired", detail=None)
         return ExpireResult(True)
 
+    @write_procedure
+    def cancel_run(self, t: Tx, run_id: str, *, reason: str | None = None) -> str:
+        """An operator gives up on a run: every open interaction and unit is cancelled (late
+        callbacks get 410), its suspends close, and the run fails with reason ``cancelled``.
+        Returns ``cancelled``, or the state of a run already finished, or ``unknown``."""
+        run = t.lock_run(run_id)
+        if run is None:
+            return "unknown"
+        if run["status"] not in ("active", "waiting", "resuming"):
+            return str(run["status"])
+        t.send("UPDATE suspends SET status = 'failed', closed_ms = ? WHERE run_id = ? "
+               "AND status IN ('open', 'resuming')", (t.now, run_id))
+        message = "the run was cancelled" + (f": {reason}" if reason else "")
+        error = {"code": "txcl_run_cancelled", "message": message}
+        if reason:
+            error["reason"] = reason
+        self._finish(t, run, status="failed", result=None, error=error, fail_reason="cancelled")
+        self._event(t, run_id, "run.cancelled", "cancelled", {"reason": reason})
+        return "cancelled"
+
     def _expire(self, t: Tx, run: Row, *, reason: str, detail: JsonValue) -> None:
         run_id = run["run_id"]
         t.send("UPDATE suspends SET status = 'expired', closed_ms = ? WHERE run_id = ? AND status = 'open'",

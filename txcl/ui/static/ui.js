@@ -2,6 +2,19 @@
 // until the fragment says there is nothing more to watch (an element with data-stop).
 (function () {
   "use strict";
+  // the Cancel button of a run page (also inside refreshed parts: one listener on the page)
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest ? event.target.closest("[data-cancel]") : null;
+    if (!button) { return; }
+    var reason = window.prompt("Cancel this run? Give a reason (kept in its error):", "");
+    if (reason === null) { return; }
+    button.disabled = true;
+    fetch(button.getAttribute("data-cancel"), {
+      method: "POST", credentials: "same-origin",
+      headers: { "Content-Type": "application/json", "X-Txcl-UI": "1" },
+      body: JSON.stringify({ reason: reason })
+    }).then(function () { window.location.reload(); });
+  });
   var live = document.querySelector("[data-refresh]");
   if (!live) { return; }
   var every = parseInt(live.getAttribute("data-refresh"), 10) || 2000;

@@ -1,0 +1,93 @@
+"""Run operations over HTTP, for operators: on `txcl serve` only when --admin-token is set.
+
+    POST /_txc/admin/runs/<run id or rcid>/cancel     {"reason": "…"} (optional)
+         Authorization: Bearer <admin token>
+
+Answers: 200 `{"run_id", "status": "cancelled"}`; 409 when the run had already finished (its
+state in `status`); 404 for an unknown run; 401 without the right token; 405 for another
+method. The token is compared in constant time and never logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import re
+from typing import Any
+
+from txcl.serve.shaping import Answer, error_payload, json_answer
+
+PATH = "/_txc/admin"
+_CANCEL = re.compile(r"^/_txc/admin/runs/([A-Za-z0-9_-]{1,80})/cancel$")
+MAX_BODY = 16 * 1024
+
+
+def token_matches(given: str | None, token: str) -> bool:
+    """Constant-time comparison of a presented token with the configured one."""
+    if not given:
+        return False
+    return hmac.compare_digest(given.encode("utf-8"), token.encode("utf-8"))
+
+
+def _bearer(scope: dict) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key == b"authorization":
+            text = value.decode("latin-1")
+            return text[7:].strip() if text[:7].lower() == "bearer " else None
+    return None
+
+
+async def _body(receive: Any) -> bytes:
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size <= MAX_BODY:
+            chunks.append(chunk)
+        if not message.get("more_body"):
+            break
+    return b"".join(chunks)
+
+
+async def handle(scope: dict, receive: Any, store: Any, token: str) -> Answer:
+    """The answer to one admin request (see the module docstring)."""
+    if not token_matches(_bearer(scope), token):
+        return json_answer(401, error_payload("txcl_unauthorized", "this needs Authorization: Bearer <admin token>"),
+                           [("www-authenticate", 'Bearer realm="txcl admin"'), ("cache-control", "no-store")])
+    found = _CANCEL.match(scope["path"])
+    if found is None:
+        return json_answer(404, error_payload("txcl_not_found", "no such admin operation"))
+    if scope["method"] != "POST":
+        return json_answer(405, error_payload("txcl_method_not_allowed", "use POST"), [("allow", "POST")])
+    reason = None
+    raw = await _body(receive)
+    if raw.strip():
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            return json_answer(400, error_payload("txcl_bad_request", "the body must be JSON: {\"reason\": \"…\"}"))
+        if not isinstance(data, dict) or not isinstance(data.get("reason", ""), str):
+            return json_answer(400, error_payload("txcl_bad_request", "the body must be {\"reason\": \"…\"}"))
+        reason = (data.get("reason") or "").strip()[:500] or None
+    ident = found.group(1)
+    status = await asyncio.to_thread(cancel_by_id, store, ident, reason)
+    if status == "unknown":
+        return json_answer(404, error_payload("txcl_unknown_run", f"no run {ident}"))
+    run_id = status[1] if isinstance(status, tuple) else ident
+    outcome = status[0] if isinstance(status, tuple) else status
+    return json_answer(200 if outcome == "cancelled" else 409, {"run_id": run_id, "status": outcome})
+
+
+def cancel_by_id(store: Any, ident: str, reason: str | None) -> Any:
+    """("cancelled" or the finished state, run id) for a run id or rcid; "unknown" when none."""
+    record = store.get_run_by_rcid(ident) if ident.startswith("rc_") else store.get_run(ident)
+    if record is None:
+        return "unknown"
+    return store.cancel_run(record.run_id, reason=reason), record.run_id
+
+
+__all__ = ["handle", "cancel_by_id", "token_matches", "PATH"]
