@@ -395,6 +395,13 @@ def test_sigkill_while_a_tool_call_is_in_flight_reissues_it_once_and_merges_once
         assert store.get_terminal(opc).payload == {"slept": 2.0, "tag": "crash"}
         status, data = poll(second, headers["location"])
         assert status == 200 and data["done"] == "crash"
+        import subprocess
+
+        from cont_support import TXCL, db_of
+
+        shown = subprocess.run([TXCL, "runs", "show", run_id, "--db", db_of(ws / ".txcl-data" / "txcl.db"),
+                                "--workspace", str(ws)], capture_output=True, text=True, timeout=60)
+        assert f"{opc}  [0]  completed  (2 attempts)" in shown.stdout, shown.stdout + shown.stderr
 
 
 # ------------------------------------------------------------------------------------------

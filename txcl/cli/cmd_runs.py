@@ -64,7 +64,8 @@ def _print_show(r: dict) -> None:
         items = f"  items {u['items']}" if u["kind"] == "itemized" else ""
         click.echo(f"  unit {u['unit_id']}  {u['kind']}  {u['op']}  {u['status']}{items}")
         for i in u["interactions"][:20]:
-            click.echo(f"    {i['opc']}  [{i['item_index']}]  {i['status']}")
+            sent = f"  ({i['attempts']} attempts)" if i["attempts"] > 1 else ""
+            click.echo(f"    {i['opc']}  [{i['item_index']}]  {i['status']}{sent}")
     if r["status"] == "completed":
         from txcl.values.jsonio import dumps
 
