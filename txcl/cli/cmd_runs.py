@@ -37,7 +37,8 @@ def run_json(store: Any, record: Any, detail: bool) -> dict:
         units.append({"unit_id": u.unit_id, "kind": u.kind, "op": f"{u.op_stack}/{u.op_name}", "status": u.status,
                       "stage": u.dispatch_stage, "join_at_scope": u.join_at_scope, "items": u.expected,
                       "interactions": [{"opc": i.opc, "item_index": i.item_index, "status": i.status,
-                                        "attempts": i.attempts} for i in interactions]})
+                                        "attempts": i.attempts, "heartbeat_ms": i.heartbeat_ms,
+                                        "progress": i.progress} for i in interactions]})
     data["units"] = units
     data["result"] = record.result
     data["error"] = record.error
@@ -65,6 +66,10 @@ def _print_show(r: dict) -> None:
         click.echo(f"  unit {u['unit_id']}  {u['kind']}  {u['op']}  {u['status']}{items}")
         for i in u["interactions"][:20]:
             sent = f"  ({i['attempts']} attempts)" if i["attempts"] > 1 else ""
+            if i.get("progress") is not None:
+                from txcl.serve.waitpage import progress_text
+
+                sent += f"  progress: {progress_text(i['progress'])} (heartbeat {_ms(i['heartbeat_ms'])})"
             click.echo(f"    {i['opc']}  [{i['item_index']}]  {i['status']}{sent}")
     if r["status"] == "completed":
         from txcl.values.jsonio import dumps

@@ -22,6 +22,7 @@ RUN_EXPIRED = "txcl_run_expired"
 RUN_LOST = "txcl_run_lost"
 OP_FAILED = "txcl_op_failed"
 RESUME_FAILED = "txcl_resume_failed"
+HEARTBEAT_MISSED = "txcl_heartbeat_missed"
 
 
 def error_text(error: JsonValue) -> str:
@@ -102,7 +103,23 @@ class ContinuationPolicy:
     def timeout_error(self, kind: UnitKind, item_index: int) -> JsonValue:
         return {"message": f"item {item_index} timed out" if kind == "itemized" else "timed out", "timeout": True}
 
+    def heartbeat_every_ms(self, directives: JsonValue) -> int | None:
+        """``WITH heartbeat``: how often the worker must say it is alive (None: not asked)."""
+        from txcl.values.coerce import duration_to_ms
+
+        raw = directives.get("heartbeat") if isinstance(directives, dict) else None
+        ms = duration_to_ms(raw) if raw is not None else None
+        return ms if ms is not None and ms > 0 else None
+
+    def heartbeat_missed_error(self, kind: UnitKind, item_index: int, every_ms: int) -> JsonValue:
+        what = f"item {item_index}: " if kind == "itemized" else ""
+        return {"code": HEARTBEAT_MISSED,
+                "message": f"{what}the worker sent no heartbeat for {every_ms / 1000:g}s (WITH heartbeat)",
+                "timeout": True, "heartbeat_ms": every_ms}
+
     def expiry_error(self, reason: str, detail: JsonValue) -> JsonValue:
+        if reason == "heartbeat_missed" and isinstance(detail, dict) and isinstance(detail.get("error"), dict):
+            return {**detail["error"], "unit_id": detail.get("unit_id"), "opc": detail.get("opc")}
         error: dict = {"code": RUN_EXPIRED, "message": "the run expired before it finished"}
         if isinstance(detail, dict):
             error.update(detail)

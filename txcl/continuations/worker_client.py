@@ -78,6 +78,13 @@ def dispatch_body(dispatch: Dispatch, base_url: str | None) -> dict:
     if dispatch.kind == "itemized":
         txc["item_index"] = dispatch.item_index
         txc["item_count"] = dispatch.item_count
+    directives = dispatch.directives if isinstance(dispatch.directives, dict) else {}
+    if directives.get("heartbeat") is not None:
+        from txcl.values.coerce import duration_to_ms
+
+        every = duration_to_ms(directives["heartbeat"])
+        if every is not None and every > 0:  # POST {"status": "running"} to callback_url at least this often
+            txc["heartbeat_ms"] = every
     return {"input": dispatch.input, "_txc": txc}
 
 

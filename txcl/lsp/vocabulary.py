@@ -63,6 +63,8 @@ WITH_KEYS: tuple[WithKey, ...] = (
     WithKey("on_item_error", '"fail" | "collect" | "tolerate"', "With each: fail fast (default), store an "
             "{\"error\": …} object for the failed item, or do that until more than tolerated_failures fail.",
             '"collect"'),
+    WithKey("heartbeat", "duration", 'mode = "async": the worker must POST {"status": "running"} to its '
+            "callback URL at least this often, else the call times out early.", '"30s"'),
     WithKey("tolerated_failures", 'integer or "N%"', 'With on_item_error = "tolerate": how many items may '
             "fail (a count, or a percentage of the items) before the op fails.", '"10%"'),
     WithKey("max_duration", "number (ms) or duration", "mode = \"async\": the worker's time budget "

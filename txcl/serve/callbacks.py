@@ -4,6 +4,9 @@ Answers, checked in this order (no answer before the admitting transaction commi
 non-2xx answer leaves the store unchanged, except that an open interaction found past its
 deadline is timed out):
 
+A body `{"status": "running", "progress": {…}}` is a heartbeat (WITH heartbeat): answered 200
+`{"cancelled": false}` — `true` once the flow gave up on the op — and never a completion.
+
     404 unknown opc · 401 missing/wrong token (compared hashed, in constant time) ·
     413 body over --callback-max-bytes · 400 not JSON / unknown status / non-object output
     for a non-itemized op without `into` · 410 cancelled · 410 expired · 200 duplicate ·
@@ -94,6 +97,11 @@ def parse_completion(body: bytes, unit: Any) -> tuple[str, Any] | str:
         return "completed", output
     if status in ("failed", "fail"):
         return "failed", normalize_error(data.get("error"))
+    if status == "running":  # a heartbeat, never a completion
+        progress = data.get("progress")
+        if progress is not None and not isinstance(progress, dict):
+            return "progress must be a JSON object"
+        return "running", progress
     return f"unknown status {status!r}" if isinstance(status, str) else "status is missing"
 
 
@@ -113,7 +121,22 @@ def check_and_admit(store: Any, opc: str, token: str | None, body: bytes | None,
     if isinstance(parsed, str):
         return _error(400, "txcl_bad_callback", parsed)
     status, payload = parsed
+    if status == "running":
+        return heartbeat_answer(store.record_heartbeat(opc, token, payload))
     return store.admit_terminal(opc, status, payload, source="callback", token=token)
+
+
+def heartbeat_answer(outcome: str) -> Answer:
+    """The answer to a heartbeat: 200 with `cancelled` (so a worker learns the flow gave up)."""
+    if outcome == "unknown":
+        return _error(404, "txcl_unknown_op_continuation", "unknown op continuation")
+    if outcome == "bad_token":
+        return _error(401, "txcl_bad_token", "bad token")
+    if outcome == "expired":
+        return _error(410, "txcl_gone", "the op continuation is gone", reason="expired")
+    if outcome == "cancelled":
+        return _answer(200, {"status": "cancelled", "cancelled": True})
+    return _answer(200, {"status": "running" if outcome == "alive" else outcome, "cancelled": False})
 
 
 async def handle_callback(service: Any, request: Any, opc: str) -> Answer:

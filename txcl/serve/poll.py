@@ -67,7 +67,7 @@ def not_found(rcid: str, reason: str, browser: bool) -> Answer:
 
 
 def answer_for(run: Any, rcid: str, *, browser: bool, want_json: bool, retry_after_s: int,
-               private: bool = False) -> Answer:
+               private: bool = False, progress: list[dict] | None = None) -> Answer:
     """The answer for a run's current state (no waiting)."""
     status = run.status
     if status == "completed":
@@ -87,10 +87,13 @@ def answer_for(run: Any, rcid: str, *, browser: bool, want_json: bool, retry_aft
         return json_answer(502, {"continuation": rcid, "status": "failed", "reason": reason, "error": error},
                            [("cache-control", "no-store")])
     if browser:
-        return _html(202, wait_page(rcid=rcid, created_ms=run.created_ms, refresh_s=retry_after_s),
+        return _html(202, wait_page(rcid=rcid, created_ms=run.created_ms, refresh_s=retry_after_s,
+                                    progress=progress),
                      [(b"retry-after", str(retry_after_s).encode())])
-    return json_answer(202, {"continuation": rcid, "status": "running"},
-                       [("retry-after", str(retry_after_s)), ("cache-control", "no-store")])
+    running: dict[str, Any] = {"continuation": rcid, "status": "running"}
+    if progress:
+        running["progress"] = progress
+    return json_answer(202, running, [("retry-after", str(retry_after_s)), ("cache-control", "no-store")])
 
 
 async def poll_answer(service: Any, rcid: Any, *, browser: bool, want_json: bool, wait_s: float) -> Answer:
@@ -115,8 +118,11 @@ async def poll_answer(service: Any, rcid: Any, *, browser: bool, want_json: bool
             run = await service.call(store.get_run_by_rcid, rcid)
         if run is None:
             return not_found(rcid, "unknown_or_expired", browser)
+    progress = None
+    if run.status in RUNNING:  # what the workers said of their progress (WITH heartbeat)
+        progress = await service.call(store.run_progress, run.run_id)
     return answer_for(run, rcid, browser=browser, want_json=want_json, retry_after_s=retry,
-                      private=settings.private)
+                      private=settings.private, progress=progress)
 
 
 def answer_to_res(answer: Answer) -> dict:

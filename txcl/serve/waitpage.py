@@ -18,9 +18,29 @@ def _since(created_ms: int | None) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def wait_page(*, rcid: str, created_ms: int | None, refresh_s: int) -> bytes:
+def progress_text(progress: object) -> str:
+    """A worker's reported progress in words: `42 of 100 done`, its `message`, or its JSON."""
+    import json
+
+    if isinstance(progress, dict):
+        done, total = progress.get("done"), progress.get("total")
+        numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (done, total))
+        if numbers:
+            text = f"{done:g} of {total:g} done"
+            message = progress.get("message")
+            return f"{text}: {message}" if isinstance(message, str) and message else text
+        if isinstance(progress.get("message"), str):
+            return progress["message"]
+    return json.dumps(progress, ensure_ascii=False, separators=(", ", ": "))[:300]
+
+
+def wait_page(*, rcid: str, created_ms: int | None, refresh_s: int, progress: list[dict] | None = None) -> bytes:
     since = _since(created_ms)
     since_html = f"<p>Started {html.escape(since)}.</p>" if since else ""
+    if progress:
+        items = "".join("<li>" + html.escape(p.get("op") or "") + ": " + html.escape(progress_text(p.get("progress")))
+                        + "</li>" for p in progress[:20])
+        since_html += '<ul id="txcl-progress">' + items + "</ul>"
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="refresh" content="{int(refresh_s)}">

@@ -177,6 +177,8 @@ class InteractionRecord:
     ack: JsonValue
     created_ms: int
     closed_ms: int | None
+    heartbeat_ms: int | None = None  # WITH heartbeat: the worker's last heartbeat
+    progress: JsonValue = None  # …and the progress it reported
 
 
 @dataclass(frozen=True)

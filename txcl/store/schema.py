@@ -72,7 +72,7 @@ KV = Component(
 
 CONTINUATIONS = Component(
     "continuations",
-    6,
+    7,
     (
     """CREATE TABLE IF NOT EXISTS snapshots (
     snapshot_id TEXT PRIMARY KEY,
@@ -175,6 +175,8 @@ CONTINUATIONS = Component(
     dispatch_ms    {bigint},
     attempts       {bigint} NOT NULL DEFAULT 0,
     ack_json       TEXT,
+    heartbeat_ms   {bigint},
+    progress_json  TEXT,
     created_ms     {bigint} NOT NULL,
     closed_ms      {bigint},
     UNIQUE (unit_id, item_index)
@@ -267,6 +269,9 @@ CONTINUATIONS = Component(
         3: (),  # v4: the index the purge reads (runs_finished), created below
         4: (),  # v5: the blobs table, created below
         5: (),  # v6: the index of runs by state and age (runs_status_created), created below
+        # v7: a worker's heartbeats (WITH heartbeat): when it last said it is alive, and its progress
+        6: ("ALTER TABLE interactions ADD COLUMN heartbeat_ms {bigint}",
+            "ALTER TABLE interactions ADD COLUMN progress_json TEXT"),
     },
 )
 

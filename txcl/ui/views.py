@@ -8,6 +8,7 @@ import json
 import time
 from typing import Any
 
+from txcl.serve.waitpage import progress_text
 from txcl.trace.reader import iso_ms
 from txcl.trace.redact import Redactor
 
@@ -128,6 +129,8 @@ def _unit_view(store: Any, unit: Any, now: int, red: Redactor) -> dict:
             "source": terminal.source if terminal else None,
             "transport": terminal.transport if terminal else None,
             "answer": shown_json(terminal.payload, 1500, red) if terminal else "",
+            "progress": progress_text(it.progress) if it.progress is not None else "",
+            "heartbeat": clock(it.heartbeat_ms) if it.heartbeat_ms else "",
         })
     return {
         "unit_id": unit.unit_id, "kind": unit.kind, "op": f"{unit.op_stack}/{unit.op_name}", "status": unit.status,

@@ -66,7 +66,7 @@ def _type_name(value) -> str:
 
 def _problem(key: str, value, pairs: dict[str, ast.WithPair]) -> str | None:
     """Why a literal value of a consumed key is wrong, or None."""
-    if key in ("timeout", "continue_after", "max_duration"):
+    if key in ("timeout", "continue_after", "max_duration", "heartbeat"):
         if not duration_ok(value):
             return f"{key} needs milliseconds or a duration such as \"3s\", got {_show(value)}"
     elif key == "mode":

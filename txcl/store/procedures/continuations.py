@@ -242,6 +242,8 @@ class ContinuationProcedures:
                 deadline = t.now + spec.budget_ms
             else:
                 deadline = None
+            every = self._policy().heartbeat_every_ms(spec.directives) if spec.tokened else None
+            due = deadline if every is None else min(d for d in (deadline, t.now + every) if d is not None)
             rows = []
             for i, item in enumerate(items):
                 opc = new_opc()
@@ -249,7 +251,7 @@ class ContinuationProcedures:
                 if i < first:  # the first window is promoted at once
                     token = new_token() if spec.tokened else None
                     rows.append((opc, unit_id, i, run["run_id"], hash_token(token) if token else None,
-                                 "dispatching", 1, input_json, deadline, node, t.now, 1, t.now))
+                                 "dispatching", 1, input_json, due, node, t.now, 1, t.now))
                     dispatches.append(Dispatch(
                         opc=opc, token=token, run_id=run["run_id"], unit_id=unit_id, op_name=spec.op_name,
                         op_stack=spec.op_stack, stage=spec.dispatch_stage, exec_target=spec.exec_target,
@@ -296,11 +298,15 @@ class ContinuationProcedures:
             deadline = None
         stage = unit["dispatch_stage"]
         directives = self._directives(unit_id, unit["directives_json"])
+        every = self._policy().heartbeat_every_ms(directives)
+        # with WITH heartbeat the interaction times out one period after its last sign of life
+        # (the dispatch, then each heartbeat), never later than its deadline
+        due = deadline if every is None else min(d for d in (deadline, t.now + every) if d is not None)
         out: list[Dispatch] = []
         updates = []
         for r in rows:
             token = new_token() if tokened else None
-            updates.append((hash_token(token) if token else None, deadline, self.node_id, t.now, r["opc"]))
+            updates.append((hash_token(token) if token else None, due, self.node_id, t.now, r["opc"]))
             out.append(
                 Dispatch(
                     opc=r["opc"], token=token, run_id=r["run_id"], unit_id=unit_id, op_name=unit["op_name"],
@@ -720,6 +726,41 @@ class ContinuationProcedures:
     # ----------------------------------------------------------------------------------------
     # completions
 
+    @write_procedure
+    def record_heartbeat(self, t: Tx, opc: str, token: str | None, progress: JsonValue = None) -> str:
+        """A worker says it is still at work (a callback with `"status": "running"`): its time
+        and `progress` are kept; under WITH heartbeat its deadline moves one period on (never
+        past the full deadline). Never a completion. Returns ``alive``, ``cancelled`` (the flow
+        gave up: the worker may stop), ``closed`` (already answered), ``expired``, ``unknown``
+        or ``bad_token``."""
+        if t.lock_run_of("interactions", "opc", opc) is None:
+            return "unknown"
+        it = t.one("SELECT * FROM interactions WHERE opc = ?", (opc,))
+        if it is None:
+            return "unknown"
+        if not token_matches(token, it["token_hash"]):
+            return "bad_token"
+        if it["status"] == "cancelled":
+            return "cancelled"
+        if it["status"] == "timed_out":
+            return "expired"
+        if it["status"] not in INTERACTION_OPEN:
+            return "closed"
+        if it["deadline_ms"] is not None and it["deadline_ms"] < t.now:
+            self._time_out(t, it, self._policy().materialize)
+            return "expired"
+        unit = t.one("SELECT * FROM await_units WHERE unit_id = ?", (it["unit_id"],))
+        every = self._policy().heartbeat_every_ms(self._directives(unit["unit_id"], unit["directives_json"]))
+        deadline = it["deadline_ms"]
+        if every is not None:
+            full = unit["deadline_ms"] if unit["deadline_ms"] is not None else (
+                (it["dispatch_ms"] or t.now) + unit["budget_ms"] if unit["budget_ms"] is not None else None)
+            deadline = t.now + every if full is None else min(full, t.now + every)
+        t.send("UPDATE interactions SET heartbeat_ms = ?, progress_json = ?, deadline_ms = ?, "
+               "version = version + 1 WHERE opc = ?",
+               (t.now, dumps(progress) if progress is not None else it["progress_json"], deadline, opc))
+        return "alive"
+
     @read_procedure
     def check_callback(self, t: Tx, opc: str, token: str | None) -> CallbackTarget:
         row = t.one("SELECT * FROM interactions WHERE opc = ?", (opc,))
@@ -1028,6 +1069,12 @@ class ContinuationProcedures:
             return None, False, []
         policy = self._policy()
         error = policy.timeout_error(unit["kind"], index)
+        every = policy.heartbeat_every_ms(self._directives(unit_id, unit["directives_json"]))
+        full = unit["deadline_ms"] if unit["deadline_ms"] is not None else (
+            (it["dispatch_ms"] or 0) + unit["budget_ms"] if unit["budget_ms"] is not None else None)
+        lapsed = every is not None and it["deadline_ms"] is not None and (full is None or it["deadline_ms"] < full)
+        if lapsed:
+            error = policy.heartbeat_missed_error(unit["kind"], index, every)
         if unit["kind"] == "itemized" and not policy.fails_fast("itemized", unit["on_item_error"]):
             t.send(
                 "INSERT INTO item_children (unit_id, item_index, opc, status, version, error_json, created_ms, "
@@ -1053,7 +1100,11 @@ class ContinuationProcedures:
             (run_id, run["cur_stage"], run["cur_visit"], unit_id),
         )
         if run["status"] == "waiting" and member is not None:
-            self._expire(t, run, reason="timed_out", detail={"unit_id": unit_id, "opc": opc})
+            if lapsed:
+                self._expire(t, run, reason="heartbeat_missed", detail={"unit_id": unit_id, "opc": opc,
+                                                                        "error": error})
+            else:
+                self._expire(t, run, reason="timed_out", detail={"unit_id": unit_id, "opc": opc})
             return None, True, []
         return None, False, []
 
@@ -1338,6 +1389,18 @@ class ContinuationProcedures:
         names = ("run_id", "rcid", "origin_rid", "status", "stack", "stage", "visit", "created_ms", "updated_ms",
                  "expires_ms", "finished_ms", "fail_reason", "attempts")
         return [dict(zip(names, r)) for r in rows]
+
+    @read_procedure
+    def run_progress(self, t: Tx, run_id: str, limit: int = 50) -> list[dict]:
+        """The progress the workers of a run's open interactions reported in their heartbeats:
+        `{"op", "item_index", "progress", "at_ms"}`, in dispatch order."""
+        rows = t.all(
+            "SELECT u.op_stack, u.op_name, u.kind, i.item_index, i.progress_json, i.heartbeat_ms FROM interactions i "
+            "JOIN await_units u ON u.unit_id = i.unit_id WHERE i.run_id = ? AND i.progress_json IS NOT NULL "
+            f"AND i.status IN {_OPEN} ORDER BY u.created_seq, i.item_index LIMIT ?", (run_id, limit))
+        return [{"op": f"{r['op_stack']}/{r['op_name']}",
+                 "item_index": r["item_index"] if r["kind"] == "itemized" else None,
+                 "progress": loads(r["progress_json"]), "at_ms": r["heartbeat_ms"]} for r in rows]
 
     @read_procedure
     def run_counts(self, t: Tx) -> dict[str, int]:

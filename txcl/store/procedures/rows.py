@@ -155,7 +155,16 @@ def interaction_record(r: Row, t: Tx | None = None) -> InteractionRecord:
         dispatch_owner=r["dispatch_owner"],
         dispatch_ms=r["dispatch_ms"], attempts=r["attempts"], ack=loads(r["ack_json"]),
         created_ms=r["created_ms"], closed_ms=r["closed_ms"],
+        heartbeat_ms=_column(r, "heartbeat_ms"), progress=loads(_column(r, "progress_json")),
     )
+
+
+def _column(r: Row, name: str) -> Any:
+    """A column a query may not have selected (None then)."""
+    try:
+        return r[name]
+    except (IndexError, KeyError):
+        return None
 
 
 def terminal_record(r: Row) -> TerminalRecord:
