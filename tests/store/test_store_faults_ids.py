@@ -107,7 +107,7 @@ def test_one_database_holds_traces_kv_and_continuations(store):
     assert store.kv_set("ns", "k", {"v": 1}, now_ms=1) == 1
     components = {st.name: st.have for st in schema.status(store.backend)}
     assert components == {c.name: c.version for c in schema.COMPONENTS}
-    assert components["continuations"] == 6 and components["traces"] == 3
+    assert components["continuations"] == 7 and components["traces"] == 3
 
 
 def test_upgrade_from_v2_drops_the_fact_counter_trigger_and_counts_once(tmp_path):
@@ -130,7 +130,7 @@ END""")
     store = open_store(path)
     raw = RawDb(store)
     assert raw.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'") == []
-    assert raw.execute("SELECT version FROM txcl_schema WHERE component = 'continuations'")[0][0] == 6
+    assert raw.execute("SELECT version FROM txcl_schema WHERE component = 'continuations'")[0][0] == 7
     park = park_barrier(store, units=[itemized(n=2, window=2)])
     complete(store, park.dispatches[0])
     unit = store.get_unit(park.unit_ids[0])
