@@ -136,3 +136,22 @@ END""")
     unit = store.get_unit(park.unit_ids[0])
     assert (unit.provider_done, unit.continuation_done) == (1, 1)
     store.close()
+
+
+def test_upgrade_from_v6_adds_the_heartbeat_columns(tmp_path):
+    """A version-6 database (before heartbeats) gets the two interaction columns in place."""
+    from contstore_util import open_store
+
+    path = tmp_path / "v6.db"
+    store = open_store(path)
+    raw = RawDb(store)
+    raw.execute("ALTER TABLE interactions DROP COLUMN heartbeat_ms")
+    raw.execute("ALTER TABLE interactions DROP COLUMN progress_json")
+    raw.execute("UPDATE txcl_schema SET version = 6 WHERE component = 'continuations'")
+    store.close()
+    store = open_store(path)
+    raw = RawDb(store)
+    columns = {r[1] for r in raw.execute("PRAGMA table_info(interactions)")}
+    assert {"heartbeat_ms", "progress_json"} <= columns
+    assert raw.execute("SELECT version FROM txcl_schema WHERE component = 'continuations'")[0][0] == 7
+    store.close()

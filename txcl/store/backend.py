@@ -53,6 +53,7 @@ class Dialect:
     seq_column: str  # an insertion-order column a table declares ("" where every row has one)
     seq_order: str  # how to order rows by insertion
     table_exists_sql: str  # one row when the table named by the parameter exists
+    column_exists_sql: str  # one row when the table (first parameter) has the column (second)
 
     def ddl(self, text: str) -> str:
         """A DDL statement with ``{bigint}``, ``{blob}``, ``{seq}`` and ``{table}`` filled in, and

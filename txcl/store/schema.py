@@ -19,6 +19,7 @@ fresh token; the earlier one stays valid).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from txcl.store.backend import SqlBackend, Tx
@@ -320,6 +321,18 @@ def check_current(backend: SqlBackend) -> None:
             raise SchemaOutdated(f"the database's {st.name} schema is {st.state}; run `txcl db upgrade`")
 
 
+_ADD_COLUMN = re.compile(r"^ALTER TABLE (\w+) ADD COLUMN (\w+) ", re.IGNORECASE)
+
+
+def _already_there(t: Tx, statement: str) -> bool:
+    """An ``ADD COLUMN`` whose column exists (SQLite has no ``IF NOT EXISTS`` for columns):
+    a database whose version row is older than its tables is upgraded all the same."""
+    found = _ADD_COLUMN.match(statement)
+    if found is None:
+        return False
+    return t.one(t.backend.dialect.column_exists_sql, (found.group(1), found.group(2))) is not None
+
+
 def migrate(backend: SqlBackend) -> list[ComponentStatus]:
     """Create or upgrade every component; returns what it found before (see the module docstring)."""
     dialect = backend.dialect
@@ -338,7 +351,8 @@ def migrate(backend: SqlBackend) -> list[ComponentStatus]:
             if st.have is not None:
                 for version in range(st.have, component.version):
                     for statement in component.upgrades.get(version, ()):
-                        t.run(dialect.ddl(statement))
+                        if not _already_there(t, statement):
+                            t.run(dialect.ddl(statement))
             for statement in component.create:
                 t.run(dialect.ddl(statement))
             t.run("INSERT INTO txcl_schema (component, version) VALUES (?, ?) "

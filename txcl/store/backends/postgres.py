@@ -54,6 +54,8 @@ POSTGRES = Dialect(
     seq_order="seq",
     table_exists_sql=("SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema() "
                       "AND table_name = ?"),
+    column_exists_sql=("SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() "
+                       "AND table_name = ? AND column_name = ?"),
 )
 
 

@@ -36,6 +36,7 @@ SQLITE = Dialect(
     seq_column="",
     seq_order="rowid",
     table_exists_sql="SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+    column_exists_sql="SELECT 1 FROM pragma_table_info(?) WHERE name = ?",
 )
 
 
