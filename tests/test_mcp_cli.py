@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("mcp")
 
-from txcl.testing.mcp_server import McpServerProcess  # noqa: E402
+from txcl.testing.mcp_server import McpServerProcess
 
 TXCL = str(Path(sys.executable).parent / "txcl")
 

@@ -9,9 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 
-pytest.importorskip("mcp")
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "mcp"
 TXCL = str(Path(sys.executable).parent / "txcl")

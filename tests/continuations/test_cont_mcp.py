@@ -13,12 +13,11 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("mcp")
 
-from cont_support import FAST_FLAGS, ServeProcess, _use_database, http_get, wait_until, write_tree  # noqa: E402
+from cont_support import FAST_FLAGS, ServeProcess, _use_database, http_get, wait_until, write_tree
 
-from txcl.runtime.budget import DISPATCH_FUEL  # noqa: E402
-from txcl.testing.mcp_server import McpServerProcess  # noqa: E402
+from txcl.runtime.budget import DISPATCH_FUEL
+from txcl.testing.mcp_server import McpServerProcess
 
 BODY = ('WHEN @web.req.body != ""\nEXEC "txco://noop"\nEMIT .in = &json(&b64decode(@web.req.body))')
 

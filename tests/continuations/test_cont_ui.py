@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import urllib.request
 
 import pytest
 from cont_support import http_get, wait_until
 
-playwright_api = pytest.importorskip("playwright.sync_api")
+from playwright import sync_api as playwright_api
+from testtools import require_tool
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run"]
 BODY = 'WHEN @web.req.body != ""\nEXEC "txco://noop"\nEMIT .in = &json(&b64decode(@web.req.body))'
@@ -38,10 +37,9 @@ def ui_tree(worker_url: str) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def browser():
-    if CHROMIUM is None:
-        pytest.skip("chromium is not installed (./run-tests installs it)")
+    chromium = require_tool("chromium")  # a missing browser fails the tests: ./run-tests installs it
     with playwright_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        b = p.chromium.launch(executable_path=chromium, args=ARGS)
         try:
             yield b
         finally:

@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("mcp")
 
-from txcl.runtime.budget import DISPATCH_FUEL  # noqa: E402
-from txcl.runtime.interpreter import Completed  # noqa: E402
-from txcl.testing.mcp_server import McpServerProcess  # noqa: E402
+from txcl.runtime.budget import DISPATCH_FUEL
+from txcl.runtime.interpreter import Completed
+from txcl.testing.mcp_server import McpServerProcess
 
 TXCL = str(Path(sys.executable).parent / "txcl")
 

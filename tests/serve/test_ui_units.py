@@ -13,11 +13,10 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("jinja2")
 
-from txcl.trace.recorder import envelope_diff  # noqa: E402
-from txcl.ui import access  # noqa: E402
-from txcl.ui.playground import evaluate_rule  # noqa: E402
+from txcl.trace.recorder import envelope_diff
+from txcl.ui import access
+from txcl.ui.playground import evaluate_rule
 
 TOKEN = "a-long-enough-admin-token"
 

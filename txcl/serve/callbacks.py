@@ -111,10 +111,9 @@ def check_and_admit(store: Any, opc: str, token: str | None, body: bytes | None,
     One store call (a read, then at most one write transaction), so it runs on the service's
     store lane and may share its commit with other admissions. `body` None: over the cap."""
     target = store.check_callback(opc, token)
-    if target.outcome == "unknown":
-        return _error(404, "txcl_unknown_op_continuation", "unknown op continuation")
-    if target.outcome == "bad_token":
-        return _error(401, "txcl_bad_token", "bad token")
+    rejected = _rejection(target.outcome)
+    if rejected is not None:
+        return rejected
     if body is None:
         return _error(413, "txcl_body_too_large", "body too large", limit=cap)
     parsed = parse_completion(body, target.unit)
@@ -126,16 +125,24 @@ def check_and_admit(store: Any, opc: str, token: str | None, body: bytes | None,
     return store.admit_terminal(opc, status, payload, source="callback", token=token)
 
 
-def heartbeat_answer(outcome: str) -> Answer:
-    """The answer to a heartbeat: 200 with `cancelled` (so a worker learns the flow gave up)."""
+def _rejection(outcome: str) -> Answer | None:
+    """The error answer of a callback or heartbeat the store turned away (None: it did not)."""
     if outcome == "unknown":
         return _error(404, "txcl_unknown_op_continuation", "unknown op continuation")
     if outcome == "bad_token":
         return _error(401, "txcl_bad_token", "bad token")
-    if outcome == "expired":
-        return _error(410, "txcl_gone", "the op continuation is gone", reason="expired")
+    if outcome in ("cancelled", "expired"):
+        return _error(410, "txcl_gone", "the op continuation is gone", reason=outcome)
+    return None
+
+
+def heartbeat_answer(outcome: str) -> Answer:
+    """The answer to a heartbeat: 200 with `cancelled` (so a worker learns the flow gave up)."""
     if outcome == "cancelled":
         return _answer(200, {"status": "cancelled", "cancelled": True})
+    rejected = _rejection(outcome)
+    if rejected is not None:
+        return rejected
     return _answer(200, {"status": "running" if outcome == "alive" else outcome, "cancelled": False})
 
 
@@ -160,14 +167,9 @@ async def handle_callback(service: Any, request: Any, opc: str) -> Answer:
         log.exception("txcl: callback %s failed", opc)
         return _error(500, "txcl_internal_error", "internal error; see the server log")
     outcome = admit.outcome
-    if outcome == "unknown":
-        return _error(404, "txcl_unknown_op_continuation", "unknown op continuation")
-    if outcome == "bad_token":
-        return _error(401, "txcl_bad_token", "bad token")
-    if outcome == "cancelled":
-        return _error(410, "txcl_gone", "the op continuation is gone", reason="cancelled")
-    if outcome == "expired":
-        return _error(410, "txcl_gone", "the op continuation is gone", reason="expired")
+    rejected = _rejection(outcome)
+    if rejected is not None:
+        return rejected
     if outcome == "duplicate":
         if release is not None and release.won and release.claim is not None:  # the first delivery's continuation never ran
             service.start_resume(release.claim)
