@@ -53,10 +53,10 @@ def tool_name(stack: str) -> str:
 
 def stack_tools(tree: Any, stacks: tuple[str, ...], workspace: Path) -> list[StackTool]:
     """The tools for `stacks`; ConfigError for a stack the tree lacks or a bad schema.json."""
-    known = set(tree.stacks()) if callable(getattr(tree, "stacks", None)) else set(getattr(tree, "stack_names", ()))
+    known = set(tree.user_stacks())
     tools = []
     for stack in stacks:
-        if known and stack not in known:
+        if stack not in known:
             from txcl.suggest import did_you_mean
 
             close = did_you_mean(stack, sorted(s for s in known if not s.startswith("_")))

@@ -97,6 +97,22 @@ _FINISHED = "('completed', 'failed', 'expired')"
 JoinErrorBuilder = Callable[[UnitRecord], JsonValue]
 
 
+def _full_deadline(unit: Row, it: Row, dispatched_default: int) -> int | None:
+    """An interaction's deadline without heartbeats: the unit's, else its dispatch + budget."""
+    if unit["deadline_ms"] is not None:
+        return unit["deadline_ms"]
+    if unit["budget_ms"] is None:
+        return None
+    return (it["dispatch_ms"] or dispatched_default) + unit["budget_ms"]
+
+
+def _next_beat(deadline: int | None, every: int | None, now: int) -> int | None:
+    """Under WITH heartbeat the deadline is one period away (never past `deadline`)."""
+    if every is None:
+        return deadline
+    return now + every if deadline is None else min(deadline, now + every)
+
+
 class ContinuationProcedures:
     """Durable runs: every procedure of the continuation store (see the module docstring)."""
 
@@ -243,7 +259,7 @@ class ContinuationProcedures:
             else:
                 deadline = None
             every = self._policy().heartbeat_every_ms(spec.directives) if spec.tokened else None
-            due = deadline if every is None else min(d for d in (deadline, t.now + every) if d is not None)
+            due = _next_beat(deadline, every, t.now)
             rows = []
             for i, item in enumerate(items):
                 opc = new_opc()
@@ -301,7 +317,7 @@ class ContinuationProcedures:
         every = self._policy().heartbeat_every_ms(directives)
         # with WITH heartbeat the interaction times out one period after its last sign of life
         # (the dispatch, then each heartbeat), never later than its deadline
-        due = deadline if every is None else min(d for d in (deadline, t.now + every) if d is not None)
+        due = _next_beat(deadline, every, t.now)
         out: list[Dispatch] = []
         updates = []
         for r in rows:
@@ -753,9 +769,7 @@ class ContinuationProcedures:
         every = self._policy().heartbeat_every_ms(self._directives(unit["unit_id"], unit["directives_json"]))
         deadline = it["deadline_ms"]
         if every is not None:
-            full = unit["deadline_ms"] if unit["deadline_ms"] is not None else (
-                (it["dispatch_ms"] or t.now) + unit["budget_ms"] if unit["budget_ms"] is not None else None)
-            deadline = t.now + every if full is None else min(full, t.now + every)
+            deadline = _next_beat(_full_deadline(unit, it, t.now), every, t.now)
         t.send("UPDATE interactions SET heartbeat_ms = ?, progress_json = ?, deadline_ms = ?, "
                "version = version + 1 WHERE opc = ?",
                (t.now, dumps(progress) if progress is not None else it["progress_json"], deadline, opc))
@@ -1070,8 +1084,7 @@ class ContinuationProcedures:
         policy = self._policy()
         error = policy.timeout_error(unit["kind"], index)
         every = policy.heartbeat_every_ms(self._directives(unit_id, unit["directives_json"]))
-        full = unit["deadline_ms"] if unit["deadline_ms"] is not None else (
-            (it["dispatch_ms"] or 0) + unit["budget_ms"] if unit["budget_ms"] is not None else None)
+        full = _full_deadline(unit, it, 0)
         lapsed = every is not None and it["deadline_ms"] is not None and (full is None or it["deadline_ms"] < full)
         if lapsed:
             error = policy.heartbeat_missed_error(unit["kind"], index, every)
