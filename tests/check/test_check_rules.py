@@ -48,6 +48,9 @@ TREE_FIXTURES = {
     "TX221": [("OPS/s/0100/job.txcl", "TX221", 1, 22)],
     "TX222": [("OPS/s/0200/use.txcl", "TX222", 1, 6), ("OPS/s/0200/use.txcl", "TX222", 2, 29)],
     "TX223": [("OPS/s/0100/a.txcl", "TX223", 1, 22)],
+    # (d.txcl, with every join option well placed, reports nothing)
+    "TX224": [("OPS/s/0100/a.txcl", "TX224", 1, 22), ("OPS/s/0100/b.txcl", "TX224", 1, 43),
+              ("OPS/s/0100/c.txcl", "TX224", 1, 65)],
     "TX230": [("OPS/s/0100/again.txcl", "TX230", 1, 6), ("OPS/s/0200/jump.txcl", "TX230", 1, 1)],
     "TX231": [("OPS/s/0100/a.txcl", "TX231", 1, 1)],
     "TX232": [("OPS/shop/0100/go.txcl", "TX232", 1, 6), ("OPS/shop/0200/guarded.txcl", "TX232", 2, 1)],
@@ -164,3 +167,22 @@ def test_good_tolerated_failures_values_pass(value) -> None:
     rule = (f'WITH mode = "async", each = .items, into = "out", on_item_error = "tolerate", '
             f'tolerated_failures = {value}\nEXEC "https://w.example/x"\n')
     assert [d.code for d in check_source(rule, "t.txcl")] == []
+
+
+@pytest.mark.parametrize("withs, message", [
+    ('join_at_scope = 300, join_deadline = "soon"', 'join_deadline needs milliseconds or a duration such as "3s", got "soon"'),
+    ('join_at_scope = 300, join_wait = -5', 'join_wait needs milliseconds or a duration such as "3s", got -5'),
+    ('join_at_scope = 300, join_deadline = "5s", on_join_deadline = "skip"',
+     'on_join_deadline must be "fail" or "continue", got "skip"'),
+    ('cancel_url = "ftp://w.example/c"', 'cancel_url needs an http(s) URL, got "ftp://w.example/c"'),
+])
+def test_join_and_cancel_options_are_checked(withs, message) -> None:
+    rule = f'WITH mode = "async", {withs}\nEXEC "https://w.example/x"\n'
+    found = [(d.code, d.message) for d in check_source(rule, "t.txcl")]
+    assert ("TX209", message) in found
+
+
+def test_cancel_url_needs_async() -> None:
+    rule = 'WITH cancel_url = "https://w.example/c"\nEXEC "https://w.example/x"\n'
+    assert [(d.code, d.message) for d in check_source(rule, "t.txcl")] == [
+        ("TX209", 'cancel_url has no effect without mode = "async"')]

@@ -7,7 +7,9 @@ calls back when the test tells it to, recording every request and its peak in-fl
         w.callback(job, {"ok": 1})        # POST {"status": "completed", "output": …}
 
 `mode` switches the ack: "ack" (202), "status:<n>" (that status), "hang" (never answers in
-time), "callback-first" (calls back before acking, from the request thread).
+time), "callback-first" (calls back before acking, from the request thread). With
+`cancel_urls=True` each ack names a cancel URL (`/cancel/<n>`); POSTs there are recorded in
+`cancels` (not as jobs) and answered with the next of `cancel_statuses` (200 once those run out).
 """
 
 from __future__ import annotations
@@ -67,8 +69,12 @@ def post_json(url: str, payload: Any, token: str | None = None, *, raw: bytes | 
 class TestWorker:
     __test__ = False
 
-    def __init__(self, mode: str = "ack", callback_output: Any = None):
+    def __init__(self, mode: str = "ack", callback_output: Any = None, *, cancel_urls: bool = False,
+                 cancel_statuses: tuple[int, ...] = ()):
         self.mode = mode
+        self.cancel_urls = cancel_urls
+        self.cancel_statuses = list(cancel_statuses)
+        self.cancels: list[Job] = []
         self.callback_output = callback_output
         self.jobs: list[Job] = []
         self.queue: "queue.Queue[Job]" = queue.Queue()
@@ -88,6 +94,14 @@ class TestWorker:
                 length = int(self.headers.get("Content-Length", "0"))
                 body = json.loads(self.rfile.read(length) or b"{}")
                 job = Job(self.path, body, {k.lower(): v for k, v in self.headers.items()}, time.time())
+                if self.path.startswith("/cancel/"):
+                    with worker.lock:
+                        worker.cancels.append(job)
+                        answer = worker.cancel_statuses.pop(0) if worker.cancel_statuses else 200
+                    self.send_response(answer)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 with worker.lock:
                     worker.jobs.append(job)
                     worker.in_flight += 1
@@ -102,7 +116,10 @@ class TestWorker:
                     payload = b'{"error": "no"}'
                 else:
                     status = 202
-                    payload = json.dumps({"job_id": f"job-{len(worker.jobs)}"}).encode()
+                    ack: dict[str, Any] = {"job_id": f"job-{len(worker.jobs)}"}
+                    if worker.cancel_urls:
+                        ack["cancel_url"] = worker.url(f"/cancel/{len(worker.jobs)}")
+                    payload = json.dumps(ack).encode()
                 try:
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")

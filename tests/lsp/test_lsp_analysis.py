@@ -46,7 +46,8 @@ def test_with_keys_cover_the_runtime_table() -> None:
     keys = {k.name for k in vocabulary.WITH_KEYS}
     assert {"timeout", "mode", "continue_after", "join_at_scope", "each", "window", "on_item_error",
             "max_duration", "into", "method", "url", "status_into", "headers", "body_encoding",
-            "body_path", "redact", "omit", "debug", "tolerated_failures", "heartbeat"} == keys
+            "body_path", "redact", "omit", "debug", "tolerated_failures", "heartbeat", "join_deadline",
+            "on_join_deadline", "join_wait", "cancel_url"} == keys
 
 
 def test_outline_from_clause_marks() -> None:

@@ -23,9 +23,9 @@ def test_db_upgrade_then_status_on_each_backend(db_url):
     shown = json.loads(up.stdout)
     assert shown["backend"] in ("sqlite", "postgresql")
     assert {c["name"]: (c["version"], c["state"]) for c in shown["components"]} == {
-        "traces": (3, "current"), "kv": (1, "current"), "continuations": (7, "current")}
+        "traces": (3, "current"), "kv": (1, "current"), "continuations": (8, "current")}
     status = txcl("db", "status", "--db", db_url)
-    assert status.returncode == 0 and "continuations  version  7 of 7  current" in status.stdout
+    assert status.returncode == 0 and "continuations  version  8 of 8  current" in status.stdout
 
 
 def test_db_status_reports_a_missing_schema_with_exit_1(new_pg_database):

@@ -107,7 +107,7 @@ def test_one_database_holds_traces_kv_and_continuations(store):
     assert store.kv_set("ns", "k", {"v": 1}, now_ms=1) == 1
     components = {st.name: st.have for st in schema.status(store.backend)}
     assert components == {c.name: c.version for c in schema.COMPONENTS}
-    assert components["continuations"] == 7 and components["traces"] == 3
+    assert components["continuations"] == 8 and components["traces"] == 3
 
 
 def test_upgrade_from_v2_drops_the_fact_counter_trigger_and_counts_once(tmp_path):
@@ -130,7 +130,7 @@ END""")
     store = open_store(path)
     raw = RawDb(store)
     assert raw.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'") == []
-    assert raw.execute("SELECT version FROM txcl_schema WHERE component = 'continuations'")[0][0] == 7
+    assert raw.execute("SELECT version FROM txcl_schema WHERE component = 'continuations'")[0][0] == 8
     park = park_barrier(store, units=[itemized(n=2, window=2)])
     complete(store, park.dispatches[0])
     unit = store.get_unit(park.unit_ids[0])
@@ -153,5 +153,30 @@ def test_upgrade_from_v6_adds_the_heartbeat_columns(tmp_path):
     raw = RawDb(store)
     columns = {r[1] for r in raw.execute("PRAGMA table_info(interactions)")}
     assert {"heartbeat_ms", "progress_json"} <= columns
-    assert raw.execute("SELECT version FROM txcl_schema WHERE component = 'continuations'")[0][0] == 7
+    assert raw.execute("SELECT version FROM txcl_schema WHERE component = 'continuations'")[0][0] == 8
+    store.close()
+
+
+def test_upgrade_from_v7_adds_join_deadlines_and_cancel_calls(tmp_path):
+    """A version-7 database (before join deadlines and cancel URLs) gets the three columns,
+    the cancel_calls table and their indexes in place."""
+    from contstore_util import open_store
+
+    path = tmp_path / "v7.db"
+    store = open_store(path)
+    raw = RawDb(store)
+    raw.execute("DROP INDEX await_units_join_deadline")
+    raw.execute("ALTER TABLE await_units DROP COLUMN join_deadline_ms")
+    raw.execute("ALTER TABLE interactions DROP COLUMN cancel_url")
+    raw.execute("ALTER TABLE interactions DROP COLUMN cancel_token")
+    raw.execute("DROP TABLE cancel_calls")
+    raw.execute("UPDATE txcl_schema SET version = 7 WHERE component = 'continuations'")
+    store.close()
+    store = open_store(path)
+    raw = RawDb(store)
+    assert "join_deadline_ms" in {r[1] for r in raw.execute("PRAGMA table_info(await_units)")}
+    assert {"cancel_url", "cancel_token"} <= {r[1] for r in raw.execute("PRAGMA table_info(interactions)")}
+    assert {r[0] for r in raw.execute("SELECT name FROM sqlite_master WHERE type = 'index'")} >= {
+        "await_units_join_deadline", "cancel_calls_due", "cancel_calls_run"}
+    assert raw.execute("SELECT version FROM txcl_schema WHERE component = 'continuations'")[0][0] == 8
     store.close()

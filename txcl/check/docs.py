@@ -235,6 +235,12 @@ tool itself, durably) can run asynchronously.""",
        'OPS/s/0300/b.txcl: WITH mode = "async" EXEC "https://w.example.net/b"',
        'OPS/s/0100/a.txcl: WITH mode = "async", join_at_scope = 300 EXEC "https://w.example.net/a"\n'
        'OPS/s/0400/b.txcl: WITH mode = "async" EXEC "https://w.example.net/b"', layout=True),
+    _d("TX224", """A join option (`join_deadline`, `on_join_deadline`, `join_wait`) on an op that does
+        not defer its join does nothing; so does `on_join_deadline` without `join_deadline`, and a
+        `join_wait` as long as the deadline never ends before it.""",
+       'OPS/s/0100/job.txcl: WITH mode = "async", join_deadline = "5s" EXEC "https://w.example.net/job"',
+       'OPS/s/0100/job.txcl: WITH mode = "async", join_at_scope = 300, join_deadline = "5s" '
+       'EXEC "https://w.example.net/job"', layout=True),
     _d("TX230", """A rule without a condition that jumps to its own stage repeats until the
         request's budget runs out.""",
        'OPS/s/0100/again.txcl: EMIT @goto = "s/100"',

@@ -18,6 +18,8 @@ from txcl.syntax import ast
 SpanT = tuple[int, int, int, int, int, int]
 _STAGE = re.compile(r"^(?:(?P<stack>[A-Za-z0-9_-]+(?:/[A-Za-z0-9_-]+)*)/)?(?P<scope>[0-9]{1,9})$")
 
+JOIN_OPTIONS = ("join_deadline", "on_join_deadline", "join_wait")
+
 
 def span_t(span: Span) -> SpanT:
     return (span.start.line, span.start.column, span.start.offset,
@@ -108,5 +110,8 @@ def extract(rule: ast.Rule) -> dict[str, Any]:
         "join": join if isinstance(join, int) and not isinstance(join, bool) else None,
         "join_span": join_span,
         "into": into if isinstance(into, str) else None,
+        # the deferred join's own options: key -> (literal value or None, span of the pair)
+        "join_options": {key: (lit(key)[0], span_t(pairs[key].span))
+                         for key in JOIN_OPTIONS if key in pairs},
         "reads": [(p.segments, p.at_sugar, span_t(p.span)) for p in read_paths(rule)],
     }

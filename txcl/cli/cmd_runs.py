@@ -31,15 +31,21 @@ def run_json(store: Any, record: Any, detail: bool) -> dict:
         return data
     data["suspends"] = [{"stage": s.stage, "visit": s.visit, "kind": s.kind, "status": s.status,
                          "members": [m[0] for m in s.members]} for s in store.list_suspends(record.run_id)]
+    from txcl.store.procedures.continuations import PASSED_OVER
+
     units = []
     for u in store.list_units(record.run_id):
         interactions = store.list_interactions(u.unit_id)
+        marker = store.get_joined_marker(u.unit_id) if u.join_at_scope is not None else None
         units.append({"unit_id": u.unit_id, "kind": u.kind, "op": f"{u.op_stack}/{u.op_name}", "status": u.status,
                       "stage": u.dispatch_stage, "join_at_scope": u.join_at_scope, "items": u.expected,
+                      "passed_over": marker is not None and marker.segment_id == PASSED_OVER,
                       "interactions": [{"opc": i.opc, "item_index": i.item_index, "status": i.status,
                                         "attempts": i.attempts, "heartbeat_ms": i.heartbeat_ms,
-                                        "progress": i.progress} for i in interactions]})
+                                        "progress": i.progress, "cancel_url": i.cancel_url}
+                                       for i in interactions]})
     data["units"] = units
+    data["cancellations"] = store.list_cancel_calls(record.run_id)
     data["result"] = record.result
     data["error"] = record.error
     return data
@@ -63,7 +69,8 @@ def _print_show(r: dict) -> None:
         click.echo(f"  suspend {s['stage']} v{s['visit']}  {s['kind']}  {s['status']}")
     for u in r["units"]:
         items = f"  items {u['items']}" if u["kind"] == "itemized" else ""
-        click.echo(f"  unit {u['unit_id']}  {u['kind']}  {u['op']}  {u['status']}{items}")
+        passed = "  (passed over at its join deadline: never merged)" if u.get("passed_over") else ""
+        click.echo(f"  unit {u['unit_id']}  {u['kind']}  {u['op']}  {u['status']}{items}{passed}")
         for i in u["interactions"][:20]:
             sent = f"  ({i['attempts']} attempts)" if i["attempts"] > 1 else ""
             if i.get("progress") is not None:
@@ -71,6 +78,10 @@ def _print_show(r: dict) -> None:
 
                 sent += f"  progress: {progress_text(i['progress'])} (heartbeat {_ms(i['heartbeat_ms'])})"
             click.echo(f"    {i['opc']}  [{i['item_index']}]  {i['status']}{sent}")
+    for c in r["cancellations"]:
+        tried = f"  ({c['attempts']} attempts)" if c["attempts"] != 1 else ""
+        error = f"  last error: {c['last_error']}" if c["last_error"] and c["status"] != "delivered" else ""
+        click.echo(f"  cancel {c['opc']} -> {c['url']}  reason {c['reason']}  {c['status']}{tried}{error}")
     if r["status"] == "completed":
         from txcl.values.jsonio import dumps
 

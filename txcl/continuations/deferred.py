@@ -14,6 +14,16 @@
   them, applies their SET POST and then runs the join scope's own ops — they never ran before
   the suspend.
 
+Beyond the wait itself (``WITH`` keys of the deferred op):
+
+- ``join_deadline``: at the join, an op still running that long after its dispatch fails the
+  run (``txcl_join_deadline``) instead of parking it; a flow parked at the join fails when the
+  deadline passes (the store's join-deadline pass). With ``on_join_deadline = "continue"`` the
+  op is passed over instead: the join scope runs without it, its late answer is recorded and
+  never merged;
+- ``join_wait``: at the join, wait in the request up to that long for an op that is nearly
+  done before parking.
+
 Several joins at one scope merge in the merge order (op name, then dispatch order), whatever
 order they finished in. Suspends are keyed by visit, so a join scope may hold its own async
 op (it parks again as the next visit) and a ``@goto`` loop may park at one stage repeatedly.
@@ -26,7 +36,8 @@ from typing import TYPE_CHECKING, Any
 
 from txcl.continuations.apply import merge_joined, rebuild_op
 from txcl.continuations.model import OpClass, build_unit, join_due
-from txcl.continuations.policy import JOIN_FAILED, POLICY
+from txcl.continuations.policy import JOIN_DEADLINE, JOIN_FAILED, POLICY
+from txcl.values.coerce import duration_to_ms
 from txcl.continuations.segment import (
     adopt_run,
     fence_of,
@@ -53,7 +64,12 @@ join_error = POLICY.join_failed_error
 
 
 def _join_entry(unit_id: str, pop: "PreparedOp", floor: int, stack: str) -> dict:
-    return {"unit_id": unit_id, "op": pop.name, "floor": floor, "stack": stack}
+    entry: dict[str, Any] = {"unit_id": unit_id, "op": pop.name, "floor": floor, "stack": stack}
+    raw = (pop.directives or {}).get("join_wait")
+    wait_ms = duration_to_ms(raw) if raw is not None else None
+    if wait_ms:
+        entry["wait_ms"] = wait_ms
+    return entry
 
 
 def due_joins(run: "Run", frame: "Frame") -> list[dict]:
@@ -65,8 +81,31 @@ def _forget(run: "Run", unit_ids: set[str]) -> None:
     run.joins = [j for j in run.joins if j.get("unit_id") not in unit_ids]
 
 
-def _fail_join(run: "Run", unit: UnitRecord) -> None:
-    run.fail({"error": join_error(unit)}, 502, reason=JOIN_FAILED)
+def _fail_join(run: "Run", unit: UnitRecord, error: Any = None) -> None:
+    error = error if error is not None else join_error(unit)
+    if isinstance(error, dict) and error.get("code") == JOIN_DEADLINE:
+        run.fail({"error": error}, 504, reason=JOIN_DEADLINE)
+    else:
+        run.fail({"error": error}, 502, reason=JOIN_FAILED)
+
+
+async def _wait_for_nearly_done(service: "Services", run: "Run", due: list[dict]) -> None:
+    """``WITH join_wait``: before parking at the join, wait in the request up to the longest
+    ``join_wait`` of the due ops for all of them to finish (checked every 50 ms, sooner when
+    the store reports a change of the run)."""
+    wait_ms = max(int(j.get("wait_ms") or 0) for j in due)
+    if wait_ms <= 0:
+        return
+    until = time.monotonic() + wait_ms / 1000.0
+    ids = [j["unit_id"] for j in due]
+    while True:
+        units = [await service.call(service.store.get_unit, unit_id) for unit_id in ids]
+        if all(u is None or u.status != "waiting" for u in units):
+            return
+        left = until - time.monotonic()
+        if left <= 0:
+            return
+        await service.wait_for_run(run.run_id, min(left, 0.05))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -136,6 +175,7 @@ async def join_check(service: "Services", walker: "OpRunner", run: "Run", frame:
         return
     rec = recorder_of(frame)
     due_ids = {j["unit_id"] for j in due}
+    await _wait_for_nearly_done(service, run, due)
 
     def build_park(merged: tuple[UnitRecord, ...]) -> tuple[Any, Any]:
         # runs inside the join check's transaction (the run is locked); the loop awaits it
@@ -151,17 +191,23 @@ async def join_check(service: "Services", walker: "OpRunner", run: "Run", frame:
     except RunLost as exc:
         run_lost(run, exc)
         return
+    if result.passed_over:
+        rec.event("continuation.join_deadline", {"stage": frame.stage, "action": "continue",
+                                                 "ops": [u.op_name for u in result.passed_over]})
     if result.outcome == "failed":
         unit = result.failed
         assert unit is not None
+        error = result.error if result.error is not None else join_error(unit)
+        missed = isinstance(error, dict) and error.get("code") == JOIN_DEADLINE
         pop = rebuild_op(walker, run, unit)
         if pop is not None:
             now_wall, now = time.time(), time.perf_counter()
-            walker.record_step(run, frame, pop, "timeout" if unit.status == "timed_out" else "error", "async",
-                               now_wall, now, rec, error=join_error(unit)["message"],
-                               extra={"unit_id": unit.unit_id, "joined": True})
-        rec.event("continuation.join", {"where": "request", "stage": frame.stage, "failed": unit.op_name})
-        _fail_join(run, unit)
+            walker.record_step(run, frame, pop, "timeout" if missed or unit.status == "timed_out" else "error",
+                               "async", now_wall, now, rec, error=error.get("message") if isinstance(error, dict)
+                               else str(error), extra={"unit_id": unit.unit_id, "joined": True})
+        rec.event("continuation.join", {"where": "request", "stage": frame.stage, "failed": unit.op_name,
+                                        **({"join_deadline": True} if missed else {})})
+        _fail_join(run, unit, error)
         segment_of(run).finished_in_store = True  # the join check failed the run in its own transaction
         return
     if result.outcome == "parked":
@@ -194,7 +240,8 @@ async def resume_join(service: "Services", walker: "OpRunner", run: "Run", frame
     join check is not repeated: the release marked the members joined)."""
     members = bundle.members
     bad = merge_joined(walker, run, frame, members, rec, steps=True, join_error=join_error)
-    _forget(run, {u.unit_id for u in members})
+    # every join due here is settled now: merged, or passed over at its join deadline
+    _forget(run, {u.unit_id for u in members} | {j["unit_id"] for j in due_joins(run, frame)})
     if bad is not None:  # the worker failed after the flow suspended at the join: the run fails
         _fail_join(run, bad)
         return

@@ -122,10 +122,19 @@ def base_spec(frame: "Frame", pop: "PreparedOp", kind: str, items: list, **extra
     op = pop.op
     directives = pop.directives or {}
     into = directives.get("into") if isinstance(directives.get("into"), str) else None
+    from txcl.continuations.policy import POLICY
+
     return UnitSpec(kind=kind, op_name=op.name, items=items, op_stack=op.stack, op_scope=op.scope,
                     dispatch_stage=frame.stage, dispatch_stack=frame.stack, into=into,
                     exec_target=op.exec_text, directives=deep_copy(directives),
-                    input_view=deep_copy(pop.prepared.input), **extra)
+                    input_view=deep_copy(pop.prepared.input), cancel_url=POLICY.cancel_url_of(directives), **extra)
+
+
+def join_deadline_of(directives: dict | None) -> int | None:
+    """``WITH join_deadline`` in ms (None: absent or not a duration)."""
+    raw = directives.get("join_deadline") if directives else None
+    ms = duration_to_ms(raw) if raw is not None else None
+    return ms if ms is not None and ms >= 0 else None
 
 
 def runs_in_process(pop: "PreparedOp") -> bool:
@@ -153,7 +162,8 @@ def build_unary(settings: "Settings", frame: "Frame", pop: "PreparedOp", opclass
     deferred = opclass.kind == "deferred"
     return base_spec(frame, pop, "unary", [worker_input(pop.prepared.dispatched)],
                      budget_ms=_worker_budget(settings, pop, deferred),
-                     join_at_scope=opclass.join_at_scope if deferred else None, fuel_used=in_process_fuel(pop, 1))
+                     join_at_scope=opclass.join_at_scope if deferred else None, fuel_used=in_process_fuel(pop, 1),
+                     join_deadline_ms=join_deadline_of(pop.directives) if deferred else None)
 
 
 def build_sync(settings: "Settings", frame: "Frame", pop: "PreparedOp", opclass: OpClass) -> UnitSpec:
@@ -222,7 +232,8 @@ def build_itemized(settings: "Settings", frame: "Frame", pop: "PreparedOp", opcl
         return base_spec(frame, pop, "itemized", [], join_at_scope=join, failed_error={"message": problem})
     return base_spec(frame, pop, "itemized", [deep_copy(x) for x in items], window=window_of(directives, settings),
                      on_item_error=item_policy(directives), budget_ms=_worker_budget(settings, pop, deferred),
-                     join_at_scope=join, fuel_used=in_process_fuel(pop, len(items)))
+                     join_at_scope=join, fuel_used=in_process_fuel(pop, len(items)),
+                     join_deadline_ms=join_deadline_of(directives) if deferred else None)
 
 
 def build_unit(settings: "Settings", frame: "Frame", pop: "PreparedOp", opclass: OpClass) -> UnitSpec:

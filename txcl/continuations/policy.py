@@ -23,6 +23,7 @@ RUN_LOST = "txcl_run_lost"
 OP_FAILED = "txcl_op_failed"
 RESUME_FAILED = "txcl_resume_failed"
 HEARTBEAT_MISSED = "txcl_heartbeat_missed"
+JOIN_DEADLINE = "txcl_join_deadline"
 
 
 def error_text(error: JsonValue) -> str:
@@ -117,6 +118,27 @@ class ContinuationPolicy:
                 "message": f"{what}the worker sent no heartbeat for {every_ms / 1000:g}s (WITH heartbeat)",
                 "timeout": True, "heartbeat_ms": every_ms}
 
+    def cancel_url_of(self, directives: JsonValue) -> str | None:
+        """``WITH cancel_url``: where to POST a cancellation when the flow gives up on a call
+        (a worker's ack may name its own, which then wins)."""
+        from txcl.continuations.worker_client import usable_cancel_url
+
+        url = directives.get("cancel_url") if isinstance(directives, dict) else None
+        return url if usable_cancel_url(url) else None
+
+    def passes_over_at_join_deadline(self, directives: JsonValue) -> bool:
+        """``WITH on_join_deadline = "continue"``: a deferred op not ready by its join deadline
+        is passed over (the join scope runs without it) instead of failing the run."""
+        return isinstance(directives, dict) and directives.get("on_join_deadline") == "continue"
+
+    def join_deadline_error(self, unit: UnitRecord) -> JsonValue:
+        """The run's error when a deferred op was not ready by its ``join_deadline``."""
+        raw = unit.directives.get("join_deadline") if isinstance(unit.directives, dict) else None
+        after = f" ({raw} after its dispatch)" if isinstance(raw, str) else ""
+        return {"code": JOIN_DEADLINE,
+                "message": f"deferred op {unit.op_name} was not ready by its join_deadline{after}",
+                "op": unit.op_name, "unit_id": unit.unit_id}
+
     def expiry_error(self, reason: str, detail: JsonValue) -> JsonValue:
         if reason == "heartbeat_missed" and isinstance(detail, dict) and isinstance(detail.get("error"), dict):
             return {**detail["error"], "unit_id": detail.get("unit_id"), "opc": detail.get("opc")}
@@ -138,5 +160,5 @@ class ContinuationPolicy:
 
 POLICY = ContinuationPolicy()
 
-__all__ = ["POLICY", "ContinuationPolicy", "error_text", "normalize_error", "JOIN_FAILED", "RUN_EXPIRED",
+__all__ = ["POLICY", "ContinuationPolicy", "error_text", "normalize_error", "JOIN_FAILED", "JOIN_DEADLINE", "RUN_EXPIRED",
            "RUN_LOST", "OP_FAILED"]

@@ -185,7 +185,10 @@ class ContinuationService:
                 post_dispatch(client, d, base_url=self.callback_base_url,
                               ack_timeout_ms=self.settings.async_ack_timeout, origin_rid=origin_rid)
                 for d in remote)))
-        acked = [(r.opc, r.ack) for r in results if r.ok]
+        tokens = {d.opc: d.token for d in remote}
+        # an ack naming a cancel URL keeps the call's token with it (a cancellation presents it)
+        acked: list[tuple] = [(r.opc, r.ack, tokens.get(r.opc)) if isinstance(r.ack, dict) and "cancel_url" in r.ack
+                              else (r.opc, r.ack) for r in results if r.ok]
         for d in local:
             if self.in_process.start(d):
                 acked.append((d.opc, {}))

@@ -13,10 +13,13 @@ import logging
 from typing import Any
 
 from txcl.continuations.barrier import rerun_sync_member
-from txcl.continuations.sweeper import SweepConfig, SweepReport, sweep
+from txcl.continuations.cancellations import deliver_due
+from txcl.continuations.sweeper import SweepConfig, SweepReport, sweep, sweep_join_deadlines
 from txcl.store.errors import StoreUnavailable
 
 log = logging.getLogger("txcl.continuations")
+
+DEADLINE_PERIOD_MS = 250  # the short pass: join deadlines and cancellations owed to workers
 
 
 def sweep_config(settings: Any) -> SweepConfig:
@@ -48,7 +51,34 @@ async def sweep_once(service: Any) -> SweepReport:
     if report.sync_to_rerun:
         for opc in report.sync_to_rerun:
             service.spawn(rerun_sync_member(service, opc))
+    await deliver_due(service)
     return report
+
+
+async def deadline_pass(service: Any) -> SweepReport:
+    """The short pass: runs parked past a join deadline (failed, or resumed without the op),
+    then the cancellations owed to workers. Cheap when there is nothing to do (two reads)."""
+    report = SweepReport()
+    await service.lane.apart(sweep_join_deadlines, service.store, report, materialize=service.materialize)
+    for claim in report.released:
+        service.start_resume(claim)
+    await deliver_due(service)
+    return report
+
+
+async def deadlines_forever(service: Any, period_ms: int = DEADLINE_PERIOD_MS) -> None:
+    """`deadline_pass` every `period_ms`, so join deadlines and cancellations do not wait for
+    the (much longer) sweeper period."""
+    while True:
+        try:
+            await deadline_pass(service)
+        except asyncio.CancelledError:
+            raise
+        except StoreUnavailable as exc:
+            log.warning("txcl: deadline pass skipped: %s", exc)
+        except Exception:  # noqa: BLE001 - retried next period
+            log.exception("txcl: deadline pass failed")
+        await asyncio.sleep(period_ms / 1000.0)
 
 
 async def sweep_forever(service: Any, period_ms: int) -> None:

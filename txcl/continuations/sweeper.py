@@ -44,6 +44,7 @@ class SweepConfig:
 class SweepReport:
     timed_out: list[str] = field(default_factory=list)
     expired: list[str] = field(default_factory=list)
+    join_deadline_failed: list[str] = field(default_factory=list)
     taken_over: list[ClaimRecord] = field(default_factory=list)
     stale_failed: list[str] = field(default_factory=list)
     resent: list[Dispatch] = field(default_factory=list)
@@ -59,7 +60,7 @@ class SweepReport:
     @property
     def changed(self) -> bool:
         """Did this pass change anything in the store?"""
-        return any((self.timed_out, self.expired, self.taken_over, self.stale_failed, self.resent, self.promoted,
+        return any((self.timed_out, self.expired, self.join_deadline_failed, self.taken_over, self.stale_failed, self.resent, self.promoted,
                     self.children_repaired, self.settled, self.released, self.purged_runs, self.purged_snapshots,
                     self.extra_purged))
 
@@ -111,6 +112,9 @@ def sweep(
             report.expired.append(run_id)
         elif result.claim is not None:  # its outcomes were all in: released instead of expired
             report.released.append(result.claim)
+
+    # 2b. runs parked at a join past a deferred op's join deadline fail, or go on without it
+    sweep_join_deadlines(store, report, materialize=materialize, limit=batch)
 
     # 3. resume claims without a heartbeat are taken over
     for run_id in store.stale_claims(stale_after_ms=config.stale_after_ms, limit=batch):
@@ -184,6 +188,18 @@ def sweep(
         for claim in report.resumes_to_drive:
             drive_resume(claim)
     return report
+
+
+def sweep_join_deadlines(store: ContinuationStore, report: SweepReport, *, materialize: Materializer | None = None,
+                         limit: int = 500) -> None:
+    """Runs parked at a join whose deferred op is past its ``join_deadline``: each fails with
+    ``join_deadline``, or (``on_join_deadline = "continue"``) is released without the op."""
+    for run_id in store.overdue_joins(limit=limit):
+        result = store.miss_join_deadline(run_id, materialize=materialize)
+        if result.outcome == "failed":
+            report.join_deadline_failed.append(run_id)
+        elif result.claim is not None:
+            report.released.append(result.claim)
 
 
 def _note_release(report: SweepReport, result: ReleaseResult) -> None:

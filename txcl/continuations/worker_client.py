@@ -104,6 +104,12 @@ def dispatch_headers(dispatch: Dispatch, origin_rid: str | None) -> dict[str, st
     return headers
 
 
+def usable_cancel_url(url: Any) -> bool:
+    """A cancel URL txcl will call: an absolute http(s) URL of at most 2,048 characters."""
+    return (isinstance(url, str) and len(url) <= 2048 and url.startswith(("http://", "https://"))
+            and not _BAD_HEADER.search(url))
+
+
 async def post_dispatch(client: Any, dispatch: Dispatch, *, base_url: str | None,
                         ack_timeout_ms: int, origin_rid: str | None = None) -> AckResult:
     """POST one interaction and wait for the 202 (never raises for worker problems).
@@ -143,8 +149,11 @@ async def post_dispatch(client: Any, dispatch: Dispatch, *, base_url: str | None
     if content:
         try:
             parsed = loads(content.decode("utf-8", "replace"))
-            if isinstance(parsed, dict) and "job_id" in parsed:
-                ack = {"job_id": parsed["job_id"]}
+            if isinstance(parsed, dict):
+                if "job_id" in parsed:
+                    ack["job_id"] = parsed["job_id"]
+                if usable_cancel_url(parsed.get("cancel_url")):
+                    ack["cancel_url"] = parsed["cancel_url"]
         except Exception:  # noqa: BLE001 - an unreadable ack body is ignored
             ack = {}
     return AckResult(dispatch.opc, True, ack=ack)

@@ -65,6 +65,14 @@ WITH_KEYS: tuple[WithKey, ...] = (
             '"collect"'),
     WithKey("heartbeat", "duration", 'mode = "async": the worker must POST {"status": "running"} to its '
             "callback URL at least this often, else the call times out early.", '"30s"'),
+    WithKey("join_deadline", "duration", "With join_at_scope: fail the run when the result is not in this "
+            "long after the dispatch (at the join, or while parked there).", '"30s"'),
+    WithKey("on_join_deadline", '"fail" | "continue"', "With join_deadline: fail the run (default), or "
+            "run the join scope without the result (a late result is recorded, never merged).", '"continue"'),
+    WithKey("join_wait", "duration", "With join_at_scope: at the join, wait in the request up to this long "
+            "for a result that is nearly there before answering 202.", '"500ms"'),
+    WithKey("cancel_url", "http(s) URL", 'mode = "async": POST {"status": "cancelled"} here when the flow '
+            "gives up on the call (a worker's ack may name its own).", '"https://"'),
     WithKey("tolerated_failures", 'integer or "N%"', 'With on_item_error = "tolerate": how many items may '
             "fail (a count, or a percentage of the items) before the op fails.", '"10%"'),
     WithKey("max_duration", "number (ms) or duration", "mode = \"async\": the worker's time budget "

@@ -32,6 +32,7 @@ class ContinuationExtension:
         self.workspace = workspace
         self.service: Any = None
         self.sweeper: asyncio.Task | None = None
+        self.deadlines: asyncio.Task | None = None
 
     def base_url(self) -> str:
         settings = self.settings
@@ -60,20 +61,23 @@ class ContinuationExtension:
     async def startup(self, state: Any) -> None:
         if self.service is None:
             return
-        from txcl.continuations.sweep_task import sweep_forever
+        from txcl.continuations.sweep_task import deadlines_forever, sweep_forever
 
         self.service.trace_sink = state.trace_writer
         self.service.snapshot_of(state.tree)  # resumes of this tree's runs reuse it
-        self.sweeper = asyncio.get_running_loop().create_task(
-            sweep_forever(self.service, self.settings.continuation_sweep_period))
+        loop = asyncio.get_running_loop()
+        self.sweeper = loop.create_task(sweep_forever(self.service, self.settings.continuation_sweep_period))
+        self.deadlines = loop.create_task(deadlines_forever(self.service))
 
     async def shutdown(self, state: Any, grace_s: float) -> None:
         if self.service is None:
             return
-        if self.sweeper is not None:
-            self.sweeper.cancel()
+        for task in (self.sweeper, self.deadlines):
+            if task is None:
+                continue
+            task.cancel()
             try:
-                await self.sweeper
+                await task
             except (asyncio.CancelledError, Exception):  # noqa: BLE001
                 pass
         await self.service.drain_tasks(grace_s)

@@ -19,7 +19,9 @@ from txcl.store.records import (
     CreateRunResult,
     Dispatch,
     DispatchResult,
+    CancelCall,
     ExpireResult,
+    JoinDeadlineResult,
     Fence,
     InteractionRecord,
     ItemErrorPolicy,
@@ -85,6 +87,15 @@ class StorePolicy(Protocol):
     def join_failed_error(self, unit: UnitRecord) -> JsonValue:
         """The error of a run whose deferred unit failed at its join."""
 
+    def cancel_url_of(self, directives: JsonValue) -> str | None:
+        """The cancel URL a rule names for its calls (None: none)."""
+
+    def passes_over_at_join_deadline(self, directives: JsonValue) -> bool:
+        """Whether a deferred op not ready by its join deadline is passed over (else the run fails)."""
+
+    def join_deadline_error(self, unit: UnitRecord) -> JsonValue:
+        """The error of a run whose deferred op was not ready by its join deadline."""
+
 
 @runtime_checkable
 class TraceStore(Protocol):
@@ -142,7 +153,7 @@ class ContinuationStore(Protocol):
     def park_suspend(self, run: RunSpec | str, fence: Fence, *, stage: str, kind: str, envelope: JsonValue,
                      budgets: JsonValue, units: Sequence[UnitSpec] = (),
                      member_unit_ids: Sequence[str] = ()) -> ParkResult: ...
-    def mark_ack(self, acks: Sequence[tuple[str, JsonValue]]) -> int: ...
+    def mark_ack(self, acks: Sequence[tuple[str, JsonValue] | tuple[str, JsonValue, str | None]]) -> int: ...
 
     def touch_dispatches(self, opcs: Sequence[str]) -> int: ...
 
@@ -178,6 +189,14 @@ class ContinuationStore(Protocol):
                              skip_locked: bool = True) -> TimeoutResult: ...
     def expire_run(self, run_id: str, *, materialize: Materializer | None = None,
                    skip_locked: bool = True) -> ExpireResult: ...
+    def miss_join_deadline(self, run_id: str, *, materialize: Materializer | None = None,
+                           skip_locked: bool = True) -> JoinDeadlineResult: ...
+    def overdue_joins(self, *, limit: int = 500) -> list[str]: ...
+    def cancel_calls_due(self, *, limit: int = 100) -> list[str]: ...
+    def list_cancel_calls(self, run_id: str) -> list[dict]: ...
+    def claim_cancel_calls(self, *, limit: int = 100, lease_ms: int = 30_000) -> list[CancelCall]: ...
+    def record_cancel_call(self, opc: str, *, delivered: bool, error: str | None = None,
+                           max_attempts: int = 6, backoff_ms: int = 1_000) -> str: ...
     def purge_finished(self, *, retention_ms: int, limit: int = 500) -> list[str]: ...
     def purge_snapshots(self) -> int: ...
     def resend_dispatch(self, opc: str, *, older_than_ms: int, skip_locked: bool = True) -> Dispatch | None: ...

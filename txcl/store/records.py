@@ -154,6 +154,7 @@ class UnitRecord:
     deadline_ms: int | None
     created_ms: int
     closed_ms: int | None
+    join_deadline_ms: int | None = None  # WITH join_deadline: dispatch + the deadline
 
     @property
     def deferred(self) -> bool:
@@ -179,6 +180,7 @@ class InteractionRecord:
     closed_ms: int | None
     heartbeat_ms: int | None = None  # WITH heartbeat: the worker's last heartbeat
     progress: JsonValue = None  # …and the progress it reported
+    cancel_url: str | None = None  # where txcl POSTs a cancellation (the worker's ack or WITH cancel_url)
 
 
 @dataclass(frozen=True)
@@ -293,6 +295,8 @@ class UnitSpec:
     role: MemberRole | None = None  # suspend member role; default by kind
     failed_error: JsonValue = None
     fuel_used: int = 0
+    join_deadline_ms: int | None = None  # WITH join_deadline, relative to the dispatch
+    cancel_url: str | None = None  # WITH cancel_url
 
     @property
     def tokened(self) -> bool:
@@ -437,6 +441,29 @@ class JoinResult:
     failed: UnitRecord | None = None
     park: ParkResult | None = None
     error: JsonValue = None
+    passed_over: tuple[UnitRecord, ...] = ()  # past their join deadline, never merged (on_join_deadline = "continue")
+
+
+@dataclass(frozen=True)
+class JoinDeadlineResult:
+    """The sweeper's join-deadline pass over one parked run: ``failed`` (the run failed with
+    ``join_deadline``), ``released`` (the overdue ops were passed over and the run released:
+    ``claim``), ``waiting`` (passed over, other members still pending) or ``not_due``."""
+
+    outcome: Literal["failed", "released", "waiting", "not_due"]
+    claim: "ClaimRecord | None" = None
+
+
+@dataclass(frozen=True)
+class CancelCall:
+    """A cancellation owed to a worker: POST ``{"status": "cancelled", …}`` to ``url``."""
+
+    opc: str
+    run_id: str
+    url: str
+    token: str | None
+    reason: str
+    attempts: int
 
 
 @dataclass(frozen=True)

@@ -73,7 +73,7 @@ KV = Component(
 
 CONTINUATIONS = Component(
     "continuations",
-    7,
+    8,
     (
     """CREATE TABLE IF NOT EXISTS snapshots (
     snapshot_id TEXT PRIMARY KEY,
@@ -147,11 +147,15 @@ CONTINUATIONS = Component(
     fuel_used         {bigint} NOT NULL DEFAULT 0,
     budget_ms         {bigint},
     deadline_ms       {bigint},
+    join_deadline_ms  {bigint},
     created_ms        {bigint} NOT NULL,
     closed_ms         {bigint},
     UNIQUE (run_id, created_seq)
 ){table}""",
     """CREATE INDEX IF NOT EXISTS await_units_status ON await_units(status, kind)""",
+    # deferred ops waiting past their WITH join_deadline (the sweeper's join-deadline pass)
+    """CREATE INDEX IF NOT EXISTS await_units_join_deadline ON await_units(join_deadline_ms)
+    WHERE join_deadline_ms IS NOT NULL AND status = 'waiting'""",
     """CREATE TABLE IF NOT EXISTS suspend_members (
     run_id  TEXT NOT NULL,
     stage   TEXT NOT NULL,
@@ -178,6 +182,8 @@ CONTINUATIONS = Component(
     ack_json       TEXT,
     heartbeat_ms   {bigint},
     progress_json  TEXT,
+    cancel_url     TEXT,
+    cancel_token   TEXT,
     created_ms     {bigint} NOT NULL,
     closed_ms      {bigint},
     UNIQUE (unit_id, item_index)
@@ -247,6 +253,22 @@ CONTINUATIONS = Component(
     data_json TEXT,
     PRIMARY KEY (run_id, event_key)
 ){table}""",
+    # cancellations owed to workers (their cancel URL), delivered at least once with backoff
+    """CREATE TABLE IF NOT EXISTS cancel_calls (
+    opc         TEXT PRIMARY KEY,
+    run_id      TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+    url         TEXT NOT NULL,
+    token       TEXT,
+    reason      TEXT NOT NULL,
+    status      TEXT NOT NULL,
+    attempts    {bigint} NOT NULL DEFAULT 0,
+    next_ms     {bigint} NOT NULL,
+    last_error  TEXT,
+    created_ms  {bigint} NOT NULL,
+    done_ms     {bigint}
+){table}""",
+    """CREATE INDEX IF NOT EXISTS cancel_calls_due ON cancel_calls(next_ms) WHERE status = 'pending'""",
+    """CREATE INDEX IF NOT EXISTS cancel_calls_run ON cancel_calls(run_id)""",
     """CREATE INDEX IF NOT EXISTS item_children_failed ON item_children(unit_id, item_index)
     WHERE status = 'failed'""",
     """CREATE INDEX IF NOT EXISTS runs_created ON runs(created_ms, run_id)""",
@@ -273,6 +295,11 @@ CONTINUATIONS = Component(
         # v7: a worker's heartbeats (WITH heartbeat): when it last said it is alive, and its progress
         6: ("ALTER TABLE interactions ADD COLUMN heartbeat_ms {bigint}",
             "ALTER TABLE interactions ADD COLUMN progress_json TEXT"),
+        # v8: join deadlines (WITH join_deadline) and workers' cancel URLs (the cancel_calls
+        # table and its index are created below)
+        7: ("ALTER TABLE await_units ADD COLUMN join_deadline_ms {bigint}",
+            "ALTER TABLE interactions ADD COLUMN cancel_url TEXT",
+            "ALTER TABLE interactions ADD COLUMN cancel_token TEXT"),
     },
 )
 

@@ -25,10 +25,38 @@ def _overlaps(read: tuple[str, ...], into: tuple[str, ...]) -> bool:
     return read[: len(into)] == into
 
 
-@tree_rule("TX220", "TX221", "TX222", "TX223")
+def _join_option_problems(f: dict, scope: int):
+    """(span, message) for each join option that cannot take effect (TX224)."""
+    options = f["join_options"]
+    if not options:
+        return
+    deferred = f["mode"] == "async" and f["join"] is not None and f["join"] > scope
+    if not deferred:
+        for key, (_, span) in options.items():
+            yield span, (f"{key} has no effect: this op does not defer its join (it needs mode = \"async\" "
+                         f"and a join_at_scope above its own scope {scope})")
+        return
+    deadline = options.get("join_deadline")
+    if "on_join_deadline" in options and deadline is None:
+        yield options["on_join_deadline"][1], "on_join_deadline has no effect without join_deadline"
+    wait = options.get("join_wait")
+    if wait is not None and deadline is not None:
+        from txcl.values.coerce import duration_to_ms
+
+        wait_ms = duration_to_ms(wait[0]) if wait[0] is not None else None
+        deadline_ms = duration_to_ms(deadline[0]) if deadline[0] is not None else None
+        if wait_ms is not None and deadline_ms is not None and wait_ms >= deadline_ms:
+            yield wait[1], (f"join_wait ({wait[0]}) is not shorter than join_deadline ({deadline[0]}); "
+                            "the deadline decides before the wait ends")
+
+
+@tree_rule("TX220", "TX221", "TX222", "TX223", "TX224")
 def deferred_joins(tree) -> Iterator[Diagnostic]:
     for m in tree.members:
         f = m.facts
+        for span, message in _join_option_problems(f, m.scope):
+            yield tree.diag(m, "TX224", span, message,
+                            hint="join_deadline, on_join_deadline and join_wait belong to a deferred op")
         if f["mode"] != "async" or f["join"] is None:
             continue
         join = f["join"]

@@ -66,7 +66,7 @@ def _type_name(value) -> str:
 
 def _problem(key: str, value, pairs: dict[str, ast.WithPair]) -> str | None:
     """Why a literal value of a consumed key is wrong, or None."""
-    if key in ("timeout", "continue_after", "max_duration", "heartbeat"):
+    if key in ("timeout", "continue_after", "max_duration", "heartbeat", "join_deadline", "join_wait"):
         if not duration_ok(value):
             return f"{key} needs milliseconds or a duration such as \"3s\", got {_show(value)}"
     elif key == "mode":
@@ -98,6 +98,15 @@ def _problem(key: str, value, pairs: dict[str, ast.WithPair]) -> str | None:
         if policy is None or (is_literal(policy.value) and literal_value(policy.value) != "tolerate"):
             return 'tolerated_failures has no effect without on_item_error = "tolerate"'
 
+    elif key == "on_join_deadline":
+        if value not in ("fail", "continue"):
+            return f"on_join_deadline must be \"fail\" or \"continue\", got {_show(value)}"
+    elif key == "cancel_url":
+        if not isinstance(value, str) or not value.startswith(("http://", "https://")):
+            return f"cancel_url needs an http(s) URL, got {_show(value)}"
+        mode = pairs.get("mode")
+        if mode is None or (is_literal(mode.value) and literal_value(mode.value) != "async"):
+            return 'cancel_url has no effect without mode = "async"'
     elif key in ("into", "status_into"):
         if not isinstance(value, str):
             return f"{key} needs a path string such as \"result\", got {_type_name(value)}"

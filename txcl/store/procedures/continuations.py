@@ -59,6 +59,7 @@ from txcl.store.records import (
     UNIT_TERMINAL,
     AdmitResult,
     CallbackTarget,
+    CancelCall,
     ChildRecord,
     ClaimRecord,
     CreateRunResult,
@@ -67,6 +68,7 @@ from txcl.store.records import (
     ExpireResult,
     Fence,
     InteractionRecord,
+    JoinDeadlineResult,
     JoinedMarker,
     JoinResult,
     JsonValue,
@@ -95,6 +97,10 @@ _PENDING_CHILD = "('queued', 'running')"
 _FINISHED = "('completed', 'failed', 'expired')"
 
 JoinErrorBuilder = Callable[[UnitRecord], JsonValue]
+
+# the joined marker of a deferred op passed over at its join deadline (on_join_deadline =
+# "continue"): no segment merges it, and its late answer is recorded, never merged
+PASSED_OVER = "passed-over"
 
 
 def _full_deadline(unit: Row, it: Row, dispatched_default: int) -> int | None:
@@ -239,13 +245,15 @@ class ContinuationProcedures:
                 "INSERT INTO await_units (unit_id, run_id, created_seq, kind, op_name, op_stack, op_scope, "
                 "dispatch_stage, dispatch_stack, join_at_scope, segment_id, status, expected, window_size, "
                 "on_item_error, into_path, exec_target, directives_json, input_view_json, error_json, fuel_used, "
-                "budget_ms, deadline_ms, created_ms, closed_ms) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "budget_ms, deadline_ms, join_deadline_ms, created_ms, closed_ms) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (unit_id, run["run_id"], seq, spec.kind, spec.op_name, spec.op_stack, spec.op_scope,
                  spec.dispatch_stage, spec.dispatch_stack, spec.join_at_scope, segment_id,
                  "failed" if failed else "waiting", len(items), window, spec.on_item_error, spec.into,
                  spec.exec_target, dumps(spec.directives), pack(spec.input_view, own_blobs), dumps(spec.failed_error),
-                 spec.fuel_used, spec.budget_ms, spec.deadline_ms, t.now, t.now if failed else None),
+                 spec.fuel_used, spec.budget_ms, spec.deadline_ms,
+                 t.now + spec.join_deadline_ms if spec.join_deadline_ms is not None and not failed else None,
+                 t.now, t.now if failed else None),
             )
             seq += 1
             unit_ids.append(unit_id)
@@ -260,6 +268,7 @@ class ContinuationProcedures:
                 deadline = None
             every = self._policy().heartbeat_every_ms(spec.directives) if spec.tokened else None
             due = _next_beat(deadline, every, t.now)
+            cancel_url = spec.cancel_url if spec.tokened else None
             rows = []
             for i, item in enumerate(items):
                 opc = new_opc()
@@ -267,7 +276,8 @@ class ContinuationProcedures:
                 if i < first:  # the first window is promoted at once
                     token = new_token() if spec.tokened else None
                     rows.append((opc, unit_id, i, run["run_id"], hash_token(token) if token else None,
-                                 "dispatching", 1, input_json, due, node, t.now, 1, t.now))
+                                 "dispatching", 1, input_json, due, node, t.now, 1, t.now, cancel_url,
+                                 token if cancel_url else None))
                     dispatches.append(Dispatch(
                         opc=opc, token=token, run_id=run["run_id"], unit_id=unit_id, op_name=spec.op_name,
                         op_stack=spec.op_stack, stage=spec.dispatch_stage, exec_target=spec.exec_target,
@@ -275,11 +285,11 @@ class ContinuationProcedures:
                         input=item, deadline_ms=deadline, attempts=1))
                 else:
                     rows.append((opc, unit_id, i, run["run_id"], None, "queued", 0, input_json, None, None,
-                                 None, 0, t.now))
+                                 None, 0, t.now, None, None))
             t.many(
                 "INSERT INTO interactions (opc, unit_id, item_index, run_id, token_hash, status, version, "
-                "input_json, deadline_ms, dispatch_owner, dispatch_ms, attempts, created_ms) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "input_json, deadline_ms, dispatch_owner, dispatch_ms, attempts, created_ms, cancel_url, "
+                "cancel_token) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 rows,
             )
             if deadline is not None:
@@ -318,11 +328,13 @@ class ContinuationProcedures:
         # with WITH heartbeat the interaction times out one period after its last sign of life
         # (the dispatch, then each heartbeat), never later than its deadline
         due = _next_beat(deadline, every, t.now)
+        cancel_url = self._policy().cancel_url_of(directives) if tokened else None
         out: list[Dispatch] = []
         updates = []
         for r in rows:
             token = new_token() if tokened else None
-            updates.append((hash_token(token) if token else None, due, self.node_id, t.now, r["opc"]))
+            updates.append((hash_token(token) if token else None, due, self.node_id, t.now, cancel_url,
+                            token if cancel_url else None, r["opc"]))
             out.append(
                 Dispatch(
                     opc=r["opc"], token=token, run_id=r["run_id"], unit_id=unit_id, op_name=unit["op_name"],
@@ -334,7 +346,8 @@ class ContinuationProcedures:
             )
         t.many(
             "UPDATE interactions SET status = 'dispatching', token_hash = ?, deadline_ms = ?, dispatch_owner = ?, "
-            "dispatch_ms = ?, attempts = 1, version = version + 1 WHERE opc = ? AND status = 'queued'",
+            "dispatch_ms = ?, cancel_url = ?, cancel_token = ?, attempts = 1, version = version + 1 "
+            "WHERE opc = ? AND status = 'queued'",
             updates,
         )
         return out, deadline
@@ -398,11 +411,26 @@ class ContinuationProcedures:
         return visit, unit_ids, dispatches, parked
 
     @staticmethod
-    def _close_units(t: Tx, unit_ids: Sequence[str], interaction_status: str, unit_status: str = "cancelled") -> None:
-        """Close units: open interactions → interaction_status, pending children cancelled."""
+    def _owe_cancels(t: Tx, where: str, params: tuple, reason: str) -> None:
+        """Calls already sent whose worker gave (or whose rule named) a cancel URL are owed a
+        cancellation: one ``cancel_calls`` row each, delivered after the commit by the sweeper
+        (at least once, with backoff). The raw token moves there and leaves the interaction."""
+        t.send(
+            "INSERT INTO cancel_calls (opc, run_id, url, token, reason, status, attempts, next_ms, created_ms) "
+            f"SELECT opc, run_id, cancel_url, cancel_token, ?, 'pending', 0, ?, ? FROM interactions "
+            f"WHERE {where} AND status IN {_IN_FLIGHT} AND cancel_url IS NOT NULL ON CONFLICT DO NOTHING",
+            (reason, t.now, t.now, *params),
+        )
+        t.send(f"UPDATE interactions SET cancel_token = NULL WHERE {where} AND cancel_token IS NOT NULL", params)
+
+    def _close_units(self, t: Tx, unit_ids: Sequence[str], interaction_status: str, unit_status: str = "cancelled",
+                     *, reason: str = "cancelled") -> None:
+        """Close units: open interactions → interaction_status (their workers are owed a
+        cancellation for ``reason``), pending children cancelled."""
         for chunk_start in range(0, len(unit_ids), 500):
             chunk = list(unit_ids[chunk_start:chunk_start + 500])
             ph = placeholders(len(chunk))
+            self._owe_cancels(t, f"unit_id IN ({ph})", tuple(chunk), reason)
             t.send(
                 f"UPDATE interactions SET status = ?, closed_ms = ?, version = version + 1 "
                 f"WHERE unit_id IN ({ph}) AND status IN {_OPEN}",
@@ -419,23 +447,25 @@ class ContinuationProcedures:
                 (unit_status, t.now, *chunk),
             )
 
-    def _let_go(self, t: Tx, run: Row, *, expired: bool, keep_unjoined_deferred: bool) -> None:
+    def _let_go(self, t: Tx, run: Row, *, expired: bool, keep_unjoined_deferred: bool, reason: str) -> None:
         """A finished run lets go of its interactions, children, units and claims. After a
-        completion, a deferred op that was never joined keeps what was already sent open until
-        its deadline (its worker may still answer; the answer is recorded, never merged), and
-        what was never sent never will be."""
+        completion, a deferred op that was never joined (or was passed over at its join
+        deadline) keeps what was already sent open until its deadline (its worker may still
+        answer; the answer is recorded, never merged), and what was never sent never will be.
+        Every worker with a cancel URL is told the flow gave up (``reason``)."""
         run_id = run["run_id"]
         rows = t.all(
             "SELECT unit_id, (join_at_scope IS NOT NULL AND NOT EXISTS "
-            "(SELECT 1 FROM joined_markers m WHERE m.unit_id = u.unit_id)) AS unjoined "
+            "(SELECT 1 FROM joined_markers m WHERE m.unit_id = u.unit_id AND m.segment_id != ?)) AS unjoined "
             "FROM await_units u WHERE run_id = ? AND status = 'waiting'",
-            (run_id,),
+            (PASSED_OVER, run_id),
         )
         kept = [r["unit_id"] for r in rows if keep_unjoined_deferred and r["unjoined"]]
         self._close_units(t, [r["unit_id"] for r in rows if r["unit_id"] not in kept],
-                          "timed_out" if expired else "cancelled")
+                          "timed_out" if expired else "cancelled", reason=reason)
         for start in range(0, len(kept), 500):
             chunk = kept[start:start + 500]
+            self._owe_cancels(t, f"unit_id IN ({placeholders(len(chunk))})", tuple(chunk), reason)
             t.send(
                 "UPDATE interactions SET status = 'cancelled', closed_ms = ?, version = version + 1 "
                 f"WHERE unit_id IN ({placeholders(len(chunk))}) AND status = 'queued'",
@@ -533,7 +563,7 @@ class ContinuationProcedures:
                 error = policy.too_many_failures_error(failed["n"], unit["expected"], unit["on_item_error"],
                                                        failed["first"], loads(first["error_json"]))
                 t.send("UPDATE await_units SET error_json = ? WHERE unit_id = ?", (dumps(error), unit_id))
-                self._close_units(t, [unit_id], "cancelled", unit_status="failed")
+                self._close_units(t, [unit_id], "cancelled", unit_status="failed", reason="item_failed")
                 return "failed"
         if fail_fast and unit["continuation_done"] < unit["expected"]:
             # (with every fact present no child can have failed: facts follow succeeded children only)
@@ -545,7 +575,7 @@ class ContinuationProcedures:
             if bad is not None:
                 error = policy.unit_failed_error(kind, bad["item_index"], loads(bad["error_json"]))
                 t.send("UPDATE await_units SET error_json = ? WHERE unit_id = ?", (dumps(error), unit_id))
-                self._close_units(t, [unit_id], "cancelled", unit_status="failed")
+                self._close_units(t, [unit_id], "cancelled", unit_status="failed", reason="item_failed")
                 return "failed"
         expected = unit["expected"]
         done = unit["continuation_done"]
@@ -641,7 +671,8 @@ class ContinuationProcedures:
             [(u, run_id, segment, t.now) for u in joins],
         )
         if any_bad:  # fail-fast: the remaining open members are cancelled with the release
-            self._close_units(t, [m["unit_id"] for m in members if m["status"] == "waiting"], "cancelled")
+            self._close_units(t, [m["unit_id"] for m in members if m["status"] == "waiting"], "cancelled",
+                              reason="sibling_failed")
         self._event(t, run_id, "run.released", f"release:{stage}:{visit}", {"stage": stage, "visit": visit,
                                                                           "fail_fast": any_bad})
         t.notify_run(run_id)
@@ -712,11 +743,27 @@ class ContinuationProcedures:
         return ParkResult(parked, created, stage, visit, tuple(unit_ids), tuple(dispatches))
 
     @write_procedure
-    def mark_ack(self, t: Tx, acks: Sequence[tuple[str, JsonValue]]) -> int:
+    def mark_ack(self, t: Tx, acks: Sequence[tuple[str, JsonValue] | tuple[str, JsonValue, str | None]]) -> int:
         """Workers acknowledged these dispatches (``dispatching`` → ``dispatched``). A single
-        compare-and-swap per row: no run lock is needed."""
+        compare-and-swap per row: no run lock is needed. An ack that names a ``cancel_url``
+        keeps it with the call's token (the third element), which a cancellation presents."""
         n = 0
-        for opc, ack in acks:
+        for opc, ack, *rest in acks:
+            url = ack.get("cancel_url") if isinstance(ack, dict) else None
+            if isinstance(url, str):
+                token = rest[0] if rest else None
+                changed = t.run(
+                    "UPDATE interactions SET status = 'dispatched', ack_json = ?, cancel_url = ?, cancel_token = ?, "
+                    "version = version + 1 WHERE opc = ? AND status = 'dispatching'",
+                    (dumps(ack), url, token, opc),
+                )
+                n += changed
+                if not changed:  # the flow gave up before the ack arrived: the worker is told at once
+                    t.send("INSERT INTO cancel_calls (opc, run_id, url, token, reason, status, attempts, next_ms, "
+                           "created_ms) SELECT opc, run_id, ?, ?, 'cancelled', 'pending', 0, ?, ? FROM interactions "
+                           "WHERE opc = ? AND status IN ('cancelled', 'timed_out') ON CONFLICT DO NOTHING",
+                           (url, token, t.now, t.now, opc))
+                continue
             n += t.run(
                 "UPDATE interactions SET status = 'dispatched', ack_json = ?, version = version + 1 "
                 "WHERE opc = ? AND status = 'dispatching'",
@@ -932,8 +979,13 @@ class ContinuationProcedures:
         units to merge, each marked joined exactly once), fail the run when a due unit failed
         (``failed``: the run is failed in this same transaction), or park the flow here as a
         ``join`` suspend (``parked``; ``build_park`` gives the envelope and state to park, with
-        the units merged so far already in it). Units already joined or cancelled are skipped."""
+        the units merged so far already in it). Units already joined or cancelled are skipped.
+
+        A unit still waiting past its ``join_deadline`` fails the run (``join_deadline``), or
+        under ``on_join_deadline = "continue"`` is passed over: marked joined by no segment
+        (``passed_over``), its late answer recorded but never merged."""
         materializer = self._materializer(materialize)
+        policy = self._policy()
         run = self._lock(t, run_id)
         self._check_fence(run, fence)
         if not unit_ids:
@@ -949,28 +1001,152 @@ class ContinuationProcedures:
             return JoinResult("proceed")
         merged: list[UnitRecord] = []
         waiting: list[str] = []
+        passed: list[UnitRecord] = []
         for d in due:
             status = self._drain_unit(t, d["unit_id"], materializer)
             unit = unit_record(t.one("SELECT * FROM await_units WHERE unit_id = ?", (d["unit_id"],)), t)
             if status in UNIT_BAD:
                 self._insert_marker(t, unit.unit_id, run_id, fence.segment_id)
-                error = (join_error or self._policy().join_failed_error)(unit)
+                error = (join_error or policy.join_failed_error)(unit)
                 self._finish(t, run, status="failed", result=None, error=error, fail_reason="join_failed")
-                return JoinResult("failed", tuple(merged), unit, None, error)
+                return JoinResult("failed", tuple(merged), unit, None, error, tuple(passed))
             if status == "completed":
                 self._insert_marker(t, unit.unit_id, run_id, fence.segment_id)
                 merged.append(unit)
+            elif unit.join_deadline_ms is not None and unit.join_deadline_ms <= t.now:
+                if not policy.passes_over_at_join_deadline(unit.directives):
+                    error = policy.join_deadline_error(unit)
+                    self._finish(t, run, status="failed", result=None, error=error, fail_reason="join_deadline")
+                    return JoinResult("failed", tuple(merged), unit, None, error, tuple(passed))
+                self._pass_over(t, unit)
+                passed.append(unit)
             else:
                 waiting.append(unit.unit_id)
         if not waiting:
-            return JoinResult("proceed", tuple(merged))
+            return JoinResult("proceed", tuple(merged), passed_over=tuple(passed))
         if build_park is None:
             raise ValueError("join_check needs build_park when a due unit is still waiting")
         envelope, budgets = build_park(tuple(merged))
         visit, _, _, parked = self._park(t, run, fence, stage=stage, kind="join", envelope=envelope,
                                          budgets=budgets, units=(), members=[(u, "join") for u in waiting])
         t.fault("park")
-        return JoinResult("parked", tuple(merged), None, ParkResult(parked, False, stage, visit, (), ()))
+        return JoinResult("parked", tuple(merged), None, ParkResult(parked, False, stage, visit, (), ()),
+                          passed_over=tuple(passed))
+
+    def _pass_over(self, t: Tx, unit: UnitRecord) -> None:
+        """A deferred op not ready by its join deadline under ``on_join_deadline = "continue"``:
+        its marker names no segment, so nobody merges it; its calls stay open (a late answer
+        is recorded) until their own deadline."""
+        t.send("INSERT INTO joined_markers (unit_id, run_id, segment_id, joined_ms) VALUES (?, ?, ?, ?) "
+               "ON CONFLICT DO NOTHING", (unit.unit_id, unit.run_id, PASSED_OVER, t.now))
+        self._event(t, unit.run_id, "join.passed_over", f"passed_over:{unit.unit_id}",
+                    {"unit_id": unit.unit_id, "op": unit.op_name})
+
+    @write_procedure
+    def miss_join_deadline(self, t: Tx, run_id: str, *, materialize: Materializer | None = None,
+                           skip_locked: bool = True) -> JoinDeadlineResult:
+        """A run parked at a join whose deferred op is past its ``join_deadline`` (the
+        sweeper's pass): the run fails with ``join_deadline`` — or, when every overdue op says
+        ``on_join_deadline = "continue"``, they are passed over and the run is released to run
+        the join scope without them."""
+        run = t.lock_run(run_id, skip_locked=skip_locked)
+        if run is None or run["status"] != "waiting":
+            return JoinDeadlineResult("not_due")
+        materializer = self._materializer(materialize)
+        policy = self._policy()
+        where = (run_id, run["cur_stage"], run["cur_visit"])
+        overdue: list[UnitRecord] = []
+        for m in t.all("SELECT unit_id FROM suspend_members WHERE run_id = ? AND stage = ? AND visit = ? "
+                       "AND role = 'join'", where):
+            if self._drain_unit(t, m["unit_id"], materializer) != "waiting":
+                continue
+            unit = unit_record(t.one("SELECT * FROM await_units WHERE unit_id = ?", (m["unit_id"],)), t)
+            if unit.join_deadline_ms is not None and unit.join_deadline_ms <= t.now:
+                overdue.append(unit)
+        if not overdue:
+            claim = self._release(t, run_id)  # what the drain completed may release it
+            return JoinDeadlineResult("released", claim) if claim is not None else JoinDeadlineResult("not_due")
+        failing = [u for u in overdue if not policy.passes_over_at_join_deadline(u.directives)]
+        if failing:
+            t.send("UPDATE suspends SET status = 'failed', closed_ms = ? WHERE run_id = ? AND status = 'open'",
+                   (t.now, run_id))
+            self._finish(t, run, status="failed", result=None, error=policy.join_deadline_error(failing[0]),
+                         fail_reason="join_deadline")
+            return JoinDeadlineResult("failed")
+        for unit in overdue:
+            t.send("DELETE FROM suspend_members WHERE run_id = ? AND stage = ? AND visit = ? AND unit_id = ?",
+                   (*where, unit.unit_id))
+            self._pass_over(t, unit)
+        claim = self._release(t, run_id)
+        return JoinDeadlineResult("released", claim) if claim is not None else JoinDeadlineResult("waiting")
+
+    @read_procedure
+    def overdue_joins(self, t: Tx, *, limit: int = 500) -> list[str]:
+        """Runs parked at a join whose deferred op is past its join deadline."""
+        return [r["run_id"] for r in t.all(
+            "SELECT DISTINCT u.run_id FROM await_units u JOIN runs r ON r.run_id = u.run_id "
+            "JOIN suspend_members m ON m.unit_id = u.unit_id AND m.run_id = r.run_id AND m.stage = r.cur_stage "
+            "AND m.visit = r.cur_visit AND m.role = 'join' "
+            "WHERE u.join_deadline_ms IS NOT NULL AND u.status = 'waiting' AND u.join_deadline_ms <= ? "
+            "AND r.status = 'waiting' LIMIT ?",
+            (t.now, limit))]
+
+    # ----------------------------------------------------------------------------------------
+    # cancellations owed to workers
+
+    @write_procedure
+    def claim_cancel_calls(self, t: Tx, *, limit: int = 100, lease_ms: int = 30_000) -> list[CancelCall]:
+        """The cancellations due now, leased for ``lease_ms`` (another sweeper skips them
+        meanwhile; a crashed deliverer's lease runs out and they are sent again)."""
+        rows = t.all("SELECT * FROM cancel_calls WHERE status = 'pending' AND next_ms <= ? ORDER BY next_ms LIMIT ?",
+                     (t.now, limit))
+        out = []
+        for r in rows:
+            if t.run("UPDATE cancel_calls SET next_ms = ? WHERE opc = ? AND status = 'pending' AND next_ms = ?",
+                     (t.now + lease_ms, r["opc"], r["next_ms"])) == 1:
+                out.append(CancelCall(opc=r["opc"], run_id=r["run_id"], url=r["url"], token=r["token"],
+                                      reason=r["reason"], attempts=r["attempts"]))
+        return out
+
+    @write_procedure
+    def record_cancel_call(self, t: Tx, opc: str, *, delivered: bool, error: str | None = None,
+                           max_attempts: int = 6, backoff_ms: int = 1_000) -> str:
+        """The outcome of one cancellation POST: ``delivered``; else tried again after
+        ``backoff_ms`` × 2^attempts (with jitter) until ``max_attempts``, then ``abandoned``.
+        The token is forgotten once the call is settled. A run event records each outcome."""
+        row = t.one("SELECT * FROM cancel_calls WHERE opc = ?", (opc,))
+        if row is None or row["status"] != "pending":
+            return row["status"] if row is not None else "unknown"
+        attempts = row["attempts"] + 1
+        if delivered or attempts >= max_attempts:
+            status = "delivered" if delivered else "abandoned"
+            t.send("UPDATE cancel_calls SET status = ?, attempts = ?, last_error = ?, done_ms = ?, token = NULL "
+                   "WHERE opc = ?", (status, attempts, error, t.now, opc))
+        else:
+            status = "pending"
+            delay = backoff_ms * (2 ** (attempts - 1))
+            delay += int.from_bytes(os.urandom(2), "big") % max(1, delay // 4 + 1)  # jitter: up to a quarter more
+            t.send("UPDATE cancel_calls SET attempts = ?, last_error = ?, next_ms = ? WHERE opc = ?",
+                   (attempts, error, t.now + delay, opc))
+        if t.one("SELECT 1 FROM runs WHERE run_id = ?", (row["run_id"],)) is not None:
+            self._event(t, row["run_id"], f"cancel.{'sent' if delivered else 'failed'}",
+                        f"cancel:{opc}:{attempts}", {"opc": opc, "url": row["url"], "reason": row["reason"],
+                                                      "attempt": attempts, "status": status, "error": error})
+        return status
+
+    @read_procedure
+    def cancel_calls_due(self, t: Tx, *, limit: int = 100) -> list[str]:
+        return [r["opc"] for r in t.all(
+            "SELECT opc FROM cancel_calls WHERE status = 'pending' AND next_ms <= ? ORDER BY next_ms LIMIT ?",
+            (t.now, limit))]
+
+    @read_procedure
+    def list_cancel_calls(self, t: Tx, run_id: str) -> list[dict]:
+        """The cancellations owed to a run's workers, oldest first (``runs show``)."""
+        return [{"opc": r["opc"], "url": r["url"], "reason": r["reason"], "status": r["status"],
+                 "attempts": r["attempts"], "last_error": r["last_error"], "created_ms": r["created_ms"],
+                 "done_ms": r["done_ms"]}
+                for r in t.all("SELECT * FROM cancel_calls WHERE run_id = ? ORDER BY created_ms, opc", (run_id,))]
 
     @staticmethod
     def _insert_marker(t: Tx, unit_id: str, run_id: str, segment_id: str) -> bool:
@@ -1048,7 +1224,8 @@ class ContinuationProcedures:
         write_blobs(t, run_id, blobs)
         if changed != 1:
             raise RunLost(f"run {run_id} changed under finish")
-        self._let_go(t, run, expired=False, keep_unjoined_deferred=(status == "completed"))
+        self._let_go(t, run, expired=False, keep_unjoined_deferred=(status == "completed"),
+                     reason=fail_reason or ("run_finished" if status == "completed" else "run_failed"))
         self._event(t, run_id, f"run.{status}", f"finish:{status}", {"fail_reason": fail_reason})
         t.notify_run(run_id)
 
@@ -1075,6 +1252,7 @@ class ContinuationProcedures:
         """Returns (the release claim if a collect timeout completed the unit, whether the run
         expired, the items promoted into the freed window slot under collect)."""
         opc, unit_id, index, run_id = it["opc"], it["unit_id"], it["item_index"], it["run_id"]
+        self._owe_cancels(t, "opc = ?", (opc,), "timed_out")
         if t.run(f"UPDATE interactions SET status = 'timed_out', closed_ms = ?, version = version + 1 "
                  f"WHERE opc = ? AND status IN {_OPEN}", (t.now, opc)) != 1:
             return None, False, []
@@ -1104,7 +1282,8 @@ class ContinuationProcedures:
             self._settle_unit(t, unit_id)
             return self._release(t, run_id), False, promoted
         t.send("UPDATE await_units SET error_json = ? WHERE unit_id = ?", (dumps(error), unit_id))
-        self._close_units(t, [unit_id], "cancelled", unit_status="timed_out")
+        self._close_units(t, [unit_id], "cancelled", unit_status="timed_out",
+                          reason="heartbeat_missed" if lapsed else "timed_out")
         run = t.one("SELECT * FROM runs WHERE run_id = ?", (run_id,))
         member = t.one(
             "SELECT 1 FROM suspend_members m JOIN suspends s ON s.run_id = m.run_id AND s.stage = m.stage "
@@ -1174,7 +1353,7 @@ class ContinuationProcedures:
             "claim_token = NULL, segment_id = NULL, version = version + 1 WHERE run_id = ?",
             (reason, dumps(error), t.now, t.now, run_id),
         )
-        self._let_go(t, run, expired=True, keep_unjoined_deferred=False)
+        self._let_go(t, run, expired=True, keep_unjoined_deferred=False, reason=reason)
         self._event(t, run_id, "run.expired", "expired", {"reason": reason})
         t.notify_run(run_id)
 
@@ -1214,7 +1393,7 @@ class ContinuationProcedures:
         dead_units = [r["unit_id"] for r in t.all(
             "SELECT unit_id FROM await_units WHERE run_id = ? AND segment_id = ? AND status = 'waiting'",
             (run_id, old_segment))]
-        self._close_units(t, dead_units, "cancelled")
+        self._close_units(t, dead_units, "cancelled", reason="resume_lost")
         t.send("DELETE FROM joined_markers WHERE run_id = ? AND segment_id = ?", (run_id, old_segment))
         joins = [r["unit_id"] for r in t.all(
             "SELECT unit_id FROM suspend_members WHERE run_id = ? AND stage = ? AND visit = ? AND role = 'join'",

@@ -95,7 +95,7 @@ def unit_fields(r: Row, directives: Any, input_view: Any) -> dict[str, Any]:
         exec_target=r["exec_target"], directives=directives, input_view=input_view,
         output=loads(r["output_json"]), error=loads(r["error_json"]), fuel_used=r["fuel_used"],
         budget_ms=r["budget_ms"], deadline_ms=r["deadline_ms"], created_ms=r["created_ms"],
-        closed_ms=r["closed_ms"],
+        closed_ms=r["closed_ms"], join_deadline_ms=_column(r, "join_deadline_ms"),
     )
 
 
@@ -156,6 +156,7 @@ def interaction_record(r: Row, t: Tx | None = None) -> InteractionRecord:
         dispatch_ms=r["dispatch_ms"], attempts=r["attempts"], ack=loads(r["ack_json"]),
         created_ms=r["created_ms"], closed_ms=r["closed_ms"],
         heartbeat_ms=_column(r, "heartbeat_ms"), progress=loads(_column(r, "progress_json")),
+        cancel_url=_column(r, "cancel_url"),
     )
 
 
