@@ -47,6 +47,9 @@ TREE_FIXTURES = {
     "TX220": [("OPS/s/0300/job.txcl", "TX220", 1, 22)],
     "TX221": [("OPS/s/0100/job.txcl", "TX221", 1, 22)],
     "TX222": [("OPS/s/0200/use.txcl", "TX222", 1, 6), ("OPS/s/0200/use.txcl", "TX222", 2, 29)],
+    # the op writes .score by its EMIT (no `into`); scope 200 reads it, and so does scope 50,
+    # which a jump at scope 200 reaches before the join; scope 300 reads something else
+    "TX222_jumps": [("OPS/s/0050/early.txcl", "TX222", 1, 27), ("OPS/s/0200/check.txcl", "TX222", 1, 6)],
     "TX223": [("OPS/s/0100/a.txcl", "TX223", 1, 22)],
     # (d.txcl, with every join option well placed, reports nothing)
     "TX224": [("OPS/s/0100/a.txcl", "TX224", 1, 22), ("OPS/s/0100/b.txcl", "TX224", 1, 43),
@@ -175,11 +178,27 @@ def test_good_tolerated_failures_values_pass(value) -> None:
     ('join_at_scope = 300, join_deadline = "5s", on_join_deadline = "skip"',
      'on_join_deadline must be "fail" or "continue", got "skip"'),
     ('cancel_url = "ftp://w.example/c"', 'cancel_url needs an http(s) URL, got "ftp://w.example/c"'),
+    ('retries = 101', 'retries must be an integer from 0 to 100, got 101'),
+    ('retries = "3"', 'retries must be an integer from 0 to 100, got "3"'),
+    ('retries = 2, retry_backoff = "later"', 'retry_backoff needs milliseconds or a duration such as "3s", got "later"'),
+    ('retry_backoff = "2s"', 'retry_backoff has no effect without retries'),
 ])
 def test_join_and_cancel_options_are_checked(withs, message) -> None:
     rule = f'WITH mode = "async", {withs}\nEXEC "https://w.example/x"\n'
     found = [(d.code, d.message) for d in check_source(rule, "t.txcl")]
     assert ("TX209", message) in found
+
+
+def test_retries_need_async() -> None:
+    rule = 'WITH retries = 3\nEXEC "https://w.example/x"\n'
+    assert [(d.code, d.message) for d in check_source(rule, "t.txcl")] == [
+        ("TX209", 'retries has no effect without mode = "async"')]
+
+
+def test_good_retry_and_join_options_pass() -> None:
+    rule = ('WITH mode = "async", retries = 3, retry_backoff = "500ms", cancel_url = "https://w.example/c"\n'
+            'EXEC "https://w.example/x"\n')
+    assert [d.code for d in check_source(rule, "t.txcl")] == []
 
 
 def test_cancel_url_needs_async() -> None:

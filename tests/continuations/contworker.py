@@ -10,6 +10,7 @@ calls back when the test tells it to, recording every request and its peak in-fl
 time), "callback-first" (calls back before acking, from the request thread). With
 `cancel_urls=True` each ack names a cancel URL (`/cancel/<n>`); POSTs there are recorded in
 `cancels` (not as jobs) and answered with the next of `cancel_statuses` (200 once those run out).
+`ack_statuses` answers the first dispatches with those statuses (then 202).
 """
 
 from __future__ import annotations
@@ -70,8 +71,9 @@ class TestWorker:
     __test__ = False
 
     def __init__(self, mode: str = "ack", callback_output: Any = None, *, cancel_urls: bool = False,
-                 cancel_statuses: tuple[int, ...] = ()):
+                 cancel_statuses: tuple[int, ...] = (), ack_statuses: tuple[int, ...] = ()):
         self.mode = mode
+        self.ack_statuses = list(ack_statuses)
         self.cancel_urls = cancel_urls
         self.cancel_statuses = list(cancel_statuses)
         self.cancels: list[Job] = []
@@ -111,7 +113,11 @@ class TestWorker:
                     time.sleep(3)
                 if mode == "callback-first":
                     worker.callback(job, worker.callback_output or {"early": True})
-                if mode.startswith("status:"):
+                with worker.lock:
+                    scripted = worker.ack_statuses.pop(0) if worker.ack_statuses else None
+                if scripted is not None:
+                    status, payload = scripted, b'{"error": "not now"}'
+                elif mode.startswith("status:"):
                     status = int(mode.split(":", 1)[1])
                     payload = b'{"error": "no"}'
                 else:
@@ -153,12 +159,14 @@ class TestWorker:
         return self.queue.get(timeout=timeout)
 
     def callback(self, job: Job, output: Any = None, *, status: str = "completed", error: Any = None,
-                 token: str | None = "<job>", url: str | None = None) -> tuple[int, Any]:
+                 token: str | None = "<job>", url: str | None = None, retryable: bool = False) -> tuple[int, Any]:
         body: dict[str, Any] = {"status": status}
         if status == "completed":
             body["output"] = output if output is not None else {}
         elif error is not None:
             body["error"] = error
+        if retryable:
+            body["retryable"] = True
         result = post_json(url or job.callback_url, body, job.token if token == "<job>" else token)
         with self.lock:
             self.in_flight -= 1

@@ -47,7 +47,7 @@ def test_with_keys_cover_the_runtime_table() -> None:
     assert {"timeout", "mode", "continue_after", "join_at_scope", "each", "window", "on_item_error",
             "max_duration", "into", "method", "url", "status_into", "headers", "body_encoding",
             "body_path", "redact", "omit", "debug", "tolerated_failures", "heartbeat", "join_deadline",
-            "on_join_deadline", "join_wait", "cancel_url"} == keys
+            "on_join_deadline", "join_wait", "cancel_url", "retries", "retry_backoff"} == keys
 
 
 def test_outline_from_clause_marks() -> None:
@@ -98,3 +98,18 @@ def test_completion_of_a_with_key_offers_keys_not_constants():
     assert after_pair == ["timeout"]
     at_value = [c.text for c in completions("WITH retry = t", len("WITH retry = t"))]
     assert "true" in at_value
+
+
+def test_tree_findings_follow_the_buffer_and_stay_out_of_loose_files(tmp_path: Path) -> None:
+    import shutil
+
+    tree = tmp_path / "ws"
+    shutil.copytree(Path(__file__).parents[1] / "check" / "fixtures" / "trees" / "TX222_jumps", tree)
+    early = tree / "OPS" / "s" / "0050" / "early.txcl"
+    found = analysis.diagnostics_for(early.read_text(), str(early))
+    assert [(d.code, d.line, d.column) for d in found if d.code == "TX222"] == [("TX222", 1, 27)]
+    assert "reached through EMIT @goto" in next(d.message for d in found if d.code == "TX222")
+    # the unsaved buffer, not the file on disk, decides: a noqa silences it (and is used)
+    assert analysis.diagnostics_for(early.read_text().rstrip("\n") + "  # noqa: TX222\n", str(early)) == []
+    loose = tmp_path / "loose.txcl"
+    assert analysis.diagnostics_for("EMIT .x = .score\n", str(loose)) == []

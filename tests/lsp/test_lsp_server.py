@@ -175,3 +175,24 @@ async def test_a_lone_surrogate_is_reported_not_dropped(client: LanguageClient) 
     diags = await _diagnostics(client, uri)
     assert [d.code for d in diags] == ["TX002"]
     assert diags[0].range.start == types.Position(0, 10)
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_a_deferred_ops_output_read_before_its_join_is_shown(client: LanguageClient, tmp_path: Path) -> None:
+    """Tree-wide findings reach the editor: TX222 on a scope that reads what a deferred op
+    writes before its join; editing the buffer (unsaved) to read something else clears it."""
+    import shutil
+
+    tree = tmp_path / "ws"
+    shutil.copytree(Path(__file__).parents[1] / "check" / "fixtures" / "trees" / "TX222_jumps", tree)
+    path = tree / "OPS" / "s" / "0200" / "check.txcl"
+    uri = path.as_uri()
+    _open(client, uri, path.read_text())
+    diags = [d for d in await _diagnostics(client, uri) if d.code == "TX222"]
+    assert len(diags) == 1
+    assert diags[0].range.start == types.Position(0, 5)
+    assert "job (scope 100) writes .score only when it joins at scope 400" in diags[0].message
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text='WHEN .other > 5\nEMIT @goto = "s/50"\n')]))
+    assert [d for d in await _diagnostics(client, uri) if d.code == "TX222"] == []

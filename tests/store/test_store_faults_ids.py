@@ -157,15 +157,18 @@ def test_upgrade_from_v6_adds_the_heartbeat_columns(tmp_path):
     store.close()
 
 
-def test_upgrade_from_v7_adds_join_deadlines_and_cancel_calls(tmp_path):
-    """A version-7 database (before join deadlines and cancel URLs) gets the three columns,
-    the cancel_calls table and their indexes in place."""
+def test_upgrade_from_v7_adds_join_deadlines_cancel_calls_and_retries(tmp_path):
+    """A version-7 database (before join deadlines, cancel URLs and retries) gets the new
+    columns, the cancel_calls table and the indexes in place."""
     from contstore_util import open_store
 
     path = tmp_path / "v7.db"
     store = open_store(path)
     raw = RawDb(store)
     raw.execute("DROP INDEX await_units_join_deadline")
+    raw.execute("DROP INDEX interactions_retry_due")
+    for column in ("retry_count", "retry_at_ms", "retired_tokens"):
+        raw.execute(f"ALTER TABLE interactions DROP COLUMN {column}")
     raw.execute("ALTER TABLE await_units DROP COLUMN join_deadline_ms")
     raw.execute("ALTER TABLE interactions DROP COLUMN cancel_url")
     raw.execute("ALTER TABLE interactions DROP COLUMN cancel_token")
@@ -175,8 +178,9 @@ def test_upgrade_from_v7_adds_join_deadlines_and_cancel_calls(tmp_path):
     store = open_store(path)
     raw = RawDb(store)
     assert "join_deadline_ms" in {r[1] for r in raw.execute("PRAGMA table_info(await_units)")}
-    assert {"cancel_url", "cancel_token"} <= {r[1] for r in raw.execute("PRAGMA table_info(interactions)")}
+    assert {"cancel_url", "cancel_token", "retry_count", "retry_at_ms", "retired_tokens"} <= {
+        r[1] for r in raw.execute("PRAGMA table_info(interactions)")}
     assert {r[0] for r in raw.execute("SELECT name FROM sqlite_master WHERE type = 'index'")} >= {
-        "await_units_join_deadline", "cancel_calls_due", "cancel_calls_run"}
+        "await_units_join_deadline", "cancel_calls_due", "cancel_calls_run", "interactions_retry_due"}
     assert raw.execute("SELECT version FROM txcl_schema WHERE component = 'continuations'")[0][0] == 8
     store.close()

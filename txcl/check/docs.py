@@ -223,8 +223,10 @@ tool itself, durably) can run asynchronously.""",
        'OPS/s/0200/next.txcl: EMIT .x = 1',
        'OPS/s/0100/job.txcl: WITH mode = "async", join_at_scope = 200 EXEC "https://w.example.net/job"\n'
        'OPS/s/0200/next.txcl: EMIT .x = 1', layout=True),
-    _d("TX222", """A scope between a deferred op's dispatch and its join reads the op's `into`
-        path, which holds nothing yet.""",
+    _d("TX222", """A scope the flow runs between a deferred op's dispatch and its join reads what
+        the op writes when it joins (its `into`, or what its EMIT and SET POST write), which holds
+        nothing yet. The scopes are those after the op in order and any a literal `@goto` or
+        stage-jump EXEC in the same stack reaches before the join.""",
        'OPS/s/0100/job.txcl: WITH mode = "async", join_at_scope = 300, into = "job" EXEC "https://w.example.net/job"\n'
        'OPS/s/0200/use.txcl: WHEN .job.ok == true',
        'OPS/s/0100/job.txcl: WITH mode = "async", join_at_scope = 300, into = "job" EXEC "https://w.example.net/job"\n'

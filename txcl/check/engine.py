@@ -53,9 +53,11 @@ def _decode(data: bytes) -> str | None:
 
 
 def check_source(text: str | bytes, filename: str = "<string>", config: CheckConfig | None = None,
-                 stack: str | None = None) -> list[Diagnostic]:
+                 stack: str | None = None, *, tree_path: Path | None = None) -> list[Diagnostic]:
     """Every per-file finding of one buffer (syntax, TX1xx, TX2xx/TX3xx, noqa), filtered by
-    `config`. Tree-wide rules need the whole tree: use `check_paths` for them."""
+    `config`. With `tree_path` (where the buffer's file lies in an OPS tree) the tree-wide
+    findings about it are added, the buffer standing in for the file (an editor's view);
+    otherwise use `check_paths` for them."""
     config = config or CheckConfig()
     # A lone surrogate (which an editor can send) is kept as its bytes, so it is reported as
     # TX002 at its position rather than failing the encoding.
@@ -70,6 +72,8 @@ def check_source(text: str | bytes, filename: str = "<string>", config: CheckCon
     source = _decode(data)
     diags = analysis.materialize(filename, source)
     diags += loop_max_findings(analysis.facts, config.loop_max, filename, source)
+    if tree_path is not None and source is not None:
+        diags += [attrs.evolve(d, file=filename) for d in buffer_tree_findings(tree_path, source, config)]
     out = finalize(diags, source, filename, config, complete=analysis.facts is not None)
     out.sort(key=lambda d: (d.line, d.column, d.code))
     return out
@@ -337,3 +341,54 @@ def _tree_near(path: Path, trees: dict[Path, Any]) -> Any:
         except (TxclError, OSError):
             trees[workspace] = None
     return trees[workspace]
+
+
+def buffer_tree_findings(path: Path, text: str, config: CheckConfig | None = None) -> list[Diagnostic]:
+    """The tree-wide findings (deferred joins, stage jumps: TX22x, TX23x) that concern one rule
+    file of an OPS tree, with `text` standing in for the file on disk — an editor's unsaved
+    buffer. The other files come from the disk (through the analysis cache). Empty outside a
+    tree, or for a file the tree does not place."""
+    from txcl.ops.tree import WorkspaceNotFound, find_workspace
+
+    config = config or CheckConfig()
+    try:
+        workspace, ops_dir = find_workspace(path.parent)
+    except WorkspaceNotFound:
+        return []
+    target = os.path.abspath(path)
+    scan = _scan(ops_dir)
+    cache = AnalysisCache(workspace)
+    members: list[Member] = []
+    sources: dict[str, str] = {}
+    shown_target = None
+    for entry in scan.entries:
+        entry_path = os.fspath(entry.path)
+        shown = display_path(entry_path)
+        if os.path.abspath(entry_path) == target:
+            data, shown_target = text.encode("utf-8"), shown
+        else:
+            try:
+                with open(entry_path, "rb") as fh:
+                    data = fh.read()
+            except OSError:
+                continue
+        system = bool(entry.stack) and entry.stack.startswith("_") and "/" in entry.stack
+        key = key_of(data, system)
+        analysis = cache.get(key)
+        if analysis is None:
+            analysis = analyze(data, shown, entry.stack)
+            cache.put(key, analysis)
+        source = _decode(data)
+        if source is not None:
+            sources[shown] = source
+        if analysis.facts is not None:
+            members.append(Member(shown, entry.stack, entry.scope, entry.name, analysis.facts))
+    cache.save()
+    if shown_target is None:
+        return []
+    tree = TreeContext(members, source_of=sources.get)
+    found: list[Diagnostic] = []
+    for registered in _base.TREE_RULES:
+        if any(config.enabled(c) for c in registered.codes):
+            found.extend(d for d in registered.fn(tree) if d.file == shown_target)
+    return found  # (unfiltered: `check_source` applies the configuration and noqa with the file's own)

@@ -114,4 +114,6 @@ def extract(rule: ast.Rule) -> dict[str, Any]:
         "join_options": {key: (lit(key)[0], span_t(pairs[key].span))
                          for key in JOIN_OPTIONS if key in pairs},
         "reads": [(p.segments, p.at_sugar, span_t(p.span)) for p in read_paths(rule)],
+        # what the op's EMIT and SET POST write (merged with a deferred op's result at its join)
+        "writes": [a.target.segments for a in (*rule.emit, *rule.set_post) if not a.target.at_sugar],
     }

@@ -1,6 +1,7 @@
-"""`txcl runs [list|show ID|cancel ID] [--state S] [--json]`: durable runs and their states.
-Bare `txcl runs` lists. `show` and `cancel` accept a run id or an rcid; exit 1 when no such run
-exists (or, for `cancel`, when it had already finished)."""
+"""`txcl runs [list|show ID|cancel ID|retry ID] [--state S] [--json]`: durable runs and their
+states. Bare `txcl runs` lists. `show`, `cancel` and `retry` accept a run id or an rcid; exit 1
+when no such run exists (or, for `cancel`, when it had already finished; for `retry`, when it
+cannot be retried)."""
 
 from __future__ import annotations
 
@@ -42,7 +43,8 @@ def run_json(store: Any, record: Any, detail: bool) -> dict:
                       "passed_over": marker is not None and marker.segment_id == PASSED_OVER,
                       "interactions": [{"opc": i.opc, "item_index": i.item_index, "status": i.status,
                                         "attempts": i.attempts, "heartbeat_ms": i.heartbeat_ms,
-                                        "progress": i.progress, "cancel_url": i.cancel_url}
+                                        "progress": i.progress, "cancel_url": i.cancel_url,
+                                        "retries": i.retry_count, "retry_at_ms": i.retry_at_ms}
                                        for i in interactions]})
     data["units"] = units
     data["cancellations"] = store.list_cancel_calls(record.run_id)
@@ -72,7 +74,10 @@ def _print_show(r: dict) -> None:
         passed = "  (passed over at its join deadline: never merged)" if u.get("passed_over") else ""
         click.echo(f"  unit {u['unit_id']}  {u['kind']}  {u['op']}  {u['status']}{items}{passed}")
         for i in u["interactions"][:20]:
-            sent = f"  ({i['attempts']} attempts)" if i["attempts"] > 1 else ""
+            retried = f", {i['retries']} retries" if i.get("retries") else ""
+            sent = f"  ({i['attempts']} attempts{retried})" if i["attempts"] > 1 else ""
+            if i.get("retry_at_ms") and i["status"] == "queued":
+                sent += f"  retry due {_ms(i['retry_at_ms'])}"
             if i.get("progress") is not None:
                 from txcl.serve.waitpage import progress_text
 
@@ -92,13 +97,33 @@ def _print_show(r: dict) -> None:
         click.echo("  error " + dumps(r["error"]))
 
 
+def _report_retry(ident: str, record: Any, result: Any, as_json: bool) -> int:
+    from txcl.cli.durable import echo_json
+
+    if result is None:
+        echo_json({"run_id": ident, "status": "unknown"}) if as_json else click.echo(f"txcl: no run {ident}", err=True)
+        return 1
+    if as_json:
+        echo_json({"run_id": record.run_id, "status": result.outcome, "units": list(result.units),
+                   "calls": result.calls, "reason": result.reason})
+    elif result.outcome == "retried":
+        click.echo(f"retried {record.run_id}: {result.calls} call(s) of {len(result.units)} op(s) go out again; "
+                   "the run waits for them (the running server sends them)")
+    elif result.outcome == "not_retryable":
+        click.echo(f"txcl: run {record.run_id} cannot be retried: {result.reason}", err=True)
+    else:
+        click.echo(f"txcl: run {record.run_id} is {result.outcome}; only a failed or expired run can be retried",
+                   err=True)
+    return 0 if result.outcome == "retried" else 1
+
+
 # A run is in exactly one of these states; `running` names the first three together (it is the
 # word a poll answers with while the run is not finished).
 STATES = ("running", "active", "waiting", "resuming", "completed", "failed", "expired")
 
 
 @click.command("runs")
-@click.argument("action", required=False, type=click.Choice(["list", "show", "cancel"]))
+@click.argument("action", required=False, type=click.Choice(["list", "show", "cancel", "retry"]))
 @click.argument("ident", required=False)
 @click.option("--state", "state", default=None, type=click.Choice(STATES),
               help="Only runs in this state (list); running = active, waiting or resuming.")
@@ -109,13 +134,15 @@ STATES = ("running", "active", "waiting", "resuming", "completed", "failed", "ex
 @click.option("--workspace", "directory", default=".", help="The workspace.")
 def command(action: str | None, ident: str | None, state: str | None, as_json: bool, limit: int,
             reason: str | None, db: str | None, directory: str) -> None:
-    """List durable runs, show one run (by run id or rcid), or cancel one: its open calls are
-    cancelled (late callbacks get 410) and it fails with reason `cancelled`."""
+    """List durable runs, show one run (by run id or rcid), cancel one (its open calls are
+    cancelled, late callbacks get 410, workers with a cancel URL are told, and it fails with
+    reason `cancelled`), or retry one that failed because of its async ops (its failed calls
+    are sent again by the running server, and the run resumes from where it waited)."""
     from txcl.cli.common import fail
     from txcl.cli.durable import echo_json, open_settings, open_store
 
     action = action or "list"
-    if action in ("show", "cancel") and not ident:
+    if action in ("show", "cancel", "retry") and not ident:
         fail(f"runs {action} needs a RUN_ID or RCID")
     if action == "list" and ident:
         fail("runs list takes no argument (use --state)")
@@ -139,6 +166,10 @@ def command(action: str | None, ident: str | None, state: str | None, as_json: b
             else:
                 click.echo(f"txcl: run {record.run_id} had already finished ({outcome}); nothing to cancel", err=True)
             code = 0 if outcome == "cancelled" else 1
+        elif action == "retry":
+            record = store.get_run_by_rcid(ident) if ident.startswith("rc_") else store.get_run(ident)
+            result = store.retry_run(record.run_id) if record is not None else None
+            code = _report_retry(ident, record, result, as_json)
         else:
             record = store.get_run_by_rcid(ident) if ident.startswith("rc_") else store.get_run(ident)
             if record is None:

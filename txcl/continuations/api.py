@@ -7,6 +7,7 @@
     complete(service.store, opc, {"status": "completed", "output": {"ok": True}})
     record = wait(service.store, outcome.run_id, timeout=60)        # the run once finished
     cancel(service.store, run_id, reason="duplicate order")         # an operator gives up on a run
+    retry(service.store, run_id)                                    # …or gives a failed one another go
 
 `complete` admits an outcome exactly as `txcl complete` does (admit, then continue; no token) and drives the
 resume in-process when it wins the release.
@@ -79,6 +80,16 @@ def cancel(store: Any, run_id: str, reason: str | None = None) -> str:
     get 410) and it fails with reason ``cancelled``. Returns ``cancelled``, the state of a run
     that had already finished, or ``unknown``."""
     return store.cancel_run(run_id, reason=reason)
+
+
+def retry(store: Any, run_id: str) -> Any:
+    """Give a run that failed because of its async ops another go (as `txcl runs retry`): the
+    calls of its last wait without a completed answer are sent again, and once they answer the
+    run resumes from the envelope saved when it began to wait. Returns a
+    :class:`~txcl.store.records.RetryResult` (``outcome`` ``retried``, ``unknown``, the state of
+    a run that is not failed, or ``not_retryable`` with ``reason``). The calls go out from a
+    running `txcl serve` (within 250 ms) or `txcl sweep`."""
+    return store.retry_run(run_id)
 
 
 def wait(store: Any, run_id: str, timeout: float = 600.0, interval: float = 0.2) -> Any:

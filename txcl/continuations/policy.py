@@ -24,6 +24,9 @@ OP_FAILED = "txcl_op_failed"
 RESUME_FAILED = "txcl_resume_failed"
 HEARTBEAT_MISSED = "txcl_heartbeat_missed"
 JOIN_DEADLINE = "txcl_join_deadline"
+MAX_RETRIES = 100
+RETRY_BACKOFF_MS = 1_000
+MAX_RETRY_WAIT_MS = 600_000
 
 
 def error_text(error: JsonValue) -> str:
@@ -117,6 +120,27 @@ class ContinuationPolicy:
         return {"code": HEARTBEAT_MISSED,
                 "message": f"{what}the worker sent no heartbeat for {every_ms / 1000:g}s (WITH heartbeat)",
                 "timeout": True, "heartbeat_ms": every_ms}
+
+    def retries_of(self, directives: JsonValue) -> tuple[int, int]:
+        """``WITH retries = N, retry_backoff = "1s"``: how often a failed call is sent again
+        (0 to 100; 0 when absent or invalid) and the first wait (default 1 s)."""
+        from txcl.values.coerce import duration_to_ms
+
+        if not isinstance(directives, dict):
+            return 0, RETRY_BACKOFF_MS
+        raw = directives.get("retries")
+        count = raw if isinstance(raw, int) and not isinstance(raw, bool) and 0 <= raw <= MAX_RETRIES else 0
+        backoff = directives.get("retry_backoff")
+        ms = duration_to_ms(backoff) if backoff is not None else None
+        return count, ms if ms is not None and ms >= 0 else RETRY_BACKOFF_MS
+
+    def retry_delay_ms(self, backoff_ms: int, retries_done: int) -> int:
+        """The wait before retry number ``retries_done + 1``: ``backoff`` doubled per retry
+        already done, at most 10 minutes, plus up to a quarter of jitter."""
+        import random
+
+        delay = min(backoff_ms * (2 ** min(retries_done, 30)), MAX_RETRY_WAIT_MS)
+        return delay + random.randint(0, delay // 4)
 
     def cancel_url_of(self, directives: JsonValue) -> str | None:
         """``WITH cancel_url``: where to POST a cancellation when the flow gives up on a call

@@ -206,7 +206,8 @@ class ContinuationService:
             after_result = await self.call(step)
         claims: list[ClaimRecord] = []
         for r in failed:
-            _, release = await self.complete(r.opc, "failed", {"message": r.error}, source="ack")
+            _, release = await self.complete(r.opc, "failed", {"message": r.error}, source="ack",
+                                             retryable=r.retryable)
             if release is not None and release.won and release.claim is not None:
                 claims.append(release.claim)
         if after is not None and failed:
@@ -227,12 +228,14 @@ class ContinuationService:
 
     # ------------------------------------------------------------------ completions
     async def complete(self, opc: str, status: str, payload: Any, *, source: str, token: str | None = None,
-                       best_effort: bool = False, transport: str | None = None
+                       best_effort: bool = False, transport: str | None = None, retryable: bool = False
                        ) -> tuple[AdmitResult, ReleaseResult | None]:
         """Admit one interaction's outcome, then (when admitted) continue it: materialise, settle,
-        try the release. Items the admission promoted are sent."""
+        try the release. Items the admission promoted are sent. A `retryable` failure under
+        WITH retries is sent again later instead (outcome ``retrying``)."""
         admit = await self.call_batched(self.store.admit_terminal, opc, status, payload, source=source,
-                                             token=token, best_effort=best_effort, transport=transport)
+                                             token=token, best_effort=best_effort, transport=transport,
+                                             retryable=retryable)
         return await self.continue_admitted(admit)
 
     async def continue_admitted(self, admit: AdmitResult) -> tuple[AdmitResult, ReleaseResult | None]:
@@ -247,6 +250,9 @@ class ContinuationService:
             release = await self.call_batched(self.store.continue_release, admit.opc,
                                                    materialize=self.materialize)
             return admit, release
+        if admit.outcome == "retrying":
+            self.send_later(admit.dispatches)  # what the freed window slot let out
+            return admit, None
         if admit.outcome != "admitted":
             return admit, None
         if admit.dispatches:

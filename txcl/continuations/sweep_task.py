@@ -14,7 +14,7 @@ from typing import Any
 
 from txcl.continuations.barrier import rerun_sync_member
 from txcl.continuations.cancellations import deliver_due
-from txcl.continuations.sweeper import SweepConfig, SweepReport, sweep, sweep_join_deadlines
+from txcl.continuations.sweeper import SweepConfig, SweepReport, sweep, sweep_due_retries, sweep_join_deadlines
 from txcl.store.errors import StoreUnavailable
 
 log = logging.getLogger("txcl.continuations")
@@ -57,11 +57,19 @@ async def sweep_once(service: Any) -> SweepReport:
 
 async def deadline_pass(service: Any) -> SweepReport:
     """The short pass: runs parked past a join deadline (failed, or resumed without the op),
-    then the cancellations owed to workers. Cheap when there is nothing to do (two reads)."""
+    calls whose retry is due (sent again), then the cancellations owed to workers. Cheap when
+    there is nothing to do (three reads)."""
     report = SweepReport()
-    await service.lane.apart(sweep_join_deadlines, service.store, report, materialize=service.materialize)
+
+    def store_work() -> None:
+        sweep_join_deadlines(service.store, report, materialize=service.materialize)
+        sweep_due_retries(service.store, report)
+
+    await service.lane.apart(store_work)
     for claim in report.released:
         service.start_resume(claim)
+    if report.promoted:
+        service.send_later(report.promoted)
     await deliver_due(service)
     return report
 

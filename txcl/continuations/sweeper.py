@@ -113,8 +113,10 @@ def sweep(
         elif result.claim is not None:  # its outcomes were all in: released instead of expired
             report.released.append(result.claim)
 
-    # 2b. runs parked at a join past a deferred op's join deadline fail, or go on without it
+    # 2b. runs parked at a join past a deferred op's join deadline fail, or go on without it;
+    # calls whose retry is due go out again
     sweep_join_deadlines(store, report, materialize=materialize, limit=batch)
+    sweep_due_retries(store, report, limit=batch)
 
     # 3. resume claims without a heartbeat are taken over
     for run_id in store.stale_claims(stale_after_ms=config.stale_after_ms, limit=batch):
@@ -200,6 +202,16 @@ def sweep_join_deadlines(store: ContinuationStore, report: SweepReport, *, mater
             report.join_deadline_failed.append(run_id)
         elif result.claim is not None:
             report.released.append(result.claim)
+
+
+def sweep_due_retries(store: ContinuationStore, report: SweepReport, *, limit: int = 500) -> None:
+    """Calls whose ``WITH retries`` wait is over go out again (as their unit's window allows)."""
+    for unit_id in store.due_retries(limit=limit):
+        if _claim_unit(unit_id):
+            try:
+                report.promoted.extend(store.promote_window(unit_id))
+            finally:
+                _release_unit(unit_id)
 
 
 def _note_release(report: SweepReport, result: ReleaseResult) -> None:

@@ -36,6 +36,7 @@ class AckResult:
     ok: bool
     ack: Any = None  # the ack body ({"job_id": …} or {})
     error: str | None = None
+    retryable: bool = False  # no answer in time, no connection, or a 5xx: worth sending again
 
     @property
     def job_id(self) -> Any:
@@ -78,6 +79,8 @@ def dispatch_body(dispatch: Dispatch, base_url: str | None) -> dict:
     if dispatch.kind == "itemized":
         txc["item_index"] = dispatch.item_index
         txc["item_count"] = dispatch.item_count
+    if dispatch.retry:  # WITH retries: this call failed before and is tried again (a fresh token)
+        txc["retry"] = dispatch.retry
     directives = dispatch.directives if isinstance(dispatch.directives, dict) else {}
     if directives.get("heartbeat") is not None:
         from txcl.values.coerce import duration_to_ms
@@ -89,7 +92,8 @@ def dispatch_body(dispatch: Dispatch, base_url: str | None) -> dict:
 
 
 def dispatch_headers(dispatch: Dispatch, origin_rid: str | None) -> dict[str, str]:
-    headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT, "Idempotency-Key": dispatch.opc}
+    headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT,
+               "Idempotency-Key": dispatch.idempotency_key}
     if origin_rid:
         headers["X-Request-ID"] = origin_rid
     directives = dispatch.directives if isinstance(dispatch.directives, dict) else {}
@@ -128,23 +132,26 @@ async def post_dispatch(client: Any, dispatch: Dispatch, *, base_url: str | None
             async with asyncio.timeout(seconds):
                 status, content = await client.post(target, headers, body)
         except (TimeoutError, asyncio.TimeoutError):
-            return AckResult(dispatch.opc, False, error=f"async worker {url}: no answer within {_fmt(ack_timeout_ms)}")
+            return AckResult(dispatch.opc, False, error=f"async worker {url}: no answer within {_fmt(ack_timeout_ms)}",
+                             retryable=True)
         except (OSError, ValueError) as exc:
             reason = str(exc) or type(exc).__name__
-            return AckResult(dispatch.opc, False, error=f"async worker {url}: {reason}")
+            return AckResult(dispatch.opc, False, error=f"async worker {url}: {reason}", retryable=True)
     else:
         if isinstance(client, DispatchClient):
             client = client.httpx_client()
         try:
             response = await client.post(url, content=body, headers=headers, timeout=httpx.Timeout(seconds))
         except httpx.TimeoutException:
-            return AckResult(dispatch.opc, False, error=f"async worker {url}: no answer within {_fmt(ack_timeout_ms)}")
+            return AckResult(dispatch.opc, False, error=f"async worker {url}: no answer within {_fmt(ack_timeout_ms)}",
+                             retryable=True)
         except (httpx.HTTPError, OSError, ValueError) as exc:
             reason = str(exc) or type(exc).__name__
-            return AckResult(dispatch.opc, False, error=f"async worker {url}: {reason}")
+            return AckResult(dispatch.opc, False, error=f"async worker {url}: {reason}", retryable=True)
         status, content = response.status_code, response.content
     if status != 202:
-        return AckResult(dispatch.opc, False, error=f"async worker {url}: expected 202, got {status}")
+        return AckResult(dispatch.opc, False, error=f"async worker {url}: expected 202, got {status}",
+                         retryable=status >= 500)
     ack: Any = {}
     if content:
         try:

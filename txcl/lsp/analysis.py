@@ -98,8 +98,15 @@ def diagnostics_for(text: str, path: str | None = None) -> list[Diagnostic]:
     except ImportError:
         check_source = None
     if check_source is not None:
+        config = _check_config(path)
+        stack = stack_for_path(path)
         try:
-            return list(check_source(text, filename, _check_config(path), stack=stack_for_path(path)))
+            return list(check_source(text, filename, config, stack=stack,
+                                     tree_path=Path(path) if path is not None and stack is not None else None))
+        except Exception:  # a broken neighbour must not hide this file's own findings
+            log.exception("txcl check of %s with its tree failed; checking the file alone", filename)
+        try:
+            return list(check_source(text, filename, config, stack=stack))
         except Exception:  # never lose diagnostics to a checker bug: fall back to the parser
             log.exception("txcl check failed on %s; showing parser diagnostics", filename)
     from txcl.syntax.parser import parse_rule

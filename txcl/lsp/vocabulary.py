@@ -73,6 +73,11 @@ WITH_KEYS: tuple[WithKey, ...] = (
             "for a result that is nearly there before answering 202.", '"500ms"'),
     WithKey("cancel_url", "http(s) URL", 'mode = "async": POST {"status": "cancelled"} here when the flow '
             "gives up on the call (a worker's ack may name its own).", '"https://"'),
+    WithKey("retries", "integer 0–100", 'mode = "async": send a call again when its dispatch fails (no ack in '
+            'time, no connection, a 5xx) or the worker answers {"status": "failed", "retryable": true}; '
+            "each attempt gets a fresh token (per item with each).", "3"),
+    WithKey("retry_backoff", "duration", "With retries: the wait before the first retry (default 1 s), "
+            "doubled for each later one, plus jitter.", '"2s"'),
     WithKey("tolerated_failures", 'integer or "N%"', 'With on_item_error = "tolerate": how many items may '
             "fail (a count, or a percentage of the items) before the op fails.", '"10%"'),
     WithKey("max_duration", "number (ms) or duration", "mode = \"async\": the worker's time budget "

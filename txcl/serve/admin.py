@@ -1,11 +1,13 @@
 """Run operations over HTTP, for operators: on `txcl serve` only when --admin-token is set.
 
     POST /_txc/admin/runs/<run id or rcid>/cancel     {"reason": "…"} (optional)
+    POST /_txc/admin/runs/<run id or rcid>/retry
          Authorization: Bearer <admin token>
 
-Answers: 200 `{"run_id", "status": "cancelled"}`; 409 when the run had already finished (its
-state in `status`); 404 for an unknown run; 401 without the right token; 405 for another
-method. The token is compared in constant time and never logged.
+Answers: 200 `{"run_id", "status": "cancelled"}` (or `"retried"`, with `units` and `calls`);
+409 when the run is in no state for it (`status`: its state, or `not_retryable` with a
+`reason`); 404 for an unknown run; 401 without the right token; 405 for another method. The
+token is compared in constant time and never logged.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any
 from txcl.serve.shaping import Answer, error_payload, json_answer
 
 PATH = "/_txc/admin"
-_CANCEL = re.compile(r"^/_txc/admin/runs/([A-Za-z0-9_-]{1,80})/cancel$")
+_OPERATION = re.compile(r"^/_txc/admin/runs/([A-Za-z0-9_-]{1,80})/(cancel|retry)$")
 MAX_BODY = 16 * 1024
 
 
@@ -58,7 +60,7 @@ async def handle(scope: dict, receive: Any, store: Any, token: str) -> Answer:
     if not token_matches(_bearer(scope), token):
         return json_answer(401, error_payload("txcl_unauthorized", "this needs Authorization: Bearer <admin token>"),
                            [("www-authenticate", 'Bearer realm="txcl admin"'), ("cache-control", "no-store")])
-    found = _CANCEL.match(scope["path"])
+    found = _OPERATION.match(scope["path"])
     if found is None:
         return json_answer(404, error_payload("txcl_not_found", "no such admin operation"))
     if scope["method"] != "POST":
@@ -74,12 +76,36 @@ async def handle(scope: dict, receive: Any, store: Any, token: str) -> Answer:
             return json_answer(400, error_payload("txcl_bad_request", "the body must be {\"reason\": \"…\"}"))
         reason = (data.get("reason") or "").strip()[:500] or None
     ident = found.group(1)
+    if found.group(2) == "retry":
+        return await _retry(store, ident)
     status = await asyncio.to_thread(cancel_by_id, store, ident, reason)
     if status == "unknown":
         return json_answer(404, error_payload("txcl_unknown_run", f"no run {ident}"))
     run_id = status[1] if isinstance(status, tuple) else ident
     outcome = status[0] if isinstance(status, tuple) else status
     return json_answer(200 if outcome == "cancelled" else 409, {"run_id": run_id, "status": outcome})
+
+
+async def _retry(store: Any, ident: str) -> Answer:
+    result = await asyncio.to_thread(retry_by_id, store, ident)
+    if result is None:
+        return json_answer(404, error_payload("txcl_unknown_run", f"no run {ident}"))
+    run_id, outcome = result
+    if outcome.outcome == "retried":
+        return json_answer(200, {"run_id": run_id, "status": "retried", "units": list(outcome.units),
+                                 "calls": outcome.calls})
+    body: dict[str, Any] = {"run_id": run_id, "status": outcome.outcome}
+    if outcome.reason:
+        body["reason"] = outcome.reason
+    return json_answer(409, body)
+
+
+def retry_by_id(store: Any, ident: str) -> tuple[str, Any] | None:
+    """(run id, RetryResult) for a run id or rcid; None when there is no such run."""
+    record = store.get_run_by_rcid(ident) if ident.startswith("rc_") else store.get_run(ident)
+    if record is None:
+        return None
+    return record.run_id, store.retry_run(record.run_id)
 
 
 def cancel_by_id(store: Any, ident: str, reason: str | None) -> Any:
@@ -90,4 +116,4 @@ def cancel_by_id(store: Any, ident: str, reason: str | None) -> Any:
     return store.cancel_run(record.run_id, reason=reason), record.run_id
 
 
-__all__ = ["handle", "cancel_by_id", "token_matches", "PATH"]
+__all__ = ["handle", "cancel_by_id", "retry_by_id", "token_matches", "PATH"]

@@ -9,7 +9,8 @@ A body `{"status": "running", "progress": {…}}` is a heartbeat (WITH heartbeat
 
     404 unknown opc · 401 missing/wrong token (compared hashed, in constant time) ·
     413 body over --callback-max-bytes · 400 not JSON / unknown status / non-object output
-    for a non-itemized op without `into` · 410 cancelled · 410 expired · 200 duplicate ·
+    for a non-itemized op without `into` · 410 cancelled · 410 expired · 410 superseded (the
+    token of an attempt that was retried) · 200 retrying (a retryable failure, sent again) · 200 duplicate ·
     409 conflicting completion (the first is kept) · 200 resumed · 200 recorded ·
     503 store unavailable (Retry-After) · 500 unexpected
 
@@ -73,7 +74,8 @@ async def read_capped(request: Any, cap: int) -> bytes:
 
 
 def parse_completion(body: bytes, unit: Any) -> tuple[str, Any] | str:
-    """(status, payload) of a callback body, or the 400 reason."""
+    """(status, payload) of a callback body, or the 400 reason. A failure the worker marks
+    `"retryable": true` has the status ``failed-retryable`` (sent again under WITH retries)."""
     from txcl.continuations.policy import normalize_error
     from txcl.values.jsonio import JsonError, loads
 
@@ -96,7 +98,7 @@ def parse_completion(body: bytes, unit: Any) -> tuple[str, Any] | str:
             return "output must be a JSON object for an op without into"
         return "completed", output
     if status in ("failed", "fail"):
-        return "failed", normalize_error(data.get("error"))
+        return "failed-retryable" if data.get("retryable") is True else "failed", normalize_error(data.get("error"))
     if status == "running":  # a heartbeat, never a completion
         progress = data.get("progress")
         if progress is not None and not isinstance(progress, dict):
@@ -122,6 +124,8 @@ def check_and_admit(store: Any, opc: str, token: str | None, body: bytes | None,
     status, payload = parsed
     if status == "running":
         return heartbeat_answer(store.record_heartbeat(opc, token, payload))
+    if status == "failed-retryable":
+        return store.admit_terminal(opc, "failed", payload, source="callback", token=token, retryable=True)
     return store.admit_terminal(opc, status, payload, source="callback", token=token)
 
 
@@ -131,7 +135,7 @@ def _rejection(outcome: str) -> Answer | None:
         return _error(404, "txcl_unknown_op_continuation", "unknown op continuation")
     if outcome == "bad_token":
         return _error(401, "txcl_bad_token", "bad token")
-    if outcome in ("cancelled", "expired"):
+    if outcome in ("cancelled", "expired", "superseded"):  # superseded: a retried call's earlier token
         return _error(410, "txcl_gone", "the op continuation is gone", reason=outcome)
     return None
 
@@ -177,6 +181,8 @@ async def handle_callback(service: Any, request: Any, opc: str) -> Answer:
         return _answer(200, {"status": "recorded", "duplicate": True})
     if outcome == "conflict":
         return _error(409, "txcl_conflicting_completion", "conflicting completion: the first outcome is kept")
+    if outcome == "retrying":  # WITH retries: the call is sent again (a new token); this one is done
+        return _answer(200, {"status": "retrying"})
     if release is not None and release.won and release.claim is not None:
         service.start_resume(release.claim)
         return _answer(200, {"status": "resumed"})

@@ -66,10 +66,12 @@ def snapshot_id_for(body: bytes) -> str:
 _STAGE_SAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
-def resume_segment_id(run_id: str, stage: str, visit: int, attempt: int = 1) -> str:
-    """Segment (and trace) id of a resume: ``resume-<run>-<stage>-v<visit>`` (``-a<n>`` after
-    the n-th takeover)."""
+def resume_segment_id(run_id: str, stage: str, visit: int, attempt: int = 1, resume_round: int = 1) -> str:
+    """Segment (and trace) id of a resume: ``resume-<run>-<stage>-v<visit>`` (``-r<n>`` when the
+    suspend is resumed again after ``txcl runs retry``, ``-a<n>`` after the n-th takeover)."""
     base = f"resume-{run_id}-{_STAGE_SAFE.sub('_', stage)}-v{visit}"
+    if resume_round > 1:
+        base += f"-r{resume_round}"
     return base if attempt <= 1 else f"{base}-a{attempt}"
 
 
@@ -181,6 +183,8 @@ class InteractionRecord:
     heartbeat_ms: int | None = None  # WITH heartbeat: the worker's last heartbeat
     progress: JsonValue = None  # …and the progress it reported
     cancel_url: str | None = None  # where txcl POSTs a cancellation (the worker's ack or WITH cancel_url)
+    retry_count: int = 0  # WITH retries: how many times this call was sent again after failing
+    retry_at_ms: int | None = None  # …and when the next attempt goes out (while it waits)
 
 
 @dataclass(frozen=True)
@@ -338,6 +342,12 @@ class Dispatch:
     input: JsonValue
     deadline_ms: int | None
     attempts: int
+    retry: int = 0  # WITH retries: 0 for the first try, n for the n-th retry after a failure
+
+    @property
+    def idempotency_key(self) -> str:
+        """What a worker dedupes on: a resend of the same try repeats it; a retry is new work."""
+        return self.opc if not self.retry else f"{self.opc}.retry{self.retry}"
 
 
 @dataclass(frozen=True)
@@ -364,14 +374,15 @@ class ParkResult:
     dispatches: tuple[Dispatch, ...]
 
 
-AdmitOutcome = Literal["unknown", "bad_token", "cancelled", "expired", "duplicate", "conflict", "admitted"]
+AdmitOutcome = Literal["unknown", "bad_token", "superseded", "cancelled", "expired", "duplicate", "conflict",
+                       "admitted", "retrying"]
 
 
 @dataclass(frozen=True)
 class CallbackTarget:
     """What the callback endpoint needs before it reads the body (unknown opc, bad token)."""
 
-    outcome: Literal["unknown", "bad_token", "ok"]
+    outcome: Literal["unknown", "bad_token", "superseded", "ok"]  # superseded: an earlier attempt's token
     interaction: InteractionRecord | None = None
     unit: UnitRecord | None = None
 
@@ -452,6 +463,18 @@ class JoinDeadlineResult:
 
     outcome: Literal["failed", "released", "waiting", "not_due"]
     claim: "ClaimRecord | None" = None
+
+
+@dataclass(frozen=True)
+class RetryResult:
+    """``txcl runs retry``: ``retried`` (the run waits again at its last suspend; ``units``
+    were reopened and their failed calls go out again), ``unknown``, a state the run is in that
+    cannot be retried (``waiting``, ``completed``, …), or ``not_retryable`` with ``reason``."""
+
+    outcome: str
+    units: tuple[str, ...] = ()
+    calls: int = 0
+    reason: str | None = None
 
 
 @dataclass(frozen=True)

@@ -114,6 +114,7 @@ CONTINUATIONS = Component(
     budget_json       TEXT,
     segment_id        TEXT,
     dispatch_complete {bigint} NOT NULL DEFAULT 0,
+    resume_round      {bigint} NOT NULL DEFAULT 1,
     suspended_ms      {bigint} NOT NULL,
     closed_ms         {bigint},
     PRIMARY KEY (run_id, stage, visit)
@@ -184,6 +185,9 @@ CONTINUATIONS = Component(
     progress_json  TEXT,
     cancel_url     TEXT,
     cancel_token   TEXT,
+    retry_count    {bigint} NOT NULL DEFAULT 0,
+    retry_at_ms    {bigint},
+    retired_tokens TEXT,
     created_ms     {bigint} NOT NULL,
     closed_ms      {bigint},
     UNIQUE (unit_id, item_index)
@@ -191,6 +195,9 @@ CONTINUATIONS = Component(
     """CREATE INDEX IF NOT EXISTS interactions_open_deadline ON interactions(deadline_ms)
     WHERE status IN ('queued', 'dispatching', 'dispatched')""",
     """CREATE INDEX IF NOT EXISTS interactions_unit_status ON interactions(unit_id, status, item_index)""",
+    # calls waiting to be sent again (WITH retries), by when
+    """CREATE INDEX IF NOT EXISTS interactions_retry_due ON interactions(retry_at_ms)
+    WHERE status = 'queued' AND retry_at_ms IS NOT NULL""",
     """CREATE TABLE IF NOT EXISTS terminals (
     opc            TEXT PRIMARY KEY REFERENCES interactions(opc) ON DELETE CASCADE,
     status         TEXT NOT NULL,
@@ -295,11 +302,16 @@ CONTINUATIONS = Component(
         # v7: a worker's heartbeats (WITH heartbeat): when it last said it is alive, and its progress
         6: ("ALTER TABLE interactions ADD COLUMN heartbeat_ms {bigint}",
             "ALTER TABLE interactions ADD COLUMN progress_json TEXT"),
-        # v8: join deadlines (WITH join_deadline) and workers' cancel URLs (the cancel_calls
-        # table and its index are created below)
+        # v8: join deadlines (WITH join_deadline), workers' cancel URLs (the cancel_calls table
+        # and the indexes are created below) and retries (WITH retries)
         7: ("ALTER TABLE await_units ADD COLUMN join_deadline_ms {bigint}",
             "ALTER TABLE interactions ADD COLUMN cancel_url TEXT",
-            "ALTER TABLE interactions ADD COLUMN cancel_token TEXT"),
+            "ALTER TABLE interactions ADD COLUMN cancel_token TEXT",
+            "ALTER TABLE interactions ADD COLUMN retry_count {bigint} NOT NULL DEFAULT 0",
+            "ALTER TABLE interactions ADD COLUMN retry_at_ms {bigint}",
+            "ALTER TABLE interactions ADD COLUMN retired_tokens TEXT",
+            # a suspend resumed again after `txcl runs retry` (its resume gets a new segment id)
+            "ALTER TABLE suspends ADD COLUMN resume_round {bigint} NOT NULL DEFAULT 1"),
     },
 )
 

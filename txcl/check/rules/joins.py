@@ -1,4 +1,4 @@
-"""Deferred joins: TX220–TX223."""
+"""Deferred joins: TX220–TX224."""
 
 from __future__ import annotations
 
@@ -79,19 +79,75 @@ def deferred_joins(tree) -> Iterator[Diagnostic]:
             yield tree.diag(m, "TX223", f["join_span"],
                             f"the join scope {join_scope} also holds its own mode = \"async\" op; supported "
                             "here, but the reference stalls on it")
-        if f["into"] is None:
-            continue
+        yield from _early_reads(tree, m, join, join_scope)
+
+
+def _written(f: dict) -> list[tuple[tuple[str, ...], str]]:
+    """(path, how) of what a deferred op writes when it joins, as far as the rule shows: its
+    literal `into`, and the targets of its EMIT and SET POST."""
+    out: list[tuple[tuple[str, ...], str]] = []
+    if f["into"] is not None:
         into = _into_segments(f["into"])
-        if not into:
+        if into:
+            out.append((into, f'under "{f["into"]}"'))
+    for segs in f.get("writes", ()):
+        segs = tuple(segs)
+        if segs and all(segs[:len(p)] != p for p, _ in out):
+            out.append((segs, read_text(segs, False)))
+    return out
+
+
+def _scopes_before_join(tree, m, floor: int) -> dict[int, str | None]:
+    """Every scope of the op's stack the flow may run between the dispatch and the join:
+    the scopes after the op's own in order, and wherever a literal `@goto` or stage-jump EXEC
+    of those scopes (in the same stack) leads, until a scope at or above the floor — where
+    the join happens. Maps each scope to the jump that first reached it (None: in order)."""
+    scopes = tree.effective_scopes(m.stack)
+
+    def at_or_above(target: int) -> int | None:
+        i = bisect.bisect_left(scopes, target)
+        return scopes[i] if i < len(scopes) else None
+
+    def successors(scope: int, via: str | None):
+        i = bisect.bisect_right(scopes, scope)
+        if i < len(scopes):
+            yield scopes[i], via
+        for rule in tree.rules_at(m.stack, scope):
+            if rule is m:
+                continue  # the deferred op's own EMIT applies at its join, not now
+            for stack, target, what, _ in rule.facts["gotos"]:
+                if stack in (None, m.stack):
+                    landing = at_or_above(int(target))
+                    if landing is not None:
+                        yield landing, via or f"{what} in {rule.name} (scope {scope})"
+
+    reached: dict[int, str | None] = {}
+    queue = list(successors(m.scope, None))
+    while queue:
+        scope, via = queue.pop(0)
+        if scope >= floor or scope in reached:
             continue
-        for scope in scopes:
-            if not m.scope < scope < join_scope:
+        reached[scope] = via
+        queue.extend(successors(scope, via))
+    return reached
+
+
+def _early_reads(tree, m, floor: int, join_scope: int) -> Iterator[Diagnostic]:
+    """TX222: reads of what the deferred op writes, by a scope that runs before its join."""
+    written = _written(m.facts)
+    if not written:
+        return
+    for scope, via in sorted(_scopes_before_join(tree, m, floor).items()):
+        for reader in tree.rules_at(m.stack, scope):
+            if reader is m:
                 continue
-            for reader in tree.rules_at(m.stack, scope):
-                for segs, at_sugar, span in reader.facts["reads"]:
-                    if _overlaps(tuple(segs), into):
-                        text = read_text(segs, at_sugar)
-                        yield tree.diag(reader, "TX222", span,
-                                        f"reads {text}, but {m.name} (scope {m.scope}) writes under "
-                                        f"\"{f['into']}\" only when it joins at scope {join_scope}",
-                                        hint=f"read it at scope {join_scope} or later")
+            for segs, at_sugar, span in reader.facts["reads"]:
+                hit = next((how for path, how in written if _overlaps(tuple(segs), path)), None)
+                if hit is None:
+                    continue
+                text = read_text(tuple(segs), at_sugar)
+                reached = f" (this scope is reached through {via})" if via else ""
+                yield tree.diag(reader, "TX222", span,
+                                f"reads {text}, but {m.name} (scope {m.scope}) writes {hit} only when it joins "
+                                f"at scope {join_scope}{reached}",
+                                hint=f"read it at scope {join_scope} or later")

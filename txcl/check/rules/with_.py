@@ -66,9 +66,12 @@ def _type_name(value) -> str:
 
 def _problem(key: str, value, pairs: dict[str, ast.WithPair]) -> str | None:
     """Why a literal value of a consumed key is wrong, or None."""
-    if key in ("timeout", "continue_after", "max_duration", "heartbeat", "join_deadline", "join_wait"):
+    if key in ("timeout", "continue_after", "max_duration", "heartbeat", "join_deadline", "join_wait",
+               "retry_backoff"):
         if not duration_ok(value):
             return f"{key} needs milliseconds or a duration such as \"3s\", got {_show(value)}"
+        if key == "retry_backoff" and "retries" not in pairs:
+            return "retry_backoff has no effect without retries"
     elif key == "mode":
         if value not in MODES:
             return f"mode must be \"sync\", \"async\" or \"continuable\", got {_show(value)}"
@@ -98,6 +101,12 @@ def _problem(key: str, value, pairs: dict[str, ast.WithPair]) -> str | None:
         if policy is None or (is_literal(policy.value) and literal_value(policy.value) != "tolerate"):
             return 'tolerated_failures has no effect without on_item_error = "tolerate"'
 
+    elif key == "retries":
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 100:
+            return f"retries must be an integer from 0 to 100, got {_show(value)}"
+        mode = pairs.get("mode")
+        if mode is None or (is_literal(mode.value) and literal_value(mode.value) != "async"):
+            return 'retries has no effect without mode = "async"'
     elif key == "on_join_deadline":
         if value not in ("fail", "continue"):
             return f"on_join_deadline must be \"fail\" or \"continue\", got {_show(value)}"

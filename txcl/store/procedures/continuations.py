@@ -54,6 +54,7 @@ from txcl.store.protocol import StorePolicy
 from txcl.store.records import (
     CHILD_PENDING,
     DEFAULT_ROLE,
+    INTERACTION_IN_FLIGHT,
     INTERACTION_OPEN,
     UNIT_BAD,
     UNIT_TERMINAL,
@@ -78,6 +79,7 @@ from txcl.store.records import (
     ParkResult,
     ReleaseResult,
     ResumeBundle,
+    RetryResult,
     RunEvent,
     RunRecord,
     RunSpec,
@@ -117,6 +119,17 @@ def _next_beat(deadline: int | None, every: int | None, now: int) -> int | None:
     if every is None:
         return deadline
     return now + every if deadline is None else min(deadline, now + every)
+
+
+def _token_problem(token: str | None, row: Row) -> str | None:
+    """None when ``token`` is the call's current token; ``superseded`` for the token of an
+    earlier attempt (WITH retries: the call was sent again with a fresh one); else ``bad_token``."""
+    if token_matches(token, row["token_hash"]):
+        return None
+    retired = row["retired_tokens"]
+    if token and retired and any(token_matches(token, h) for h in retired.split(",") if h):
+        return "superseded"
+    return "bad_token"
 
 
 class ContinuationProcedures:
@@ -309,9 +322,10 @@ class ContinuationProcedures:
         free = unit["window_size"] - in_flight
         if free <= 0:
             return [], None
-        rows = t.all(
-            "SELECT * FROM interactions WHERE unit_id = ? AND status = 'queued' ORDER BY item_index LIMIT ?",
-            (unit_id, free),
+        rows = t.all(  # (a call waiting to be retried goes out once its time has come)
+            "SELECT * FROM interactions WHERE unit_id = ? AND status = 'queued' "
+            "AND (retry_at_ms IS NULL OR retry_at_ms <= ?) ORDER BY item_index LIMIT ?",
+            (unit_id, t.now, free),
         )
         if not rows:
             return [], None
@@ -341,13 +355,13 @@ class ContinuationProcedures:
                     op_stack=unit["op_stack"], stage=stage, exec_target=unit["exec_target"],
                     directives=directives, item_index=r["item_index"],
                     item_count=unit["expected"], kind=unit["kind"], input=load_doc(r["input_json"], t, r["run_id"]),
-                    deadline_ms=deadline, attempts=1,
+                    deadline_ms=deadline, attempts=r["attempts"] + 1, retry=r["retry_count"] or 0,
                 )
             )
         t.many(
             "UPDATE interactions SET status = 'dispatching', token_hash = ?, deadline_ms = ?, dispatch_owner = ?, "
-            "dispatch_ms = ?, cancel_url = ?, cancel_token = ?, attempts = 1, version = version + 1 "
-            "WHERE opc = ? AND status = 'queued'",
+            "dispatch_ms = ?, cancel_url = ?, cancel_token = ?, attempts = attempts + 1, retry_at_ms = NULL, "
+            "version = version + 1 WHERE opc = ? AND status = 'queued'",
             updates,
         )
         return out, deadline
@@ -629,7 +643,8 @@ class ContinuationProcedures:
         is open, was written completely, and every member is terminal (or one failed — then the
         open members are cancelled with the release)."""
         run = t.one(
-            "SELECT r.version, r.cur_stage, r.cur_visit, s.status AS s_status, s.dispatch_complete FROM runs r "
+            "SELECT r.version, r.cur_stage, r.cur_visit, s.status AS s_status, s.dispatch_complete, "
+            "s.resume_round FROM runs r "
             "JOIN suspends s ON s.run_id = r.run_id AND s.stage = r.cur_stage AND s.visit = r.cur_visit "
             "WHERE r.run_id = ? AND r.status = 'waiting'",
             (run_id,),
@@ -650,7 +665,7 @@ class ContinuationProcedures:
                  "AND status = 'open'", (run_id, stage, visit)) != 1:
             return None
         token = new_claim_token()
-        segment = segment_id or resume_segment_id(run_id, stage, visit, 1)
+        segment = segment_id or resume_segment_id(run_id, stage, visit, 1, run["resume_round"] or 1)
         if t.run(
             "UPDATE runs SET status = 'resuming', claim_token = ?, segment_id = ?, version = version + 1, "
             "updated_ms = ? WHERE run_id = ? AND status = 'waiting' AND version = ?",
@@ -801,8 +816,9 @@ class ContinuationProcedures:
         it = t.one("SELECT * FROM interactions WHERE opc = ?", (opc,))
         if it is None:
             return "unknown"
-        if not token_matches(token, it["token_hash"]):
-            return "bad_token"
+        problem = _token_problem(token, it)
+        if problem is not None:
+            return problem
         if it["status"] == "cancelled":
             return "cancelled"
         if it["status"] == "timed_out":
@@ -827,19 +843,23 @@ class ContinuationProcedures:
         row = t.one("SELECT * FROM interactions WHERE opc = ?", (opc,))
         if row is None:
             return CallbackTarget("unknown")
-        if not token_matches(token, row["token_hash"]):
-            return CallbackTarget("bad_token")
+        problem = _token_problem(token, row)
+        if problem is not None:
+            return CallbackTarget(problem)
         unit = t.one("SELECT * FROM await_units WHERE unit_id = ?", (row["unit_id"],))
         return CallbackTarget("ok", interaction_record(row, t), lazy_unit_record(unit, t))
 
     @write_procedure
     def admit_terminal(self, t: Tx, opc: str, status: str, payload: JsonValue, *, source: str,
                        token: str | None = None, best_effort: bool = False, transport: str | None = None,
-                       fuel_used: int = 0) -> AdmitResult:
+                       fuel_used: int = 0, retryable: bool = False) -> AdmitResult:
         """Record an interaction's terminal outcome, first write wins: a repeat of the same
         outcome is a ``duplicate``, a different one a ``conflict``; the item's provider fact
         and its queued child are written with it, and (itemized) the next queued items are
-        promoted into the freed window slot."""
+        promoted into the freed window slot.
+
+        A ``retryable`` failure of a call in flight whose op has ``WITH retries`` left is no
+        terminal: the call waits to be sent again (``retrying``) with a fresh token."""
         if status not in ("completed", "failed"):
             raise ValueError(f"terminal status must be completed or failed, not {status!r}")
         if t.lock_run_of("interactions", "opc", opc) is None:
@@ -849,8 +869,10 @@ class ContinuationProcedures:
         if it is None:
             return AdmitResult("unknown", opc)
         base = dict(opc=opc, run_id=it["run_id"], unit_id=it["unit_id"], item_index=it["item_index"])
-        if source == "callback" and not token_matches(token, it["token_hash"]):
-            return AdmitResult("bad_token", **base)
+        if source == "callback":
+            problem = _token_problem(token, it)
+            if problem is not None:
+                return AdmitResult(problem, **base)
         if it["status"] == "cancelled":
             return AdmitResult("cancelled", **base)
         if it["status"] == "timed_out":
@@ -858,6 +880,10 @@ class ContinuationProcedures:
         if it["status"] in INTERACTION_OPEN and it["deadline_ms"] is not None and it["deadline_ms"] < t.now:
             claim, _, promoted = self._time_out(t, it, self._policy().materialize)
             return AdmitResult("expired", claim=claim, dispatches=tuple(promoted), **base)
+        if status == "failed" and retryable and it["status"] in INTERACTION_IN_FLIGHT:
+            retry = self._schedule_retry(t, it, payload)
+            if retry is not None:
+                return AdmitResult("retrying", dispatches=tuple(retry), **base)
         sha = payload_sha256(payload)
         inserted = t.returning(
             "INSERT INTO terminals (opc, status, payload_json, payload_sha256, source, best_effort, transport, "
@@ -895,6 +921,45 @@ class ContinuationProcedures:
         t.fault("admit")
         return AdmitResult("admitted", child_version=child_version, dispatches=tuple(dispatches),
                            terminal=term, **base)
+
+    def _schedule_retry(self, t: Tx, it: Row, error: JsonValue) -> list[Dispatch] | None:
+        """Put a failed call back in the queue to be sent again after its backoff, when its
+        op's ``WITH retries`` allows one more (None: it does not — the failure stands). Its
+        token is retired (a late answer with it gets 410). Returns what the freed window
+        slot lets out now (an itemized op's next items)."""
+        unit = t.one("SELECT * FROM await_units WHERE unit_id = ?", (it["unit_id"],))
+        if unit is None or unit["status"] != "waiting":
+            return None
+        policy = self._policy()
+        allowed, backoff = policy.retries_of(self._directives(unit["unit_id"], unit["directives_json"]))
+        done = it["retry_count"] or 0
+        if done >= allowed:
+            return None
+        at = t.now + policy.retry_delay_ms(backoff, done)
+        retired = ",".join(h for h in ((it["retired_tokens"] or ""), it["token_hash"] or "") if h)
+        if t.run(
+            "UPDATE interactions SET status = 'queued', token_hash = NULL, retired_tokens = ?, "
+            "retry_count = retry_count + 1, retry_at_ms = ?, deadline_ms = NULL, dispatch_owner = NULL, "
+            "heartbeat_ms = NULL, cancel_url = NULL, cancel_token = NULL, version = version + 1 "
+            f"WHERE opc = ? AND status IN {_IN_FLIGHT}",
+            (retired or None, at, it["opc"]),
+        ) != 1:
+            return None
+        self._event(t, it["run_id"], "interaction.retry", f"retry:{it['opc']}:{done + 1}",
+                    {"opc": it["opc"], "item_index": it["item_index"], "op": unit["op_name"], "retry": done + 1,
+                     "of": allowed, "attempt": it["attempts"], "error": error, "retry_at_ms": at})
+        if unit["budget_ms"] is not None:  # the run waits for the retry too
+            self._raise_expiry(t, it["run_id"], at + unit["budget_ms"])
+        promoted, deadline = self._promote(t, unit["unit_id"])
+        self._raise_expiry(t, it["run_id"], deadline)
+        return promoted
+
+    @read_procedure
+    def due_retries(self, t: Tx, *, limit: int = 500) -> list[str]:
+        """Units holding a call whose retry is due (``promote_window`` sends it)."""
+        return [r["unit_id"] for r in t.all(
+            "SELECT DISTINCT unit_id FROM interactions WHERE status = 'queued' AND retry_at_ms IS NOT NULL "
+            "AND retry_at_ms <= ? LIMIT ?", (t.now, limit))]
 
     @write_procedure
     def continue_release(self, t: Tx, opc: str, *, child_version: int | None = None,
@@ -1343,6 +1408,84 @@ class ContinuationProcedures:
         self._event(t, run_id, "run.cancelled", "cancelled", {"reason": reason})
         return "cancelled"
 
+    @write_procedure
+    def retry_run(self, t: Tx, run_id: str) -> RetryResult:
+        """Give a run that failed because of its async ops another go: the units of its last
+        suspend that did not complete — and deferred ops not joined yet — are reopened (only
+        their calls without a completed answer: for itemized ops the failed items), those calls
+        wait to be sent again at once with fresh tokens, and the run waits at that suspend as
+        it did; when the answers are in it resumes from the suspend's saved envelope."""
+        run = t.lock_run(run_id)
+        if run is None:
+            return RetryResult("unknown")
+        if run["status"] not in ("failed", "expired"):
+            return RetryResult(str(run["status"]))
+        if run["fail_reason"] == "cancelled":
+            return RetryResult("not_retryable", reason="it was cancelled by an operator")
+        suspend = t.one("SELECT * FROM suspends WHERE run_id = ? AND stage = ? AND visit = ?",
+                        (run_id, run["cur_stage"], run["cur_visit"])) if run["cur_stage"] else None
+        if suspend is None or suspend["status"] not in ("failed", "expired"):
+            return RetryResult("not_retryable", reason=(
+                "it did not fail while waiting for its async ops (it failed while running, before it "
+                "waited or after a resume), so there is no saved point to go on from: send the request again"))
+        members = t.all(
+            "SELECT u.unit_id, u.kind, u.status FROM suspend_members m JOIN await_units u ON u.unit_id = m.unit_id "
+            "WHERE m.run_id = ? AND m.stage = ? AND m.visit = ?", (run_id, suspend["stage"], suspend["visit"]))
+        unfinished = [m for m in members if m["status"] != "completed"]
+        if not unfinished:
+            return RetryResult("not_retryable", reason="its failure did not come from its async ops")
+        if any(m["kind"] not in ("unary", "itemized") for m in unfinished):
+            return RetryResult("not_retryable", reason="an op it waited for ran inside txcl (continuable or sync), "
+                                                       "which a retry cannot send again")
+        pending_joins = [r["unit_id"] for r in t.all(
+            "SELECT unit_id FROM await_units u WHERE run_id = ? AND join_at_scope IS NOT NULL "
+            "AND kind IN ('unary', 'itemized') AND status IN ('failed', 'timed_out', 'cancelled') "
+            "AND NOT EXISTS (SELECT 1 FROM joined_markers j WHERE j.unit_id = u.unit_id AND j.segment_id = ?)",
+            (run_id, PASSED_OVER))]
+        units = list(dict.fromkeys([m["unit_id"] for m in unfinished] + pending_joins))
+        calls, expires = 0, run["expires_ms"] or t.now
+        for unit_id in units:
+            reopened, budget = self._reopen_unit(t, unit_id)
+            calls += reopened
+            expires = max(expires, t.now + (budget or 0))
+        t.send("UPDATE suspends SET status = 'open', closed_ms = NULL, resume_round = resume_round + 1 "
+               "WHERE run_id = ? AND stage = ? AND visit = ?", (run_id, suspend["stage"], suspend["visit"]))
+        t.send("UPDATE runs SET status = 'waiting', result_json = NULL, error_json = NULL, fail_reason = NULL, "
+               "finished_ms = NULL, claim_token = NULL, segment_id = NULL, expires_ms = ?, updated_ms = ?, "
+               "version = version + 1 WHERE run_id = ?", (expires, t.now, run_id))
+        self._event(t, run_id, "run.retried", f"retried:{suspend['stage']}:{suspend['visit']}:"
+                    f"{suspend['resume_round'] + 1}", {"units": units, "calls": calls,
+                                                        "failed_reason": run["fail_reason"]})
+        t.notify_run(run_id)
+        return RetryResult("retried", tuple(units), calls)
+
+    def _reopen_unit(self, t: Tx, unit_id: str) -> tuple[int, int | None]:
+        """A failed, timed-out or cancelled unit back to ``waiting``: every call of it without a
+        completed answer forgets its outcome and waits to be sent again now (a fresh token; an
+        earlier one gets 410). Returns (calls reopened, the unit's budget)."""
+        unit = t.one("SELECT * FROM await_units WHERE unit_id = ?", (unit_id,))
+        rows = t.all("SELECT * FROM interactions WHERE unit_id = ? AND status != 'completed'", (unit_id,))
+        for it in rows:
+            index = it["item_index"]
+            t.send("DELETE FROM terminals WHERE opc = ?", (it["opc"],))
+            t.send("DELETE FROM item_children WHERE unit_id = ? AND item_index = ?", (unit_id, index))
+            t.send("DELETE FROM continuation_facts WHERE unit_id = ? AND item_index = ?", (unit_id, index))
+            # a cancellation not yet delivered must not reach the worker of the new attempt
+            t.send("DELETE FROM cancel_calls WHERE opc = ?", (it["opc"],))
+        retire = "CASE WHEN token_hash IS NULL THEN retired_tokens WHEN retired_tokens IS NULL THEN token_hash " \
+                 "ELSE retired_tokens || ',' || token_hash END"
+        t.send(f"UPDATE interactions SET status = 'queued', retired_tokens = {retire}, token_hash = NULL, "
+               "retry_count = retry_count + 1, retry_at_ms = ?, deadline_ms = NULL, dispatch_owner = NULL, "
+               "closed_ms = NULL, heartbeat_ms = NULL, progress_json = NULL, cancel_url = NULL, cancel_token = NULL, "
+               "version = version + 1 WHERE unit_id = ? AND status != 'completed'", (t.now, unit_id))
+        facts = {r["kind"]: r["n"] for r in t.all(
+            "SELECT kind, COUNT(*) AS n FROM continuation_facts WHERE unit_id = ? GROUP BY kind", (unit_id,))}
+        t.send("UPDATE await_units SET status = 'waiting', error_json = NULL, output_json = NULL, closed_ms = NULL, "
+               "provider_done = ?, continuation_done = ?, version = version + 1 WHERE unit_id = ?",
+               (facts.get("provider", 0), facts.get("continuation", 0), unit_id))
+        t.send("DELETE FROM joined_markers WHERE unit_id = ? AND segment_id != ?", (unit_id, PASSED_OVER))
+        return len(rows), unit["budget_ms"]
+
     def _expire(self, t: Tx, run: Row, *, reason: str, detail: JsonValue) -> None:
         run_id = run["run_id"]
         t.send("UPDATE suspends SET status = 'expired', closed_ms = ? WHERE run_id = ? AND status = 'open'",
@@ -1381,7 +1524,9 @@ class ContinuationProcedures:
             return TakeoverResult("failed")
         attempt = claim["attempt"] + 1
         token = new_claim_token()
-        segment = resume_segment_id(run_id, stage, visit, attempt)
+        resume_round = t.one("SELECT resume_round FROM suspends WHERE run_id = ? AND stage = ? AND visit = ?",
+                             (run_id, stage, visit))
+        segment = resume_segment_id(run_id, stage, visit, attempt, resume_round["resume_round"] if resume_round else 1)
         node = owner or self.node_id
         t.send(
             "UPDATE resume_claims SET claim_token = ?, owner = ?, segment_id = ?, attempt = ?, claimed_ms = ?, "
@@ -1463,7 +1608,7 @@ class ContinuationProcedures:
                         directives=self._directives(unit["unit_id"], unit["directives_json"]),
                         item_index=it["item_index"], item_count=unit["expected"], kind=unit["kind"],
                         input=load_doc(it["input_json"], t, it["run_id"]), deadline_ms=it["deadline_ms"],
-                        attempts=attempts)
+                        attempts=attempts, retry=it["retry_count"] or 0)
 
     @write_procedure
     def promote_window(self, t: Tx, unit_id: str, *, skip_locked: bool = True) -> tuple[Dispatch, ...]:
@@ -1475,7 +1620,8 @@ class ContinuationProcedures:
         dispatches, deadline = self._promote(t, unit_id)
         if dispatches:
             self._raise_expiry(t, run_id, deadline)
-            self._event(t, run_id, "reconcile.promote", f"reconcile.promote:{unit_id}:{dispatches[0].item_index}",
+            self._event(t, run_id, "reconcile.promote",
+                        f"reconcile.promote:{unit_id}:{dispatches[0].item_index}:{dispatches[0].attempts}",
                         {"unit_id": unit_id, "items": [d.item_index for d in dispatches]})
         return tuple(dispatches)
 

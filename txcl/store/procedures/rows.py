@@ -156,7 +156,8 @@ def interaction_record(r: Row, t: Tx | None = None) -> InteractionRecord:
         dispatch_ms=r["dispatch_ms"], attempts=r["attempts"], ack=loads(r["ack_json"]),
         created_ms=r["created_ms"], closed_ms=r["closed_ms"],
         heartbeat_ms=_column(r, "heartbeat_ms"), progress=loads(_column(r, "progress_json")),
-        cancel_url=_column(r, "cancel_url"),
+        cancel_url=_column(r, "cancel_url"), retry_count=_column(r, "retry_count") or 0,
+        retry_at_ms=_column(r, "retry_at_ms"),
     )
 
 
