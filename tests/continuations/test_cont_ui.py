@@ -254,3 +254,26 @@ def test_a_run_can_be_cancelled_from_its_page(serve, workspace, worker, page, st
     run = store_at(ws / ".txcl-data" / "txcl.db").get_run(run_id)
     assert run.fail_reason == "cancelled" and run.error["reason"] == "customer asked"
     assert worker.callback(job, {"late": 1})[0] == 410
+
+
+def test_a_failed_run_can_be_retried_from_its_page(serve, workspace, worker, page, store_at):
+    ws = workspace(ui_tree(worker.url()))
+    srv = serve(ws, "--ui")
+    assert post(srv.url + "/", {"order": 9})[0] == 202
+    job = worker.wait_job()
+    run_id = job.body["_txc"]["run_id"]
+    store = store_at(ws / ".txcl-data" / "txcl.db")
+    assert worker.callback(job, status="failed", error="printer jammed")[0] == 200
+    wait_until(lambda: store.get_run(run_id).status == "failed")
+    assert post(f"{srv.url}/_txc/ui/runs/{run_id}/retry", {})[0] == 403  # not from another page
+    page.goto(f"{srv.url}/_txc/ui/runs/{run_id}")
+    assert page.locator("[data-cancel]").count() == 0
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("[data-retry]")
+    page.wait_for_function("document.getElementById('run-state').textContent === 'waiting'")
+    again = worker.wait_job()  # the failed call, sent again by the server
+    assert again.opc == job.opc and again.body["_txc"]["retry"] == 1
+    assert worker.callback(again, {"ok": 1})[0] == 200
+    page.wait_for_function("document.getElementById('run-state').textContent === 'completed'")
+    assert page.locator("[data-retry]").count() == 0
+    assert store.get_run(run_id).result["total"] == 42

@@ -47,6 +47,7 @@ class Dashboard:
             Route("/", self.runs_page),
             Route("/runs/{run_id}", self.run_page),
             Route("/runs/{run_id}/cancel", self.cancel_run, methods=["POST"]),
+            Route("/runs/{run_id}/retry", self.retry_run, methods=["POST"]),
             Route("/traces/{rid}", self.trace_page),
             Route("/playground", self.playground_page),
             Route("/playground/rule", self.playground_rule, methods=["POST"]),
@@ -120,16 +121,38 @@ class Dashboard:
             return self._page(request, "missing.html", {"what": f"run {run_id}", "title": "Not found"}, 404)
         return self._page(request, "run.html", {"view": view, "title": f"Run {run_id}"})
 
-    async def cancel_run(self, request: Request) -> Response:
-        """The run page's Cancel button. Its script sends a header no other site can send
-        without a preflight this server never grants, so another page cannot press it."""
-        from txcl.serve.admin import cancel_by_id
-
+    def _refuse_operation(self, request: Request) -> Response | None:
+        """Run operations come from the dashboard's own buttons: their script sends a header no
+        other site can send without a preflight this server never grants, so another page
+        cannot press them."""
         if self.store is None:
             return JSONResponse({"error": "no store"}, status_code=404)
         if request.headers.get("x-txcl-ui") != "1":
             return JSONResponse({"error": {"code": "txcl_forbidden", "message": "use the dashboard's button"}},
                                 status_code=403)
+        return None
+
+    async def retry_run(self, request: Request) -> Response:
+        """The run page's Retry button (a failed or expired run)."""
+        from txcl.serve.admin import retry_by_id
+
+        refused = self._refuse_operation(request)
+        if refused is not None:
+            return refused
+        found = await self._read(retry_by_id, self.store, request.path_params["run_id"])
+        if found is None:
+            return JSONResponse({"error": {"code": "txcl_unknown_run", "message": "no such run"}}, status_code=404)
+        run_id, result = found
+        return JSONResponse({"run_id": run_id, "status": result.outcome, "reason": result.reason,
+                             "calls": result.calls}, status_code=200 if result.outcome == "retried" else 409)
+
+    async def cancel_run(self, request: Request) -> Response:
+        """The run page's Cancel button."""
+        from txcl.serve.admin import cancel_by_id
+
+        refused = self._refuse_operation(request)
+        if refused is not None:
+            return refused
         data = await self._json_body(request) or {}
         reason = str(data.get("reason") or "").strip()[:500] or "cancelled from the dashboard"
         result = await self._read(cancel_by_id, self.store, request.path_params["run_id"], reason)

@@ -2,8 +2,21 @@
 // until the fragment says there is nothing more to watch (an element with data-stop).
 (function () {
   "use strict";
-  // the Cancel button of a run page (also inside refreshed parts: one listener on the page)
+  // the Cancel and Retry buttons of a run page (also inside refreshed parts: one listener)
   document.addEventListener("click", function (event) {
+    var retry = event.target.closest ? event.target.closest("[data-retry]") : null;
+    if (retry) {
+      if (!window.confirm("Retry this run? Its calls without an answer are sent again.")) { return; }
+      retry.disabled = true;
+      fetch(retry.getAttribute("data-retry"), {
+        method: "POST", credentials: "same-origin", headers: { "X-Txcl-UI": "1" }
+      }).then(function (res) { return res.json().then(function (body) { return [res.ok, body]; }); })
+        .then(function (got) {
+          if (!got[0]) { window.alert("Not retried: " + (got[1].reason || got[1].status)); retry.disabled = false; return; }
+          window.location.reload();
+        });
+      return;
+    }
     var button = event.target.closest ? event.target.closest("[data-cancel]") : null;
     if (!button) { return; }
     var reason = window.prompt("Cancel this run? Give a reason (kept in its error):", "");
