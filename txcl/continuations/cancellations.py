@@ -69,10 +69,10 @@ async def post_cancel(client: httpx.AsyncClient, call: CancelCall) -> tuple[int 
     return response.status_code, f"answered {response.status_code}"
 
 
-async def deliver_due(service: Any, *, limit: int = 200) -> int:
+async def deliver_due(service: Any, *, limit: int = 500) -> int:
     """Claim the cancel calls due now, POST them (at most :data:`CONCURRENCY` at once) and
-    record each outcome. Returns how many were attempted. A read comes first, so an idle
-    server does not write."""
+    record each outcome (outcomes recorded together share a commit). Returns how many were
+    attempted. A read comes first, so an idle server does not write."""
     store = service.store
     if not await service.call(store.cancel_calls_due, limit=1):
         return 0
@@ -88,7 +88,7 @@ async def deliver_due(service: Any, *, limit: int = 200) -> int:
         async with gate:
             status, error = await post_cancel(client, call)
         delivered, retry = verdict(status, error)
-        await service.call(store.record_cancel_call, call.opc, delivered=delivered, error=error,
+        await service.call_batched(store.record_cancel_call, call.opc, delivered=delivered, error=error,
                            max_attempts=MAX_ATTEMPTS if retry or delivered else call.attempts + 1,
                            backoff_ms=BACKOFF_MS)
 

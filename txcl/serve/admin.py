@@ -16,7 +16,7 @@ import asyncio
 import hmac
 import json
 import re
-from typing import Any
+from typing import Any, Awaitable, Callable
 
 from txcl.serve.shaping import Answer, error_payload, json_answer
 
@@ -55,8 +55,12 @@ async def _body(receive: Any) -> bytes:
     return b"".join(chunks)
 
 
-async def handle(scope: dict, receive: Any, store: Any, token: str) -> Answer:
-    """The answer to one admin request (see the module docstring)."""
+async def handle(scope: dict, receive: Any, store: Any, token: str, lane: Any = None) -> Answer:
+    """The answer to one admin request (see the module docstring). `lane` runs the store work
+    (the continuation service's store lane, whose batched calls share commits; default: a
+    worker thread per call)."""
+    run: Callable[..., Awaitable[Any]] = lane.call if lane is not None else asyncio.to_thread
+    batched: Callable[..., Awaitable[Any]] = lane.call_batched if lane is not None else asyncio.to_thread
     if not token_matches(_bearer(scope), token):
         return json_answer(401, error_payload("txcl_unauthorized", "this needs Authorization: Bearer <admin token>"),
                            [("www-authenticate", 'Bearer realm="txcl admin"'), ("cache-control", "no-store")])
@@ -77,17 +81,16 @@ async def handle(scope: dict, receive: Any, store: Any, token: str) -> Answer:
         reason = (data.get("reason") or "").strip()[:500] or None
     ident = found.group(1)
     if found.group(2) == "retry":
-        return await _retry(store, ident)
-    status = await asyncio.to_thread(cancel_by_id, store, ident, reason)
-    if status == "unknown":
+        return await _retry(store, ident, run)
+    run_id = await run(resolve_run_id, store, ident)
+    if run_id is None:
         return json_answer(404, error_payload("txcl_unknown_run", f"no run {ident}"))
-    run_id = status[1] if isinstance(status, tuple) else ident
-    outcome = status[0] if isinstance(status, tuple) else status
+    outcome = await batched(store.cancel_run, run_id, reason=reason)
     return json_answer(200 if outcome == "cancelled" else 409, {"run_id": run_id, "status": outcome})
 
 
-async def _retry(store: Any, ident: str) -> Answer:
-    result = await asyncio.to_thread(retry_by_id, store, ident)
+async def _retry(store: Any, ident: str, run: Callable[..., Awaitable[Any]]) -> Answer:
+    result = await run(retry_by_id, store, ident)
     if result is None:
         return json_answer(404, error_payload("txcl_unknown_run", f"no run {ident}"))
     run_id, outcome = result
@@ -106,6 +109,12 @@ def retry_by_id(store: Any, ident: str) -> tuple[str, Any] | None:
     if record is None:
         return None
     return record.run_id, store.retry_run(record.run_id)
+
+
+def resolve_run_id(store: Any, ident: str) -> str | None:
+    """The run id of a run id or rcid (None: no such run)."""
+    record = store.get_run_by_rcid(ident) if ident.startswith("rc_") else store.get_run(ident)
+    return record.run_id if record is not None else None
 
 
 def cancel_by_id(store: Any, ident: str, reason: str | None) -> Any:

@@ -323,8 +323,11 @@ class TxclApp(Starlette):
 
         state = self.txcl_state
         rid = request_id(scope["headers"], False)
+        # through the continuation service's store lane when there is one (operations of many
+        # operators at once share commits instead of fighting for the database's write lock)
+        service = next((ext.service for ext in state.extensions if getattr(ext, "service", None) is not None), None)
         try:
-            answer = await handle(scope, receive, state.store, state.settings.admin_token)
+            answer = await handle(scope, receive, state.store, state.settings.admin_token, lane=service)
         except StoreUnavailable as exc:
             answer = store_unavailable_answer(exc)
         await _send(send, finish(answer, scope["method"], rid))
