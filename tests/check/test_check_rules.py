@@ -47,9 +47,11 @@ TREE_FIXTURES = {
     "TX220": [("OPS/s/0300/job.txcl", "TX220", 1, 22)],
     "TX221": [("OPS/s/0100/job.txcl", "TX221", 1, 22)],
     "TX222": [("OPS/s/0200/use.txcl", "TX222", 1, 6), ("OPS/s/0200/use.txcl", "TX222", 2, 29)],
-    # the op writes .score by its EMIT (no `into`); scope 200 reads it, and so does scope 50,
-    # which a jump at scope 200 reaches before the join; scope 300 reads something else
-    "TX222_jumps": [("OPS/s/0050/early.txcl", "TX222", 1, 27), ("OPS/s/0200/check.txcl", "TX222", 1, 6)],
+    # the op writes .score by its EMIT (no `into`); scope 200 reads it in WHEN, scope 50 in a
+    # function argument (a jump at scope 200 reaches it before the join), scope 300 in SELECT
+    # and a SET value; ok.txcl there reads something else
+    "TX222_jumps": [("OPS/s/0050/early.txcl", "TX222", 1, 27), ("OPS/s/0200/check.txcl", "TX222", 1, 6),
+                    ("OPS/s/0300/sel.txcl", "TX222", 1, 8), ("OPS/s/0300/sel.txcl", "TX222", 2, 15)],
     "TX223": [("OPS/s/0100/a.txcl", "TX223", 1, 22)],
     # (d.txcl, with every join option well placed, reports nothing)
     "TX224": [("OPS/s/0100/a.txcl", "TX224", 1, 22), ("OPS/s/0100/b.txcl", "TX224", 1, 43),

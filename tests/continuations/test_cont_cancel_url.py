@@ -112,3 +112,17 @@ def test_no_cancel_url_means_no_cancel_call(serve, workspace, worker, store_at):
     assert store.cancel_run(run_id) == "cancelled"
     assert store.list_cancel_calls(run_id) == []
     assert worker.cancels == [] and len(worker.jobs) == 1
+
+
+def test_a_missed_join_deadline_cancels_the_worker(serve, workspace, cancelling_worker, store_at):
+    worker = cancelling_worker
+    ws = workspace({
+        "OPS/shop/100/job.txcl": f'WITH mode = "async", join_at_scope = 300, join_deadline = "0s", into = "job"\n'
+                                 f'EXEC "{worker.url()}"',
+        "OPS/shop/300/use.txcl": "EMIT .used = true",
+    })
+    srv = serve(ws)
+    assert http_get(srv.url + "/go")[0] == 504
+    job = worker.wait_job()
+    call = wait_until(lambda: worker.cancels and worker.cancels[0], timeout=10)
+    assert call.body == {"status": "cancelled", "reason": "join_deadline", "op_continuation_id": job.opc}

@@ -103,3 +103,20 @@ def test_itemized_ops_retry_per_item(serve, workspace, worker, store_at):
     run = wait_until(lambda: (r := run_of(store, again)) and r.status == "completed" and r)
     assert run.result["out"] == [{"n": 0}, {"n": 10}, {"n": 20}]
     assert len(worker.jobs) == 4  # only the failed item was sent again
+
+
+def test_a_refused_connection_is_retried_then_fails_with_every_attempt_counted(serve, workspace, store_at):
+    import socket
+
+    with socket.socket() as s:  # a port with nobody listening
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ws = workspace(async_tree(f"http://127.0.0.1:{port}/jobs", 'retries = 2, retry_backoff = "100ms"'))
+    srv = serve(ws)
+    assert http_get(srv.url + "/go")[0] == 202  # parked while the retries wait
+    store = store_at(ws / ".txcl-data" / "txcl.db")
+    run = wait_until(lambda: (r := store.list_runs(limit=1)) and r[0].status == "failed" and r[0], timeout=15)
+    (unit,) = store.list_units(run.run_id)
+    (call,) = store.list_interactions(unit.unit_id)
+    assert (call.attempts, call.retry_count) == (3, 2)  # the first try and two retries
+    assert [e.data["retry"] for e in store.list_run_events(run.run_id) if e.kind == "interaction.retry"] == [1, 2]
