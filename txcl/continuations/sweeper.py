@@ -133,12 +133,7 @@ def sweep(
         dispatch = store.resend_dispatch(opc, older_than_ms=older)
         if dispatch is not None:
             report.resent.append(dispatch)
-    for unit_id in store.promotable_units(limit=batch):
-        if _claim_unit(unit_id):
-            try:
-                report.promoted.extend(store.promote_window(unit_id))
-            finally:
-                _release_unit(unit_id)
+    _promote_windows(store, report, store.promotable_units(limit=batch))
     report.sync_to_rerun.extend(store.unrecorded_sync_members(older_than_ms=older, limit=batch))
     for unit_id, index, opc in store.stuck_children(older_than_ms=older, limit=batch):
         if not _claim_unit(unit_id):
@@ -206,7 +201,12 @@ def sweep_join_deadlines(store: ContinuationStore, report: SweepReport, *, mater
 
 def sweep_due_retries(store: ContinuationStore, report: SweepReport, *, limit: int = 500) -> None:
     """Calls whose ``WITH retries`` wait is over go out again (as their unit's window allows)."""
-    for unit_id in store.due_retries(limit=limit):
+    _promote_windows(store, report, store.due_retries(limit=limit))
+
+
+def _promote_windows(store: ContinuationStore, report: SweepReport, unit_ids: Iterable[str]) -> None:
+    """Fill the free window slots of these units (each claimed in-process while it is done)."""
+    for unit_id in unit_ids:
         if _claim_unit(unit_id):
             try:
                 report.promoted.extend(store.promote_window(unit_id))

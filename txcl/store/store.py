@@ -7,7 +7,7 @@ import socket
 from typing import Callable
 
 from txcl.store.backend import SqlBackend
-from txcl.store.procedures.continuations import ContinuationProcedures
+from txcl.store.procedures.run_operations import RunOperationProcedures
 from txcl.store.procedures.traces_kv import KvProcedures, TraceProcedures
 from txcl.store.protocol import StorePolicy
 
@@ -16,7 +16,7 @@ def default_node_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}"
 
 
-class DatabaseStore(ContinuationProcedures, TraceProcedures, KvProcedures):
+class DatabaseStore(RunOperationProcedures, TraceProcedures, KvProcedures):
     """Traces, kv and durable runs in one database (open it with :func:`txcl.store.open_store`)."""
 
     def __init__(self, backend: SqlBackend, *, node_id: str | None = None, policy: StorePolicy | None = None) -> None:
