@@ -118,3 +118,21 @@ def test_runs_that_cannot_be_retried_say_why(serve, workspace, worker, store_at)
     refused = runs(ws2, "retry", run2, "--json")
     assert refused.returncode == 1
     assert json.loads(refused.stdout)["reason"] == "it was cancelled by an operator"
+
+
+def test_a_run_failed_at_its_join_deadline_gets_the_deadline_anew(serve, workspace, worker, store_at):
+    ws = workspace({"OPS/shop/100/job.txcl": f'WITH mode = "async", join_at_scope = 300, join_deadline = "1500ms", '
+                                             f'into = "job"\nEXEC "{worker.url()}"',
+                    "OPS/shop/300/use.txcl": "EMIT .used = .job.ok"})
+    srv = serve(ws)
+    assert http_get(srv.url + "/go")[0] == 202  # parked at the join
+    job = worker.wait_job()
+    store = store_at(ws / ".txcl-data" / "txcl.db")
+    run_id = job.body["_txc"]["run_id"]
+    wait_until(lambda: store.get_run(run_id).fail_reason == "join_deadline", timeout=15)
+    assert runs(ws, "retry", run_id).returncode == 0
+    again = worker.wait_job()
+    assert store.get_run(run_id).status == "waiting"  # not failed again at once: 1.5 s from now
+    assert worker.callback(again, {"ok": 5})[0] == 200
+    run = wait_until(lambda: (r := store.get_run(run_id)) and r.status == "completed" and r)
+    assert run.result["used"] == 5

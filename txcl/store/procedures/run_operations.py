@@ -215,9 +215,12 @@ class RunOperationProcedures(ContinuationProcedures):
                "version = version + 1 WHERE unit_id = ? AND status != 'completed'", (t.now, unit_id))
         facts = {r["kind"]: r["n"] for r in t.all(
             "SELECT kind, COUNT(*) AS n FROM continuation_facts WHERE unit_id = ? GROUP BY kind", (unit_id,))}
+        # a join deadline counts again from now, as long as it was from the dispatch
+        join_deadline = (None if unit["join_deadline_ms"] is None
+                         else t.now + max(0, unit["join_deadline_ms"] - unit["created_ms"]))
         t.send("UPDATE await_units SET status = 'waiting', error_json = NULL, output_json = NULL, closed_ms = NULL, "
-               "provider_done = ?, continuation_done = ?, version = version + 1 WHERE unit_id = ?",
-               (facts.get("provider", 0), facts.get("continuation", 0), unit_id))
+               "provider_done = ?, continuation_done = ?, join_deadline_ms = ?, version = version + 1 "
+               "WHERE unit_id = ?", (facts.get("provider", 0), facts.get("continuation", 0), join_deadline, unit_id))
         t.send("DELETE FROM joined_markers WHERE unit_id = ? AND segment_id != ?", (unit_id, PASSED_OVER))
         return len(rows), unit["budget_ms"]
 

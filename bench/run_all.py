@@ -1,0 +1,128 @@
+"""Every benchmark in one command, with the machine's yardsticks measured in the same run.
+
+    python bench/run_all.py [--quick] [--only NAME[,NAME…]] [--backend sqlite|postgresql|both]
+
+First the yardsticks (medians): `json.loads` + `json.dumps` of a 1 KB envelope, a bare Lark
+parse of one rule with txcl's own grammar, and single-row durable SQLite commits — so a figure
+from another day or machine can be read against the speed of the machine it came from. Then
+each benchmark runs in its own process (so one's warm caches and garbage do not bend the
+next) and prints its medians and its ratios against the baselines it measures itself (bare
+Starlette on uvicorn, raw commits of the same backend, …). At the end a table lists every
+benchmark with its time and exit status. `--quick` uses smaller sizes (a smoke run of a few
+minutes); the default sizes are the ones the notes report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+# name -> (arguments for a full run, arguments for --quick); None: the benchmark takes no backend
+BENCHMARKS: dict[str, tuple[list[str], list[str], bool]] = {
+    "bench_parse": ([], [], False),
+    "bench_evaluate": ([], [], False),
+    "bench_functions": ([], [], False),
+    "bench_walk": ([], ["--n", "500", "--rounds", "3"], False),
+    "bench_growth": ([], [], False),
+    "bench_check": ([], ["--files", "200", "--runs", "3"], False),
+    "bench_tooling": ([], [], False),
+    "bench_ruletest": ([], [], False),
+    "bench_serve": ([], ["--seconds", "2", "--rounds", "1"], False),
+    "bench_bigbody": ([], ["--mib", "5"], False),
+    "bench_store": ([], ["--cycles", "100", "--repeats", "3"], True),
+    "bench_continuations": ([], ["--cycles", "100", "--repeats", "3"], True),
+    "bench_itemized": ([], ["--items", "200"], True),
+    "bench_nodes": ([], ["--runs", "2", "--items", "100", "--repeat", "1"], False),
+    "bench_run_ops": ([], ["--runs", "50", "--beats", "300", "--rounds", "1", "--storm", "200", "--storms", "1"],
+                      True),
+    "bench_mcp": ([], ["50"], False),
+    "bench_ui": ([], ["2000"], False),
+}
+
+ENVELOPE = {"order": {"id": 42, "items": [{"sku": f"sku-{i}", "qty": i, "price": 9.5 + i} for i in range(12)],
+                      "customer": {"tier": "gold", "email": "a@example.com", "tags": ["x", "y", "z"]}},
+            "_txc": {"rid": "r" * 26, "stack": "shop", "web": {"req": {"method": "POST", "path": "/order"}}}}
+RULE = 'WHEN .order.total > 100 && .customer.tier == "gold"\nEMIT .discount = 10, .tagged = true\n'
+
+
+def _median_us(fn, number: int, repeat: int = 7) -> float:
+    fn()
+    samples = []
+    for _ in range(repeat):
+        start = time.thread_time()
+        for _ in range(number):
+            fn()
+        samples.append((time.thread_time() - start) / number * 1e6)
+    return statistics.median(samples)
+
+
+def yardsticks() -> list[tuple[str, str]]:
+    text = json.dumps(ENVELOPE)
+    json_us = _median_us(lambda: json.dumps(json.loads(text)), 5000)
+    from lark import Lark
+
+    from txcl.syntax.parser import grammar_path
+
+    parser = Lark(grammar_path().read_text(encoding="utf-8"), parser="lalr", lexer="contextual")
+    lark_us = _median_us(lambda: parser.parse(RULE), 300)
+    with tempfile.TemporaryDirectory() as tmp:
+        conn = sqlite3.connect(str(Path(tmp) / "raw.db"), isolation_level=None)
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = FULL")
+        conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)")
+        rates = []
+        for _ in range(3):
+            started = time.perf_counter()
+            for i in range(300):
+                conn.execute("BEGIN IMMEDIATE")
+                conn.execute("INSERT INTO t (v) VALUES (?)", (f"row-{i}",))
+                conn.execute("COMMIT")
+            rates.append(300 / (time.perf_counter() - started))
+        conn.close()
+    return [(f"json.loads + json.dumps, {len(text)} B envelope", f"{json_us:.1f} µs"),
+            ("bare Lark parse of one rule (txcl's grammar)", f"{lark_us:.1f} µs"),
+            ("raw SQLite commits (WAL, synchronous=FULL)", f"{statistics.median(rates):.0f}/s")]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="smaller sizes: a smoke run")
+    parser.add_argument("--only", default=None, help="comma-separated benchmark names (e.g. bench_walk)")
+    parser.add_argument("--backend", choices=["sqlite", "postgresql", "both"], default=None,
+                        help="for the benchmarks with a store backend (default: their own, both)")
+    args = parser.parse_args()
+    wanted = [n.strip() for n in args.only.split(",")] if args.only else list(BENCHMARKS)
+    unknown = [n for n in wanted if n not in BENCHMARKS]
+    if unknown:
+        parser.error(f"unknown benchmark(s): {', '.join(unknown)}; known: {', '.join(BENCHMARKS)}")
+    print("== yardsticks of this machine, this run (medians)")
+    for what, value in yardsticks():
+        print(f"   {what:<55} {value:>12}")
+    summary = []
+    for name in wanted:
+        full, quick, has_backend = BENCHMARKS[name]
+        extra = list(quick if args.quick else full)
+        if has_backend and args.backend:
+            extra += ["--backend", args.backend]
+        print(f"\n== {name} {' '.join(extra)}", flush=True)
+        started = time.perf_counter()
+        code = subprocess.call([sys.executable, str(HERE / f"{name}.py"), *extra])
+        summary.append((name, time.perf_counter() - started, code))
+    print("\n== summary")
+    print(f"   {'benchmark':<22} {'seconds':>8}  status")
+    for name, seconds, code in summary:
+        print(f"   {name:<22} {seconds:>8.1f}  {'ok' if code == 0 else f'exit {code}'}")
+    sys.exit(1 if any(code for _, _, code in summary) else 0)
+
+
+if __name__ == "__main__":
+    main()
