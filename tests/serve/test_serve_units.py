@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
+import time
 from pathlib import Path
 
 import pytest
@@ -319,4 +321,39 @@ def test_loopback_detection_and_base_url():
         assert sock.proto == socket.IPPROTO_TCP  # asyncio sets TCP_NODELAY only then
         assert sock.getsockname()[1] > 0
     finally:
+        sock.close()
+
+
+@pytest.mark.parametrize("http_impl, loop", [("h11", "asyncio"), ("httptools", "uvloop")])
+def test_serve_works_on_the_pure_python_stack_and_the_fast_one(small_ws: Path, http_impl: str, loop: str):
+    """uvicorn picks httptools and uvloop when they are installed (the `serve` extra brings
+    them); the pure-Python h11 and asyncio stay a working fallback. Real HTTP on loopback."""
+    import http.client
+    import threading
+
+    import uvicorn
+
+    from txcl.serve.server import bind_socket, uvicorn_config
+
+    state = build_state(small_ws, Settings(trace_mode="off"), extensions=[])
+    config = uvicorn_config(create_app(state), grace_s=1.0, log_level="warning")
+    config.http, config.loop = http_impl, loop
+    server = uvicorn.Server(config)
+    sock = bind_socket("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not server.started and time.monotonic() < deadline:
+            time.sleep(0.02)
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        for _ in range(2):  # twice on one kept-alive connection
+            conn.request("POST", "/", body=b'{"b": 2}', headers={"Content-Type": "application/json"})
+            response = conn.getresponse()
+            assert response.status == 200 and json.loads(response.read()) == {"a": 1}
+        conn.close()
+    finally:
+        server.should_exit = True
+        thread.join(10)
         sock.close()
