@@ -184,3 +184,21 @@ def test_upgrade_from_v7_adds_join_deadlines_cancel_calls_and_retries(tmp_path):
         "await_units_join_deadline", "cancel_calls_due", "cancel_calls_run", "interactions_retry_due"}
     assert raw.execute("SELECT version FROM txcl_schema WHERE component = 'continuations'")[0][0] == 8
     store.close()
+
+
+def test_the_failed_children_of_a_unit_are_found_through_their_index(tmp_path):
+    """Settling an itemized unit looks for its failed children after every completion; read
+    through the primary key that scans every child of the unit (quadratic for a large await),
+    so the query names the partial index where the planner would not pick it alone."""
+    from contstore_util import open_store
+
+    store = open_store(tmp_path / "plan.db")
+    hint = store.backend.dialect.using_index("item_children_failed")
+    raw = RawDb(store)
+    plan = raw.execute("EXPLAIN QUERY PLAN SELECT item_index, error_json FROM item_children "
+                       f"{hint} WHERE unit_id = 'u' AND status = 'failed' ORDER BY item_index LIMIT 1")
+    assert "USING INDEX item_children_failed" in " ".join(str(row[-1]) for row in plan)
+    bare = raw.execute("EXPLAIN QUERY PLAN SELECT item_index, error_json FROM item_children "
+                       "WHERE unit_id = 'u' AND status = 'failed' ORDER BY item_index LIMIT 1")
+    assert "PRIMARY KEY" in " ".join(str(row[-1]) for row in bare)  # why the hint is there
+    store.close()

@@ -54,6 +54,13 @@ class Dialect:
     seq_order: str  # how to order rows by insertion
     table_exists_sql: str  # one row when the table named by the parameter exists
     column_exists_sql: str  # one row when the table (first parameter) has the column (second)
+    index_hint: str = ""  # after a table name: make the planner use index {} (SQLite's planner needs it
+    # for partial indexes it would pass over for the primary key)
+
+    def using_index(self, name: str) -> str:
+        """The hint that makes a query read a table through index `name` ("" where the planner
+        finds it alone)."""
+        return self.index_hint.format(name) if self.index_hint else ""
 
     def ddl(self, text: str) -> str:
         """A DDL statement with ``{bigint}``, ``{blob}``, ``{seq}`` and ``{table}`` filled in, and

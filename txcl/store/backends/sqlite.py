@@ -37,6 +37,7 @@ SQLITE = Dialect(
     seq_order="rowid",
     table_exists_sql="SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
     column_exists_sql="SELECT 1 FROM pragma_table_info(?) WHERE name = ?",
+    index_hint="INDEXED BY {}",
 )
 
 
