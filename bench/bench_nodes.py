@@ -25,7 +25,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from _backends import Backends  # noqa: E402
-from bench_itemized import TXCL, Worker, _proc_cpu, _tree  # noqa: E402
+from _serve import TXCL  # noqa: E402
+from bench_itemized import Worker, _proc_cpu, _tree  # noqa: E402
 
 
 def _free_port() -> int:
