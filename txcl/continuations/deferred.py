@@ -37,7 +37,6 @@ from typing import TYPE_CHECKING, Any
 from txcl.continuations.apply import merge_joined, rebuild_op
 from txcl.continuations.model import OpClass, build_unit, join_due
 from txcl.continuations.policy import JOIN_DEADLINE, JOIN_FAILED, POLICY
-from txcl.values.coerce import duration_to_ms
 from txcl.continuations.segment import (
     adopt_run,
     fence_of,
@@ -49,6 +48,7 @@ from txcl.continuations.segment import (
 )
 from txcl.store.errors import RunLost
 from txcl.store.records import ResumeBundle, UnitRecord, UnitSpec
+from txcl.values.coerce import duration_to_ms
 
 if TYPE_CHECKING:
     from txcl.continuations.ports import OpRunner, Services

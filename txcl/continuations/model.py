@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from txcl.continuations.policy import POLICY
 from txcl.evaluate.rule import json_type
 from txcl.runtime.budget import strip_budget_fields
 from txcl.store.records import UnitRecord, UnitSpec
@@ -122,8 +123,6 @@ def base_spec(frame: "Frame", pop: "PreparedOp", kind: str, items: list, **extra
     op = pop.op
     directives = pop.directives or {}
     into = directives.get("into") if isinstance(directives.get("into"), str) else None
-    from txcl.continuations.policy import POLICY
-
     return UnitSpec(kind=kind, op_name=op.name, items=items, op_stack=op.stack, op_scope=op.scope,
                     dispatch_stage=frame.stage, dispatch_stack=frame.stack, into=into,
                     exec_target=op.exec_text, directives=deep_copy(directives),
