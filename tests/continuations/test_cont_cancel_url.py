@@ -126,3 +126,15 @@ def test_a_missed_join_deadline_cancels_the_worker(serve, workspace, cancelling_
     job = worker.wait_job()
     call = wait_until(lambda: worker.cancels and worker.cancels[0], timeout=10)
     assert call.body == {"status": "cancelled", "reason": "join_deadline", "op_continuation_id": job.opc}
+
+
+def test_a_call_past_its_timeout_cancels_the_worker(serve, workspace, cancelling_worker, store_at):
+    worker = cancelling_worker
+    ws = workspace({"OPS/shop/100/slow.txcl": f'WITH mode = "async", timeout = "1s", into = "r"\nEXEC "{worker.url()}"'})
+    srv = serve(ws, "--continuation-sweep-period", "300ms", "--continuation-stale-resume-after", "2s")
+    assert http_get(srv.url + "/go")[0] == 202
+    job = worker.wait_job()
+    call = wait_until(lambda: worker.cancels and worker.cancels[0], timeout=15)
+    assert call.body == {"status": "cancelled", "reason": "timed_out", "op_continuation_id": job.opc}
+    store = store_at(ws / ".txcl-data" / "txcl.db")
+    assert store.get_run(job.body["_txc"]["run_id"]).status == "expired"
