@@ -323,11 +323,13 @@ class TxclApp(Starlette):
 
         state = self.txcl_state
         rid = request_id(scope["headers"], False)
-        # through the continuation service's store lane when there is one (operations of many
-        # operators at once share commits instead of fighting for the database's write lock)
+        # on a store that batches writes (SQLite) through the continuation service's store lane:
+        # operations of many operators at once share commits instead of fighting for the
+        # database's one write lock; PostgreSQL takes them in parallel from worker threads
         service = next((ext.service for ext in state.extensions if getattr(ext, "service", None) is not None), None)
+        lane = service if service is not None and getattr(state.store, "batches_writes", False) else None
         try:
-            answer = await handle(scope, receive, state.store, state.settings.admin_token, lane=service)
+            answer = await handle(scope, receive, state.store, state.settings.admin_token, lane=lane)
         except StoreUnavailable as exc:
             answer = store_unavailable_answer(exc)
         await _send(send, finish(answer, scope["method"], rid))
