@@ -25,6 +25,8 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from _timing import median_us  # noqa: E402
 
 # name -> (arguments for a full run, arguments for --quick); None: the benchmark takes no backend
 BENCHMARKS: dict[str, tuple[list[str], list[str], bool]] = {
@@ -54,26 +56,15 @@ ENVELOPE = {"order": {"id": 42, "items": [{"sku": f"sku-{i}", "qty": i, "price":
 RULE = 'WHEN .order.total > 100 && .customer.tier == "gold"\nEMIT .discount = 10, .tagged = true\n'
 
 
-def _median_us(fn, number: int, repeat: int = 7) -> float:
-    fn()
-    samples = []
-    for _ in range(repeat):
-        start = time.thread_time()
-        for _ in range(number):
-            fn()
-        samples.append((time.thread_time() - start) / number * 1e6)
-    return statistics.median(samples)
-
-
 def yardsticks() -> list[tuple[str, str]]:
     text = json.dumps(ENVELOPE)
-    json_us = _median_us(lambda: json.dumps(json.loads(text)), 5000)
+    json_us = median_us(lambda: json.dumps(json.loads(text)), 5000)
     from lark import Lark
 
     from txcl.syntax.parser import grammar_path
 
     parser = Lark(grammar_path().read_text(encoding="utf-8"), parser="lalr", lexer="contextual")
-    lark_us = _median_us(lambda: parser.parse(RULE), 300)
+    lark_us = median_us(lambda: parser.parse(RULE), 300)
     with tempfile.TemporaryDirectory() as tmp:
         conn = sqlite3.connect(str(Path(tmp) / "raw.db"), isolation_level=None)
         conn.execute("PRAGMA journal_mode = WAL")
