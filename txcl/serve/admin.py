@@ -105,10 +105,8 @@ async def _retry(store: Any, ident: str, run: Callable[..., Awaitable[Any]]) -> 
 
 def retry_by_id(store: Any, ident: str) -> tuple[str, Any] | None:
     """(run id, RetryResult) for a run id or rcid; None when there is no such run."""
-    record = store.get_run_by_rcid(ident) if ident.startswith("rc_") else store.get_run(ident)
-    if record is None:
-        return None
-    return record.run_id, store.retry_run(record.run_id)
+    run_id = resolve_run_id(store, ident)
+    return (run_id, store.retry_run(run_id)) if run_id is not None else None
 
 
 def resolve_run_id(store: Any, ident: str) -> str | None:
@@ -119,10 +117,8 @@ def resolve_run_id(store: Any, ident: str) -> str | None:
 
 def cancel_by_id(store: Any, ident: str, reason: str | None) -> Any:
     """("cancelled" or the finished state, run id) for a run id or rcid; "unknown" when none."""
-    record = store.get_run_by_rcid(ident) if ident.startswith("rc_") else store.get_run(ident)
-    if record is None:
-        return "unknown"
-    return store.cancel_run(record.run_id, reason=reason), record.run_id
+    run_id = resolve_run_id(store, ident)
+    return (store.cancel_run(run_id, reason=reason), run_id) if run_id is not None else "unknown"
 
 
 __all__ = ["handle", "cancel_by_id", "retry_by_id", "token_matches", "PATH"]
