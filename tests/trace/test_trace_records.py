@@ -154,3 +154,43 @@ def test_group_commit_writer(workspace, db_url):
     interp.close()
     assert store.get_trace(rids[3]) is not None
     store.close()
+
+
+def _packed_trace_columns(store, rid):
+    return RawDb(store).execute("SELECT steps_json, events_json FROM traces WHERE rid = ?", (rid,))[0]
+
+
+def test_summary_steps_are_stored_as_compact_rows(workspace, run_tree):
+    """A summary step is stored as an array in a fixed field order (trailing nulls left out)
+    and reads back as the same step object as one stored whole."""
+    ws = workspace({"OPS/s/0100/a.txcl": 'EXEC "txco://noop"', "OPS/s/0200/b.txcl": "EMIT .b = 1"})
+    outcome, store = run_tree(ws, {"x": 1})
+    steps_json, _events = _packed_trace_columns(store, outcome.rid)
+    rows = json.loads(steps_json)
+    assert [type(r) for r in rows] == [list, list]
+    noop = rows[1]  # a rule without EXEC: no sizes, no error, so the row ends at its duration
+    assert noop[:8] == [noop[0], "s", 200, "b", None, "noop", "ok", noop[7]] and len(noop) == 10
+    step = store.get_trace(outcome.rid).steps[1]
+    assert step["stage"] == "s/200" and step["stack"] == "s" and step["scope"] == 200
+    assert step["input_bytes"] is None and step["error"] is None and step["finished_ms"] >= step["started_ms"]
+    remote = store.get_trace(outcome.rid).steps[0]
+    assert remote["transport"] == "txco" and remote["input_bytes"] > 0 and remote["output_bytes"] == 2
+
+
+def test_trace_records_beyond_the_compiled_encoder_fall_back(monkeypatch):
+    """orjson refuses integers beyond 64 bits and non-string keys; the `json` encoder writes
+    them instead, and without orjson at all the text reads back the same."""
+    from txcl.store.records import TraceRecord
+    from txcl.trace import packing
+
+    steps = [(1, "s", 100, "a", None, "noop", "ok", 5, 6, 0.5), (2, "s", 200, "b", "x", "http", "error", 7, 8,
+                                                                1.25, 3, None, "bad")]
+    events = [(1, 5, "request.start", {"big": 2**70}), (2, 6, "k", {1: "non-string key"})]
+    record = TraceRecord({}, steps, events)
+    fast = (packing.pack_steps(record.raw_steps), packing.pack_events(record.events))
+    assert json.loads(fast[1]) == [[1, 5, "request.start", {"big": 2**70}], [2, 6, "k", {"1": "non-string key"}]]
+    monkeypatch.setattr(packing, "_orjson", None)
+    slow = (packing.pack_steps(record.raw_steps), packing.pack_events(record.events))
+    assert [json.loads(t) for t in slow] == [json.loads(t) for t in fast]
+    assert record.steps[1]["stage"] == "s/200" and record.steps[1]["output_bytes"] is None
+    assert record.steps[0]["error"] is None and record.steps[1]["error"] == "bad"

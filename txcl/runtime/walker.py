@@ -529,6 +529,16 @@ class Walker:
         directives = pop.prepared.directives
         detail = directives.get("debug") is True if directives else False
         op = pop.op
+        if not (rec.full or detail or extra):  # the common case: a compact row, no dict
+            started_ms = int(started_wall * 1000)
+            row = (frame.stack, frame.scope, op.name, (op.facts or self.facts(op)).operation, transport, status,
+                   started_ms, int(started_wall * 1000 + duration), round(duration, 3))
+            if transport != "noop":
+                row += (_json_size(input_value), _json_size(output_value), error)
+            elif error is not None:
+                row += (None, None, error)
+            rec.summary_step(*row)
+            return
         step = {
             "stage": frame.stage, "stack": frame.stack, "scope": frame.scope, "name": op.name,
             "operation": (op.facts or self.facts(op)).operation, "transport": transport, "status": status,

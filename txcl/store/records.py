@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Literal, Sequence, Union
 
 JsonValue = Union[None, bool, int, float, str, list["JsonValue"], dict[str, "JsonValue"]]
@@ -513,15 +513,55 @@ ParkBuilder = Callable[[Sequence[UnitRecord]], "tuple[JsonValue, JsonValue]"]
 # Traces and kv
 
 
-@dataclass
+# A summary step as the walker records it: a tuple in this field order (no dict per step).
+# The store writes it as a JSON array with trailing nulls left out; `step_dict` turns it back.
+STEP_ROW_FIELDS = ("seq", "stack", "scope", "name", "operation", "transport", "status", "started_ms",
+                   "finished_ms", "duration_ms", "input_bytes", "output_bytes", "error")
+
+
+def step_dict(row: Sequence[JsonValue]) -> dict[str, JsonValue]:
+    """A step row (tuple or stored array, possibly shortened) as the step object readers use."""
+    step: dict[str, JsonValue] = dict(zip(STEP_ROW_FIELDS, row))
+    for name in STEP_ROW_FIELDS[len(row):]:
+        step[name] = None
+    step["stage"] = f"{step['stack']}/{step['scope']}"
+    return step
+
+
 class TraceRecord:
     """One segment's trace, written in one transaction: the request row, its steps and its
     timeline events (``{"seq", "at_ms", "kind", "data"}`` dicts, or ``(seq, at_ms, kind, data)``
-    tuples as the recorder makes them; the store reads them back as dicts)."""
+    tuples as the recorder makes them; the store reads them back as dicts).
 
-    request: dict[str, JsonValue]
-    steps: list[dict[str, JsonValue]] = field(default_factory=list)
-    events: list[dict[str, JsonValue] | tuple] = field(default_factory=list)
+    Steps are dicts, or summary rows (tuples in `STEP_ROW_FIELDS` order) as the walker
+    records them; `steps` gives every one as a dict, `raw_steps` as recorded (for packing)."""
+
+    __slots__ = ("request", "events", "_raw_steps", "_steps")
+
+    def __init__(self, request: dict[str, JsonValue], steps: list | None = None,
+                 events: list[dict[str, JsonValue] | tuple] | None = None):
+        self.request = request
+        self.events = events if events is not None else []
+        self._raw_steps: list = steps if steps is not None else []
+        self._steps: list[dict[str, JsonValue]] | None = None
+
+    @property
+    def raw_steps(self) -> list:
+        return self._raw_steps
+
+    @property
+    def steps(self) -> list[dict[str, JsonValue]]:
+        if self._steps is None:
+            self._steps = [step_dict(s) if type(s) is tuple else s for s in self._raw_steps]
+        return self._steps
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TraceRecord):
+            return NotImplemented
+        return (self.request, self.steps, self.events) == (other.request, other.steps, other.events)
+
+    def __repr__(self) -> str:
+        return f"TraceRecord(request={self.request!r}, steps={self.steps!r}, events={self.events!r})"
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import time
 from typing import Any, Callable
 
 from txcl.store.records import TraceRecord
+from txcl.trace.packing import _orjson
 from txcl.trace.redact import ALWAYS_KEYS, Redactor
 from txcl.values.merge import deep_copy
 
@@ -19,9 +20,15 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_cir
 
 
 def _json_size(value: Any) -> int | None:
-    """Size in bytes of the compact JSON text of `value` (None when it has none)."""
+    """Size in bytes of the compact JSON text of `value` (None when it has none), as a
+    compiled encoder writes it (number forms may differ from a response by a byte or two)."""
     if value is None:
         return None
+    if _orjson is not None:
+        try:
+            return len(_orjson.dumps(value))
+        except (TypeError, ValueError):
+            pass  # beyond orjson (a 65-bit integer, say): the json module measures it
     try:
         text = _ENCODER.encode(value)
     except (TypeError, ValueError):
@@ -156,7 +163,7 @@ class TraceRecorder:
         self._in: Any = None
         self._out: Any = None
         self._error: Any = None
-        self.steps: list[dict[str, Any]] = []
+        self.steps: list[dict[str, Any] | tuple] = []  # dicts, or summary rows (summary_step)
         self.events: list[tuple] = []  # (seq, at_ms, kind, data): packed as arrays by the store
         self._seq = 0
         self._detailed = False  # a step holds bodies (full mode, WITH debug = true)
@@ -186,6 +193,14 @@ class TraceRecorder:
             step["_output"] = _snapshot(output_value)
             self._detailed = True
         self.steps.append(step)
+
+    def summary_step(self, *row: Any) -> None:
+        """Record a summary step as a compact row (the walker's common case: no bodies, no
+        extra fields): the values of `STEP_ROW_FIELDS` after `seq`, in order, trailing ones
+        that are None left out. The same step `step()` records, without building a dict."""
+        if self.enabled:
+            self._seq += 1
+            self.steps.append((self._seq, *row))
 
     def scope_entered(self, envelope: Any) -> Any:
         """Full mode: the envelope as a scope starts (given back to `scope_done`)."""
@@ -236,7 +251,7 @@ class TraceRecorder:
         if red is not None and self._detailed:
             steps = []
             for step in self.steps:
-                if "_input" in step:
+                if type(step) is dict and "_input" in step:
                     row = {k: v for k, v in step.items() if v is not None and not k.startswith("_")}
                     row["input_json"] = _body_json(step["_input"], red, self.body_cap)
                     row["output_json"] = _body_json(step["_output"], red, self.body_cap)

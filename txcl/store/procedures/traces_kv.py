@@ -13,12 +13,13 @@ import json
 from txcl.store.backend import SqlBackend, Tx
 from txcl.store.errors import KvError
 from txcl.store.procedures import read_procedure, write_procedure
-from txcl.store.records import JsonValue, KvEntry, TraceRecord
+from txcl.store.records import JsonValue, KvEntry, TraceRecord, step_dict
 from txcl.trace.packing import pack_events, pack_steps
 
 STEP_FIELDS = ("seq", "stage", "stack", "scope", "name", "operation", "transport", "status",
                "started_ms", "finished_ms", "duration_ms", "input_bytes", "output_bytes", "error",
                "ack", "unit_id", "items", "passes", "stop", "rule", "input_json", "output_json", "traceback")
+_EMPTY_STEP: dict = dict.fromkeys(STEP_FIELDS)
 TRACE_COLUMNS = ("rid", "origin_rid", "run_id", "src", "entry_stack", "started_ms", "finished_ms",
                  "status", "http_status", "fuel_used", "bytes_in", "bytes_out", "mode", "in_json",
                  "out_json", "error_json")
@@ -49,7 +50,7 @@ class TraceProcedures:
     def write_traces(self, t: Tx, traces: list[TraceRecord]) -> None:
         """Write every trace (one row each) in one transaction."""
         t.many(_WRITE_TRACE, [
-            (*[trace.request.get(c) for c in TRACE_COLUMNS], pack_steps(trace.steps), pack_events(trace.events))
+            (*[trace.request.get(c) for c in TRACE_COLUMNS], pack_steps(trace.raw_steps), pack_events(trace.events))
             for trace in traces])
 
     @read_procedure
@@ -58,7 +59,8 @@ class TraceProcedures:
         if row is None:
             return None
         request = {c: row[i] for i, c in enumerate(TRACE_COLUMNS)}
-        steps = [{f: s.get(f) for f in STEP_FIELDS} | s for s in json.loads(row[len(TRACE_COLUMNS)])]
+        steps = [_EMPTY_STEP | (step_dict(s) if isinstance(s, list) else s)
+                 for s in json.loads(row[len(TRACE_COLUMNS)])]
         events = [e if isinstance(e, dict) else {"seq": e[0], "at_ms": e[1], "kind": e[2], "data": e[3]}
                   for e in json.loads(row[len(TRACE_COLUMNS) + 1])]
         return TraceRecord(request, steps, events)
