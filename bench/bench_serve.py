@@ -6,7 +6,7 @@ Starlette endpoint served by the same uvicorn settings, measured in the same run
 Load comes from wrk when installed (`apt-get install wrk`), else from a small asyncio+httpx
 generator (several keep-alive connections, bounded by count and time). Both servers run as
 subprocesses; each round measures them back to back after a warm-up. Prints the median
-rates and the ratio (target: txcl >= 50% of bare). `txcl serve` runs with its defaults
+rates and the ratio (target: txcl >= 70% of bare). `txcl serve` runs with its defaults
 (trace mode summary: every request's trace is written, off the request path); the figure
 with `--trace-mode off` is printed too.
 """
@@ -28,6 +28,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _timing import headline  # noqa: E402
 SERVING_RE = re.compile(r"(http://127\.0\.0\.1:\d+)")
 
 STACK = {
@@ -204,7 +206,10 @@ def main() -> None:
         round_ratios = [t / b for t, b in zip(rates[name], rates["bare"])]
         cpu_ratio = statistics.median(per_cpu[name]) / statistics.median(per_cpu["bare"])
         print(f"ratio {name} / bare: {statistics.median(round_ratios) * 100:.1f} % of requests/s "
-              f"(median of per-round ratios), {cpu_ratio * 100:.1f} % per server CPU-second   (target >= 50%)")
+              f"(median of per-round ratios), {cpu_ratio * 100:.1f} % per server CPU-second   (target >= 70%)")
+        headline(f"txcl serve, 3-scope sync stack ({'summary tracing' if name == 'txcl' else 'tracing off'})",
+                 statistics.median(rates[name]), "requests/s", baseline="bare Starlette on uvicorn",
+                 ratio=statistics.median(round_ratios), goal="ratio ≥ 0.7 with summary tracing")
 
 
 if __name__ == "__main__":

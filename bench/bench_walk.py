@@ -13,9 +13,13 @@ import argparse
 import asyncio
 import json
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _timing import headline  # noqa: E402
 
 from txcl.ops.tree import load_ops
 from txcl.runtime.config import Settings
@@ -105,6 +109,9 @@ def main() -> None:
                   f"   wall clock {wall:7.0f}/s")
         print(f"  summary / off = {results['summary'] / results['off']:.2f}   "
               f"full / summary = {results['full'] / results['summary']:.2f}")
+        headline("10-scope walk, 1 KB envelope, summary tracing", results["summary"], "envelopes/s/core",
+                 baseline="the same walk, tracing off", ratio=results["summary"] / results["off"],
+                 goal="≥ 5,000/s; ratio ≥ 0.8")
         print(f"  target >= 5000 envelopes/s with summary tracing: "
               f"{'met' if results['summary'] >= 5000 else 'NOT met'}")
 

@@ -95,20 +95,18 @@ MAX_DEPTH = 256
 
 
 def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
-    """Whether arrays/objects nest more than `limit` levels (iterative: any depth is safe)."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        t = type(item)
-        if t is dict:
-            children = item.values()
-        elif t is list:
-            children = item
-        else:
-            continue
+    """Whether arrays/objects nest more than `limit` levels (level by level: any depth is safe)."""
+    level = [value] if type(value) in (dict, list) else []
+    depth = 1
+    while level:
         if depth > limit:
             return True
-        stack.extend((child, depth + 1) for child in children if type(child) in (dict, list))
+        below = []
+        for item in level:
+            below.extend([c for c in (item.values() if type(item) is dict else item)
+                          if type(c) is dict or type(c) is list])
+        level = below
+        depth += 1
     return False
 
 
