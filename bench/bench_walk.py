@@ -109,7 +109,7 @@ def main() -> None:
                   f"   wall clock {wall:7.0f}/s")
         print(f"  summary / off = {results['summary'] / results['off']:.2f}   "
               f"full / summary = {results['full'] / results['summary']:.2f}")
-        headline("10-scope walk, 1 KB envelope, summary tracing", results["summary"], "envelopes/s/core",
+        headline("10-scope walk, 1 KB envelope, summary tracing", results["summary"], "env/s/core",
                  baseline="the same walk, tracing off", ratio=results["summary"] / results["off"],
                  goal="≥ 5,000/s; ratio ≥ 0.8")
         print(f"  target >= 5000 envelopes/s with summary tracing: "

@@ -9,13 +9,16 @@ each benchmark runs in its own process (so one's warm caches and garbage do not 
 next) and prints its medians and its ratios against the baselines it measures itself (bare
 Starlette on uvicorn, raw commits of the same backend, …). At the end a table lists every
 benchmark with its time and exit status. `--quick` uses smaller sizes (a smoke run of a few
-minutes); the default sizes are the ones the notes report.
+minutes); the default sizes are the ones the notes report. Last comes the headline table:
+the figures the speed work is judged by (each benchmark writes its own lines through
+`_timing.headline`), each a median with its ratio against a baseline of the same run.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sqlite3
 import statistics
 import subprocess
@@ -35,6 +38,7 @@ BENCHMARKS: dict[str, tuple[list[str], list[str], bool]] = {
     "bench_functions": ([], [], False),
     "bench_walk": ([], ["--n", "500", "--rounds", "3"], False),
     "bench_growth": ([], [], False),
+    "bench_scaling": ([], ["--quick", "--rounds", "3"], False),
     "bench_check": ([], ["--files", "200", "--runs", "3"], False),
     "bench_tooling": ([], [], False),
     "bench_ruletest": ([], [], False),
@@ -99,6 +103,8 @@ def main() -> None:
     for what, value in yardsticks():
         print(f"   {what:<55} {value:>12}")
     summary = []
+    headlines = Path(tempfile.mkdtemp()) / "headlines.jsonl"
+    os.environ["TXCL_BENCH_HEADLINES"] = str(headlines)
     for name in wanted:
         full, quick, has_backend = BENCHMARKS[name]
         extra = list(quick if args.quick else full)
@@ -112,7 +118,21 @@ def main() -> None:
     print(f"   {'benchmark':<22} {'seconds':>8}  status")
     for name, seconds, code in summary:
         print(f"   {name:<22} {seconds:>8.1f}  {'ok' if code == 0 else f'exit {code}'}")
+    print_headlines(headlines)
     sys.exit(1 if any(code for _, _, code in summary) else 0)
+
+
+def print_headlines(path: Path) -> None:
+    """The closing table: every headline the benchmarks wrote, in the order they ran."""
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()] if path.exists() else []
+    if not rows:
+        return
+    print("\n== headlines (medians; ratio = the figure / its baseline, both measured in this run)")
+    print(f"   {'measure':<52} {'median':>14}  {'ratio':>7}  {'baseline':<34} goal")
+    for row in rows:
+        value = f"{row['value']:,.1f} {row['unit']}" if row["value"] < 100 else f"{row['value']:,.0f} {row['unit']}"
+        ratio = f"{row['ratio']:.2f}" if row["ratio"] is not None else ""
+        print(f"   {row['measure']:<52} {value:>14}  {ratio:>7}  {row['baseline']:<34} {row['goal']}")
 
 
 if __name__ == "__main__":
