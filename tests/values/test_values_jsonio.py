@@ -198,3 +198,34 @@ def test_cli_reports_a_too_deep_or_too_long_input_without_a_traceback(tmp_path):
     assert done.returncode == 2 and "deeper than 256 levels" in done.stderr and "Traceback" not in done.stderr
     big = subprocess.run([txcl, "eval", '&json("' + "9" * 5000 + '")'], capture_output=True, text=True, timeout=60)
     assert big.returncode == 1 and "5000 digits" in big.stderr and "Traceback" not in big.stderr
+
+
+_scalars = (st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70)
+            | st.floats(allow_nan=False, allow_infinity=False)
+            | st.sampled_from([1.0, -0.0, 0.5, 1e-4, 9.999e-5, 1e15, 123456789012345.6, 1e21, 2.5e-7])
+            | st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x10FFFF), max_size=12))
+_values = st.recursive(_scalars, lambda inner: st.lists(inner, max_size=4)
+                       | st.dictionaries(st.text(max_size=6), inner, max_size=4), max_leaves=25)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_values, st.booleans())
+def test_the_compiled_writer_writes_exactly_what_the_careful_one_does(value, html):
+    """`dumps` hands values orjson writes alike to orjson; its text must be byte for byte
+    the careful serializer's (`_compact`), whatever the value holds."""
+    from txcl.values import jsonio
+
+    careful = jsonio._compact(value)
+    if html:
+        careful = careful.translate(jsonio._HTML)
+    assert dumps(value, html_escape=html) == careful
+
+
+def test_values_orjson_cannot_write_alike_take_the_careful_path():
+    from txcl.values import jsonio
+
+    assert jsonio._orjson_writes_alike({"a": [1, "x", 2.5, None, True]})
+    for value in ({"a": 1.0}, [1e-5], {"a": {"b": [1e15]}}, [(1, 2)], {"a": object()}):
+        assert not jsonio._orjson_writes_alike(value)
+    assert dumps({"a": [2.0, 1e-5, 1e21]}) == '{"a":[2,0.00001,1e+21]}'
+    assert dumps([2**64, "\ud800"]) == '[18446744073709551616,"\ud800"]'  # orjson refuses both
