@@ -1,6 +1,7 @@
 """Resolving value expressions, compiled once per AST node.
 
-A value node becomes a closure `fn(doc, fallback) -> value`: literals give their value
+A value node becomes a function `fn(doc, fallback) -> value` (generated source, see
+`txcl.evaluate.codegen`; the closures below are the reference): literals give their value
 (arrays a fresh list), paths a deep copy of what they find (missing gives `None`; with a
 `fallback` document, a path missing in `doc` is read there — EMIT's "output, then input"),
 calls resolve their arguments left to right and then run the function. Failures raise
@@ -12,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from txcl.errors import TxclEvalError
+from txcl.evaluate.codegen import value_function
 from txcl.evaluate.nodecache import NodeCache
 from txcl.functions.registry import call as call_function
 from txcl.syntax import ast
@@ -30,7 +32,14 @@ def literal_value(node: Any) -> Any:
 
 
 def compile_value(node: Any) -> ValueFn:
-    """The closure of a value node (compiled once per node)."""
+    """The function of a value node: one generated function per node
+    (`txcl.evaluate.codegen`), cached by node identity."""
+    return _GENERATED.get(node)
+
+
+def closure_value(node: Any) -> ValueFn:
+    """The reference function of a value node: closures node by node (the generated
+    functions must agree with these)."""
     return _CACHE.get(node)
 
 
@@ -70,7 +79,7 @@ def _compile_path(segments: tuple[str, ...]) -> ValueFn:
 
 def _compile_call(node: ast.Call) -> ValueFn:
     name = node.name
-    arg_fns = [compile_value(arg) for arg in node.args]
+    arg_fns = [closure_value(arg) for arg in node.args]
 
     def run_call(doc: Any, fallback: Any) -> Any:
         args = [fn(doc, fallback) for fn in arg_fns]
@@ -80,5 +89,6 @@ def _compile_call(node: ast.Call) -> ValueFn:
 
 
 _CACHE: NodeCache[ValueFn] = NodeCache(_compile)
+_GENERATED: NodeCache[ValueFn] = NodeCache(lambda node: value_function(node, literal_value, closure_value))
 
-__all__ = ["compile_value", "resolve", "literal_value", "TxclEvalError"]
+__all__ = ["compile_value", "closure_value", "resolve", "literal_value", "TxclEvalError"]

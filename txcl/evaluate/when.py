@@ -1,6 +1,7 @@
-"""WHEN and LOOP UNTIL: conditions compiled to closures.
+"""WHEN and LOOP UNTIL: conditions compiled to predicates.
 
-A condition is compiled once into a predicate `envelope -> bool`; the comparison kind is
+A condition is compiled once into a predicate `envelope -> bool` (generated source, see
+`txcl.evaluate.codegen`; the closures below are the reference); the comparison kind is
 fixed by the right side (int, float, text, boolean, regex or call), so evaluation is a read
 plus one coercion. Evaluation never raises: anything unexpected counts as "no match".
 """
@@ -12,6 +13,7 @@ import operator
 from typing import Any, Callable
 
 from txcl.errors import TxclEvalError
+from txcl.evaluate.codegen import condition_function
 from txcl.evaluate.nodecache import NodeCache
 from txcl.functions.registry import call as call_function
 from txcl.functions.registry import lookup
@@ -36,7 +38,14 @@ def _always(_envelope: Any) -> bool:
 
 
 def compile_condition(node: Any) -> Predicate:
-    """The predicate of a condition node (or `Star`), cached by node identity."""
+    """The predicate of a condition node (or `Star`): one generated function per node
+    (`txcl.evaluate.codegen`), cached by node identity."""
+    return _GENERATED.get(node)
+
+
+def closure_condition(node: Any) -> Predicate:
+    """The reference predicate of a condition node: closures node by node (the generated
+    functions must agree with these; they embed one where they do not specialise)."""
     return _CACHE.get(node)
 
 
@@ -67,16 +76,16 @@ def _compile(node: Any) -> Predicate:
     if isinstance(node, ast.Comparison):
         return _compile_comparison(node)
     if isinstance(node, ast.Not):
-        inner = compile_condition(node.operand)
+        inner = closure_condition(node.operand)
         return lambda env: not inner(env)
     if isinstance(node, ast.And):
-        parts = tuple(compile_condition(item) for item in node.items)
+        parts = tuple(closure_condition(item) for item in node.items)
         if len(parts) == 2:
             a, b = parts
             return lambda env: a(env) and b(env)
         return lambda env: all(p(env) for p in parts)
     if isinstance(node, ast.Or):
-        parts = tuple(compile_condition(item) for item in node.items)
+        parts = tuple(closure_condition(item) for item in node.items)
         if len(parts) == 2:
             a, b = parts
             return lambda env: a(env) or b(env)
@@ -139,9 +148,9 @@ def _compile_match(segments: tuple[str, ...], right: Any, negate: bool) -> Predi
 
 def _compile_call_comparison(segments: tuple[str, ...], op: ast.CmpOp, call: ast.Call) -> Predicate:
     """A call on the right: evaluated with constant arguments; its result type decides."""
-    from txcl.evaluate.values import compile_value
+    from txcl.evaluate.values import closure_value
 
-    evaluate = compile_value(call)
+    evaluate = closure_value(call)
     spec = lookup(call.name)
     deterministic = bool(spec and spec.deterministic and _all_deterministic(call))
     compare = _ORDER_OPS[op]
@@ -183,6 +192,7 @@ def _compile_call_comparison(segments: tuple[str, ...], op: ast.CmpOp, call: ast
 
 
 _CACHE: NodeCache[Predicate] = NodeCache(_compile)
+_GENERATED: NodeCache[Predicate] = NodeCache(lambda node: condition_function(node, closure_condition))
 
 
 def _all_deterministic(call: ast.Call) -> bool:
