@@ -11,25 +11,20 @@ from typing import Any, Iterable
 import attrs
 
 from txcl.errors import TxclEvalError, depth_guarded
+from txcl.evaluate.plan import EMIT_DROPPED, EMIT_PLAIN, EMIT_TTL, TTL_PATH, is_dropped_target, rule_plan
 from txcl.evaluate.values import compile_value
 from txcl.evaluate.when import when_matches
 from txcl.syntax import ast
 from txcl.values.coerce import parse_go_float
 from txcl.values.merge import deep_copy, merge
 from txcl.values.paths import MISSING, PathError, has, read, split_path_string, write
-from txcl.values.reserved import is_author_writable, path_text
+from txcl.values.reserved import path_text
 
 TXC = "_txc"
-TTL_PATH = ("_txc", "ttl")
 
 
 def _error_object(message: str) -> dict:
     return {"error": {"message": message}}
-
-
-def is_dropped_target(segments: tuple[str, ...]) -> bool:
-    """A write target EMIT, SET POST and LOOP SET must skip (a reserved `_txc` path)."""
-    return bool(segments) and segments[0] == TXC and not is_author_writable(segments)
 
 
 @attrs.define(slots=True)
@@ -55,15 +50,14 @@ def _as_object(value: Any) -> dict:
 
 def apply_set_pre(rule: ast.Rule, op_input: dict) -> tuple[dict, str | None]:
     """SET PRE: set-if-absent on the op's private input (any path, `_txc` included)."""
-    for assignment in rule.set_pre:
-        segments = assignment.target.segments
+    for segments, value_fn, text in rule_plan(rule).set_pre:
         if has(op_input, segments):
             continue
         try:
-            value = compile_value(assignment.value)(op_input, None)
+            value = value_fn(op_input, None)
             op_input = _as_object(write(op_input, segments, value))
         except (TxclEvalError, PathError) as exc:
-            message = f"decorate {assignment.target.text}: {exc}"
+            message = f"decorate {text}: {exc}"
             return _error_object(message), message
     return op_input, None
 
@@ -71,12 +65,12 @@ def apply_set_pre(rule: ast.Rule, op_input: dict) -> tuple[dict, str | None]:
 def resolve_directives(rule: ast.Rule, view: dict) -> dict:
     """Resolve WITH into one nested object; raises TxclEvalError naming the key."""
     directives: dict = {}
-    for pair in rule.with_:
+    for key, value_fn, key_text in rule_plan(rule).with_:
         try:
-            value = compile_value(pair.value)(view, None)
-            directives = _as_object(write(directives, pair.key, value))
+            value = value_fn(view, None)
+            directives = _as_object(write(directives, key, value))
         except (TxclEvalError, PathError) as exc:
-            raise TxclEvalError(f"WITH {pair.key_text}: {exc}") from None
+            raise TxclEvalError(f"WITH {key_text}: {exc}") from None
     return directives
 
 
@@ -164,23 +158,25 @@ def finish_output(
         output = {}
     if not isinstance(output, dict):
         return Finished(None, f"op output is not a JSON object (got {json_type(output)})", dropped)
-    entries: list[tuple[tuple[str, ...], Any]] = list(prepared.synthetic_emits)
+    entries: list[tuple[tuple[str, ...], Any, int]] = [
+        (segments, value, EMIT_PLAIN if segments != TTL_PATH else EMIT_TTL)
+        if not is_dropped_target(segments) else (segments, value, EMIT_DROPPED)
+        for segments, value in prepared.synthetic_emits] if prepared.synthetic_emits else []
     view = prepared.input
-    try:
-        for assignment in rule.emit:
-            value = compile_value(assignment.value)(output, view)
-            entries.append((assignment.target.segments, value))
-    except TxclEvalError as exc:
-        return Finished(_error_object(f"overlay {assignment.target.text}: {exc}"), None, dropped, None)
+    for segments, value_fn, text, kind in rule_plan(rule).emit:
+        try:
+            entries.append((segments, value_fn(output, view), kind))
+        except TxclEvalError as exc:
+            return Finished(_error_object(f"overlay {text}: {exc}"), None, dropped, None)
     new_ttl: int | None = None
-    for segments, value in entries:
-        if segments == TTL_PATH:
+    for segments, value, kind in entries:
+        if kind == EMIT_TTL:
             lowered = _lower_ttl(value, ttl if new_ttl is None else new_ttl)
             if lowered is not None:
                 new_ttl = lowered
                 output = _as_object(write(output, segments, lowered))
             continue
-        if is_dropped_target(segments):
+        if kind == EMIT_DROPPED:
             dropped.append(path_text(segments))
             continue
         try:
@@ -239,18 +235,17 @@ def apply_set_post(rules: Iterable[ast.Rule], envelope: dict) -> SetPostResult:
     """SET POST of every rule that ran (in name order): set-if-absent on the envelope."""
     dropped: list[str] = []
     for rule in rules:
-        for assignment in rule.set_post:
-            segments = assignment.target.segments
-            if is_dropped_target(segments):
-                dropped.append(assignment.target.text)
+        for segments, value_fn, text, is_dropped in rule_plan(rule).set_post:
+            if is_dropped:
+                dropped.append(text)
                 continue
             if has(envelope, segments):
                 continue
             try:
-                value = compile_value(assignment.value)(envelope, None)
+                value = value_fn(envelope, None)
                 envelope = _as_object(write(envelope, segments, value))
             except (TxclEvalError, PathError) as exc:
-                message = f"decorate {assignment.target.text}: {exc}"
+                message = f"decorate {text}: {exc}"
                 return SetPostResult(_error_object(message), message, dropped)
     return SetPostResult(envelope, None, dropped)
 

@@ -15,7 +15,6 @@ from typing import Any, Callable
 from txcl.errors import TxclEvalError
 from txcl.evaluate.codegen import condition_function
 from txcl.evaluate.nodecache import NodeCache
-from txcl.functions.registry import call as call_function
 from txcl.functions.registry import lookup
 from txcl.syntax import ast
 from txcl.values.coerce import bool_form, float_form, int_form, text_form
