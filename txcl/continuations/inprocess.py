@@ -38,6 +38,9 @@ def runs_in_process(dispatch: Dispatch) -> bool:
     return target[:4].lower() == "mcp+"
 
 
+_PAST_DEADLINE_MS = 250
+
+
 def call_budget_ms(settings: Any, directives: Any) -> int:
     """The time an in-process call may take: the worker budget capped by --op-timeout-max."""
     from txcl.continuations.model import worker_budget_ms
@@ -94,7 +97,10 @@ class InProcessCalls:
                                          "MCP tool are an object"}
         budget_ms = call_budget_ms(settings, dispatch.directives)
         if dispatch.deadline_ms is not None:
-            budget_ms = min(budget_ms, max(1, dispatch.deadline_ms - self.service.store.now_ms()))
+            # Cut the call just after its deadline, not at it: its answer then always finds the
+            # deadline passed and the call is recorded as timed out, never as an ordinary
+            # failure that raced the deadline by a millisecond.
+            budget_ms = min(budget_ms, max(1, dispatch.deadline_ms - self.service.store.now_ms())) + _PAST_DEADLINE_MS
         try:
             output = await call_mcp(target, dispatch.input, dispatch.directives if isinstance(
                 dispatch.directives, dict) else {}, budget_ms / 1000.0, payload_max=settings.op_payload_max,
