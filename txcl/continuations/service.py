@@ -231,34 +231,28 @@ class ContinuationService:
                        best_effort: bool = False, transport: str | None = None, retryable: bool = False
                        ) -> tuple[AdmitResult, ReleaseResult | None]:
         """Admit one interaction's outcome, then (when admitted) continue it: materialise, settle,
-        try the release. Items the admission promoted are sent. A `retryable` failure under
-        WITH retries is sent again later instead (outcome ``retrying``)."""
-        admit = await self.call_batched(self.store.admit_terminal, opc, status, payload, source=source,
-                                             token=token, best_effort=best_effort, transport=transport,
-                                             retryable=retryable)
-        return await self.continue_admitted(admit)
+        try the release — both in one commit (the admission commits even when continuing
+        fails). Items the admission promoted are sent. A `retryable` failure under WITH retries
+        is sent again later instead (outcome ``retrying``)."""
+        admit, release = await self.call_batched(
+            self.store.admit_and_continue, opc, status, payload, source=source, token=token,
+            best_effort=best_effort, transport=transport, retryable=retryable, materialize=self.materialize)
+        return self.admitted(admit, release)
 
-    async def continue_admitted(self, admit: AdmitResult) -> tuple[AdmitResult, ReleaseResult | None]:
-        """After the admission committed: send the items it promoted, then continue the item in
-        a transaction of its own (an admitted outcome is durable before any work depends on it).
+    def admitted(self, admit: AdmitResult, release: ReleaseResult | Exception | None
+                 ) -> tuple[AdmitResult, ReleaseResult | None]:
+        """After ``admit_and_continue`` committed: send the items the admission let out (a
+        freed window slot, a call to retry), then hand back the release, or raise what
+        stopped the continuation (the admission itself is durable either way).
 
-        A duplicate continues again: when the first delivery's continuation never happened (the
-        database went away between the two, or the process died), the worker's retry finishes
-        it at once instead of leaving it to the sweeper. Continuing is idempotent
-        (compare-and-swap on the child, one release per suspend)."""
-        if admit.outcome == "duplicate":
-            release = await self.call_batched(self.store.continue_release, admit.opc,
-                                                   materialize=self.materialize)
-            return admit, release
-        if admit.outcome == "retrying":
-            self.send_later(admit.dispatches)  # what the freed window slot let out
-            return admit, None
-        if admit.outcome != "admitted":
-            return admit, None
-        if admit.dispatches:
+        A duplicate continues again in that call: when the first delivery's continuation never
+        happened (the database went away between the two, or the process died), the worker's
+        retry finishes it at once instead of leaving it to the sweeper. Continuing is
+        idempotent (compare-and-swap on the child, one release per suspend)."""
+        if admit.outcome in ("admitted", "retrying") and admit.dispatches:
             self.send_later(admit.dispatches)
-        release = await self.call_batched(self.store.continue_release, admit.opc,
-                                               child_version=admit.child_version, materialize=self.materialize)
+        if isinstance(release, Exception):
+            raise release
         return admit, release
 
     # ------------------------------------------------------------------ resumes

@@ -107,11 +107,13 @@ def parse_completion(body: bytes, unit: Any) -> tuple[str, Any] | str:
     return f"unknown status {status!r}" if isinstance(status, str) else "status is missing"
 
 
-def check_and_admit(store: Any, opc: str, token: str | None, body: bytes | None, cap: int) -> Any:
+def check_and_admit(store: Any, opc: str, token: str | None, body: bytes | None, cap: int,
+                    materialize: Any = None) -> Any:
     """The checks of a callback (unknown opc 404, bad token 401, body too large 413, bad body
-    400), then the admission: an `Answer` for a rejected request, else the AdmitResult.
-    One store call (a read, then at most one write transaction), so it runs on the service's
-    store lane and may share its commit with other admissions. `body` None: over the cap."""
+    400), then the admission and its continuation: an `Answer` for a rejected request, else
+    ``admit_and_continue``'s (AdmitResult, release). One store call (a read, then at most one
+    write transaction), so it runs on the service's store lane and may share its commit with
+    other admissions. `body` None: over the cap."""
     target = store.check_callback(opc, token)
     rejected = _rejection(target.outcome)
     if rejected is not None:
@@ -125,8 +127,9 @@ def check_and_admit(store: Any, opc: str, token: str | None, body: bytes | None,
     if status == "running":
         return heartbeat_answer(store.record_heartbeat(opc, token, payload))
     if status == "failed-retryable":
-        return store.admit_terminal(opc, "failed", payload, source="callback", token=token, retryable=True)
-    return store.admit_terminal(opc, status, payload, source="callback", token=token)
+        return store.admit_and_continue(opc, "failed", payload, source="callback", token=token, retryable=True,
+                                        materialize=materialize)
+    return store.admit_and_continue(opc, status, payload, source="callback", token=token, materialize=materialize)
 
 
 def _rejection(outcome: str) -> Answer | None:
@@ -160,10 +163,10 @@ async def handle_callback(service: Any, request: Any, opc: str) -> Answer:
             body: bytes | None = await read_capped(request, cap)
         except _TooLarge:
             body = None  # answered 413 unless the opc or token is wrong (rows 1–2 come first)
-        checked = await service.call_batched(check_and_admit, store, opc, token, body, cap)
+        checked = await service.call_batched(check_and_admit, store, opc, token, body, cap, service.materialize)
         if isinstance(checked, Answer):
             return checked
-        admit, release = await service.continue_admitted(checked)
+        admit, release = service.admitted(*checked)
     except StoreUnavailable as exc:  # nothing lost: the worker sends the same callback again
         log.warning("txcl: callback %s: %s", opc, exc)
         return store_unavailable_answer(exc)

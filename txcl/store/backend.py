@@ -282,13 +282,28 @@ class SqlBackend:
             batch.notices.extend(tx.notices)
         return result
 
-    def run_batch(self, calls: Sequence[Callable[[], Any]]) -> list[tuple[bool, Any]]:
+    def run_together(self, fn: Callable[[], T]) -> T:
+        """Run `fn`, which makes several store calls in a row (each may use what the one before
+        wrote), in ONE write transaction: each call a savepoint, one COMMIT. A call that
+        raises rolls back its own savepoint only, so `fn` may catch it and the calls before it
+        still commit. Inside a batch it simply joins the batch. When the transaction cannot be
+        used (a retryable driver error, a lost connection), `fn` runs again with each call
+        committing on its own, as if it were not grouped."""
+        if self._batch.conn is not None:
+            return fn()
+        ok, value = self.run_batch([fn], together=True)[0]
+        if not ok:
+            raise value
+        return value
+
+    def run_batch(self, calls: Sequence[Callable[[], Any]], *, together: bool = False) -> list[tuple[bool, Any]]:
         """Run independent store calls in ONE write transaction (see the module docstring);
         ``(True, result)`` or ``(False, exception)`` per call, in order.
 
         The calls must not depend on one another's commit: nothing of a batch is visible
-        outside before the common COMMIT, and callers act on a result only after it."""
-        if len(calls) <= 1 or self._batch.conn is not None:
+        outside before the common COMMIT, and callers act on a result only after it.
+        `together`: a single call gets a transaction of its own too (``run_together``)."""
+        if (len(calls) <= 1 and not together) or not calls or self._batch.conn is not None:
             return [_call_alone(c) for c in calls]
         batch = self._batch
         outcomes: list[tuple[bool, Any, list[str]]] = []

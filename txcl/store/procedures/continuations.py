@@ -153,6 +153,28 @@ class ContinuationProcedures:
     def run_batch(self, calls: Sequence) -> list:
         return self.backend.run_batch(calls)
 
+    def admit_and_continue(self, opc: str, status: str, payload: JsonValue, *, source: str,
+                           token: str | None = None, best_effort: bool = False, transport: str | None = None,
+                           retryable: bool = False, materialize: Materializer | None = None
+                           ) -> tuple[AdmitResult, ReleaseResult | Exception | None]:
+        """``admit_terminal`` and, when it admits (or finds the same outcome already in),
+        ``continue_release``, in one write transaction: one commit where there were two. The
+        admission never depends on the continuation: when continuing fails, its savepoint
+        alone is rolled back, the admission commits, and the exception is returned in place
+        of the release (the caller handles it as if the continuation had failed on its own)."""
+        def both() -> tuple[AdmitResult, ReleaseResult | Exception | None]:
+            admit = self.admit_terminal(opc, status, payload, source=source, token=token,
+                                        best_effort=best_effort, transport=transport, retryable=retryable)
+            if admit.outcome not in ("admitted", "duplicate"):
+                return admit, None
+            version = admit.child_version if admit.outcome == "admitted" else None
+            try:
+                return admit, self.continue_release(opc, child_version=version, materialize=materialize)
+            except Exception as exc:  # noqa: BLE001 - the admission stands; the caller sees this
+                return admit, exc
+
+        return self.backend.run_together(both)
+
     def _directives(self, unit_id: str, text: str | None) -> JsonValue:
         """A unit's decoded directives for its dispatches, cached per unit (they never change
         after the unit's insert; the cached text is compared, so the cache cannot go stale).
