@@ -133,7 +133,7 @@ async def continue_inline(service: "Services", walker: "OpRunner", run: Run, fra
     rec.event("continuation.resume", {"run_id": run.run_id, "origin_rid": run.origin_rid, "stage": claim.stage,
                                       "visit": claim.visit, "snapshot_id": run.snapshot_id,
                                       "attempt": claim.attempt, "inline": True})
-    set_claim(run, claim.segment_id, claim.claim_token)
+    set_claim(run, claim.segment_id, claim.claim_token, claim.heartbeat_ms)
     try:
         bundle = await service.call(store.claim_resume, claim.run_id, claim.claim_token)
     except RunLost as exc:

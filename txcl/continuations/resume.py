@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from txcl.continuations.apply import apply_members
@@ -50,15 +51,25 @@ RESUMERS: dict[str, Resumer] = {"barrier": resume_members, "promotion": resume_m
 
 async def heartbeat_at_frame(service: "Services", run: Run) -> bool:
     """The claim's heartbeat at a frame entry of a resumed segment; False (the run is lost)
-    when the fence failed."""
-    token = segment_of(run).claim_token
+    when the fence failed.
+
+    Skipped (no commit) while the store saw the claim alive less than a quarter of the stale
+    period ago: another node may take a claim over only once it has been silent for the
+    whole period, so within that window the claim is certainly still this segment's. Every
+    write of the segment is fenced anyway; the frame heartbeat only stops a segment that lost
+    its claim (a process paused past the stale period) before it runs more frames."""
+    segment = segment_of(run)
+    token = segment.claim_token
     if token is None or run.run_id is None:
         return True
-    try:
-        await service.call(service.store.heartbeat, run.run_id, token)
-    except RunLost as exc:
-        run_lost(run, exc)
-        return False
+    now_ms = int(time.time() * 1000)
+    if not 0 <= now_ms - segment.alive_ms < service.settings.continuation_stale_resume_after // 4:
+        try:
+            await service.call(service.store.heartbeat, run.run_id, token)
+        except RunLost as exc:
+            run_lost(run, exc)
+            return False
+        segment.alive_ms = now_ms
     fault_point("resume-frame")
     return True
 
@@ -90,7 +101,7 @@ async def resume_run(service: Any, claim: ClaimRecord) -> Any:
     interp = service.interpreter(service.tree_for_snapshot(bundle.run.snapshot_id))
     walker = interp.walker
     run, info = run_from_suspend(bundle)
-    set_claim(run, claim.segment_id, claim.claim_token)
+    set_claim(run, claim.segment_id, claim.claim_token, claim.heartbeat_ms)
     settings = service.settings
     rec = TraceRecorder(settings.trace_mode, claim.segment_id, "continuation", run.entry_stack,
                         body_cap=settings.trace_body_cap_bytes, origin_rid=run.origin_rid, run_id=run.run_id)
@@ -106,7 +117,7 @@ async def resume_run(service: Any, claim: ClaimRecord) -> Any:
         if omit or redact:
             rec.add_redactions(omit, redact)
     resumer = RESUMERS.get(bundle.suspend.kind)
-    beat = ClaimKeeper(service, run.run_id, claim.claim_token).start()
+    beat = ClaimKeeper(service, run.run_id, claim.claim_token, segment_of(run)).start()
     try:
         if resumer is None:  # a suspend written by a newer txcl
             run.fail({"error": {"code": RUN_LOST, "message": f"no resumer for suspend kind {bundle.suspend.kind!r}"}},
@@ -142,10 +153,11 @@ class ClaimKeeper:
     directly: a resume that keeps the event loop busy (a 40 MiB envelope is parsed, copied and
     encoded on it) cannot hold the heartbeat back."""
 
-    def __init__(self, service: "Services", run_id: str | None, token: str) -> None:
+    def __init__(self, service: "Services", run_id: str | None, token: str, segment: Any = None) -> None:
         self.store = service.store
         self.run_id = run_id
         self.token = token
+        self.segment = segment  # told when each beat landed (the frame heartbeat may then skip)
         self.period = service.settings.continuation_stale_resume_after / 4000.0
         self.done = threading.Event()
         self.thread: threading.Thread | None = None
@@ -162,7 +174,10 @@ class ClaimKeeper:
     def _beat(self) -> None:
         while not self.done.wait(self.period):
             try:
+                started_ms = int(time.time() * 1000)
                 self.store.heartbeat(self.run_id, self.token)
+                if self.segment is not None:
+                    self.segment.alive_ms = started_ms
             except RunLost:
                 return
             except StoreUnavailable as exc:  # the next heartbeat (or fenced write) decides

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 class Segment:
     claim_token: str | None = None  # set while a resume drives the run
     finished_in_store: bool = False  # the run was already finished by a store procedure (a failed join)
+    # When the store last saw the claim alive (epoch ms): the claim's heartbeat, then each beat.
+    alive_ms: int = 0
 
 
 def segment_of(run: "Run") -> Segment:
@@ -38,10 +40,13 @@ def fence_of(run: "Run") -> Fence:
     return Fence(run.segment_id or run.rid, segment_of(run).claim_token)
 
 
-def set_claim(run: "Run", segment_id: str, claim_token: str | None) -> None:
-    """`run` is now driven by the resume that holds `claim_token`."""
+def set_claim(run: "Run", segment_id: str, claim_token: str | None, alive_ms: int = 0) -> None:
+    """`run` is now driven by the resume that holds `claim_token`, whose heartbeat the store
+    recorded at `alive_ms`."""
     run.segment_id = segment_id
-    segment_of(run).claim_token = claim_token
+    segment = segment_of(run)
+    segment.claim_token = claim_token
+    segment.alive_ms = alive_ms
 
 
 def is_resuming(run: "Run") -> bool:
