@@ -1,0 +1,137 @@
+"""How many durable commits a suspend → callback → resume cycle takes, on each backend.
+
+The cycle commits four times: the park, the worker's ack, the callback's admission together
+with its continuation (materialise, settle, release), and the resumed segment's finish. A
+resumed frame entered while the claim is fresh writes no heartbeat. The admission never
+depends on its continuation: when continuing fails, the admission alone commits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+
+import pytest
+
+from cont_support import write_tree
+from txcl.continuations.worker_client import AckResult
+from txcl.runtime.interpreter import Completed, Suspended
+
+FILES = {
+    "OPS/shop/100/enrich.txcl": 'WITH mode = "async", timeout = "10m", into = "enriched"\nEXEC "http://127.0.0.1:9/jobs"',
+    "OPS/shop/200/total.txcl": "EMIT .total = &add(.order.amount, .enriched.bonus)",
+    "OPS/shop/300/done.txcl": "EMIT .done = true",
+}
+
+
+@pytest.fixture
+def cycle(tmp_path, db_url, monkeypatch):
+    """(service, interpreter, sent dispatches): the worker's 202 is answered in-process."""
+    import txcl.continuations.service as service_mod
+    from txcl.continuations.service import ContinuationService, open_run_store
+    from txcl.ops.tree import load_ops
+    from txcl.runtime.config import Settings
+
+    sent: list = []
+
+    async def post(client, d, **kwargs):
+        sent.append(d)
+        return AckResult(d.opc, True, {"job_id": "j"})
+
+    monkeypatch.setattr(service_mod, "post_dispatch", post)
+    ws = write_tree(tmp_path / "ws", FILES)
+    store = open_run_store(db_url, node_id="commits")
+    service = ContinuationService(store, Settings(trace_mode="off"), workspace=ws)
+    interp = service.interpreter(load_ops(ws))
+    yield service, interp, sent
+    asyncio.run(service.aclose())
+    interp.close()
+    store.close()
+
+
+def test_a_cycle_commits_four_times(cycle):
+    service, interp, sent = cycle
+    store = service.store
+
+    async def one(i: int) -> tuple[int, int, int]:
+        start = store.commit_count()
+        outcome = await interp.run({"order": {"id": i, "amount": 10}}, "shop")
+        assert isinstance(outcome, Suspended)
+        parked = store.commit_count()
+        d = sent.pop()
+        admit, release = await service.complete(d.opc, "completed", {"bonus": 5}, source="callback", token=d.token)
+        assert admit.outcome == "admitted" and release is not None and release.won
+        admitted = store.commit_count()
+        final = await service.drive_resume(release.claim)
+        assert isinstance(final, Completed) and final.envelope["total"] == 15 and final.envelope["done"] is True
+        return parked - start, admitted - parked, store.commit_count() - admitted
+
+    async def main() -> list:
+        return [await one(i) for i in range(3)]
+
+    # park + ack; admission and release together; the resume's finish (its two frames write
+    # no heartbeat while the claim is fresh)
+    assert asyncio.run(main())[1:] == [(2, 1, 1), (2, 1, 1)]
+
+
+def test_an_admission_commits_even_when_its_continuation_fails(cycle):
+    """Continuing raises inside the shared transaction: only its savepoint is rolled back,
+    the admission is durable, and a repeat of the callback continues the run."""
+    service, interp, sent = cycle
+    store = service.store
+    calls = {"n": 0}
+    real = service.materialize
+
+    def failing_once(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise RuntimeError("materialise went wrong")
+        return real(*args, **kwargs)
+
+    service.materialize = failing_once
+
+    async def main() -> None:
+        outcome = await interp.run({"order": {"id": 1, "amount": 10}}, "shop")
+        assert isinstance(outcome, Suspended)
+        d = sent.pop()
+        with pytest.raises(RuntimeError, match="materialise went wrong"):
+            await service.complete(d.opc, "completed", {"bonus": 5}, source="callback", token=d.token)
+        terminal = store.get_terminal(d.opc)
+        assert terminal is not None and terminal.payload == {"bonus": 5}  # the admission committed
+        assert store.get_run(outcome.run_id).status == "waiting"  # nothing was released
+        admit, release = await service.complete(d.opc, "completed", {"bonus": 5}, source="callback", token=d.token)
+        assert admit.outcome == "duplicate" and release is not None and release.won
+        final = await service.drive_resume(release.claim)
+        assert isinstance(final, Completed) and final.envelope["total"] == 15
+
+    asyncio.run(main())
+
+
+def test_a_resumed_frame_beats_when_the_claim_was_last_seen_long_ago(cycle, monkeypatch):
+    """The frame heartbeat is skipped only while the claim is fresh; a claim last seen a
+    stale period ago is beaten (and checked) at the next frame."""
+    service, interp, sent = cycle
+    store = service.store
+    beats: list[str] = []
+    real = store.heartbeat
+
+    def counting(run_id, token):
+        beats.append(run_id)
+        return real(run_id, token)
+
+    monkeypatch.setattr(store, "heartbeat", counting)
+
+    async def cycle_once(old_claim: bool) -> None:
+        outcome = await interp.run({"order": {"id": 1, "amount": 10}}, "shop")
+        d = sent.pop()
+        _, release = await service.complete(d.opc, "completed", {"bonus": 5}, source="callback", token=d.token)
+        claim = release.claim
+        if old_claim:  # as if the claim's heartbeat were written long before the resume starts
+            claim = dataclasses.replace(claim, heartbeat_ms=claim.heartbeat_ms - 10 * 60_000)
+        final = await service.drive_resume(claim)
+        assert isinstance(final, Completed) and final.envelope["done"] is True
+
+    asyncio.run(cycle_once(False))
+    assert beats == []
+    asyncio.run(cycle_once(True))
+    assert len(beats) == 1  # the first resumed frame beats; the next is fresh again
