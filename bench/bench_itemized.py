@@ -39,7 +39,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from _backends import Backends  # noqa: E402
 from _serve import start_serve  # noqa: E402
-from _timing import report  # noqa: E402
+from _timing import headline, report  # noqa: E402
 
 
 class _Poster(threading.local):
@@ -257,6 +257,8 @@ def main() -> None:
             report("  store write transactions per item", statistics.median(c for _, c, _ in inproc), "commits")
             cpu = statistics.median(m for _, _, m in inproc)
             report("  process CPU per item (engine, store, worker)", cpu, "ms")
+            headline(f"itemized await, CPU per item ({args.items} items), {name}", cpu, "ms",
+                     goal="flat from 1,000 to 10,000 items")
             e2e = [end_to_end(args.items, args.window, fresh()) for _ in range(args.repeat)]
             report(f"[{name}] end to end via txcl serve (HTTP dispatch + callbacks)",
                    statistics.median(r for r, _, _ in e2e), "items/s", ">= 500")
