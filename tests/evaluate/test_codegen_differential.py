@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from txcl.errors import TxclError
@@ -200,25 +200,27 @@ _value_text = st.recursive(
     max_leaves=6)
 
 
+def _generated(text: str) -> ast.Rule:
+    """The rule of a generated text; texts that do not parse are discarded (`assume`), and
+    hypothesis fails the test when too many are."""
+    try:
+        return parse_rule(text)
+    except TxclError:
+        assume(False)
+        raise
+
+
 @settings(max_examples=300, deadline=None)
 @given(_conditions_text, st.randoms(use_true_random=False))
 def test_generated_conditions_evaluate_alike_both_ways(text, rnd):
-    try:
-        rule = parse_rule(f"WHEN {text}")
-    except TxclError:
-        return
-    node = rule.when.condition
+    node = _generated(f"WHEN {text}").when.condition
     _check_condition(node, _envelopes(_paths(node), rnd, 10))
 
 
 @settings(max_examples=300, deadline=None)
 @given(_value_text, st.randoms(use_true_random=False))
 def test_generated_values_evaluate_alike_both_ways(text, rnd):
-    try:
-        rule = parse_rule(f"SET .out = {text}")
-    except TxclError:
-        return
-    node = rule.set_pre[0].value
+    node = _generated(f"SET .out = {text}").set_pre[0].value
     _check_value(node, _envelopes(_paths(node), rnd, 6))
 
 
