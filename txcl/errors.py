@@ -222,16 +222,17 @@ def depth_guarded(fn):
 
 def check_depth(value, limit: int = 256, what: str = "value") -> None:
     """Raise TxclDepthError when `value` nests arrays and objects deeper than `limit`
-    (an iterative walk: it never recurses itself)."""
-    stack = [(value, 1)]
-    while stack:
-        v, depth = stack.pop()
-        t = type(v)
-        if t is dict or t is list or isinstance(v, (dict, list)):
-            if depth > limit:
-                raise TxclDepthError(f"{what} nests arrays and objects deeper than {limit} levels")
-            stack.extend((x, depth + 1) for x in (v.values() if isinstance(v, dict) else v)
-                         if isinstance(x, (dict, list)))
+    (level by level: it never recurses itself)."""
+    level = [value] if isinstance(value, (dict, list)) else []
+    depth = 1
+    while level:
+        if depth > limit:
+            raise TxclDepthError(f"{what} nests arrays and objects deeper than {limit} levels")
+        below: list = []
+        for v in level:
+            below.extend([x for x in (v.values() if isinstance(v, dict) else v) if isinstance(x, (dict, list))])
+        level = below
+        depth += 1
 
 
 class TxclEvalError(TxclError):
