@@ -122,7 +122,7 @@ def test_a_resumed_frame_beats_when_the_claim_was_last_seen_long_ago(cycle, monk
     monkeypatch.setattr(store, "heartbeat", counting)
 
     async def cycle_once(old_claim: bool) -> None:
-        outcome = await interp.run({"order": {"id": 1, "amount": 10}}, "shop")
+        assert isinstance(await interp.run({"order": {"id": 1, "amount": 10}}, "shop"), Suspended)
         d = sent.pop()
         _, release = await service.complete(d.opc, "completed", {"bonus": 5}, source="callback", token=d.token)
         claim = release.claim
