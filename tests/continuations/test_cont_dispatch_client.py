@@ -10,7 +10,7 @@ import socket
 
 import pytest
 
-from txcl.continuations.worker_client import DispatchClient, _parse_response, post_dispatch
+from txcl.continuations.worker_client import DispatchClient, post_dispatch
 from txcl.store.records import Dispatch
 
 
@@ -169,11 +169,38 @@ def test_only_plain_http_goes_over_the_lean_path():
     assert client.lean_target("http://127.0.0.1/a", {"Host": "other"}) is None
 
 
-def test_parse_response_waits_for_the_whole_answer():
-    assert _parse_response(bytearray(b"HTTP/1.1 202 Accepted\r\nContent-Length: 4\r\n\r\nab"), False) is None
-    assert _parse_response(bytearray(b"HTTP/1.1 202 Accepted\r\nContent-Length: 2\r\n\r\nab"), False) == (
-        202, b"ab", True)
-    assert _parse_response(bytearray(b"HTTP/1.1 202 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"),
-                           False) == (202, b"", False)
-    with pytest.raises(ValueError):
-        _parse_response(bytearray(b"SMTP ready\r\n\r\n"), False)
+def test_an_answer_in_pieces_is_awaited_whole_and_a_non_http_answer_fails_the_ack():
+    """The answer is parsed by h11 as bytes arrive: a 202 whose body comes later is read whole;
+    bytes that are not HTTP fail the ack with a clear reason."""
+
+    async def main():
+        async def pieces(reader, writer):
+            await reader.readuntil(b"\r\n\r\n")
+            await reader.read(1)
+            writer.write(b"HTTP/1.1 202 Accepted\r\nContent-Length: 18\r\n\r\n{\"job_")
+            await writer.drain()
+            await asyncio.sleep(0.2)
+            writer.write(b'id": "late"}')
+            await writer.drain()
+            await asyncio.sleep(0.2)
+            writer.close()
+
+        async def not_http(reader, writer):
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(b"SMTP ready\r\n\r\n")
+            await writer.drain()
+            await asyncio.sleep(0.2)
+            writer.close()
+
+        servers = [await asyncio.start_server(handler, "127.0.0.1", 0) for handler in (pieces, not_http)]
+        urls = [f"http://127.0.0.1:{srv.sockets[0].getsockname()[1]}/w" for srv in servers]
+        client = DispatchClient()
+        acks = [await post_dispatch(client, _dispatch(url), base_url=None, ack_timeout_ms=5000) for url in urls]
+        await client.aclose()
+        for srv in servers:
+            srv.close()
+        return urls, acks
+
+    urls, (late, bad) = _run(main())
+    assert late.ok and late.job_id == "late"
+    assert not bad.ok and bad.error.startswith(f"async worker {urls[1]}: invalid HTTP response")

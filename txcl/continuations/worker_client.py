@@ -16,6 +16,7 @@ import urllib.parse
 from typing import Any, Callable
 
 import attrs
+import h11
 import httpx
 
 from txcl.store.records import Dispatch
@@ -170,13 +171,15 @@ async def post_dispatch(client: Any, dispatch: Dispatch, *, base_url: str | None
 # The dispatch client: keep-alive HTTP/1.1 POSTs on asyncio transports
 #
 # A worker POST is tiny and its answer is a bare 202, so httpx's general machinery (pool
-# bookkeeping, anyio streams, h11 events, cookies, redirects) cost several times the work of
-# the request itself. `DispatchClient` speaks just what the dispatch needs over plain `http://`
-# — one request at a time per connection, Content-Length or chunked or close-delimited
-# answers, keep-alive reuse — and hands anything else (https, proxies from the environment,
-# credentials or non-ASCII in the URL, caller-set framing headers) to an httpx client.
+# bookkeeping, anyio streams, cookies, redirects) costs many times the work of the request
+# itself. `DispatchClient` keeps its own keep-alive connections on asyncio transports for plain
+# `http://`, one request at a time per connection, and lets h11 write the request and parse
+# the answer (Content-Length, chunked or close-delimited bodies, interim 1xx answers,
+# keep-alive); anything else (https, proxies from the environment, credentials or non-ASCII
+# in the URL, caller-set framing headers) goes to an httpx client.
 
 _FRAMING = frozenset({"host", "content-length", "transfer-encoding", "connection"})
+_MAX_HEAD = 65536  # bytes of an answer's status line and headers
 _BAD_HEADER = re.compile(r"[\r\n\0]")
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 
@@ -194,14 +197,17 @@ class _Disconnected(ConnectionError):
 
 
 class _Conn(asyncio.Protocol):
-    """One HTTP/1.1 connection: one request in flight, the answer parsed as bytes arrive."""
+    """One HTTP/1.1 connection: one request in flight, the answer parsed by h11 as bytes arrive."""
 
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
-        self.buf = bytearray()
+        self.http = h11.Connection(h11.CLIENT, max_incomplete_event_size=_MAX_HEAD)
         self.waiter: asyncio.Future | None = None
         self.closed = False
         self.eof = False
+        self.received = False  # a byte of the current answer arrived
+        self.status = 0
+        self.body: list[bytes] = []
 
     # -- protocol callbacks
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -213,26 +219,36 @@ class _Conn(asyncio.Protocol):
             if self.transport is not None:
                 self.transport.close()
             return
-        self.buf += data
+        self.received = True
+        self.http.receive_data(data)
         self._advance()
 
     def eof_received(self) -> bool:
-        self.eof = True
-        self._advance()
+        self._end_of_input()
         return False  # close the transport
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
-        self.eof = True
+        self._end_of_input()
+
+    def _end_of_input(self) -> None:
+        if not self.eof:
+            self.eof = True
+            try:
+                self.http.receive_data(b"")
+            except RuntimeError:  # h11 had already seen the end
+                pass
         self._advance()
 
     # -- requests
     def usable(self) -> bool:
         return not self.closed and self.transport is not None and not self.transport.is_closing()
 
-    async def request(self, data: bytes) -> tuple[int, bytes, bool]:
+    async def request(self, request: h11.Request, body: bytes) -> tuple[int, bytes, bool]:
         assert self.transport is not None
-        self.buf.clear()
+        http = self.http
+        data = http.send(request) + http.send(h11.Data(data=body)) + http.send(h11.EndOfMessage())
+        self.received, self.status, self.body = False, 0, []
         waiter = asyncio.get_running_loop().create_future()
         self.waiter = waiter
         self.transport.write(data)
@@ -252,97 +268,35 @@ class _Conn(asyncio.Protocol):
         waiter = self.waiter
         if waiter is None or waiter.done():
             return
-        try:
-            result = _parse_response(self.buf, self.eof)
-        except ValueError as exc:
-            waiter.set_exception(exc)
+        if self.eof and not self.received:
+            waiter.set_exception(_Disconnected("Server disconnected without sending a response."))
             return
-        if result is not None:
-            waiter.set_result(result)
-        elif self.eof:
-            if not self.buf:
-                waiter.set_exception(_Disconnected("Server disconnected without sending a response."))
-            else:
+        http = self.http
+        try:
+            while True:
+                event = http.next_event()
+                kind = type(event)
+                if event is h11.NEED_DATA or event is h11.PAUSED:
+                    return
+                if kind is h11.Response:
+                    self.status = event.status_code
+                elif kind is h11.Data:
+                    self.body.append(event.data)
+                elif kind is h11.EndOfMessage:
+                    keep = http.our_state is h11.DONE and http.their_state is h11.DONE
+                    if keep:
+                        http.start_next_cycle()
+                    waiter.set_result((self.status, b"".join(self.body), keep))
+                    return
+                elif kind is h11.ConnectionClosed:
+                    waiter.set_exception(ConnectionError("Server disconnected before the response was complete."))
+                    return
+                # InformationalResponse (100 Continue, ...): wait for the final answer
+        except h11.RemoteProtocolError as exc:
+            if self.eof:
                 waiter.set_exception(ConnectionError("Server disconnected before the response was complete."))
-
-
-def _parse_response(buf: bytearray, eof: bool) -> tuple[int, bytes, bool] | None:
-    """(status, body, keep-alive) once `buf` holds one whole answer; None while incomplete.
-    Interim 1xx answers are skipped."""
-    start = 0
-    while True:
-        end = buf.find(b"\r\n\r\n", start)
-        if end < 0:
-            if len(buf) - start > 65536:
-                raise ValueError("invalid HTTP response: header section too large")
-            return None
-        lines = bytes(buf[start:end]).decode("latin-1").split("\r\n")
-        parts = lines[0].split(" ", 2)
-        if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit() or len(parts[1]) != 3:
-            raise ValueError(f"invalid HTTP response: {lines[0][:80]!r}")
-        status = int(parts[1])
-        headers: dict[str, str] = {}
-        for line in lines[1:]:
-            name, sep, value = line.partition(":")
-            if not sep:
-                raise ValueError("invalid HTTP response: malformed header line")
-            key = name.strip().lower()
-            value = value.strip()
-            headers[key] = f"{headers[key]}, {value}" if key in headers else value
-        body_start = end + 4
-        if 100 <= status < 200 and status != 101:
-            start = body_start
-            continue
-        break
-    tokens = {t.strip().lower() for t in headers.get("connection", "").split(",")}
-    keep = "close" not in tokens if parts[0] == "HTTP/1.1" else "keep-alive" in tokens
-    if status in (204, 304) or 100 <= status < 200:
-        return status, b"", keep and len(buf) == body_start
-    if "chunked" in headers.get("transfer-encoding", "").lower():
-        parsed = _parse_chunked(buf, body_start)
-        if parsed is None:
-            return None
-        body, used = parsed
-        return status, body, keep and used == len(buf)
-    length = headers.get("content-length")
-    if length is not None:
-        try:
-            n = int(length.split(",")[0].strip())
-        except ValueError:
-            raise ValueError("invalid HTTP response: bad Content-Length") from None
-        if n < 0:
-            raise ValueError("invalid HTTP response: bad Content-Length")
-        if len(buf) - body_start < n:
-            return None
-        return status, bytes(buf[body_start:body_start + n]), keep and len(buf) == body_start + n
-    if not eof:  # delimited by the end of the connection
-        return None
-    return status, bytes(buf[body_start:]), False
-
-
-def _parse_chunked(buf: bytearray, pos: int) -> tuple[bytes, int] | None:
-    chunks: list[bytes] = []
-    while True:
-        eol = buf.find(b"\r\n", pos)
-        if eol < 0:
-            return None
-        size_text = bytes(buf[pos:eol]).split(b";", 1)[0].strip()
-        try:
-            size = int(size_text, 16)
-        except ValueError:
-            raise ValueError("invalid HTTP response: bad chunk size") from None
-        pos = eol + 2
-        if size == 0:
-            if buf[pos:pos + 2] == b"\r\n":
-                return b"".join(chunks), pos + 2
-            trailer_end = buf.find(b"\r\n\r\n", pos)
-            if trailer_end < 0:
-                return None
-            return b"".join(chunks), trailer_end + 4
-        if len(buf) < pos + size + 2:
-            return None
-        chunks.append(bytes(buf[pos:pos + size]))
-        pos += size + 2
+            else:
+                waiter.set_exception(ValueError(f"invalid HTTP response: {exc}"))
 
 
 class DispatchClient:
@@ -383,18 +337,21 @@ class DispatchClient:
 
     async def post(self, target: LeanTarget, headers: dict[str, str], body: bytes) -> tuple[int, bytes]:
         """(status, body) of one POST; raises OSError/ValueError for transport problems."""
-        head = [f"POST {target.request_target} HTTP/1.1\r\nHost: {target.host_header}\r\n"]
+        fields = [("Host", target.host_header)]
         accept = True
         for name, value in headers.items():
             if not _TOKEN.match(name) or _BAD_HEADER.search(value):
                 raise ValueError(f"Illegal header: {name!r}")
             if accept and name.lower() == "accept":
                 accept = False
-            head.append(f"{name}: {value}\r\n")
+            fields.append((name, value))
         if accept:
-            head.append("Accept: */*\r\n")
-        head.append(f"Content-Length: {len(body)}\r\n\r\n")
-        data = "".join(head).encode("latin-1") + body
+            fields.append(("Accept", "*/*"))
+        fields.append(("Content-Length", str(len(body))))
+        try:
+            request = h11.Request(method="POST", target=target.request_target, headers=fields)
+        except h11.LocalProtocolError as exc:
+            raise ValueError(f"invalid request: {exc}") from None
         key = (target.host, target.port)
         async with self._slots:
             for attempt in (0, 1):
@@ -404,7 +361,7 @@ class DispatchClient:
                     loop = asyncio.get_running_loop()
                     _, conn = await loop.create_connection(_Conn, target.host, target.port)
                 try:
-                    status, content, keep = await conn.request(data)
+                    status, content, keep = await conn.request(request, body)
                 except _Disconnected:
                     conn.abort()
                     if reused and attempt == 0:
