@@ -222,17 +222,18 @@ def depth_guarded(fn):
 
 def check_depth(value, limit: int = 256, what: str = "value") -> None:
     """Raise TxclDepthError when `value` nests arrays and objects deeper than `limit`
-    (level by level: it never recurses itself)."""
-    level = [value] if isinstance(value, (dict, list)) else []
-    depth = 1
-    while level:
-        if depth > limit:
-            raise TxclDepthError(f"{what} nests arrays and objects deeper than {limit} levels")
-        below: list = []
-        for v in level:
-            below.extend([x for x in (v.values() if isinstance(v, dict) else v) if isinstance(x, (dict, list))])
-        level = below
-        depth += 1
+    (an iterative walk: it never recurses itself). Depth first, so a value given through the
+    Python API that contains itself, or shares parts, needs memory only for one path:
+    it stops at the limit."""
+    stack = [(value, 1)]
+    while stack:
+        v, depth = stack.pop()
+        t = type(v)
+        if t is dict or t is list or isinstance(v, (dict, list)):
+            if depth > limit:
+                raise TxclDepthError(f"{what} nests arrays and objects deeper than {limit} levels")
+            stack.extend([(x, depth + 1) for x in (v.values() if isinstance(v, dict) else v)
+                          if isinstance(x, (dict, list))])
 
 
 class TxclEvalError(TxclError):

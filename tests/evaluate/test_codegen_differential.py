@@ -9,6 +9,7 @@ must give the same result, or fail with the same error.
 from __future__ import annotations
 
 import ast as pyast
+import copy
 import math
 import random
 from pathlib import Path
@@ -110,7 +111,7 @@ def _envelopes(paths: list[tuple[str, ...]], rnd: random.Random, count: int) -> 
             if not segments or rnd.random() < 0.15:
                 continue
             try:
-                env = write(env, segments, rnd.choice(SAMPLES))
+                env = write(env, segments, copy.deepcopy(rnd.choice(SAMPLES)))  # never share a sample
             except PathError:
                 continue
             if not isinstance(env, dict):

@@ -229,3 +229,18 @@ def test_values_orjson_cannot_write_alike_take_the_careful_path():
         assert not jsonio._orjson_writes_alike(value)
     assert dumps({"a": [2.0, 1e-5, 1e21]}) == '{"a":[2,0.00001,1e+21]}'
     assert dumps([2**64, "\ud800"]) == '[18446744073709551616,"\ud800"]'  # orjson refuses both
+
+
+def test_a_value_that_contains_itself_is_refused_not_walked_forever():
+    """Only the Python API can hand over such a value: both writers refuse it at once."""
+    from txcl.errors import TxclDepthError, check_depth
+
+    looped: dict = {"a": 1.5}
+    looped["self"] = looped
+    looped["again"] = looped
+    with pytest.raises(JsonError, match="nested too deeply"):
+        dumps(looped)
+    with pytest.raises(TxclDepthError):
+        check_depth(looped)
+    assert [dumps(v) for v in (1.0, -0.0, 2.5, 1e20, "x", None, True)] == ["1", "-0", "2.5", "100000000000000000000",
+                                                                           '"x"', "null", "true"]
