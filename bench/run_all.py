@@ -129,11 +129,11 @@ def print_headlines(path: Path) -> None:
     if not rows:
         return
     print("\n== headlines (medians; ratio = the figure / its baseline, both measured in this run)")
-    print(f"   {'measure':<52} {'median':>14}  {'ratio':>7}  {'baseline':<34} goal")
+    print(f"   {'measure':<52} {'median':>20}  {'ratio':>6}  {'baseline':<36} goal")
     for row in rows:
         value = f"{row['value']:,.1f} {row['unit']}" if row["value"] < 100 else f"{row['value']:,.0f} {row['unit']}"
         ratio = f"{row['ratio']:.2f}" if row["ratio"] is not None else ""
-        print(f"   {row['measure']:<52} {value:>14}  {ratio:>7}  {row['baseline']:<34} {row['goal']}")
+        print(f"   {row['measure']:<52} {value:>20}  {ratio:>6}  {row['baseline']:<36} {row['goal']}")
 
 
 if __name__ == "__main__":
