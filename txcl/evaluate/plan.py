@@ -38,12 +38,14 @@ class RulePlan:
     set_post: tuple[tuple[tuple[str, ...], ValueFn, str, bool], ...]
 
 
-def _plan(rule: ast.Rule) -> RulePlan:
-    def emit_kind(segments: tuple[str, ...]) -> int:
-        if segments == TTL_PATH:
-            return EMIT_TTL
-        return EMIT_DROPPED if is_dropped_target(segments) else EMIT_PLAIN
+def emit_kind(segments: tuple[str, ...]) -> int:
+    """What EMIT does with a target: lower the TTL, drop it (reserved), or write it."""
+    if segments == TTL_PATH:
+        return EMIT_TTL
+    return EMIT_DROPPED if is_dropped_target(segments) else EMIT_PLAIN
 
+
+def _plan(rule: ast.Rule) -> RulePlan:
     return RulePlan(
         set_pre=tuple((a.target.segments, compile_value(a.value), a.target.text) for a in rule.set_pre),
         with_=tuple((p.key, compile_value(p.value), p.key_text) for p in rule.with_),

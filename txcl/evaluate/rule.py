@@ -11,7 +11,7 @@ from typing import Any, Iterable
 import attrs
 
 from txcl.errors import TxclEvalError, depth_guarded
-from txcl.evaluate.plan import EMIT_DROPPED, EMIT_PLAIN, EMIT_TTL, TTL_PATH, is_dropped_target, rule_plan
+from txcl.evaluate.plan import EMIT_DROPPED, EMIT_TTL, emit_kind, is_dropped_target, rule_plan
 from txcl.evaluate.values import compile_value
 from txcl.evaluate.when import when_matches
 from txcl.syntax import ast
@@ -159,9 +159,7 @@ def finish_output(
     if not isinstance(output, dict):
         return Finished(None, f"op output is not a JSON object (got {json_type(output)})", dropped)
     entries: list[tuple[tuple[str, ...], Any, int]] = [
-        (segments, value, EMIT_PLAIN if segments != TTL_PATH else EMIT_TTL)
-        if not is_dropped_target(segments) else (segments, value, EMIT_DROPPED)
-        for segments, value in prepared.synthetic_emits] if prepared.synthetic_emits else []
+        (segments, value, emit_kind(segments)) for segments, value in prepared.synthetic_emits]
     view = prepared.input
     for segments, value_fn, text, kind in rule_plan(rule).emit:
         try:

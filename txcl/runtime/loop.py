@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from txcl.errors import TxclEvalError
-from txcl.evaluate.rule import is_dropped_target, resolve_directives
+from txcl.evaluate.plan import is_dropped_target
+from txcl.evaluate.rule import resolve_directives
 from txcl.evaluate.values import resolve
 from txcl.evaluate.when import condition_matches
 from txcl.runtime.budget import DISPATCH_FUEL

@@ -31,6 +31,7 @@ from txcl.runtime.dispatch import OpContext, OpError, Target
 from txcl.runtime.hooks import NoHooks, WalkHooks
 from txcl.runtime.kv import Kv
 from txcl.runtime.state import Frame, OpOutcome, PreparedOp, Run
+from txcl.store.records import STEP_ROW_FIELDS
 from txcl.trace.recorder import TraceRecorder, _json_size
 from txcl.trace.redact import parse_path_list
 from txcl.values.coerce import bool_form, duration_to_ms
@@ -529,25 +530,18 @@ class Walker:
         directives = pop.prepared.directives
         detail = directives.get("debug") is True if directives else False
         op = pop.op
+        started_ms = int(started_wall * 1000)
+        row = (frame.stack, frame.scope, op.name, (op.facts or self.facts(op)).operation, transport, status,
+               started_ms, int(started_wall * 1000 + duration), round(duration, 3))
+        if transport != "noop":
+            row += (_json_size(input_value), _json_size(output_value), error)
+        elif error is not None:
+            row += (None, None, error)
         if not (rec.full or detail or extra):  # the common case: a compact row, no dict
-            started_ms = int(started_wall * 1000)
-            row = (frame.stack, frame.scope, op.name, (op.facts or self.facts(op)).operation, transport, status,
-                   started_ms, int(started_wall * 1000 + duration), round(duration, 3))
-            if transport != "noop":
-                row += (_json_size(input_value), _json_size(output_value), error)
-            elif error is not None:
-                row += (None, None, error)
             rec.summary_step(*row)
             return
-        step = {
-            "stage": frame.stage, "stack": frame.stack, "scope": frame.scope, "name": op.name,
-            "operation": (op.facts or self.facts(op)).operation, "transport": transport, "status": status,
-            "started_ms": int(started_wall * 1000), "finished_ms": int(started_wall * 1000 + duration),
-            "duration_ms": round(duration, 3), "error": error,
-        }
-        if transport != "noop":
-            step["input_bytes"] = _json_size(input_value)
-            step["output_bytes"] = _json_size(output_value)
+        step = dict(zip(STEP_ROW_FIELDS[1:], row))
+        step["stage"] = frame.stage
         if extra:
             step.update(extra)
         if rec.full or detail:
