@@ -5,9 +5,12 @@ from __future__ import annotations
 import copy
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from txcl.values.paths import (
     MISSING, PathError, delete, delete_target, has, read, split_path_string, split_set_path, write,
+    write_keys,
 )
 
 
@@ -180,3 +183,44 @@ def test_delete_target(text, segments):
 def test_split_set_path_colon():
     assert split_set_path("a.:2024.\\:x.0") == (("a", "2024", ":x", "0"), frozenset({1}))
     assert split_set_path(":0") == (("0",), frozenset({0}))
+
+
+# ---------------------------------------------------------------- write_keys
+# `write_keys` is what a planned assignment uses when no segment of its target is numeric;
+# it must do exactly what `write` does, including refusing a key on an array and leaving
+# the document untouched when it refuses.
+
+_keys = st.sampled_from(["a", "b", "c", "x-y", "_txc", ""])
+_leaf = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.text(max_size=2))
+_docs = st.recursive(_leaf, lambda inner: st.one_of(
+    st.lists(inner, max_size=3), st.dictionaries(_keys, inner, max_size=3)), max_leaves=12)
+
+
+def _outcome(fn, doc, segments, value):
+    try:
+        root = fn(doc, segments, value)
+    except PathError as exc:
+        return ("error", str(exc), doc)
+    return ("ok", root, doc)
+
+
+@settings(max_examples=400, deadline=None)
+@given(doc=st.one_of(_docs, st.dictionaries(_keys, _docs, max_size=4)),
+       segments=st.lists(_keys, min_size=1, max_size=4).map(tuple), value=_leaf)
+def test_write_keys_does_what_write_does(doc, segments, value):
+    expected = _outcome(write, copy.deepcopy(doc), segments, value)
+    got = _outcome(write_keys, copy.deepcopy(doc), segments, value)
+    assert got == expected
+
+
+def test_write_keys_refuses_a_key_on_an_array_and_changes_nothing():
+    doc = {"a": [1, 2]}
+    with pytest.raises(PathError):
+        write_keys(doc, ("a", "b"), 1)
+    assert doc == {"a": [1, 2]}
+
+
+def test_write_keys_creates_objects_and_replaces_scalars():
+    doc = {"a": 5}
+    assert write_keys(doc, ("a", "b", "c"), 1) is doc
+    assert doc == {"a": {"b": {"c": 1}}}

@@ -69,7 +69,10 @@ class _Source:
         for segment in segments:
             var = self.name("c")
             key = repr(segment)
-            expr = f"({var}.get({key}, M) if type({var} := {expr}) is dict else _step({var}, {key}))"
+            # a missing segment stays missing without a call (EMIT reads the output first,
+            # where most paths are absent)
+            expr = (f"({var}.get({key}, M) if type({var} := {expr}) is dict "
+                    f"else M if {var} is M else _step({var}, {key}))")
         return expr
 
     def build(self, name: str, params: str, body: list[str]) -> Callable:

@@ -3,8 +3,9 @@ first use and kept by rule identity.
 
 Each assignment becomes a tuple of its target segments, its compiled value function and
 what the runtime needs to know about the target (its text for messages; for EMIT whether it
-is `_txc.ttl` or a reserved path that is dropped), so running a rule does no node-cache
-lookups and no per-assignment checks that depend only on the rule.
+is `_txc.ttl` or a reserved path that is dropped; the writer to use: `write_keys` when no
+segment is numeric, so no created container can be an array), so running a rule does no
+node-cache lookups and no per-assignment checks that depend only on the rule.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ import attrs
 from txcl.evaluate.nodecache import NodeCache
 from txcl.evaluate.values import compile_value
 from txcl.syntax import ast
+from txcl.values.paths import is_numeric, write, write_keys
 from txcl.values.reserved import is_author_writable
 
 ValueFn = Callable[[Any, Any], Any]
+Writer = Callable[[Any, tuple[str, ...], Any], Any]
 
 TTL_PATH = ("_txc", "ttl")
 EMIT_PLAIN, EMIT_TTL, EMIT_DROPPED = 0, 1, 2
@@ -31,11 +34,21 @@ def is_dropped_target(segments: tuple[str, ...]) -> bool:
 
 @attrs.frozen(slots=True)
 class RulePlan:
-    set_pre: tuple[tuple[tuple[str, ...], ValueFn, str], ...]
-    with_: tuple[tuple[tuple[str, ...], ValueFn, str], ...]
-    emit: tuple[tuple[tuple[str, ...], ValueFn, str, int], ...]
-    # (segments, value, target text, dropped)
-    set_post: tuple[tuple[tuple[str, ...], ValueFn, str, bool], ...]
+    # (segments, value, target text, writer)
+    set_pre: tuple[tuple[tuple[str, ...], ValueFn, str, Writer], ...]
+    with_: tuple[tuple[tuple[str, ...], ValueFn, str, Writer], ...]
+    # (segments, value, target text, kind, writer)
+    emit: tuple[tuple[tuple[str, ...], ValueFn, str, int, Writer], ...]
+    # (segments, value, target text, dropped, writer)
+    set_post: tuple[tuple[tuple[str, ...], ValueFn, str, bool, Writer], ...]
+    emit_all_plain: bool  # every EMIT target is written as it is (no TTL, none dropped)
+
+
+def writer_for(segments: tuple[str, ...]) -> Writer:
+    """`write_keys` for a path of object keys only, else the general `write`."""
+    if segments and not any(is_numeric(seg) for seg in segments):
+        return write_keys
+    return write
 
 
 def emit_kind(segments: tuple[str, ...]) -> int:
@@ -46,13 +59,17 @@ def emit_kind(segments: tuple[str, ...]) -> int:
 
 
 def _plan(rule: ast.Rule) -> RulePlan:
+    emit = tuple((a.target.segments, compile_value(a.value), a.target.text, emit_kind(a.target.segments),
+                  writer_for(a.target.segments)) for a in rule.emit)
     return RulePlan(
-        set_pre=tuple((a.target.segments, compile_value(a.value), a.target.text) for a in rule.set_pre),
-        with_=tuple((p.key, compile_value(p.value), p.key_text) for p in rule.with_),
-        emit=tuple((a.target.segments, compile_value(a.value), a.target.text, emit_kind(a.target.segments))
-                   for a in rule.emit),
+        set_pre=tuple((a.target.segments, compile_value(a.value), a.target.text, writer_for(a.target.segments))
+                      for a in rule.set_pre),
+        with_=tuple((p.key, compile_value(p.value), p.key_text, writer_for(p.key)) for p in rule.with_),
+        emit=emit,
         set_post=tuple((a.target.segments, compile_value(a.value), a.target.text,
-                        is_dropped_target(a.target.segments)) for a in rule.set_post),
+                        is_dropped_target(a.target.segments), writer_for(a.target.segments))
+                       for a in rule.set_post),
+        emit_all_plain=all(entry[3] == EMIT_PLAIN for entry in emit),
     )
 
 

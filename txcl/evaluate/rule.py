@@ -50,12 +50,12 @@ def _as_object(value: Any) -> dict:
 
 def apply_set_pre(rule: ast.Rule, op_input: dict) -> tuple[dict, str | None]:
     """SET PRE: set-if-absent on the op's private input (any path, `_txc` included)."""
-    for segments, value_fn, text in rule_plan(rule).set_pre:
+    for segments, value_fn, text, put in rule_plan(rule).set_pre:
         if has(op_input, segments):
             continue
         try:
             value = value_fn(op_input, None)
-            op_input = _as_object(write(op_input, segments, value))
+            op_input = _as_object(put(op_input, segments, value))
         except (TxclEvalError, PathError) as exc:
             message = f"decorate {text}: {exc}"
             return _error_object(message), message
@@ -65,10 +65,10 @@ def apply_set_pre(rule: ast.Rule, op_input: dict) -> tuple[dict, str | None]:
 def resolve_directives(rule: ast.Rule, view: dict) -> dict:
     """Resolve WITH into one nested object; raises TxclEvalError naming the key."""
     directives: dict = {}
-    for key, value_fn, key_text in rule_plan(rule).with_:
+    for key, value_fn, key_text, put in rule_plan(rule).with_:
         try:
             value = value_fn(view, None)
-            directives = _as_object(write(directives, key, value))
+            directives = _as_object(put(directives, key, value))
         except (TxclEvalError, PathError) as exc:
             raise TxclEvalError(f"WITH {key_text}: {exc}") from None
     return directives
@@ -105,7 +105,10 @@ def _select(rule: ast.Rule, op_input: dict) -> tuple[dict, dict, list]:
 
 def prepare(rule: ast.Rule, op_input: dict, keep_pre_input: bool = False) -> Prepared:
     """SET PRE → WITH → SELECT on a private copy of the scope-entry envelope."""
-    op_input, error = apply_set_pre(rule, op_input)
+    if rule.set_pre:
+        op_input, error = apply_set_pre(rule, op_input)
+    else:
+        error = None
     directives: dict = {}
     if rule.with_:  # after a SET PRE error too: the op goes on, with its directives
         try:
@@ -149,19 +152,26 @@ def nest_into(directives: dict, output: Any) -> tuple[Any, str | None]:
 def finish_output(
     rule: ast.Rule, prepared: Prepared, output: Any, ttl: int | None = None
 ) -> Finished:
-    """`into` nesting, the object check, then EMIT (synthetic SELECT entries first)."""
+    """`into` nesting, the object check, then EMIT (synthetic SELECT entries first).
+
+    Every EMIT value is computed before any is written: a value never sees another EMIT's
+    write."""
     dropped: list[str] = []
-    output, dropped_into = nest_into(prepared.directives, output)
-    if dropped_into:
-        dropped.append(dropped_into)
+    if prepared.directives:
+        output, dropped_into = nest_into(prepared.directives, output)
+        if dropped_into:
+            dropped.append(dropped_into)
     if output is None:
         output = {}
     if not isinstance(output, dict):
         return Finished(None, f"op output is not a JSON object (got {json_type(output)})", dropped)
+    plan = rule_plan(rule)
+    view = prepared.input
+    if plan.emit_all_plain and not prepared.synthetic_emits:
+        return _emit_plain(plan.emit, output, view, dropped)
     entries: list[tuple[tuple[str, ...], Any, int]] = [
         (segments, value, emit_kind(segments)) for segments, value in prepared.synthetic_emits]
-    view = prepared.input
-    for segments, value_fn, text, kind in rule_plan(rule).emit:
+    for segments, value_fn, text, kind, _put in plan.emit:
         try:
             entries.append((segments, value_fn(output, view), kind))
         except TxclEvalError as exc:
@@ -184,6 +194,24 @@ def finish_output(
         except PathError as exc:
             return Finished(_error_object(f"overlay {path_text(segments)}: {exc}"), None, dropped, None)
     return Finished(output, None, dropped, new_ttl)
+
+
+def _emit_plain(emits: tuple, output: dict, view: dict, dropped: list[str]) -> Finished:
+    """EMIT when every target is written as it is (the common case of `finish_output`)."""
+    values = []
+    for _segments, value_fn, text, _kind, _put in emits:
+        try:
+            values.append(value_fn(output, view))
+        except TxclEvalError as exc:
+            return Finished(_error_object(f"overlay {text}: {exc}"), None, dropped, None)
+    for (segments, _fn, _text, _kind, put), value in zip(emits, values):
+        if isinstance(value, (dict, list)):
+            value = deep_copy(value)
+        try:
+            output = _as_object(put(output, segments, value))
+        except PathError as exc:
+            return Finished(_error_object(f"overlay {path_text(segments)}: {exc}"), None, dropped, None)
+    return Finished(output, None, dropped, None)
 
 
 def _lower_ttl(value: Any, current: int | None) -> int | None:
@@ -233,7 +261,7 @@ def apply_set_post(rules: Iterable[ast.Rule], envelope: dict) -> SetPostResult:
     """SET POST of every rule that ran (in name order): set-if-absent on the envelope."""
     dropped: list[str] = []
     for rule in rules:
-        for segments, value_fn, text, is_dropped in rule_plan(rule).set_post:
+        for segments, value_fn, text, is_dropped, put in rule_plan(rule).set_post:
             if is_dropped:
                 dropped.append(text)
                 continue
@@ -241,7 +269,7 @@ def apply_set_post(rules: Iterable[ast.Rule], envelope: dict) -> SetPostResult:
                 continue
             try:
                 value = value_fn(envelope, None)
-                envelope = _as_object(write(envelope, segments, value))
+                envelope = _as_object(put(envelope, segments, value))
             except (TxclEvalError, PathError) as exc:
                 message = f"decorate {text}: {exc}"
                 return SetPostResult(_error_object(message), message, dropped)

@@ -161,6 +161,34 @@ def write(doc: Any, segments: Sequence[str], value: Any, *,
     return root
 
 
+def write_keys(doc: dict, segments: Sequence[str], value: Any) -> Any:
+    """`write` for a path none of whose segments is numeric, into an object: the common
+    case of a rule's assignment, decided once when the rule is planned. Containers it
+    creates are objects; an array on the way (or a root that is not an object) hands the
+    write to `write`, which indexes or refuses it, before anything is changed."""
+    if type(doc) is not dict:
+        return write(doc, segments, value)
+    cur = doc
+    last = len(segments) - 1
+    pos = 0
+    while pos < last:
+        seg = segments[pos]
+        nxt = cur.get(seg)
+        if type(nxt) is not dict:
+            if type(nxt) is list or isinstance(nxt, (dict, list)):
+                return write(doc, segments, value)
+            while pos < last:  # from here on every container is new
+                nxt = {}
+                cur[segments[pos]] = nxt
+                cur = nxt
+                pos += 1
+            break
+        cur = nxt
+        pos += 1
+    cur[segments[last]] = value
+    return doc
+
+
 def _write_objects_only(doc: dict, segments: Sequence[str], value: Any) -> bool:
     """Fast path for the common case: the write touches objects only.
 
