@@ -99,3 +99,24 @@ def test_purging_a_run_deletes_its_blobs(store, clock) -> None:
     clock.advance(10_000)
     assert store.purge_finished(retention_ms=1_000) == [park.run.run_id]
     assert RawDb(store).execute("SELECT COUNT(*) FROM blobs")[0][0] == 0
+
+
+def test_a_callback_check_decodes_a_unit_view_with_stored_strings_only_when_it_is_read(store, monkeypatch) -> None:
+    # An itemized unit's view holds the whole array and every item's callback reads the
+    # unit: decoding the view each time made big runs quadratic.
+    import txcl.store.procedures.rows as rows
+
+    envelope = {"_txc": {"web": {"req": {"body": BODY}}}, "items": list(range(50))}
+    unit = UnitSpec(**{**unary().__dict__, "input_view": envelope})
+    park = store.park_suspend(run_spec("rid-lazy"), Fence("rid-lazy"), stage="shop/100", kind="barrier",
+                              envelope=envelope, budgets={}, units=[unit])
+    decoded: list[str] = []
+    real_unpack = rows.unpack
+    monkeypatch.setattr(rows, "unpack", lambda text, fetch: decoded.append(text) or real_unpack(text, fetch))
+    dispatch = park.dispatches[0]
+    target = store.check_callback(dispatch.opc, dispatch.token)
+    assert target.outcome == "ok" and decoded == []
+    admit, release = complete(store, dispatch)
+    assert admit.outcome == "admitted" and release is not None and decoded == []
+    # read after its transaction ended, the view comes back whole
+    assert target.unit.input_view == envelope and len(decoded) == 1

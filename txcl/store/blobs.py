@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Any, Callable
 
 BLOB_MIN = 64 * 1024  # characters: strings this long are stored once per run
@@ -97,9 +98,20 @@ def unpack(text: str | None, fetch: Callable[[list[str]], dict[str, str]]) -> An
     return walk(value)
 
 
+# A reference as it appears in JSON text (NUL is written `\u0000`). Found in the text itself,
+# so the strings a document needs can be read without decoding the document. A user string
+# with the same characters inside it only adds a digest that is looked up and not found.
+_REF_IN_TEXT = re.compile(r"\\u0000b:([0-9a-f]{64})")
+
+
+def referenced_digests(text: str) -> list[str]:
+    """Every digest `text` may reference (a superset of what `unpack` fetches), sorted."""
+    return sorted(set(_REF_IN_TEXT.findall(text)))
+
+
 def needs_fetch(text: str | None) -> bool:
     """Whether `text` may hold references (or escaped NULs) and so must go through `unpack`."""
     return text is not None and _ESCAPED_NUL in text
 
 
-__all__ = ["BLOB_MIN", "pack", "unpack", "needs_fetch"]
+__all__ = ["BLOB_MIN", "pack", "unpack", "needs_fetch", "referenced_digests"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from txcl.store.blobs import needs_fetch, unpack
+from txcl.store.blobs import needs_fetch, referenced_digests, unpack
 from txcl.store.records import (
     ChildRecord,
     ClaimRecord,
@@ -111,6 +111,28 @@ class _RawJson:
     def __init__(self, text: str | None) -> None:
         self.text = text
 
+    def decode(self) -> JsonValue:
+        return loads(self.text)
+
+
+class _StoredJson(_RawJson):
+    """A document column holding references to the run's stored strings: the strings are
+    read when the record is made (inside its transaction), the document is decoded and
+    the strings put back only on first access."""
+
+    __slots__ = ("strings",)
+
+    def __init__(self, text: str, t: "Tx | None", run_id: str) -> None:
+        super().__init__(text)
+        if t is None:
+            raise ValueError("a document with stored strings needs the transaction to read them")
+        digests = referenced_digests(text)
+        self.strings = read_blobs(t, run_id, digests) if digests else {}
+
+    def decode(self) -> JsonValue:
+        strings = self.strings
+        return unpack(self.text, lambda digests: {d: strings[d] for d in digests if d in strings})
+
 
 def _lazy_field(name: str) -> property:
     slot = "_lazy_" + name
@@ -118,7 +140,7 @@ def _lazy_field(name: str) -> property:
     def get(self: Any) -> Any:
         value = getattr(self, slot)
         if isinstance(value, _RawJson):
-            value = loads(value.text)
+            value = value.decode()
             object.__setattr__(self, slot, value)
         return value
 
@@ -142,8 +164,11 @@ class _LazyUnitRecord(UnitRecord):
 
 def lazy_unit_record(r: Row, t: Tx | None = None) -> UnitRecord:
     view = r["input_view_json"]
-    # a view holding stored strings is read now, while the transaction is there to read them
-    input_view = load_doc(view, t, r["run_id"]) if needs_fetch(view) else _RawJson(view)
+    # A view holding stored strings has them read now, while the transaction is there; like
+    # any view it is decoded only if read. An itemized unit's view holds the whole array, and
+    # every item's completion makes this record: decoding it each time made a run of n items
+    # cost O(n²) once its input was big enough to have stored strings.
+    input_view = _StoredJson(view, t, r["run_id"]) if needs_fetch(view) else _RawJson(view)
     return _LazyUnitRecord(**unit_fields(r, _RawJson(r["directives_json"]), input_view))
 
 
