@@ -194,3 +194,33 @@ def test_trace_records_beyond_the_compiled_encoder_fall_back(monkeypatch):
     assert [json.loads(t) for t in slow] == [json.loads(t) for t in fast]
     assert record.steps[1]["stage"] == "s/200" and record.steps[1]["output_bytes"] is None
     assert record.steps[0]["error"] is None and record.steps[1]["error"] == "bad"
+
+
+def test_a_record_waiting_for_its_group_commit_is_packed_and_reads_back_the_same(workspace, tmp_path):
+    """A batching writer keeps records as their two JSON texts while they wait; reading a
+    packed record, or the stored trace, gives the same steps and events as the record had."""
+    from txcl.ops.tree import load_ops
+    from txcl.runtime.config import Settings
+    from txcl.runtime.interpreter import Interpreter
+    from txcl.store import open_store
+    from txcl.trace.writer import TraceWriter
+
+    ws = workspace({"OPS/s/0100/a.txcl": 'EXEC "txco://noop"', "OPS/s/0200/b.txcl": "EMIT .b = 1"})
+    kept: list = []
+    interp = Interpreter(load_ops(ws), settings=Settings(trace_mode="summary"), trace_sink=kept.append)
+    outcome = interp.run_sync({"x": 1}, None)
+    interp.close()
+    (record,) = kept
+    steps, events = [dict(s) for s in record.steps], [dict(zip(("seq", "at_ms", "kind", "data"), e))
+                                                       for e in record.events]
+    store = open_store(tmp_path / "t.db")
+    writer = TraceWriter(store, max_batch=10, max_delay_s=60)
+    writer.submit(record)
+    assert writer.pending() == 1 and record._raw_steps is None and record._events is None
+    assert record.steps == steps and record.events == events
+    writer.flush()
+    stored = store.get_trace(outcome.rid)
+    assert [{k: v for k, v in s.items() if v is not None} for s in stored.steps] == [
+        {k: v for k, v in s.items() if v is not None} for s in steps]
+    assert stored.events == events and [e["kind"] for e in events][:2] == ["request.start", "stage.enter"]
+    store.close()

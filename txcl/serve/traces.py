@@ -20,6 +20,9 @@ import logging
 import threading
 from typing import Any
 
+from txcl.store.records import TraceRecord
+from txcl.trace.packing import pack_trace
+
 log = logging.getLogger("txcl.serve")
 
 LINGER_S = 0.05
@@ -59,6 +62,8 @@ class TraceWriter:
         self._queue(record, loop)
 
     def _queue(self, record: Any, loop: asyncio.AbstractEventLoop) -> None:
+        if isinstance(record, TraceRecord):
+            record.pack(pack_trace)  # waits as two texts, not as lists the collector rescans
         self._loop = loop
         self._pending.append(record)
         if len(self._pending) >= self.max_batch:

@@ -528,32 +528,65 @@ def step_dict(row: Sequence[JsonValue]) -> dict[str, JsonValue]:
     return step
 
 
+def event_dict(event: Sequence[JsonValue] | dict) -> dict[str, JsonValue]:
+    """A timeline event (a recorded tuple or a stored array) as the object readers use."""
+    if isinstance(event, dict):
+        return event
+    return {"seq": event[0], "at_ms": event[1], "kind": event[2], "data": event[3]}
+
+
 class TraceRecord:
     """One segment's trace, written in one transaction: the request row, its steps and its
-    timeline events (``{"seq", "at_ms", "kind", "data"}`` dicts, or ``(seq, at_ms, kind, data)``
-    tuples as the recorder makes them; the store reads them back as dicts).
+    timeline events (``(seq, at_ms, kind, data)`` tuples as the recorder makes them).
 
     Steps are dicts, or summary rows (tuples in `STEP_ROW_FIELDS` order) as the walker
-    records them; `steps` gives every one as a dict, `raw_steps` as recorded (for packing)."""
+    records them; `steps` gives every one as a dict, `raw_steps` as recorded (for packing).
 
-    __slots__ = ("request", "events", "_raw_steps", "_steps")
+    A record waiting in a batch for its group commit is *packed* first (`pack()`): its
+    steps and events become the two JSON texts the store writes, and the recorded lists are
+    let go. Hundreds of records wait at a time; as texts they are a few objects each
+    instead of dozens the garbage collector would scan again and again. Reading `steps` or
+    `events` of a packed record decodes the texts (readers rarely do)."""
+
+    __slots__ = ("request", "_events", "_raw_steps", "_steps", "_packed")
 
     def __init__(self, request: dict[str, JsonValue], steps: list | None = None,
                  events: list[dict[str, JsonValue] | tuple] | None = None):
         self.request = request
-        self.events = events if events is not None else []
-        self._raw_steps: list = steps if steps is not None else []
+        self._events: list | None = events if events is not None else []
+        self._raw_steps: list | None = steps if steps is not None else []
         self._steps: list[dict[str, JsonValue]] | None = None
+        self._packed: tuple[str, str] | None = None
+
+    def packed(self, pack: Callable[[list, list], tuple[str, str]]) -> tuple[str, str]:
+        """(steps, events) as JSON texts, made by `pack(raw_steps, events)` once."""
+        if self._packed is None:
+            self._packed = pack(self._raw_steps or [], self._events or [])
+        return self._packed
+
+    def pack(self, pack: Callable[[list, list], tuple[str, str]]) -> None:
+        """Keep only the packed texts (see the class docstring)."""
+        self.packed(pack)
+        self._raw_steps = self._events = self._steps = None
 
     @property
     def raw_steps(self) -> list:
+        if self._raw_steps is None:
+            self._raw_steps = [tuple(s) if isinstance(s, list) else s
+                               for s in json.loads(self._packed[0])]  # type: ignore[index]
         return self._raw_steps
 
     @property
     def steps(self) -> list[dict[str, JsonValue]]:
         if self._steps is None:
-            self._steps = [step_dict(s) if type(s) is tuple else s for s in self._raw_steps]
+            self._steps = [step_dict(s) if type(s) is tuple else s for s in self.raw_steps]
         return self._steps
+
+    @property
+    def events(self) -> list:
+        if self._events is None:
+            self._events = [event_dict(e) for e in json.loads(self._packed[1])]  # type: ignore[index]
+        return self._events
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, TraceRecord):

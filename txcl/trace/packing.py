@@ -42,6 +42,11 @@ def pack_events(events: list[Any]) -> str:
     return text if text is not None else _encode(events)
 
 
+def pack_trace(steps: list, events: list) -> tuple[str, str]:
+    """A trace's steps and events as the two JSON texts the store writes."""
+    return pack_steps(steps), pack_events(events)
+
+
 def _fast_dumps(value: Any) -> str | None:
     """orjson's text of `value` when orjson is installed and takes it (it refuses integers
     beyond 64 bits and keys that are not strings, for two), else None: the caller falls back

@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 from txcl.store.records import TraceRecord
+from txcl.trace.packing import pack_trace
 
 
 class TraceWriter:
@@ -28,6 +29,7 @@ class TraceWriter:
         self._lock = threading.Lock()
 
     def submit(self, record: TraceRecord) -> None:
+        record.pack(pack_trace)  # waits as two texts, not as lists the collector rescans
         with self._lock:
             if not self._buffer:
                 self._oldest = time.monotonic()

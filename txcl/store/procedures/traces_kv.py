@@ -13,8 +13,8 @@ import json
 from txcl.store.backend import SqlBackend, Tx
 from txcl.store.errors import KvError
 from txcl.store.procedures import read_procedure, write_procedure
-from txcl.store.records import JsonValue, KvEntry, TraceRecord, step_dict
-from txcl.trace.packing import pack_events, pack_steps
+from txcl.store.records import JsonValue, KvEntry, TraceRecord, event_dict, step_dict
+from txcl.trace.packing import pack_trace
 
 STEP_FIELDS = ("seq", "stage", "stack", "scope", "name", "operation", "transport", "status",
                "started_ms", "finished_ms", "duration_ms", "input_bytes", "output_bytes", "error",
@@ -50,8 +50,7 @@ class TraceProcedures:
     def write_traces(self, t: Tx, traces: list[TraceRecord]) -> None:
         """Write every trace (one row each) in one transaction."""
         t.many(_WRITE_TRACE, [
-            (*[trace.request.get(c) for c in TRACE_COLUMNS], pack_steps(trace.raw_steps), pack_events(trace.events))
-            for trace in traces])
+            (*[trace.request.get(c) for c in TRACE_COLUMNS], *trace.packed(pack_trace)) for trace in traces])
 
     @read_procedure
     def get_trace(self, t: Tx, rid: str) -> TraceRecord | None:
@@ -61,8 +60,7 @@ class TraceProcedures:
         request = {c: row[i] for i, c in enumerate(TRACE_COLUMNS)}
         steps = [_EMPTY_STEP | (step_dict(s) if isinstance(s, list) else s)
                  for s in json.loads(row[len(TRACE_COLUMNS)])]
-        events = [e if isinstance(e, dict) else {"seq": e[0], "at_ms": e[1], "kind": e[2], "data": e[3]}
-                  for e in json.loads(row[len(TRACE_COLUMNS) + 1])]
+        events = [event_dict(e) for e in json.loads(row[len(TRACE_COLUMNS) + 1])]
         return TraceRecord(request, steps, events)
 
     @read_procedure
