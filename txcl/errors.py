@@ -11,6 +11,11 @@ from typing import Iterable
 
 import attrs
 
+try:  # a compiled encoder: the quick way to know a value is not nested too deeply
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - orjson is a dependency where wheels exist
+    _orjson = None  # type: ignore[assignment]
+
 from txcl.codes import CODES, default_severity
 
 
@@ -224,7 +229,17 @@ def check_depth(value, limit: int = 256, what: str = "value") -> None:
     """Raise TxclDepthError when `value` nests arrays and objects deeper than `limit`
     (an iterative walk: it never recurses itself). Depth first, so a value given through the
     Python API that contains itself, or shares parts, needs memory only for one path:
-    it stops at the limit."""
+    it stops at the limit.
+
+    orjson is asked first: it writes nothing nested 255 levels or more, so a value it
+    writes is within any limit from 255 up (about ten times quicker than the walk). A value
+    it refuses — too deep, or holding what it does not write — is walked."""
+    if _orjson is not None and limit >= 255:
+        try:
+            _orjson.dumps(value)
+            return
+        except (TypeError, ValueError):
+            pass
     stack = [(value, 1)]
     while stack:
         v, depth = stack.pop()

@@ -244,3 +244,28 @@ def test_a_value_that_contains_itself_is_refused_not_walked_forever():
         check_depth(looped)
     assert [dumps(v) for v in (1.0, -0.0, 2.5, 1e20, "x", None, True)] == ["1", "-0", "2.5", "100000000000000000000",
                                                                            '"x"', "null", "true"]
+
+
+@pytest.mark.parametrize("use_orjson", [True, False])
+def test_check_depth_draws_the_line_at_the_limit_with_or_without_orjson(monkeypatch, use_orjson):
+    """Up to 256 levels pass, 257 are refused, whether orjson's quick answer is used or the
+    walk decides (values orjson does not write — big integers, tuples — are walked too)."""
+    import txcl.errors as errors
+    from txcl.errors import TxclDepthError, check_depth
+
+    if not use_orjson:
+        monkeypatch.setattr(errors, "_orjson", None)
+
+    def nested(levels: int, leaf=1):
+        value = leaf
+        for i in range(levels):
+            value = [value] if i % 2 else {"k": value}
+        return value
+
+    for leaf in (1, 2**70, (1, 2)):
+        check_depth(nested(256, leaf))
+        with pytest.raises(TxclDepthError):
+            check_depth(nested(257, leaf))
+    check_depth(nested(10), limit=10)
+    with pytest.raises(TxclDepthError):
+        check_depth(nested(11), limit=10)
