@@ -149,9 +149,11 @@ async def _fail_resume(service: "Services", run: Run, claim: ClaimRecord, exc: E
 class ClaimKeeper:
     """The claim's heartbeat every quarter of the stale period while a resumed segment runs
     (frame entries heartbeat too), so a long resume never looks stale and is never taken over
-    while it is alive. It beats from a thread of its own, calling the (thread-safe) store
-    directly: a resume that keeps the event loop busy (a 40 MiB envelope is parsed, copied and
-    encoded on it) cannot hold the heartbeat back."""
+    while it is alive. It beats from a thread, not the event loop, calling the (thread-safe)
+    store directly: a resume that keeps the event loop busy (a 40 MiB envelope is parsed,
+    copied and encoded on it) cannot hold the heartbeat back. One thread of the process
+    beats every live claim (`_BEATS`): starting a thread per resume cost more CPU than the
+    rest of a short resume's bookkeeping."""
 
     def __init__(self, service: "Services", run_id: str | None, token: str, segment: Any = None) -> None:
         self.store = service.store
@@ -159,31 +161,74 @@ class ClaimKeeper:
         self.token = token
         self.segment = segment  # told when each beat landed (the frame heartbeat may then skip)
         self.period = service.settings.continuation_stale_resume_after / 4000.0
-        self.done = threading.Event()
-        self.thread: threading.Thread | None = None
+        self.next_at = 0.0  # monotonic time of the next beat (kept by _BEATS)
+        self.lost = False
 
     def start(self) -> "ClaimKeeper":
         if self.run_id and self.period > 0:
-            self.thread = threading.Thread(target=self._beat, name=f"txcl-claim-{self.run_id}", daemon=True)
-            self.thread.start()
+            _BEATS.add(self)
         return self
 
     def stop(self) -> None:
-        self.done.set()
+        _BEATS.remove(self)
 
-    def _beat(self) -> None:
-        while not self.done.wait(self.period):
-            try:
-                started_ms = int(time.time() * 1000)
-                self.store.heartbeat(self.run_id, self.token)
-                if self.segment is not None:
-                    self.segment.alive_ms = started_ms
-            except RunLost:
-                return
-            except StoreUnavailable as exc:  # the next heartbeat (or fenced write) decides
-                log.warning("txcl: heartbeat of %s failed: %s", self.run_id, exc)
-            except Exception:  # noqa: BLE001 - a heartbeat must never take the node down
-                log.exception("txcl: heartbeat of %s failed", self.run_id)
+    def beat(self) -> None:
+        try:
+            started_ms = int(time.time() * 1000)
+            self.store.heartbeat(self.run_id, self.token)
+            if self.segment is not None:
+                self.segment.alive_ms = started_ms
+        except RunLost:
+            self.lost = True  # taken over or finished elsewhere: no more beats
+            _BEATS.remove(self)
+        except StoreUnavailable as exc:  # the next heartbeat (or fenced write) decides
+            log.warning("txcl: heartbeat of %s failed: %s", self.run_id, exc)
+        except Exception:  # noqa: BLE001 - a heartbeat must never take the node down
+            log.exception("txcl: heartbeat of %s failed", self.run_id)
+
+
+class _ClaimBeats:
+    """The process's claim heartbeat thread: beats each registered keeper every `period`
+    seconds, oldest due first; started with the first keeper, idle (waiting) without one."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._keepers: dict[int, ClaimKeeper] = {}
+        self._thread: threading.Thread | None = None
+
+    def add(self, keeper: ClaimKeeper) -> None:
+        with self._cond:
+            keeper.next_at = time.monotonic() + keeper.period
+            self._keepers[id(keeper)] = keeper
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="txcl-claim-heartbeats", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+
+    def remove(self, keeper: ClaimKeeper) -> None:
+        with self._cond:
+            self._keepers.pop(id(keeper), None)
+
+    def live(self) -> int:
+        return len(self._keepers)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                now = time.monotonic()
+                due = [k for k in self._keepers.values() if k.next_at <= now]
+                for keeper in due:
+                    keeper.next_at = now + keeper.period
+                if not due:
+                    wake = min((k.next_at for k in self._keepers.values()), default=None)
+                    self._cond.wait(None if wake is None else wake - now)
+                    continue
+            for keeper in due:
+                if self._keepers.get(id(keeper)) is keeper:  # not stopped meanwhile
+                    keeper.beat()
+
+
+_BEATS = _ClaimBeats()
 
 
 __all__ = ["resume_run", "resume_members", "heartbeat_at_frame", "run_from_suspend", "RESUMERS"]
