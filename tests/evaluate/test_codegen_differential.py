@@ -8,53 +8,21 @@ must give the same result, or fail with the same error.
 
 from __future__ import annotations
 
-import ast as pyast
-import copy
 import math
 import random
-from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
+from corpus import corpus_rules, deterministic, envelopes_for, paths_read
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from txcl.errors import TxclError
 from txcl.evaluate.values import closure_value, compile_value
 from txcl.evaluate.when import closure_condition, compile_condition
-from txcl.functions.registry import lookup
 from txcl.syntax import ast
 from txcl.syntax.parser import parse_rule
-from txcl.values.paths import PathError, write
-
-ROOT = Path(__file__).resolve().parents[2]
-
-# What may stand at a path a rule reads: every JSON kind, and the awkward ones.
-SAMPLES: list[Any] = [None, True, False, 0, 1, -3, 7, 2.5, -0.0, 1e300, 2**70, "", "gold", "u_12",
-                      "10", "1e3", "true", "T", "  5", "héllo", [], [1, "a"], [{"k": "v"}], {}, {"k": 2}]
-
-
-def _corpus_texts() -> Iterator[tuple[str, str]]:
-    for path in sorted(ROOT.rglob("*.txcl")):
-        if ".git" not in path.parts:
-            yield str(path.relative_to(ROOT)), path.read_text(encoding="utf-8", errors="replace")
-    for path in sorted((ROOT / "tests").rglob("*.py")):
-        tree = pyast.parse(path.read_text(encoding="utf-8"))
-        for node in pyast.walk(tree):
-            if isinstance(node, pyast.Constant) and isinstance(node.value, str) and (
-                    "WHEN" in node.value or "SET" in node.value or "EMIT" in node.value or "WITH" in node.value):
-                yield f"{path.relative_to(ROOT)}:{node.lineno}", node.value
-
-
-def _corpus_rules() -> list[tuple[str, ast.Rule]]:
-    rules = []
-    for where, text in _corpus_texts():
-        try:
-            rules.append((where, parse_rule(text)))
-        except (TxclError, RecursionError, ValueError):
-            continue
-    return rules
-
+from txcl.values.paths import write
 
 def _conditions(rule: ast.Rule) -> list[Any]:
     found = []
@@ -73,51 +41,6 @@ def _values(rule: ast.Rule) -> list[Any]:
     if rule.loop is not None:
         found += [a.value for a in rule.loop.set]
     return found
-
-
-def _paths(node: Any) -> list[tuple[str, ...]]:
-    """Every path a node reads (both sides of comparisons, call arguments)."""
-    if isinstance(node, ast.Path):
-        return [node.segments]
-    if isinstance(node, ast.Comparison):
-        return [node.left.segments, *_paths(node.right)]
-    if isinstance(node, ast.Not):
-        return _paths(node.operand)
-    if isinstance(node, (ast.And, ast.Or)):
-        return [p for item in node.items for p in _paths(item)]
-    if isinstance(node, ast.Call):
-        return [p for arg in node.args for p in _paths(arg)]
-    return []
-
-
-def _deterministic(node: Any) -> bool:
-    if isinstance(node, ast.Call):
-        spec = lookup(node.name)
-        return bool(spec is None or spec.deterministic) and all(_deterministic(a) for a in node.args)
-    if isinstance(node, ast.Comparison):
-        return _deterministic(node.right)
-    if isinstance(node, ast.Not):
-        return _deterministic(node.operand)
-    if isinstance(node, (ast.And, ast.Or)):
-        return all(_deterministic(item) for item in node.items)
-    return True
-
-
-def _envelopes(paths: list[tuple[str, ...]], rnd: random.Random, count: int) -> list[dict]:
-    envelopes: list[dict] = [{}]
-    for _ in range(count):
-        env: dict = {}
-        for segments in paths:
-            if not segments or rnd.random() < 0.15:
-                continue
-            try:
-                env = write(env, segments, copy.deepcopy(rnd.choice(SAMPLES)))  # never share a sample
-            except PathError:
-                continue
-            if not isinstance(env, dict):
-                env = {}
-        envelopes.append(env)
-    return envelopes
 
 
 def _outcome(fn: Any, *args: Any) -> tuple[str, Any]:
@@ -147,7 +70,7 @@ def _check_value(node: Any, envelopes: list[dict]) -> None:
             assert got == want, f"{node!r} on {env!r}: generated {got}, reference {want}\n{generated.source}"
 
 
-CORPUS = _corpus_rules()
+CORPUS = corpus_rules()
 
 
 def test_the_corpus_is_the_size_expected():
@@ -163,12 +86,12 @@ def test_every_corpus_rule_evaluates_alike_both_ways(chunk):
     checked = 0
     for _where, rule in CORPUS[chunk::4]:
         for node in _conditions(rule):
-            if _deterministic(node):
-                _check_condition(node, _envelopes(_paths(node), rnd, 12))
+            if deterministic(node):
+                _check_condition(node, envelopes_for(paths_read(node), rnd, 12))
                 checked += 1
         for node in _values(rule):
-            if _deterministic(node):
-                _check_value(node, _envelopes(_paths(node), rnd, 6))
+            if deterministic(node):
+                _check_value(node, envelopes_for(paths_read(node), rnd, 6))
                 checked += 1
     assert checked > 50
 
@@ -215,14 +138,14 @@ def _generated(text: str) -> ast.Rule:
 @given(_conditions_text, st.randoms(use_true_random=False))
 def test_generated_conditions_evaluate_alike_both_ways(text, rnd):
     node = _generated(f"WHEN {text}").when.condition
-    _check_condition(node, _envelopes(_paths(node), rnd, 10))
+    _check_condition(node, envelopes_for(paths_read(node), rnd, 10))
 
 
 @settings(max_examples=300, deadline=None)
 @given(_value_text, st.randoms(use_true_random=False))
 def test_generated_values_evaluate_alike_both_ways(text, rnd):
     node = _generated(f"SET .out = {text}").set_pre[0].value
-    _check_value(node, _envelopes(_paths(node), rnd, 6))
+    _check_value(node, envelopes_for(paths_read(node), rnd, 6))
 
 
 def test_a_generated_function_reads_paths_directly():

@@ -42,6 +42,7 @@ log = logging.getLogger("txcl.ops")
 
 _SCOPE_CACHE_LIMIT = 4096
 _NO_CONTROL = Control()
+_UNKNOWN: Any = object()
 
 GOTO_SEGMENTS = ("_txc", "goto")
 TTL_SEGMENTS = ("_txc", "ttl")
@@ -129,6 +130,9 @@ class Walker:
         # (stack, requested scope) -> (resolved scope or None, stage text): the tree is pinned.
         self._scopes: dict[tuple[str, int], tuple[int | None, str]] = {}
         self._plain_hooks = type(self.hooks) is NoHooks
+        # (stack, scope) -> its rules when all are local and plain, else None (`_local_rules`)
+        self._locals: dict[tuple[str, int], tuple[OpRule, ...] | None] = {}
+        self.fuse_local = True  # off: every scope takes the general path (tests compare both)
         # `txcl test --coverage`: told which rules each entered scope considered and selected
         self.observer: Any = None
 
@@ -150,6 +154,14 @@ class Walker:
         if not self._plain_hooks:
             await self.hooks.join_check(self, run, frame)
             if run.finished:
+                return
+        if self.fuse_local:
+            local = self._locals.get((frame.stack, frame.scope), _UNKNOWN)
+            if local is _UNKNOWN:
+                local = self._local_rules(frame.stack, frame.scope)
+            if local is not None and not frame.penalty and self.observer is None and not rec.full:
+                self._run_local_scope(run, frame, local, rec)
+                self.complete_scope(run, frame, rec)
                 return
         # run_frame, inlined: scopes of local rules only (no EXEC) take no coroutine at all
         self.select_ops(run, frame, rec)
@@ -228,10 +240,8 @@ class Walker:
             self._scopes[key] = found
         return found
 
-    def select_ops(self, run: Run, frame: Frame, rec: TraceRecorder) -> None:
-        """WHEN on E0, PRIORITY, per-rule SET PRE / WITH / SELECT, mode."""
-        e0 = run.envelope
-        rules = self.tree.rules_at(frame.stack, frame.scope)
+    def _matching(self, e0: Any, rules: Any) -> list[OpRule]:
+        """The rules whose WHEN matches E0, narrowed to the highest PRIORITY given."""
         matched = []
         top = 0
         if isinstance(e0, dict):  # no envelope object matches nothing (when_matches)
@@ -250,6 +260,13 @@ class Walker:
                     top = facts.priority
         if top > 0:
             matched = [op for op in matched if op.facts.priority == top]
+        return matched
+
+    def select_ops(self, run: Run, frame: Frame, rec: TraceRecorder) -> None:
+        """WHEN on E0, PRIORITY, per-rule SET PRE / WITH / SELECT, mode."""
+        e0 = run.envelope
+        rules = self.tree.rules_at(frame.stack, frame.scope)
+        matched = self._matching(e0, rules)
         frame.rules = tuple(matched)
         if self.observer is not None:
             self.observer.scope_selected(frame, rules, frame.rules, e0)
@@ -466,17 +483,7 @@ class Walker:
                 run.budget.lower_ttl(finished.ttl)
             else:
                 frame.ttl_raise_ignored = True
-        if finished.output and TTL_SEGMENTS[0] in finished.output:
-            txc = finished.output.get("_txc")
-            if isinstance(txc, dict) and "ttl" in txc:
-                txc = dict(txc)
-                del txc["ttl"]
-                finished.output = dict(finished.output)
-                if txc:
-                    finished.output["_txc"] = txc
-                else:
-                    del finished.output["_txc"]
-        return finished.output, None, dropped
+        return _without_ttl(finished.output), None, dropped
 
     def finish_op(self, run: Run, frame: Frame, pop: PreparedOp, raw: Any, trusted: bool, transport: str,
                    started_wall: float, started: float, rec: TraceRecorder, *, input_value: Any = None,
@@ -550,6 +557,63 @@ class Walker:
                      output_value=output_value)  # the recorder takes its own snapshot
         else:
             rec.step(step)
+
+    # ================================================================ scopes of local rules
+    def _local_rules(self, stack: str, scope: int) -> tuple[OpRule, ...] | None:
+        """The rules of a scope when every one is local and plain — no EXEC, no LOOP, no WITH
+        (so no mode, `into` or debug), no EMIT of the TTL — else None. Cached: the tree is
+        pinned."""
+        rules = tuple(self.tree.rules_at(stack, scope))
+        facts_of = self.facts
+        plain = all(op.target is None and op.rule.loop is None and not op.rule.with_
+                    and not (op.facts or facts_of(op)).emits_ttl for op in rules)
+        found = rules if plain else None
+        if len(self._locals) >= _SCOPE_CACHE_LIMIT:
+            self._locals.clear()
+        self._locals[(stack, scope)] = found
+        return found
+
+    def _run_local_scope(self, run: Run, frame: Frame, rules: tuple[OpRule, ...], rec: TraceRecorder) -> None:
+        """`select_ops` and each op's tail for a scope of local rules (`_local_rules`), fused:
+        what those do for an op without EXEC, WITH or LOOP, without the objects and calls
+        that only ops which dispatch need. Every matched rule is prepared (SET PRE, SELECT)
+        before any is finished (EMIT), as in the general path."""
+        e0 = run.envelope
+        matched = self._matching(e0, rules)
+        frame.rules = tuple(matched)
+        if not matched:
+            return
+        prepared_ops = []
+        for op in matched:
+            paths = op.facts.write_paths
+            prepared_ops.append((op, prepare(op.rule, private_input(e0, paths) if paths else e0)))
+        budget = run.budget
+        timed = rec.enabled
+        outcomes = frame.outcomes
+        ran = frame.ran
+        for op, prepared in prepared_ops:
+            if timed:
+                started_wall, started = time.time(), time.perf_counter()
+            finished = finish_output(op.rule, prepared, {}, budget.ttl if budget.max_ttl else None)
+            name = op.name
+            output = finished.output
+            if finished.dropped and timed:
+                for path in finished.dropped:
+                    rec.event("envelope.reserved_write_dropped", {"path": path, "op": name})
+            if output is None:
+                outcomes[name] = OpOutcome(name, None, "error", finished.error)
+                status = "error"
+            else:
+                outcomes[name] = OpOutcome(name, _without_ttl(output), "ok", None)
+                status = "ok"
+            ran.append(op)
+            if timed:
+                duration = (time.perf_counter() - started) * 1000.0
+                row = (frame.stack, frame.scope, name, op.facts.operation, "noop", status,
+                       int(started_wall * 1000), int(started_wall * 1000 + duration), round(duration, 3))
+                if finished.error is not None:
+                    row += (None, None, finished.error)
+                rec.summary_step(*row)
 
     # ================================================================ end of scope
     def complete_scope(self, run: Run, frame: Frame, rec: TraceRecorder) -> None:
@@ -674,6 +738,21 @@ class _Facts:
             has_set_post=bool(rule.set_post),
             trace_source=_mask_hmac_keys(op),
         )
+
+
+def _without_ttl(output: dict | None) -> dict | None:
+    """An op output without `_txc.ttl` (EMIT lowers the TTL through the budget, never by merging)."""
+    if output and TTL_SEGMENTS[0] in output:
+        txc = output.get("_txc")
+        if isinstance(txc, dict) and "ttl" in txc:
+            txc = dict(txc)
+            del txc["ttl"]
+            output = dict(output)
+            if txc:
+                output["_txc"] = txc
+            else:
+                del output["_txc"]
+    return output
 
 
 def _never(envelope: Any) -> bool:
