@@ -89,6 +89,27 @@ def test_callback_after_an_ack_failure_terminal_conflicts(serve, workspace, stor
         assert store.get_run(job.body["_txc"]["run_id"]).status == "failed"
 
 
+def _post_slowly(url: str, token: str, size: int, declared: bool) -> bytes:
+    """POST `size` bytes in pieces with pauses between them; the start of the answer."""
+    import socket
+    import time
+    import urllib.parse
+
+    parts = urllib.parse.urlsplit(url)
+    framing = f"Content-Length: {size}" if declared else "Transfer-Encoding: chunked"
+    head = (f"POST {parts.path} HTTP/1.1\r\nHost: {parts.netloc}\r\nAuthorization: Bearer {token}\r\n"
+            f"Content-Type: application/json\r\n{framing}\r\nConnection: close\r\n\r\n").encode()
+    piece = b"y" * (256 * 1024)
+    with socket.create_connection((parts.hostname, parts.port), timeout=30) as sock:
+        sock.sendall(head)
+        for _ in range(size // len(piece)):
+            time.sleep(0.02)  # the server has long seen the headers (and the declared size)
+            sock.sendall(piece if declared else f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+        if not declared:
+            sock.sendall(b"0\r\n\r\n")
+        return sock.recv(4096)
+
+
 def test_bad_callbacks_change_nothing(shared, store_at):
     """401 / 401 / 404 / 413 / 400 / 400 / 400, each leaving the store as it was."""
     ws, srv, headers, job = _suspend(shared)
@@ -104,6 +125,10 @@ def test_bad_callbacks_change_nothing(shared, store_at):
     big = {"status": "completed", "output": {"x": "y" * (1024 * 1024 + 10)}}
     status, body = post_json(url, big, job.token)
     assert status == 413 and body["error"]["code"] == "txcl_body_too_large" and body["error"]["limit"] == 1024 * 1024
+    # a worker still sending a body over the limit reads the 413 (the body is drained), not
+    # a connection closed under it — with or without a Content-Length
+    for declared in (True, False):
+        assert _post_slowly(url, job.token, 2 * 1024 * 1024, declared)[:12] == b"HTTP/1.1 413"
     assert post_json(url, None, job.token, raw=b"{not json")[0] == 400
     status, body = post_json(url, {"status": "done", "output": {}}, job.token)
     assert status == 400 and body["error"]["code"] == "txcl_bad_callback" and "unknown status" in body["error"]["message"]

@@ -55,19 +55,37 @@ class _TooLarge(Exception):
     pass
 
 
+# A body over the cap is still read (and dropped) up to this much more, so the worker, busy
+# sending it, gets to read the 413 instead of a connection closed under it (a broken pipe).
+DRAIN_MAX = 16 * 1024 * 1024
+
+
+async def _drain(stream: Any, already: int) -> None:
+    async for chunk in stream:
+        already += len(chunk)
+        if already > DRAIN_MAX:
+            return
+
+
 async def read_capped(request: Any, cap: int) -> bytes:
+    """The body, or _TooLarge (having drained a body not too far over the cap)."""
+    stream = request.stream()
     declared = request.headers.get("content-length")
     if declared is not None:
         try:
-            if int(declared) > cap:
-                raise _TooLarge
+            too_large = int(declared) > cap
         except ValueError:
-            pass
+            too_large = False
+        if too_large:
+            if int(declared) <= cap + DRAIN_MAX:
+                await _drain(stream, 0)
+            raise _TooLarge
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
+    async for chunk in stream:
         size += len(chunk)
         if size > cap:
+            await _drain(stream, size - cap)
             raise _TooLarge
         chunks.append(chunk)
     return b"".join(chunks)
