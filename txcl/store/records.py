@@ -584,8 +584,9 @@ class TraceRecord:
 
     @property
     def events(self) -> list:
-        if self._events is None:
-            self._events = [event_dict(e) for e in json.loads(self._packed[1])]  # type: ignore[index]
+        if self._events is None:  # packed: back to the recorded tuples
+            self._events = [tuple(e) if isinstance(e, list) else e
+                            for e in json.loads(self._packed[1])]  # type: ignore[index]
         return self._events
 
     def __eq__(self, other: object) -> bool:
