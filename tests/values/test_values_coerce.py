@@ -213,6 +213,24 @@ def test_print_form(value, text):
 ])
 def test_parse_duration_valid(text, ns):
     assert parse_duration_ns(text) == ns
+    assert parse_duration_ns(text) == ns  # the remembered answer is the same
+
+
+def test_durations_are_remembered_within_bounds(monkeypatch):
+    """Short texts are parsed once (the walk meets the same WITH timeouts again and again);
+    long ones never kept, and the memory is bounded."""
+    from txcl.values import coerce
+
+    calls: list[str] = []
+    real = coerce._parse_duration_ns
+    monkeypatch.setattr(coerce, "_parse_duration_ns", lambda s: calls.append(s) or real(s))
+    monkeypatch.setattr(coerce, "_DURATIONS", {})
+    assert [parse_duration_ns("7s") for _ in range(3)] == [7_000_000_000] * 3 and calls == ["7s"]
+    long_text = "1ns" * 30
+    assert parse_duration_ns(long_text) == parse_duration_ns(long_text) == 30 and calls.count(long_text) == 2
+    for i in range(coerce._DURATIONS_MAX + 5):
+        parse_duration_ns(f"{i}ms")
+    assert len(coerce._DURATIONS) <= coerce._DURATIONS_MAX
 
 
 @pytest.mark.parametrize("text", [

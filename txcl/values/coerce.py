@@ -170,12 +170,33 @@ _DUR_PART = re.compile(r"([0-9]*)(?:\.([0-9]*))?([^0-9.]*)")
 _MAX_NS = (1 << 63) - 1
 
 
+# Durations are parsed exactly (with fractions), which is slow next to a dict lookup, and the
+# walk meets the same few short texts (`WITH timeout = "30s"`) over and over.
+_DURATIONS: dict[str, int | None] = {}
+_DURATIONS_MAX = 1024
+_DURATION_TEXT_MAX = 64
+
+
 def parse_duration_ns(s: str) -> int | None:
     """Go duration syntax in nanoseconds, or None when invalid.
 
     Negative durations are returned as negative numbers; callers decide whether they are
     allowed. Values beyond the int64 range are invalid, as in Go.
     """
+    if type(s) is str and len(s) <= _DURATION_TEXT_MAX:
+        try:
+            return _DURATIONS[s]
+        except KeyError:
+            pass
+        ns = _parse_duration_ns(s)
+        if len(_DURATIONS) >= _DURATIONS_MAX:
+            _DURATIONS.clear()
+        _DURATIONS[s] = ns
+        return ns
+    return _parse_duration_ns(s)
+
+
+def _parse_duration_ns(s: str) -> int | None:
     if not isinstance(s, str) or not s:
         return None
     neg = False
