@@ -70,16 +70,14 @@ async def _drain(stream: Any, already: int) -> None:
 async def read_capped(request: Any, cap: int) -> bytes:
     """The body, or _TooLarge (having drained a body not too far over the cap)."""
     stream = request.stream()
-    declared = request.headers.get("content-length")
-    if declared is not None:
-        try:
-            too_large = int(declared) > cap
-        except ValueError:
-            too_large = False
-        if too_large:
-            if int(declared) <= cap + DRAIN_MAX:
-                await _drain(stream, 0)
-            raise _TooLarge
+    try:
+        declared = int(request.headers.get("content-length") or -1)
+    except ValueError:
+        declared = -1  # unreadable: the body is counted as it streams
+    if declared > cap:
+        if declared <= cap + DRAIN_MAX:
+            await _drain(stream, 0)
+        raise _TooLarge
     chunks: list[bytes] = []
     size = 0
     async for chunk in stream:

@@ -162,38 +162,20 @@ def write(doc: Any, segments: Sequence[str], value: Any, *,
 
 
 def write_keys(doc: dict, segments: Sequence[str], value: Any) -> Any:
-    """`write` for a path none of whose segments is numeric, into an object: the common
-    case of a rule's assignment, decided once when the rule is planned. Containers it
-    creates are objects; an array on the way (or a root that is not an object) hands the
-    write to `write`, which indexes or refuses it, before anything is changed."""
-    if type(doc) is not dict:
-        return write(doc, segments, value)
-    cur = doc
-    last = len(segments) - 1
-    pos = 0
-    while pos < last:
-        seg = segments[pos]
-        nxt = cur.get(seg)
-        if type(nxt) is not dict:
-            if type(nxt) is list or isinstance(nxt, (dict, list)):
-                return write(doc, segments, value)
-            while pos < last:  # from here on every container is new
-                nxt = {}
-                cur[segments[pos]] = nxt
-                cur = nxt
-                pos += 1
-            break
-        cur = nxt
-        pos += 1
-    cur[segments[last]] = value
-    return doc
+    """`write` for a path none of whose segments is numeric: the common case of a rule's
+    assignment, decided once when the rule is planned, so the objects-only fast path need
+    not look for a segment that would make a created container an array."""
+    if type(doc) is dict and _write_objects_only(doc, segments, value, keys_only=True):
+        return doc
+    return write(doc, segments, value)
 
 
-def _write_objects_only(doc: dict, segments: Sequence[str], value: Any) -> bool:
+def _write_objects_only(doc: dict, segments: Sequence[str], value: Any, keys_only: bool = False) -> bool:
     """Fast path for the common case: the write touches objects only.
 
     Returns False, having changed nothing, when an array is on the way or a created
-    container would be an array; the general path then handles the write.
+    container would be an array; the general path then handles the write. `keys_only`:
+    the caller knows no segment is numeric (no created container can be an array).
     """
     cur = doc
     last = len(segments) - 1
@@ -207,7 +189,7 @@ def _write_objects_only(doc: dict, segments: Sequence[str], value: Any) -> bool:
     else:
         cur[segments[last]] = value
         return True
-    if isinstance(nxt, list) or any(is_numeric(seg) for seg in segments[pos + 1:]):
+    if isinstance(nxt, list) or (not keys_only and any(is_numeric(seg) for seg in segments[pos + 1:])):
         return False
     for seg in segments[pos:last]:
         created: dict = {}
