@@ -115,6 +115,8 @@ def test_bad_callbacks_change_nothing(shared, store_at):
     ws, srv, headers, job = _suspend(shared)
     store = store_at(ws / ".txcl-data" / "txcl.db")
     run_id = job.body["_txc"]["run_id"]
+    # the worker's 202 is written a moment later (--ack-write-delay); compare from then on
+    wait_until(lambda: store.get_interaction(job.opc).status == "dispatched")
     before = _snapshot(store, run_id)
     url = job.callback_url
     ok_body = {"status": "completed", "output": {"x": 1}}

@@ -1,9 +1,10 @@
 """How many durable commits a suspend → callback → resume cycle takes, on each backend.
 
-The cycle commits four times: the park, the worker's ack, the callback's admission together
-with its continuation (materialise, settle, release), and the resumed segment's finish. A
-resumed frame entered while the claim is fresh writes no heartbeat. The admission never
-depends on its continuation: when continuing fails, the admission alone commits.
+The cycle commits three times: the park, the callback's admission together with the worker's
+held-back ack and the admission's continuation (materialise, settle, release), and the
+resumed segment's finish. A resumed frame entered while the claim is fresh writes no
+heartbeat. The admission never depends on its continuation: when continuing fails, the
+admission alone commits. With ``--ack-write-delay 0`` the ack commits on its own (four).
 """
 
 from __future__ import annotations
@@ -24,8 +25,13 @@ FILES = {
 }
 
 
+@pytest.fixture(params=[20, 0], ids=["acks-held", "acks-at-once"])
+def ack_delay(request):
+    return request.param
+
+
 @pytest.fixture
-def cycle(tmp_path, db_url, monkeypatch):
+def cycle(tmp_path, db_url, monkeypatch, ack_delay):
     """(service, interpreter, sent dispatches): the worker's 202 is answered in-process."""
     import txcl.continuations.service as service_mod
     from txcl.continuations.service import ContinuationService, open_run_store
@@ -41,7 +47,7 @@ def cycle(tmp_path, db_url, monkeypatch):
     monkeypatch.setattr(service_mod, "post_dispatch", post)
     ws = write_tree(tmp_path / "ws", FILES)
     store = open_run_store(db_url, node_id="commits")
-    service = ContinuationService(store, Settings(trace_mode="off"), workspace=ws)
+    service = ContinuationService(store, Settings(trace_mode="off", ack_write_delay=ack_delay), workspace=ws)
     interp = service.interpreter(load_ops(ws))
     yield service, interp, sent
     asyncio.run(service.aclose())
@@ -49,7 +55,7 @@ def cycle(tmp_path, db_url, monkeypatch):
     store.close()
 
 
-def test_a_cycle_commits_four_times(cycle):
+def test_a_cycle_commits_three_times(cycle, ack_delay):
     service, interp, sent = cycle
     store = service.store
 
@@ -59,9 +65,11 @@ def test_a_cycle_commits_four_times(cycle):
         assert isinstance(outcome, Suspended)
         parked = store.commit_count()
         d = sent.pop()
+        assert store.get_interaction(d.opc).status == ("dispatching" if ack_delay else "dispatched")
         admit, release = await service.complete(d.opc, "completed", {"bonus": 5}, source="callback", token=d.token)
         assert admit.outcome == "admitted" and release is not None and release.won
         admitted = store.commit_count()
+        assert store.get_interaction(d.opc).ack == {"job_id": "j"}  # the ack was written all the same
         final = await service.drive_resume(release.claim)
         assert isinstance(final, Completed) and final.envelope["total"] == 15 and final.envelope["done"] is True
         return parked - start, admitted - parked, store.commit_count() - admitted
@@ -69,9 +77,10 @@ def test_a_cycle_commits_four_times(cycle):
     async def main() -> list:
         return [await one(i) for i in range(3)]
 
-    # park + ack; admission and release together; the resume's finish (its two frames write
-    # no heartbeat while the claim is fresh)
-    assert asyncio.run(main())[1:] == [(2, 1, 1), (2, 1, 1)]
+    # the park (+ the ack when written at once); admission, ack and release together; the
+    # resume's finish (its two frames write no heartbeat while the claim is fresh)
+    parks = 1 if ack_delay else 2
+    assert asyncio.run(main())[1:] == [(parks, 1, 1), (parks, 1, 1)]
 
 
 def test_an_admission_commits_even_when_its_continuation_fails(cycle):

@@ -243,7 +243,8 @@ def test_halt_or_end_of_stack_before_the_floor(serve, workspace, worker, store_a
         job = worker.wait_job()
         run = store.get_run(_run_id(job))
         assert run.status == "completed" and "research" not in run.result
-        assert store.get_interaction(job.opc).status == "dispatched"  # open until its deadline
+        # open until its deadline (its 202 written within --ack-write-delay)
+        wait_until(lambda: store.get_interaction(job.opc).status == "dispatched")
         assert worker.callback(job, RESULT) == (200, {"status": "recorded"})
         assert store.get_terminal(job.opc).status == "completed"
         run = store.get_run(run.run_id)

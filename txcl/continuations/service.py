@@ -15,11 +15,13 @@ inline without a 202) and the background resume tasks. Store calls go through th
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
+from txcl.continuations.acks import PendingAcks, mark_then
 from txcl.continuations.engine import ContinuationEngine
 from txcl.continuations.inprocess import InProcessCalls, runs_in_process
 from txcl.continuations.lane import StoreLane
@@ -72,6 +74,10 @@ class ContinuationService:
         self.lane = StoreLane(store, inline=inline_store)
         self.dispatch_client = dispatch_client  # makes the worker POST client (`txcl test`: simulated workers)
         self.in_process = InProcessCalls(self)  # mcp+ units: txcl calls the tool itself
+        # worker acks held back to share a commit (txcl.continuations.acks); one-shot commands write at once
+        delay = 0 if inline_store else int(getattr(settings, "ack_write_delay", 0) or 0)
+        self.pending_acks: PendingAcks | None = (
+            PendingAcks(delay, lambda rows: self.call_batched(self.store.mark_ack, rows)) if delay > 0 else None)
 
     def remember_suspended(self, rid: str, envelope: dict) -> None:
         """The envelope at a request's suspend, for its 202 answer (the oldest forgotten first
@@ -150,6 +156,8 @@ class ContinuationService:
 
     async def aclose(self) -> None:
         await self.in_process.aclose()
+        if self.pending_acks is not None:
+            await self.pending_acks.flush()
         self.lane.close()
         if self._http is not None:
             client, self._http = self._http, None
@@ -195,6 +203,10 @@ class ContinuationService:
             results.append(AckResult(d.opc, True, ack={}))
         failed = [r for r in results if not r.ok]
         after_result = None
+        if acked and self.pending_acks is not None:
+            # held back to share a commit, except one naming a cancel URL (a cancellation needs it)
+            self.pending_acks.add([row for row in acked if len(row) == 2])
+            acked = [row for row in acked if len(row) > 2]
         if acked and after is None:
             await self.call_batched(self.store.mark_ack, acked)  # the ack marking may share a commit
         elif acked or (after is not None and not failed):
@@ -235,9 +247,14 @@ class ContinuationService:
         fails). Items the admission promoted are sent. A `retryable` failure under WITH retries
         is sent again later instead (outcome ``retrying``)."""
         admit, release = await self.call_batched(
-            self.store.admit_and_continue, opc, status, payload, source=source, token=token,
-            best_effort=best_effort, transport=transport, retryable=retryable, materialize=self.materialize)
+            mark_then, self.store, self.take_ack(opc), functools.partial(
+                self.store.admit_and_continue, opc, status, payload, source=source, token=token,
+                best_effort=best_effort, transport=transport, retryable=retryable, materialize=self.materialize))
         return self.admitted(admit, release)
+
+    def take_ack(self, opc: str) -> tuple | None:
+        """The interaction's worker ack still held back, for its admission to write (None: none)."""
+        return self.pending_acks.take(opc) if self.pending_acks is not None else None
 
     def admitted(self, admit: AdmitResult, release: ReleaseResult | Exception | None
                  ) -> tuple[AdmitResult, ReleaseResult | None]:

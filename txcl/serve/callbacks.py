@@ -20,9 +20,11 @@ request when it is still answering), never inside the callback request.
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any
 
+from txcl.continuations.acks import mark_then
 from txcl.serve.shaping import Answer, error_payload, json_answer, store_unavailable_answer
 from txcl.store.errors import StoreUnavailable
 
@@ -124,7 +126,7 @@ def parse_completion(body: bytes, unit: Any) -> tuple[str, Any] | str:
 
 
 def check_and_admit(store: Any, opc: str, token: str | None, body: bytes | None, cap: int,
-                    materialize: Any = None) -> Any:
+                    materialize: Any = None, pending_acks: Any = None) -> Any:
     """The checks of a callback (unknown opc 404, bad token 401, body too large 413, bad body
     400), then the admission and its continuation: an `Answer` for a rejected request, else
     ``admit_and_continue``'s (AdmitResult, release). One store call (a read, then at most one
@@ -142,10 +144,11 @@ def check_and_admit(store: Any, opc: str, token: str | None, body: bytes | None,
     status, payload = parsed
     if status == "running":
         return heartbeat_answer(store.record_heartbeat(opc, token, payload))
-    if status == "failed-retryable":
-        return store.admit_and_continue(opc, "failed", payload, source="callback", token=token, retryable=True,
-                                        materialize=materialize)
-    return store.admit_and_continue(opc, status, payload, source="callback", token=token, materialize=materialize)
+    retryable = status == "failed-retryable"
+    admit = functools.partial(store.admit_and_continue, opc, "failed" if retryable else status, payload,
+                              source="callback", token=token, retryable=retryable, materialize=materialize)
+    # the worker's ack, when still held back by this process, is written in the same transaction
+    return mark_then(store, pending_acks.take(opc) if pending_acks is not None else None, admit)
 
 
 def _rejection(outcome: str) -> Answer | None:
@@ -179,7 +182,8 @@ async def handle_callback(service: Any, request: Any, opc: str) -> Answer:
             body: bytes | None = await read_capped(request, cap)
         except _TooLarge:
             body = None  # answered 413 unless the opc or token is wrong (rows 1–2 come first)
-        checked = await service.call_batched(check_and_admit, store, opc, token, body, cap, service.materialize)
+        checked = await service.call_batched(check_and_admit, store, opc, token, body, cap, service.materialize,
+                                             service.pending_acks)
         if isinstance(checked, Answer):
             return checked
         admit, release = service.admitted(*checked)

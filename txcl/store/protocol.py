@@ -9,7 +9,7 @@ the policy, so each is stated once, in the continuations layer.
 
 from __future__ import annotations
 
-from typing import Callable, Protocol, Sequence, runtime_checkable
+from typing import Callable, Protocol, Sequence, TypeVar, runtime_checkable
 
 from txcl.store.records import (
     AdmitResult,
@@ -48,6 +48,9 @@ from txcl.store.records import (
     UnitRecord,
     UnitSpec,
 )
+
+
+T = TypeVar("T")
 
 
 class StorePolicy(Protocol):
@@ -149,6 +152,9 @@ class ContinuationStore(Protocol):
 
     def run_batch(self, calls: Sequence[Callable[[], object]]) -> list[tuple[bool, object]]:
         """Independent calls as savepoints of one transaction (one commit)."""
+
+    def run_together(self, fn: Callable[[], T]) -> T:
+        """``fn``'s store calls (each may read what the one before wrote) in one transaction."""
 
     def subscribe(self, listener: Callable[[str | None], None]) -> None:
         """``listener(run_id)`` after a commit changed a run (``None``: anything may have)."""

@@ -28,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import zlib
-from typing import Callable, Sequence
+from typing import Callable, Sequence, TypeVar
 
 from txcl.ids import base58_fixed, hash_token, new_claim_token, new_opc, new_rcid, new_run_id, new_token, token_matches
 from txcl.store.backend import SqlBackend, Tx
@@ -95,6 +95,8 @@ _IN_FLIGHT = "('dispatching', 'dispatched')"
 _PENDING_CHILD = "('queued', 'running')"
 _FINISHED = "('completed', 'failed', 'expired')"
 
+T = TypeVar("T")
+
 JoinErrorBuilder = Callable[[UnitRecord], JsonValue]
 
 # the joined marker of a deferred op passed over at its join deadline (on_join_deadline =
@@ -152,6 +154,10 @@ class ContinuationProcedures:
 
     def run_batch(self, calls: Sequence) -> list:
         return self.backend.run_batch(calls)
+
+    def run_together(self, fn: Callable[[], T]) -> T:
+        """``fn``'s store calls in one write transaction (each a savepoint, one commit)."""
+        return self.backend.run_together(fn)
 
     def admit_and_continue(self, opc: str, status: str, payload: JsonValue, *, source: str,
                            token: str | None = None, best_effort: bool = False, transport: str | None = None,

@@ -1,0 +1,156 @@
+"""Worker acks held back to share a commit (--ack-write-delay), on each backend.
+
+A 202 is written after the delay, every ack that came in meanwhile in one commit; a callback
+reaching this process first writes its interaction's ack in the admitting transaction; an ack
+naming a cancel URL is written at once; closing the service writes what is held back; a
+callback turned away takes nothing and writes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from cont_support import write_tree
+from txcl.continuations.worker_client import AckResult
+from txcl.runtime.interpreter import Suspended
+
+FILES = {
+    "OPS/shop/100/enrich.txcl": 'WITH mode = "async", timeout = "10m", into = "enriched"\nEXEC "http://127.0.0.1:9/jobs"',
+    "OPS/shop/200/total.txcl": "EMIT .total = &add(.order.amount, .enriched.bonus)",
+}
+
+
+@pytest.fixture
+def harness(tmp_path, db_url, monkeypatch):
+    """(service, interpreter, sent dispatches, the ack each worker answers with)."""
+    import txcl.continuations.service as service_mod
+    from txcl.continuations.service import ContinuationService, open_run_store
+    from txcl.ops.tree import load_ops
+    from txcl.runtime.config import Settings
+
+    sent: list = []
+    answer: dict = {"job_id": "j"}
+
+    async def post(client, d, **kwargs):
+        sent.append(d)
+        return AckResult(d.opc, True, dict(answer))
+
+    monkeypatch.setattr(service_mod, "post_dispatch", post)
+    ws = write_tree(tmp_path / "ws", FILES)
+    store = open_run_store(db_url, node_id="acks")
+    service = ContinuationService(store, Settings(trace_mode="off", ack_write_delay=50), workspace=ws)
+    interp = service.interpreter(load_ops(ws))
+    yield service, interp, sent, answer
+    asyncio.run(service.aclose())
+    interp.close()
+    store.close()
+
+
+async def _park(interp, n: int = 1) -> list:
+    outcomes = await asyncio.gather(*(interp.run({"order": {"id": i, "amount": 10}}, "shop") for i in range(n)))
+    assert all(isinstance(o, Suspended) for o in outcomes)
+    return outcomes
+
+
+async def _settled(service, timeout: float = 5.0) -> None:
+    """Until nothing is held back and no ack write is under way."""
+    for _ in range(int(timeout / 0.01)):
+        if len(service.pending_acks) == 0 and not service.pending_acks._writes:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("acks still held back")
+
+
+def test_acks_of_concurrent_runs_are_written_after_the_delay_in_one_commit(harness):
+    service, interp, sent, _ = harness
+    store = service.store
+
+    async def main() -> None:
+        await _park(interp, 5)
+        assert len(sent) == 5 and len(service.pending_acks) == 5
+        assert {store.get_interaction(d.opc).status for d in sent} == {"dispatching"}
+        before = store.commit_count()
+        await _settled(service)
+        assert store.commit_count() - before == 1  # five acks, one commit
+        for d in sent:
+            row = store.get_interaction(d.opc)
+            assert row.status == "dispatched" and row.ack == {"job_id": "j"}
+
+    asyncio.run(main())
+
+
+def test_closing_the_service_writes_the_acks_held_back(harness):
+    service, interp, sent, _ = harness
+    store = service.store
+    asyncio.run(_park(interp, 2))  # the loop ends before the delay is over
+    assert len(service.pending_acks) == 2
+    asyncio.run(service.aclose())
+    assert [store.get_interaction(d.opc).status for d in sent] == ["dispatched", "dispatched"]
+
+
+def test_an_ack_naming_a_cancel_url_is_written_at_once(harness):
+    service, interp, sent, answer = harness
+    store = service.store
+    answer["cancel_url"] = "http://127.0.0.1:9/cancel"
+    asyncio.run(_park(interp))
+    row = store.get_interaction(sent[0].opc)
+    assert row.status == "dispatched" and row.ack["cancel_url"] == "http://127.0.0.1:9/cancel"
+    assert len(service.pending_acks) == 0
+
+
+def test_a_callback_writes_its_held_back_ack_in_the_admitting_transaction(harness):
+    from txcl.serve.callbacks import check_and_admit
+
+    service, interp, sent, _ = harness
+    store = service.store
+
+    async def main() -> None:
+        await _park(interp, 2)
+        first, second = sent
+        before = store.commit_count()
+        body = json.dumps({"status": "completed", "output": {"bonus": 5}}).encode()
+        admit, release = await service.call_batched(
+            check_and_admit, store, first.opc, first.token, body, 1 << 20, service.materialize, service.pending_acks)
+        assert admit.outcome == "admitted" and release.won
+        assert store.commit_count() - before == 1
+        row = store.get_interaction(first.opc)
+        assert row.status == "completed" and row.ack == {"job_id": "j"}
+        assert len(service.pending_acks) == 1  # the other run's ack is still held back
+        assert store.get_interaction(second.opc).status == "dispatching"
+        await _settled(service)
+        assert store.get_interaction(second.opc).status == "dispatched"
+
+    asyncio.run(main())
+
+
+def test_a_callback_turned_away_takes_no_ack_and_writes_nothing(harness):
+    from txcl.serve.callbacks import check_and_admit
+    from txcl.serve.shaping import Answer
+
+    service, interp, sent, _ = harness
+    store = service.store
+
+    async def main() -> None:
+        await _park(interp)
+        d = sent[0]
+        before = store.commit_count()
+        for token, body in ((d.token, b"not json"), ("wrong-token", b'{"status": "completed"}')):
+            answer = await service.call_batched(
+                check_and_admit, store, d.opc, token, body, 1 << 20, service.materialize, service.pending_acks)
+            assert isinstance(answer, Answer) and answer.status in (400, 401)
+        assert store.commit_count() == before
+        assert len(service.pending_acks) == 1 and store.get_interaction(d.opc).status == "dispatching"
+
+    asyncio.run(main())
+
+
+def test_the_delay_is_bounded():
+    from txcl.runtime.config import ConfigError, Settings
+
+    assert Settings().ack_write_delay == 20
+    Settings(ack_write_delay=0).validate()
+    with pytest.raises(ConfigError, match="ack-write-delay"):
+        Settings(ack_write_delay=5_000).validate()
