@@ -110,5 +110,5 @@ def test_itemized_survives_a_kill_at(point, serve, workspace, worker, store_at):
     def check(result: dict) -> None:
         assert result["out"] == [{"v": 1}, {"v": 2}, {"v": 3}] and result["count"] == 3
 
-    _scenario(point, files, 3, ("park", "ack"), lambda job: {"v": job.body["input"]}, check, serve, workspace,
+    _scenario(point, files, 3, ("park",), lambda job: {"v": job.body["input"]}, check, serve, workspace,
               worker, store_at)
