@@ -3,7 +3,10 @@
 Prints medians for
   (a) parsing the 7-clause rule uncached (parser only, and parse_rule incl. TX1xx checks),
   (b) a cached re-parse (parse_rule of the same text and filename),
-  (c) reading and parsing 1,000 generated rule files from a temp dir,
+  (c) reading and parsing 1,000 generated rule files from a temp dir (as load_ops does, the
+      garbage collector paused; and with it running, for comparison),
+  (d) reading them again in a fresh state with the parse cache on disk filled,
+  (e) reading them again with the parse cache in memory filled,
 and a bare Lark LALR parse (Lark's own contextual lexer, parse tree, no AST) of the same
 grammar for a ratio. Times are per-thread CPU time, so other processes on a busy machine
 distort them less; wall-clock medians are shown beside them.
@@ -72,6 +75,8 @@ def main() -> int:
     from lark import Lark
 
     from txcl.resources import grammar_path
+    from txcl.syntax import diskcache
+    from txcl.syntax.batch import parsing_many
     from txcl.syntax.parser import clear_cache, get_parser, parse_rule
 
     t0 = time.perf_counter()
@@ -100,10 +105,34 @@ def main() -> int:
 
         def read_all() -> None:
             clear_cache()
+            with parsing_many():  # as load_ops and txcl check do
+                for p in paths:
+                    parse_rule(p.read_text(encoding="utf-8"), str(p))
+
+        def read_all_collector_on() -> None:
+            clear_cache()
             for p in paths:
                 parse_rule(p.read_text(encoding="utf-8"), str(p))
 
-        files = measure(read_all, 1, repeats=7)
+        def read_all_again() -> None:  # the parse cache in memory holds every file
+            with parsing_many():
+                for p in paths:
+                    parse_rule(p.read_text(encoding="utf-8"), str(p))
+
+        previous = diskcache.active()
+        diskcache.disable()
+        try:
+            files = measure(read_all, 1, repeats=7)
+            files_gc = measure(read_all_collector_on, 1, repeats=7)
+            read_all()
+            files_warm = measure(read_all_again, 1, repeats=7)
+            diskcache.enable(Path(tmp) / "parse-cache.sqlite3")
+            read_all()  # fills the cache on disk
+            files_disk = measure(read_all, 1, repeats=7)  # memory cleared each time: every rule from disk
+        finally:
+            diskcache.disable()
+            if previous is not None:
+                diskcache.enable(previous.path)
 
     bare = Lark(grammar_path().read_text(encoding="utf-8"), parser="lalr", lexer="contextual")
     bare.parse(RULE)
@@ -121,6 +150,12 @@ def main() -> int:
           f"({cached[1]:.2f} µs wall)")
     print(f"(c) read + parse 1,000 rule files        {files[0] / 1000:8.1f} ms cpu "
           f"({files[1] / 1000:.1f} ms wall)")
+    print(f"    the same, garbage collector running  {files_gc[0] / 1000:8.1f} ms cpu "
+          f"({files_gc[1] / 1000:.1f} ms wall)")
+    print(f"(d) 1,000 files from the cache on disk   {files_disk[0] / 1000:8.1f} ms cpu "
+          f"({files_disk[1] / 1000:.1f} ms wall)")
+    print(f"(e) 1,000 files, cache in memory warm    {files_warm[0] / 1000:8.1f} ms cpu "
+          f"({files_warm[1] / 1000:.1f} ms wall)")
     print(f"bare Lark LALR (contextual lexer, tree)  {bare_cpu[0]:8.1f} µs cpu "
           f"({bare_cpu[1]:.1f} µs wall)")
     print(f"bare Lark LALR + propagate_positions     {bare_pos_cpu[0]:8.1f} µs cpu "
@@ -133,6 +168,10 @@ def main() -> int:
              ratio=full[0] / bare_cpu[0], goal="≤ 100 µs")
     headline("read + parse 1,000 rule files, cold", files[0] / 1000, "ms", baseline="bare Lark × 1,000",
              ratio=files[0] / (bare_cpu[0] * 1000), goal="≤ 5 × Go (29–33 ms)")
+    headline("read 1,000 rule files, parse cache on disk", files_disk[0] / 1000, "ms",
+             baseline="the same files parsed", ratio=files_disk[0] / files[0], goal="≤ 5 × Go (29–33 ms)")
+    headline("read 1,000 rule files, parse cache in memory", files_warm[0] / 1000, "ms",
+             baseline="the same files parsed", ratio=files_warm[0] / files[0], goal="≤ 1 × Go (29–33 ms)")
     return 0
 
 

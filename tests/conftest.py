@@ -20,6 +20,25 @@ def repo_root() -> Path:
 
 _counter = itertools.count()
 
+
+def pytest_configure(config):
+    """The parse cache on disk of every txcl process the tests start is a file of this run
+    (not the user's ~/.cache), so the whole suite runs through it, from empty."""
+    if "TXCL_PARSE_CACHE" not in os.environ:
+        import tempfile
+
+        folder = tempfile.mkdtemp(prefix="txcl-test-parse-cache-")
+        os.environ["TXCL_PARSE_CACHE"] = os.path.join(folder, "parse-cache.sqlite3")
+        config._txcl_parse_cache_dir = folder
+
+
+def pytest_unconfigure(config):
+    folder = getattr(config, "_txcl_parse_cache_dir", None)
+    if folder is not None:
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
+
 BACKENDS = ("sqlite", "postgresql")
 
 

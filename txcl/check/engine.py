@@ -19,6 +19,7 @@ from txcl.check.rules import base as _base
 from txcl.check.rules.loop import loop_max_findings
 from txcl.check.tree import Member, TreeContext
 from txcl.errors import Diagnostic
+from txcl.syntax.batch import parsing_many
 
 Progress = Callable[[int, int], None]
 
@@ -120,7 +121,8 @@ PARALLEL_MIN_FILES = 200
 
 
 def _analyze_chunk(items: list[tuple[bytes, str, str | None]]) -> list[Analysis]:
-    return [analyze(data, shown, stack) for data, shown, stack in items]
+    with parsing_many():
+        return [analyze(data, shown, stack) for data, shown, stack in items]
 
 
 def _analyze_all(todo: list[tuple[bytes, str, str | None]], jobs: int) -> list[Analysis]:
@@ -210,13 +212,14 @@ def run_check(paths: list[str | Path], config: CheckConfig | None = None, *,
         if progress is not None:
             progress(total, total)
     else:
-        for path, shown, key, data, stack in pending:
-            analysis = analyze(data, shown, stack)
-            cache.put(key, analysis)
-            analyses[path] = (analysis, shown)
-            done += 1
-            if progress is not None:
-                progress(done, total)
+        with parsing_many():
+            for path, shown, key, data, stack in pending:
+                analysis = analyze(data, shown, stack)
+                cache.put(key, analysis)
+                analyses[path] = (analysis, shown)
+                done += 1
+                if progress is not None:
+                    progress(done, total)
     cache.save()
 
     per_file: dict[str, list[Diagnostic]] = {}

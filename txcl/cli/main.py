@@ -68,6 +68,9 @@ class LazyGroup(click.Group):
 @click.version_option(__version__, prog_name="txcl")
 def cli() -> None:
     """txcl: parse, check, format and run TXCL rules."""
+    from txcl.syntax import diskcache
+
+    diskcache.enable()  # parse results kept between runs (TXCL_PARSE_CACHE=off: not)
 
 
 def main(argv: list[str] | None = None) -> int:

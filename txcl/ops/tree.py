@@ -16,6 +16,7 @@ import attrs
 from txcl.errors import Diagnostic, NO_SPAN, TxclError, TxclLoadError
 from txcl.ops.layout import is_system_stack, lineage
 from txcl.ops.scan import ScanResult, display_path, scan_ops
+from txcl.syntax.batch import parsing_many
 
 
 class WorkspaceNotFound(TxclError):
@@ -184,17 +185,18 @@ def build_tree(scan: ScanResult, workspace: Path, *, import_python: bool = True)
     diagnostics: list[Diagnostic] = list(scan.diagnostics)
     fixtures = _load_fixtures(scan, diagnostics)
     rules: list[OpRule] = []
-    for entry in scan.entries:
-        try:
-            data = entry.path.read_bytes()
-        except OSError as exc:
-            diagnostics.append(Diagnostic("TX002", f"cannot read file: {exc.strerror}", file=entry.display))
-            continue
-        fx_objects, fx_text = fixtures.get(entry.dir_rel, ({}, {}))
-        op = _compile_rule(entry.stack, entry.scope, entry.name, data, entry.display, fx_objects, fx_text,
-                           workspace, import_python, diagnostics)
-        if op is not None:
-            rules.append(op)
+    with parsing_many():
+        for entry in scan.entries:
+            try:
+                data = entry.path.read_bytes()
+            except OSError as exc:
+                diagnostics.append(Diagnostic("TX002", f"cannot read file: {exc.strerror}", file=entry.display))
+                continue
+            fx_objects, fx_text = fixtures.get(entry.dir_rel, ({}, {}))
+            op = _compile_rule(entry.stack, entry.scope, entry.name, data, entry.display, fx_objects, fx_text,
+                               workspace, import_python, diagnostics)
+            if op is not None:
+                rules.append(op)
     if diagnostics:
         raise TxclLoadError(_sorted(diagnostics))
     return OpsTree(rules, workspace=workspace, assets=scan.assets)
@@ -205,13 +207,15 @@ def tree_from_snapshot(body: dict[str, Any], workspace: Path | None = None, *,
     """Rebuild an OpsTree from `OpsTree.snapshot()` output (resumes run against this)."""
     diagnostics: list[Diagnostic] = []
     rules: list[OpRule] = []
-    for row in body.get("rules", []):
-        fx_text = dict(row.get("fixtures", {}))
-        fx_objects = {name: json.loads(text) for name, text in fx_text.items()}
-        op = _compile_rule(row["stack"], int(row["scope"]), row["name"], row["text"], row.get("file", row["name"]),
-                           fx_objects, fx_text, workspace, import_python, diagnostics)
-        if op is not None:
-            rules.append(op)
+    with parsing_many():
+        for row in body.get("rules", []):
+            fx_text = dict(row.get("fixtures", {}))
+            fx_objects = {name: json.loads(text) for name, text in fx_text.items()}
+            op = _compile_rule(row["stack"], int(row["scope"]), row["name"], row["text"],
+                               row.get("file", row["name"]), fx_objects, fx_text, workspace, import_python,
+                               diagnostics)
+            if op is not None:
+                rules.append(op)
     if diagnostics:
         raise TxclLoadError(_sorted(diagnostics))
     assets: dict[str, Path] = {}

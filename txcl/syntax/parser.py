@@ -38,6 +38,8 @@ from lark.parsers.lalr_parser_state import ParseConf
 from txcl.errors import Diagnostic, Position, Span, TxclSyntaxError
 from txcl.resources import grammar_path
 from txcl.syntax import ast
+from txcl.syntax import codec as _codec
+from txcl.syntax import diskcache as _diskcache
 from txcl.syntax.lexer import scan
 from txcl.syntax.tokens import CLAUSE_KW_SET, Tok
 from txcl.syntax.transform import TxclTransformer
@@ -516,6 +518,39 @@ def _with_source(diags: list[Diagnostic], text: str) -> list[Diagnostic]:
             for d in diags]
 
 
+def _parse_and_check(text: str, filename: str) -> Any:
+    """The rule, or the list of every diagnostic of the text (TX0xx, else TX1xx)."""
+    problem = _size_problem(text, filename) or _encoding_problem(text, filename) or _nesting_problem(text, filename)
+    if problem is not None:
+        return _with_source([problem], text)
+    rule, diags, calls = get_parser().parse_with_calls(text, filename)
+    if not diags and rule is not None:
+        from txcl.syntax.validate import validate_rule
+
+        diags = validate_rule(rule, filename, calls)
+    return rule if not diags else _with_source(diags, text)
+
+
+def _from_disk(disk: Any, text: str, filename: str) -> Any:
+    """The result the parse cache on disk holds for `text` (None: none, or unreadable)."""
+    data = disk.get(text)
+    if data is None:
+        return None
+    try:
+        return _codec.decode(data, text, filename)
+    except Exception:  # noqa: BLE001 - a damaged entry is parsed again (and replaced)
+        return None
+
+
+def _to_disk(disk: Any, result: Any, text: str, filename: str) -> None:
+    if len(text) > _CACHE_TEXT_MAX // 4:
+        return
+    try:
+        disk.put(text, _codec.encode(result, text, filename))
+    except Exception:  # noqa: BLE001 - e.g. a value marshal cannot write: just not cached
+        pass
+
+
 def parse_rule(text: str, filename: str = "<string>") -> ast.Rule:
     """Parse one rule text; raises TxclSyntaxError with every TX0xx (or per-rule TX1xx).
 
@@ -531,16 +566,12 @@ def parse_rule(text: str, filename: str = "<string>") -> ast.Rule:
         if isinstance(text, (bytes, bytearray, memoryview)):
             return parse_source(bytes(text), filename)
         raise TypeError(f"parse_rule() needs str or bytes, not {type(text).__name__}")
-    problem = _size_problem(text, filename) or _encoding_problem(text, filename) or _nesting_problem(text, filename)
-    if problem is not None:
-        result: Any = _with_source([problem], text)
-    else:
-        rule, diags, calls = get_parser().parse_with_calls(text, filename)
-        if not diags and rule is not None:
-            from txcl.syntax.validate import validate_rule
-
-            diags = validate_rule(rule, filename, calls)
-        result = rule if not diags else _with_source(diags, text)
+    disk = _diskcache.active()
+    result: Any = _from_disk(disk, text, filename) if disk is not None else None
+    if result is None:
+        result = _parse_and_check(text, filename)
+        if disk is not None:
+            _to_disk(disk, result, text, filename)
     _remember(key, result)
     if type(result) is ast.Rule:
         return result

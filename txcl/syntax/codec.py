@@ -1,0 +1,213 @@
+"""A compact form of a parse result (a `Rule`, or the diagnostics of a text that does not
+parse), for the parse cache on disk (txcl.syntax.diskcache).
+
+`encode` turns the result into nested lists, tuples and scalars written with `marshal`;
+`decode` builds the same objects back, several times quicker than parsing the text again:
+nodes are made with their slot setters (no attrs `__init__`), positions are shared by offset,
+and regular expressions are left to be compiled where they are first used. The file name and
+the text are not stored: the caller gives them back, so one entry serves a text under any
+name. `SCHEMA` names every class and field the form depends on; the cache key includes it,
+so a change to the AST makes old entries unreadable instead of wrong.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import marshal
+from typing import Any
+
+import attrs
+
+from txcl.errors import NO_SPAN, Diagnostic, Position, Span
+from txcl.syntax import ast
+
+#: Bump when the encoding changes in a way SCHEMA does not show.
+CODEC_VERSION = 1
+
+_NODE_CLASSES: tuple[type, ...] = (
+    ast.Path, ast.IntLit, ast.FloatLit, ast.StringLit, ast.BoolLit, ast.NullLit, ast.ArrayLit,
+    ast.Call, ast.Regex, ast.Star, ast.Comparison, ast.Not, ast.And, ast.Or, ast.When,
+    ast.Assignment, ast.SelectItem, ast.Select, ast.WithPair, ast.Priority, ast.Exec,
+    ast.ClauseMark, ast.Loop, ast.Comment, ast.Rule, Diagnostic,
+)
+# tags below 0 are not classes
+_SPAN, _ENUM, _FILE, _TEXT = -1, -2, -3, -4
+
+_FIELDS: dict[type, tuple[str, ...]] = {cls: tuple(f.name for f in attrs.fields(cls)) for cls in _NODE_CLASSES}
+_TAG: dict[type, int] = {cls: i for i, cls in enumerate(_NODE_CLASSES)}
+# the fields that hold the file name (stored as a mark, given back at decode)
+_NAMED_FILE: dict[type, frozenset[str]] = {cls: frozenset() for cls in _NODE_CLASSES}
+_NAMED_FILE[ast.Rule] = frozenset({"filename"})
+_NAMED_FILE[Diagnostic] = frozenset({"file"})
+_SETTERS: list[tuple[type, tuple[Any, ...]]] = [
+    (cls, tuple(cls.__dict__[name].__set__ for name in _FIELDS[cls])) for cls in _NODE_CLASSES]
+
+SCHEMA = hashlib.sha256(repr((
+    CODEC_VERSION, [(cls.__name__, _FIELDS[cls]) for cls in _NODE_CLASSES], [m.value for m in ast.CmpOp],
+    tuple(f.name for f in attrs.fields(Position)),
+    tuple(f.name for f in attrs.fields(Span)),
+)).encode("utf-8")).hexdigest()[:16]
+
+
+# ---------------------------------------------------------------- encode
+
+def _is_span_field(cls: type, name: str) -> bool:
+    field = attrs.fields_dict(cls)[name]
+    return field.default is NO_SPAN or (cls is Diagnostic and name == "span")
+
+
+_SPAN_FIELDS: dict[type, tuple[bool, ...]] = {
+    cls: tuple(_is_span_field(cls, name) for name in _FIELDS[cls]) for cls in _NODE_CLASSES}
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _node_encoder(cls: type) -> Any:
+    """A function giving one `cls` node's stored list: straight-line field reads, span fields
+    as span numbers, nested values encoded only when they are not scalars."""
+    names = _FIELDS[cls]
+    lines = ["def encode_node(o, enc, span, filename, text):"]
+    scope: dict[str, Any] = {"SCALARS": _SCALARS, "type": type, "FILE": _FILE, "TEXT": _TEXT}
+    out = [str(_TAG[cls])]
+    for i, (name, is_span) in enumerate(zip(names, _SPAN_FIELDS[cls]), 1):
+        if is_span:
+            out.append(f"span(o.{name})")
+            continue
+        if name == "compiled":
+            out.append("None")  # compiled again where it is first used
+            continue
+        lines.append(f"    x{i} = o.{name}")
+        if name in _NAMED_FILE[cls]:
+            lines.append(f"    x{i} = [FILE] if x{i} == filename else x{i}")
+        elif cls is Diagnostic and name == "source":
+            lines.append(f"    x{i} = [TEXT] if x{i} == text else x{i}")
+        else:
+            lines.append(f"    if type(x{i}) not in SCALARS: x{i} = enc(x{i})")
+        out.append(f"x{i}")
+    lines.append(f"    return [{', '.join(out)}]")
+    exec(compile("\n".join(lines), f"<txcl codec {cls.__name__}>", "exec"), scope)  # noqa: S102 - our own text
+    return scope["encode_node"]
+
+
+_ENCODERS = {cls: _node_encoder(cls) for cls in _NODE_CLASSES}
+
+
+def encode(result: ast.Rule | list[Diagnostic], text: str, filename: str) -> bytes:
+    """The stored form of one parse result of `text` under `filename`: (positions, spans,
+    tree), positions as flat (line, column, offset) triples, spans as pairs of position
+    numbers, and span fields of the tree as span numbers."""
+    positions: dict[int, int] = {}
+    flat_positions: list[int] = []
+    spans: dict[tuple[int, int], int] = {}
+    flat_spans: list[int] = []
+
+    def position(p: Position) -> int:
+        number = positions.get(p.offset)
+        if number is None:
+            number = positions[p.offset] = len(positions)
+            flat_positions.extend((p.line, p.column, p.offset))
+        return number
+
+    def span(value: Span) -> int:
+        key = (position(value.start), position(value.end))
+        number = spans.get(key)
+        if number is None:
+            number = spans[key] = len(spans)
+            flat_spans.extend(key)
+        return number
+
+    encoders = _ENCODERS
+
+    def enc(value: Any) -> Any:
+        kind = type(value)
+        if kind is tuple:
+            return tuple([item if type(item) in _SCALARS else enc(item) for item in value])
+        if kind is ast.CmpOp:
+            return [_ENUM, value.value]
+        encoder = encoders.get(kind)
+        if encoder is None:
+            if kind in _SCALARS:
+                return value
+            raise ValueError(f"cannot store a {kind.__name__}")
+        return encoder(value, enc, span, filename, text)
+
+    tree = enc(tuple(result)) if isinstance(result, list) else enc(result)
+    return marshal.dumps((tuple(flat_positions), tuple(flat_spans), tree))
+
+
+# ---------------------------------------------------------------- decode
+
+_new = object.__new__
+_set_line = Position.__dict__["line"].__set__
+_set_column = Position.__dict__["column"].__set__
+_set_offset = Position.__dict__["offset"].__set__
+_set_start = Span.__dict__["start"].__set__
+_set_end = Span.__dict__["end"].__set__
+
+
+def _node_decoder(cls: type) -> Any:
+    """A function building one `cls` from its stored list: straight-line slot sets, span
+    fields looked up by number, nested values decoded only when they are lists or tuples."""
+    names = _FIELDS[cls]
+    lines = ["def build(v, dec, spans):", "    o = new(cls)"]
+    scope: dict[str, Any] = {"new": _new, "cls": cls, "list": list, "tuple": tuple, "type": type}
+    for i, (name, is_span) in enumerate(zip(names, _SPAN_FIELDS[cls]), 1):
+        scope[f"set{i}"] = cls.__dict__[name].__set__
+        if is_span:
+            lines.append(f"    set{i}(o, spans[v[{i}]])")
+        else:
+            lines.append(f"    x = v[{i}]")
+            lines.append(f"    set{i}(o, dec(x) if type(x) is list or type(x) is tuple else x)")
+    lines.append("    return o")
+    exec(compile("\n".join(lines), f"<txcl codec {cls.__name__}>", "exec"), scope)  # noqa: S102 - our own text
+    return scope["build"]
+
+
+_BUILDERS = tuple(_node_decoder(cls) for cls in _NODE_CLASSES)
+
+
+def decode(data: bytes, text: str, filename: str) -> ast.Rule | list[Diagnostic]:
+    """The parse result `encode` stored, for `text` under `filename`. Raises ValueError (or
+    another exception) on damaged data; the caller then parses the text instead."""
+    flat_positions, flat_spans, tree = marshal.loads(data)
+    positions = []
+    for i in range(0, len(flat_positions), 3):
+        p = _new(Position)
+        _set_line(p, flat_positions[i])
+        _set_column(p, flat_positions[i + 1])
+        _set_offset(p, flat_positions[i + 2])
+        positions.append(p)
+    spans = []
+    for i in range(0, len(flat_spans), 2):
+        span = _new(Span)
+        _set_start(span, positions[flat_spans[i]])
+        _set_end(span, positions[flat_spans[i + 1]])
+        spans.append(span)
+    builders = _BUILDERS
+
+    def dec(value: Any) -> Any:
+        if type(value) is tuple:
+            return tuple([dec(item) if type(item) is list or type(item) is tuple else item for item in value])
+        tag = value[0]
+        if tag >= 0:
+            return builders[tag](value, dec, spans)
+        if tag == _ENUM:
+            return ast.CmpOp(value[1])
+        if tag == _FILE:
+            return filename
+        if tag == _TEXT:
+            return text
+        raise ValueError(f"unknown tag {tag}")
+
+    result = dec(tree)
+    if type(result) is tuple:
+        if not all(type(d) is Diagnostic for d in result):
+            raise ValueError("not a list of diagnostics")
+        return list(result)
+    if type(result) is not ast.Rule:
+        raise ValueError("not a rule")
+    return result
+
+
+__all__ = ["encode", "decode", "SCHEMA", "CODEC_VERSION"]
