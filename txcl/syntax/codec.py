@@ -20,6 +20,7 @@ import attrs
 
 from txcl.errors import NO_SPAN, Diagnostic, Position, Span
 from txcl.syntax import ast
+from txcl.syntax.tokens import make_position, make_span
 
 #: Bump when the encoding changes in a way SCHEMA does not show.
 CODEC_VERSION = 1
@@ -139,11 +140,6 @@ def encode(result: ast.Rule | list[Diagnostic], text: str, filename: str) -> byt
 # ---------------------------------------------------------------- decode
 
 _new = object.__new__
-_set_line = Position.__dict__["line"].__set__
-_set_column = Position.__dict__["column"].__set__
-_set_offset = Position.__dict__["offset"].__set__
-_set_start = Span.__dict__["start"].__set__
-_set_end = Span.__dict__["end"].__set__
 
 
 def _node_decoder(cls: type) -> Any:
@@ -171,19 +167,9 @@ def decode(data: bytes, text: str, filename: str) -> ast.Rule | list[Diagnostic]
     """The parse result `encode` stored, for `text` under `filename`. Raises ValueError (or
     another exception) on damaged data; the caller then parses the text instead."""
     flat_positions, flat_spans, tree = marshal.loads(data)
-    positions = []
-    for i in range(0, len(flat_positions), 3):
-        p = _new(Position)
-        _set_line(p, flat_positions[i])
-        _set_column(p, flat_positions[i + 1])
-        _set_offset(p, flat_positions[i + 2])
-        positions.append(p)
-    spans = []
-    for i in range(0, len(flat_spans), 2):
-        span = _new(Span)
-        _set_start(span, positions[flat_spans[i]])
-        _set_end(span, positions[flat_spans[i + 1]])
-        spans.append(span)
+    positions = [make_position(flat_positions[i], flat_positions[i + 1], flat_positions[i + 2])
+                 for i in range(0, len(flat_positions), 3)]
+    spans = [make_span(positions[flat_spans[i]], positions[flat_spans[i + 1]]) for i in range(0, len(flat_spans), 2)]
     builders = _BUILDERS
 
     def dec(value: Any) -> Any:
