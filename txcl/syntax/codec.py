@@ -103,19 +103,21 @@ def encode(result: ast.Rule | list[Diagnostic], text: str, filename: str) -> byt
     spans: dict[tuple[int, int], int] = {}
     flat_spans: list[int] = []
 
-    def position(p: Position) -> int:
-        number = positions.get(p.offset)
-        if number is None:
-            number = positions[p.offset] = len(positions)
-            flat_positions.extend((p.line, p.column, p.offset))
-        return number
-
     def span(value: Span) -> int:
-        key = (position(value.start), position(value.end))
+        start, end = value.start, value.end
+        key = (start.offset, end.offset)
         number = spans.get(key)
         if number is None:
             number = spans[key] = len(spans)
-            flat_spans.extend(key)
+            first = positions.get(key[0])
+            if first is None:
+                first = positions[key[0]] = len(positions)
+                flat_positions.extend((start.line, start.column, key[0]))
+            last = positions.get(key[1])
+            if last is None:
+                last = positions[key[1]] = len(positions)
+                flat_positions.extend((end.line, end.column, key[1]))
+            flat_spans.extend((first, last))
         return number
 
     encoders = _ENCODERS
