@@ -110,6 +110,7 @@ def test_a_parse_is_read_back_from_the_cache(cache_file):
     first = _result(RULE, "one.txcl")
     diskcache.flush()
     assert _count(cache_file) == 1 and cache.misses == 1
+    assert cache_file.stat().st_mode & 0o077 == 0  # the user's rules: readable by the user only
     again = _result(RULE, "two.txcl")
     assert cache.hits == 1
     _same(again, codec.decode(codec.encode(first, RULE, "one.txcl"), RULE, "two.txcl"))

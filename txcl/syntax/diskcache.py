@@ -82,6 +82,8 @@ class ParseCache:
         if self._conn is None and not self.broken:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                if not self.path.exists():  # the user's rules are in it: readable by the user only
+                    os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
                 conn = sqlite3.connect(str(self.path), timeout=0.2, isolation_level=None,
                                        check_same_thread=False)
                 conn.execute("PRAGMA journal_mode=WAL")
