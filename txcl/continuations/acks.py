@@ -54,7 +54,7 @@ class PendingAcks:
             for row in rows:
                 self._rows[row[0]] = row
         loop = asyncio.get_running_loop()
-        if self._timer is None or self._timer_loop is not loop or loop.is_closed():
+        if self._timer is None or self._timer_loop is not loop:  # none yet, or on a loop now gone
             self._timer = loop.call_later(self.delay_s, self._due)
             self._timer_loop = loop
 

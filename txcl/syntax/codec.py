@@ -52,13 +52,9 @@ SCHEMA = hashlib.sha256(repr((
 
 # ---------------------------------------------------------------- encode
 
-def _is_span_field(cls: type, name: str) -> bool:
-    field = attrs.fields_dict(cls)[name]
-    return field.default is NO_SPAN or (cls is Diagnostic and name == "span")
-
-
+# span fields are the ones whose default is NO_SPAN (`span`, `name_span`, `key_span`, …)
 _SPAN_FIELDS: dict[type, tuple[bool, ...]] = {
-    cls: tuple(_is_span_field(cls, name) for name in _FIELDS[cls]) for cls in _NODE_CLASSES}
+    cls: tuple(f.default is NO_SPAN for f in attrs.fields(cls)) for cls in _NODE_CLASSES}
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
