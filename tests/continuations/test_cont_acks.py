@@ -41,7 +41,7 @@ def harness(tmp_path, db_url, monkeypatch):
     monkeypatch.setattr(service_mod, "post_dispatch", post)
     ws = write_tree(tmp_path / "ws", FILES)
     store = open_run_store(db_url, node_id="acks")
-    service = ContinuationService(store, Settings(trace_mode="off", ack_write_delay=50), workspace=ws)
+    service = ContinuationService(store, Settings(trace_mode="off", ack_write_delay=400), workspace=ws)
     interp = service.interpreter(load_ops(ws))
     yield service, interp, sent, answer
     asyncio.run(service.aclose())
@@ -154,3 +154,25 @@ def test_the_delay_is_bounded():
     Settings(ack_write_delay=0).validate()
     with pytest.raises(ConfigError, match="ack-write-delay"):
         Settings(ack_write_delay=5_000).validate()
+
+
+def test_a_callback_admitted_while_its_ack_is_being_written_still_records_the_ack(harness):
+    """The held-back write has started (taken from the queue) but not committed when the
+    callback is admitted: the admission writes the ack again, so its body is kept."""
+    service, interp, sent, _ = harness
+    store = service.store
+
+    async def main() -> None:
+        await _park(interp)
+        d = sent[0]
+        rows = service.pending_acks.take_all()  # as the timer does, just before its write
+        assert [r[0] for r in rows] == [d.opc]
+        admit, release = await service.complete(d.opc, "completed", {"bonus": 5}, source="callback", token=d.token)
+        assert admit.outcome == "admitted" and release.won
+        row = store.get_interaction(d.opc)
+        assert row.status == "completed" and row.ack == {"job_id": "j"}
+        await service.pending_acks._write_logged(rows)  # the late write finds the row moved on
+        assert store.get_interaction(d.opc).status == "completed"
+        assert service.pending_acks.take(d.opc) is None  # nothing left behind
+
+    asyncio.run(main())

@@ -25,7 +25,7 @@ FILES = {
 }
 
 
-@pytest.fixture(params=[20, 0], ids=["acks-held", "acks-at-once"])
+@pytest.fixture(params=[1_000, 0], ids=["acks-held", "acks-at-once"])  # held longer than a slow cycle
 def ack_delay(request):
     return request.param
 

@@ -40,6 +40,10 @@ class PendingAcks:
         self.delay_s = max(0, delay_ms) / 1000
         self._write = write  # async: writes the given acks (one batched store call)
         self._rows: dict[str, AckRow] = {}
+        # acks whose write has started but not committed: a callback admitted meanwhile
+        # writes its own again in its transaction (whichever commits first wins, the other
+        # finds the row moved on), so the ack body is never lost to that race
+        self._writing: dict[str, AckRow] = {}
         self._lock = threading.Lock()
         self._timer: asyncio.TimerHandle | None = None
         self._timer_loop: asyncio.AbstractEventLoop | None = None
@@ -61,12 +65,15 @@ class PendingAcks:
     def take(self, opc: str) -> AckRow | None:
         """The held-back ack of one interaction, now the caller's to write (None: none held)."""
         with self._lock:
-            return self._rows.pop(opc, None)
+            row = self._rows.pop(opc, None)
+            return row if row is not None else self._writing.get(opc)
 
     def take_all(self) -> list[AckRow]:
+        """Every ack held back, now being written by the caller."""
         with self._lock:
             rows = list(self._rows.values())
             self._rows.clear()
+            self._writing.update((row[0], row) for row in rows)
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
@@ -86,6 +93,10 @@ class PendingAcks:
         except Exception as exc:  # noqa: BLE001 - the sweeper resends what stayed `dispatching`
             log.warning("txcl: %d worker ack(s) could not be written (%s); those dispatches are sent "
                         "again after --reconcile-after", len(rows), exc)
+        finally:
+            with self._lock:
+                for row in rows:
+                    self._writing.pop(row[0], None)
 
     async def flush(self) -> None:
         """Write everything held back now, and wait for writes already started (shutdown)."""
