@@ -224,3 +224,82 @@ def test_a_record_waiting_for_its_group_commit_is_packed_and_reads_back_the_same
     assert stored.events == [dict(zip(("seq", "at_ms", "kind", "data"), e)) for e in events]
     assert [e[2] for e in events][:2] == ["request.start", "stage.enter"]
     store.close()
+
+
+def test_scope_events_are_stored_compact_and_read_back_whole(workspace, run_tree):
+    """`stage.enter` and `stage.merge` are stored as `[seq, at_ms, code, values…]` arrays (no
+    key names per scope); every reader gets them back as `{seq, at_ms, kind, data}` with the
+    same data the walk recorded."""
+    ws = workspace({"OPS/s/0100/a.txcl": "EMIT .a = 1", "OPS/s/0100/b.txcl": "EMIT .b = 2",
+                    "OPS/s/0200/c.txcl": "EMIT .c = 3"})
+    outcome, store = run_tree(ws, {"x": 1})
+    _steps, events_json = _packed_trace_columns(store, outcome.rid)
+    stored = json.loads(events_json)
+    compact = [e for e in stored if isinstance(e[2], int)]
+    assert [e[2] for e in compact] == [1, 2, 1, 2]
+    assert compact[0][3:] == ["s/100", 10, compact[0][5]] and isinstance(compact[0][5], int)
+    assert compact[1][3:] == ["s/100", ["a", "b"]] and compact[3][3:] == ["s/200", ["c"]]
+    assert '"stage"' not in events_json  # no key names stored for them
+    events = store.get_trace(outcome.rid).events
+    enter, merge = events[1], events[2]
+    assert enter["kind"] == "stage.enter" and enter["data"] == {"stage": "s/100", "fuel_used": 10,
+                                                                "ttl": compact[0][5]}
+    assert merge["kind"] == "stage.merge" and merge["data"] == {"stage": "s/100", "ops": ["a", "b"]}
+    assert [e["seq"] for e in events] == sorted(e["seq"] for e in events)
+    assert enter["seq"] == compact[0][0] and enter["at_ms"] == compact[0][1]
+
+
+def test_events_stored_as_objects_still_read(tmp_path):
+    """Rows written before scope events were compact (every event `[seq, at_ms, kind, data]`)
+    read as they always did."""
+    from testtools import RawDb
+
+    from txcl.store import open_store
+    from txcl.store.procedures.traces_kv import TRACE_COLUMNS
+
+    store = open_store(tmp_path / "t.db")
+    old_events = [[1, 5, "request.start", {"stack": "s", "src": "api"}],
+                  [2, 6, "stage.enter", {"stage": "s/100", "fuel_used": 10, "ttl": 499}],
+                  [3, 7, "stage.merge", {"stage": "s/100", "ops": ["a"]}]]
+    row = {c: None for c in TRACE_COLUMNS} | {"rid": "old", "started_ms": 5, "status": "completed"}
+    cols = ", ".join((*TRACE_COLUMNS, "steps_json", "events_json"))
+    marks = ", ".join("?" for _ in range(len(TRACE_COLUMNS) + 2))
+    RawDb(store).execute(f"INSERT INTO traces ({cols}) VALUES ({marks})",
+                         (*row.values(), "[]", json.dumps(old_events)))
+    events = store.get_trace("old").events
+    assert events == [dict(zip(("seq", "at_ms", "kind", "data"), e)) for e in old_events]
+    store.close()
+
+
+def test_an_unpacked_record_gives_compact_events_whole():
+    """A record handed to a trace sink (never packed) lists compact events expanded too."""
+    from txcl.store.records import STAGE_ENTER, STAGE_MERGE, TraceRecord, event_dict
+
+    record = TraceRecord({}, [], [(1, 5, "request.start", {"stack": "s"}), (2, 6, STAGE_ENTER, "s/100", 10, 499),
+                                  (3, 7, STAGE_MERGE, "s/100", ["a"])])
+    assert record.events == [(1, 5, "request.start", {"stack": "s"}),
+                             (2, 6, "stage.enter", {"stage": "s/100", "fuel_used": 10, "ttl": 499}),
+                             (3, 7, "stage.merge", {"stage": "s/100", "ops": ["a"]})]
+    assert event_dict([3, 7, STAGE_MERGE, "s/100", ["a"]]) == {
+        "seq": 3, "at_ms": 7, "kind": "stage.merge", "data": {"stage": "s/100", "ops": ["a"]}}
+
+
+def test_a_local_step_is_timed_to_the_microsecond():
+    """Rules without EXEC are timed with `perf_counter_ns` readings: start and finish in
+    epoch milliseconds, the duration in milliseconds to the microsecond; an error is kept."""
+    import time
+
+    from txcl.trace.recorder import TraceRecorder
+
+    rec = TraceRecorder("summary", "r", "api", "s")
+    t0 = time.perf_counter_ns()
+    rec.local_step("s", 100, "a", "noop", "ok", t0, t0 + 2_345_678)
+    rec.local_step("s", 100, "b", "noop", "error", t0 + 2_345_678, t0 + 2_345_679, "bad")
+    first, second = rec.steps
+    assert first[1:7] == ("s", 100, "a", "noop", "noop", "ok") and first[9] == 2.345 and len(first) == 10
+    assert abs(first[7] - time.time_ns() // 1_000_000) < 5_000
+    assert first[8] - first[7] in (2, 3)
+    assert second[9] == 0.0 and second[10:] == (None, None, "bad") and second[0] == first[0] + 1
+    off = TraceRecorder("off", "r", "api", "s")
+    off.local_step("s", 100, "a", "noop", "ok", t0, t0 + 1)
+    assert off.steps == []

@@ -15,6 +15,7 @@ import logging
 import re
 import time
 from concurrent.futures import ThreadPoolExecutor
+from time import perf_counter_ns
 from typing import Any, Callable
 
 import attrs
@@ -220,7 +221,7 @@ class Walker:
         run.last_stage = stage
         budget.write_into(run.envelope)
         if rec.enabled:
-            rec.event("stage.enter", {"stage": stage, "fuel_used": budget.fuel_used, "ttl": budget.ttl})
+            rec.stage_enter(stage, budget.fuel_used, budget.ttl)
         frame = Frame(stack, scope, stage, visit)
         if rec.full:
             frame.before = rec.scope_entered(run.envelope)
@@ -539,7 +540,7 @@ class Walker:
         op = pop.op
         started_ms = int(started_wall * 1000)
         row = (frame.stack, frame.scope, op.name, (op.facts or self.facts(op)).operation, transport, status,
-               started_ms, int(started_wall * 1000 + duration), round(duration, 3))
+               started_ms, int(started_wall * 1000 + duration), int(duration * 1000) / 1000)
         if transport != "noop":
             row += (_json_size(input_value), _json_size(output_value), error)
         elif error is not None:
@@ -591,9 +592,9 @@ class Walker:
         timed = rec.enabled
         outcomes = frame.outcomes
         ran = frame.ran
+        # each rule's step is timed from the end of the previous one (one clock reading per rule)
+        start_ns = perf_counter_ns() if timed else 0
         for op, prepared in prepared_ops:
-            if timed:
-                started_wall, started = time.time(), time.perf_counter()
             finished = finish_output(op.rule, prepared, {}, budget.ttl if budget.max_ttl else None)
             name = op.name
             output = finished.output
@@ -608,12 +609,10 @@ class Walker:
                 status = "ok"
             ran.append(op)
             if timed:
-                duration = (time.perf_counter() - started) * 1000.0
-                row = (frame.stack, frame.scope, name, op.facts.operation, "noop", status,
-                       int(started_wall * 1000), int(started_wall * 1000 + duration), round(duration, 3))
-                if finished.error is not None:
-                    row += (None, None, finished.error)
-                rec.summary_step(*row)
+                end_ns = perf_counter_ns()
+                rec.local_step(frame.stack, frame.scope, name, op.facts.operation, status, start_ns, end_ns,
+                               finished.error)
+                start_ns = end_ns
 
     # ================================================================ end of scope
     def complete_scope(self, run: Run, frame: Frame, rec: TraceRecorder) -> None:
@@ -635,7 +634,7 @@ class Walker:
                 rec.event("envelope.delete_refused", {"path": path})
             control = read_control(envelope, frame.stack)
         if rec.enabled:
-            rec.event("stage.merge", {"stage": frame.stage, "ops": [op.name for op in ran]})
+            rec.stage_merge(frame.stage, [op.name for op in ran])
             if rec.full:
                 rec.scope_done(frame.stage, frame.before, envelope)
         self.next_position(run, frame, control, rec)

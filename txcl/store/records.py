@@ -528,16 +528,38 @@ def step_dict(row: Sequence[JsonValue]) -> dict[str, JsonValue]:
     return step
 
 
+# The commonest timeline events are recorded and stored compact: `(seq, at_ms, code, *values)`
+# with an integer code instead of `(seq, at_ms, kind, data)` with a dict, which costs the walk
+# a dict per scope boundary and the stored row its repeated key names. Codes are part of the
+# stored format: never renumber one; add new codes at the end.
+COMPACT_EVENTS: dict[int, tuple[str, tuple[str, ...]]] = {
+    1: ("stage.enter", ("stage", "fuel_used", "ttl")),
+    2: ("stage.merge", ("stage", "ops")),
+}
+STAGE_ENTER, STAGE_MERGE = 1, 2
+
+
+def event_tuple(event: Sequence[JsonValue]) -> tuple:
+    """A recorded or stored event as `(seq, at_ms, kind, data)`, compact ones expanded."""
+    code = event[2]
+    if type(code) is not int:
+        return event if type(event) is tuple else tuple(event)
+    kind, fields = COMPACT_EVENTS[code]
+    return (event[0], event[1], kind, dict(zip(fields, event[3:])))
+
+
 def event_dict(event: Sequence[JsonValue] | dict) -> dict[str, JsonValue]:
     """A timeline event (a recorded tuple or a stored array) as the object readers use."""
     if isinstance(event, dict):
         return event
-    return {"seq": event[0], "at_ms": event[1], "kind": event[2], "data": event[3]}
+    seq, at_ms, kind, data = event_tuple(event)
+    return {"seq": seq, "at_ms": at_ms, "kind": kind, "data": data}
 
 
 class TraceRecord:
     """One segment's trace, written in one transaction: the request row, its steps and its
-    timeline events (``(seq, at_ms, kind, data)`` tuples as the recorder makes them).
+    timeline events (``(seq, at_ms, kind, data)`` tuples as the recorder makes them, or the
+    compact tuples of `COMPACT_EVENTS`; `events` gives every one in the first form).
 
     Steps are dicts, or summary rows (tuples in `STEP_ROW_FIELDS` order) as the walker
     records them; `steps` gives every one as a dict, `raw_steps` as recorded (for packing).
@@ -584,10 +606,14 @@ class TraceRecord:
 
     @property
     def events(self) -> list:
-        if self._events is None:  # packed: back to the recorded tuples
-            self._events = [tuple(e) if isinstance(e, list) else e
-                            for e in json.loads(self._packed[1])]  # type: ignore[index]
-        return self._events
+        """Every event as `(seq, at_ms, kind, data)` (compact ones expanded)."""
+        events = self._events
+        if events is None:  # packed: back to tuples
+            events = self._events = [e if isinstance(e, dict) else event_tuple(e)
+                                     for e in json.loads(self._packed[1])]  # type: ignore[index]
+        elif any(type(e) is tuple and type(e[2]) is int for e in events):
+            events[:] = [event_tuple(e) if type(e) is tuple else e for e in events]
+        return events
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, TraceRecord):

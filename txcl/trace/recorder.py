@@ -10,7 +10,7 @@ import json
 import time
 from typing import Any, Callable
 
-from txcl.store.records import TraceRecord
+from txcl.store.records import STAGE_ENTER, STAGE_MERGE, TraceRecord
 from txcl.trace.packing import _orjson
 from txcl.trace.redact import ALWAYS_KEYS, Redactor
 from txcl.values.merge import deep_copy
@@ -155,6 +155,7 @@ class TraceRecorder:
         self.body_cap = body_cap
         self.clock_ms = clock_ms or _now_ms
         self._wall_clock = clock_ms is None  # event() reads the clock inline
+        self._wall_offset_ns = time.time_ns() - time.perf_counter_ns()  # perf_counter_ns() → epoch ns
         self.request: dict[str, Any] = {
             "rid": rid, "origin_rid": origin_rid, "run_id": run_id, "src": src, "entry_stack": entry_stack,
             "started_ms": self.clock_ms(), "finished_ms": None, "status": None, "http_status": None,
@@ -164,7 +165,9 @@ class TraceRecorder:
         self._out: Any = None
         self._error: Any = None
         self.steps: list[dict[str, Any] | tuple] = []  # dicts, or summary rows (summary_step)
-        self.events: list[tuple] = []  # (seq, at_ms, kind, data): packed as arrays by the store
+        # (seq, at_ms, kind, data), or compact (seq, at_ms, code, *values) (COMPACT_EVENTS):
+        # packed as arrays by the store
+        self.events: list[tuple] = []
         self._seq = 0
         self._detailed = False  # a step holds bodies (full mode, WITH debug = true)
         self.omit: set[tuple[str, ...]] = set()
@@ -180,6 +183,20 @@ class TraceRecorder:
             self.events.append((self._seq, time.time_ns() // 1_000_000 if self._wall_clock else self.clock_ms(),
                                 kind, data))
 
+    def stage_enter(self, stage: str, fuel_used: int, ttl: int) -> None:
+        """The `stage.enter` event, recorded compact (see `COMPACT_EVENTS`)."""
+        if self.enabled:
+            self._seq += 1
+            self.events.append((self._seq, time.time_ns() // 1_000_000 if self._wall_clock else self.clock_ms(),
+                                STAGE_ENTER, stage, fuel_used, ttl))
+
+    def stage_merge(self, stage: str, ops: list[str]) -> None:
+        """The `stage.merge` event, recorded compact (see `COMPACT_EVENTS`)."""
+        if self.enabled:
+            self._seq += 1
+            self.events.append((self._seq, time.time_ns() // 1_000_000 if self._wall_clock else self.clock_ms(),
+                                STAGE_MERGE, stage, ops))
+
     def step(self, step: dict[str, Any], *, detail: bool = False, rule: str | None = None,
              input_value: Any = None, output_value: Any = None) -> None:
         """Record one step; bodies kept in full mode or when `detail` (WITH debug = true)."""
@@ -193,6 +210,19 @@ class TraceRecorder:
             step["_output"] = _snapshot(output_value)
             self._detailed = True
         self.steps.append(step)
+
+    def local_step(self, stack: str, scope: int, name: str, operation: str, status: str, start_ns: int,
+                   end_ns: int, error: str | None = None) -> None:
+        """The summary row of a rule without EXEC, timed by `time.perf_counter_ns()` readings
+        (turned into wall-clock milliseconds with the offset taken when the recorder was made;
+        the duration kept to the microsecond)."""
+        if self.enabled:
+            self._seq += 1
+            wall = self._wall_offset_ns + start_ns
+            took = end_ns - start_ns
+            row = (self._seq, stack, scope, name, operation, "noop", status, wall // 1_000_000,
+                   (wall + took) // 1_000_000, took // 1000 / 1000)
+            self.steps.append(row if error is None else (*row, None, None, error))
 
     def summary_step(self, *row: Any) -> None:
         """Record a summary step as a compact row (the walker's common case: no bodies, no
@@ -260,8 +290,8 @@ class TraceRecorder:
         events = self.events
         if self.full:
             red = red or Redactor(self.omit, self.redact)
-            events = [(seq, at, kind, self._diff(data, red) if type(data) is _ScopeChange else data)
-                      for seq, at, kind, data in events]
+            events = [(e[0], e[1], e[2], self._diff(e[3], red)) if type(e[3]) is _ScopeChange else e
+                      for e in events]
         # Summary steps go out as recorded: keys holding None are left out when the store
         # packs them (txcl.trace.packing), as the readers treat a missing key as None.
         return TraceRecord(request, list(steps), list(events))
