@@ -14,9 +14,12 @@ from typing import Any, Callable
 
 import attrs
 
+from txcl.errors import TxclEvalError
+from txcl.evaluate.codegen import _TOO_DEEP
 from txcl.evaluate.nodecache import NodeCache
 from txcl.evaluate.values import compile_value
 from txcl.syntax import ast
+from txcl.values.merge import deep_copy
 from txcl.values.paths import is_numeric, write, write_keys
 from txcl.values.reserved import is_author_writable
 
@@ -42,6 +45,9 @@ class RulePlan:
     # (segments, value, target text, dropped, writer)
     set_post: tuple[tuple[tuple[str, ...], ValueFn, str, bool, Writer], ...]
     emit_all_plain: bool  # every EMIT target is written as it is (no TTL, none dropped)
+    # EMIT onto an empty output as one generated function `view -> output` (None: no such
+    # function for this rule; it returns None when a value fails, see `fresh_emit_function`)
+    emit_fresh: Callable[[Any], Any] | None = None
 
 
 def writer_for(segments: tuple[str, ...]) -> Writer:
@@ -70,7 +76,53 @@ def _plan(rule: ast.Rule) -> RulePlan:
                         is_dropped_target(a.target.segments), writer_for(a.target.segments))
                        for a in rule.set_post),
         emit_all_plain=all(entry[3] == EMIT_PLAIN for entry in emit),
+        emit_fresh=fresh_emit_function(emit),
     )
+
+
+def fresh_emit_function(emit: tuple) -> Callable[[Any], Any] | None:
+    """EMIT onto an empty output — what every rule without EXEC does — as one generated
+    function: every value computed first (against the empty output, falling back to the
+    op's input), then the output built as one nested dict literal, keys in the order the
+    writes would create them. Made only when that is exactly what writing the targets one
+    by one gives: every target written as it is, object keys only, and no target equal to
+    or inside another (those go through the writes). The function returns None when a
+    value fails, so the caller takes the general path, which reports it."""
+    if not emit or len(emit) > 64 or any(kind != EMIT_PLAIN or writer is not write_keys or not segments
+                                         for segments, _fn, _text, kind, writer in emit):
+        return None
+    targets = [segments for segments, *_rest in emit]
+    for i, a in enumerate(targets):
+        for b in targets[i + 1:]:
+            shorter = min(len(a), len(b))
+            if a[:shorter] == b[:shorter]:
+                return None  # equal, or one inside the other
+    trie: dict = {}
+    for index, segments in enumerate(targets):
+        node = trie
+        for segment in segments[:-1]:
+            node = node.setdefault(segment, {})
+        node[segments[-1]] = index
+
+    def literal(node: dict) -> str:
+        return "{" + ", ".join(f"{key!r}: " + (f"v{child}" if type(child) is int else literal(child))
+                               for key, child in node.items()) + "}"
+
+    body = ["o = {}", "try:"]
+    body += [f"    v{i} = f{i}(o, view)" for i in range(len(emit))]
+    body += ["except TxclEvalError:", "    return None"]
+    body += [f"if isinstance(v{i}, (dict, list)): v{i} = _deep(v{i})" for i in range(len(emit))]
+    body.append(f"return {literal(trie)}")
+    namespace = {f"f{i}": entry[1] for i, entry in enumerate(emit)}
+    namespace.update(TxclEvalError=TxclEvalError, _deep=deep_copy)
+    text = "def emit(view):\n" + "".join(f"    {line}\n" for line in body)
+    try:
+        exec(compile(text, "<txcl compiled emit>", "exec"), namespace)  # noqa: S102 - our own source
+    except _TOO_DEEP:
+        return None
+    function = namespace["emit"]
+    function.source = text
+    return function
 
 
 _PLANS: NodeCache[RulePlan] = NodeCache(_plan, limit=50_000)

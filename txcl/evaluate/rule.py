@@ -168,6 +168,11 @@ def finish_output(
     plan = rule_plan(rule)
     view = prepared.input
     if plan.emit_all_plain and not prepared.synthetic_emits:
+        fresh = plan.emit_fresh
+        if fresh is not None and not output:
+            made = fresh(view)
+            if made is not None:
+                return Finished(made, None, dropped, None)
         return _emit_plain(plan.emit, output, view, dropped)
     entries: list[tuple[tuple[str, ...], Any, int]] = [
         (segments, value, emit_kind(segments)) for segments, value in prepared.synthetic_emits]
