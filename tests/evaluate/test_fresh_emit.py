@@ -86,3 +86,13 @@ def test_a_failing_value_is_reported_as_the_writes_report_it():
     rule = parse_rule("EMIT .a = 1, .b = &div(1, 0)")
     finished = finish_output(rule, prepare(rule, {}), {})
     assert finished.output is not None and "overlay .b" in json.dumps(finished.output)
+
+
+def test_a_target_too_deep_for_a_literal_keeps_the_writes():
+    """Python's compiler refuses a literal nested hundreds deep: such a rule keeps the writes."""
+    rule = parse_rule("EMIT ." + ".".join(f"k{i}" for i in range(300)) + " = 1")
+    assert rule_plan(rule).emit_fresh is None
+    out, depth = finish_output(rule, prepare(rule, {}), {}).output, 0
+    while isinstance(out, dict) and out:
+        out, depth = next(iter(out.values())), depth + 1
+    assert (out, depth) == (1, 300)

@@ -15,11 +15,10 @@ from typing import Any, Callable
 import attrs
 
 from txcl.errors import TxclEvalError
-from txcl.evaluate.codegen import _TOO_DEEP
+from txcl.evaluate.codegen import _TOO_DEEP, _Source
 from txcl.evaluate.nodecache import NodeCache
 from txcl.evaluate.values import compile_value
 from txcl.syntax import ast
-from txcl.values.merge import deep_copy
 from txcl.values.paths import is_numeric, write, write_keys
 from txcl.values.reserved import is_author_writable
 
@@ -108,21 +107,17 @@ def fresh_emit_function(emit: tuple) -> Callable[[Any], Any] | None:
         return "{" + ", ".join(f"{key!r}: " + (f"v{child}" if type(child) is int else literal(child))
                                for key, child in node.items()) + "}"
 
+    src = _Source()
+    src.constants["TxclEvalError"] = TxclEvalError
     body = ["o = {}", "try:"]
-    body += [f"    v{i} = f{i}(o, view)" for i in range(len(emit))]
+    body += [f"    v{i} = {src.constant(entry[1], 'f')}(o, view)" for i, entry in enumerate(emit)]
     body += ["except TxclEvalError:", "    return None"]
     body += [f"if isinstance(v{i}, (dict, list)): v{i} = _deep(v{i})" for i in range(len(emit))]
     body.append(f"return {literal(trie)}")
-    namespace = {f"f{i}": entry[1] for i, entry in enumerate(emit)}
-    namespace.update(TxclEvalError=TxclEvalError, _deep=deep_copy)
-    text = "def emit(view):\n" + "".join(f"    {line}\n" for line in body)
     try:
-        exec(compile(text, "<txcl compiled emit>", "exec"), namespace)  # noqa: S102 - our own source
+        return src.build("emit", "view", body)
     except _TOO_DEEP:
         return None
-    function = namespace["emit"]
-    function.source = text
-    return function
 
 
 _PLANS: NodeCache[RulePlan] = NodeCache(_plan, limit=50_000)
