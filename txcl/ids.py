@@ -28,15 +28,19 @@ OPC_RE = re.compile(r"^opc_[1-9A-HJ-NP-Za-km-z]{16,32}$")
 RUN_ID_RE = re.compile(r"^run_[0-9A-HJKMNP-TV-Z]{26}$")
 
 
+_CROCKFORD_PAIRS = [a + b for a in _CROCKFORD for b in _CROCKFORD]  # ten bits per lookup
+
+
 def ulid(now_ms: int | None = None) -> str:
-    """A 26-character ULID: 48-bit millisecond timestamp then 80 random bits."""
-    ms = int(time.time() * 1000) if now_ms is None else int(now_ms)
-    value = ((ms & ((1 << 48) - 1)) << 80) | secrets.randbits(80)
-    chars = []
-    for _ in range(26):
-        chars.append(_CROCKFORD[value & 31])
-        value >>= 5
-    return "".join(reversed(chars))
+    """A 26-character ULID: 48-bit millisecond timestamp (10 characters) then 80 random
+    bits (16 characters), in Crockford's base32 (ten bits per table lookup)."""
+    ms = (time.time_ns() // 1_000_000 if now_ms is None else int(now_ms)) & ((1 << 48) - 1)
+    rand = secrets.token_bytes(10)
+    high, low = int.from_bytes(rand[:5], "big"), int.from_bytes(rand[5:], "big")
+    p = _CROCKFORD_PAIRS
+    return (p[ms >> 40] + p[(ms >> 30) & 1023] + p[(ms >> 20) & 1023] + p[(ms >> 10) & 1023] + p[ms & 1023]
+            + p[high >> 30] + p[(high >> 20) & 1023] + p[(high >> 10) & 1023] + p[high & 1023]
+            + p[low >> 30] + p[(low >> 20) & 1023] + p[(low >> 10) & 1023] + p[low & 1023])
 
 
 _B58_PAIRS = [a + b for a in _B58 for b in _B58]  # two digits per divmod step

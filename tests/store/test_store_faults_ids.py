@@ -26,6 +26,29 @@ def test_id_formats():
     assert not ids.is_rcid("rc_0OIl" + "1" * 16)  # not base58
 
 
+def test_ulid_encodes_the_millisecond_then_80_random_bits(monkeypatch):
+    """The first ten characters are the timestamp in Crockford base32 (so ids sort by time),
+    the last sixteen are random, every digit equally likely."""
+    import collections
+    import secrets
+
+    def reference(ms: int, rand: int) -> str:  # the ULID spec, one 5-bit digit at a time
+        value = (ms << 80) | rand
+        return "".join("0123456789ABCDEFGHJKMNPQRSTVWXYZ"[(value >> (5 * i)) & 31] for i in range(25, -1, -1))
+
+    for ms in (0, 1, 1796254343944, (1 << 48) - 1):
+        made = ids.ulid(ms)
+        assert made[:10] == reference(ms, 0)[:10] and len(made) == 26
+    rand = secrets.token_bytes(10)
+    with monkeypatch.context() as patched:
+        patched.setattr(secrets, "token_bytes", lambda n: rand)
+        assert ids.ulid(1796254343944) == reference(1796254343944, int.from_bytes(rand, "big"))
+    later = [ids.ulid(ms) for ms in range(1796254343000, 1796254343100)]
+    assert later == sorted(later)
+    digits = collections.Counter(ch for _ in range(4000) for ch in ids.ulid()[10:])
+    assert len(digits) == 32 and max(digits.values()) < 1.3 * min(digits.values())
+
+
 def test_tokens_are_32_bytes_base64url_hashed():
     tok = ids.new_token()
     assert len(tok) == 43 and "=" not in tok
