@@ -53,6 +53,7 @@ BENCHMARKS: dict[str, tuple[list[str], list[str], bool]] = {
                       True),
     "bench_mcp": ([], ["50"], False),
     "bench_ui": ([], ["2000"], False),
+    "bench_instructions": ([], ["--n", "128"], False),
 }
 
 ENVELOPE = {"order": {"id": 42, "items": [{"sku": f"sku-{i}", "qty": i, "price": 9.5 + i} for i in range(12)],

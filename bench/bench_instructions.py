@@ -1,0 +1,126 @@
+"""Instructions per unit of work, counted by valgrind — figures a busy machine cannot bend.
+
+    python bench/bench_instructions.py [--n 1024] [--only walk-off,walk-summary,parse]
+
+Timings on a shared machine move by a quarter from one minute to the next; the number of
+instructions a piece of work executes does not. Each workload runs twice under
+`valgrind --tool=callgrind` (nothing is written but the count): once doing the setup only
+and once doing the setup and `--n` units, so the difference divided by `--n` is the cost of
+one unit without start-up, imports or setup. Prints instructions per unit and the ratio of
+summary tracing to tracing off, both counted in this run. Needs valgrind (Debian:
+`apt-get install valgrind`); without it the benchmark says so and exits 0. It takes about a
+minute per workload (valgrind runs the code ~50 times slower).
+
+Instruction counts are a proxy: they do not see cache misses or system calls (the trace's
+disk writes), so read them beside the CPU-time medians of bench_walk and bench_parse.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from _timing import headline  # noqa: E402
+
+WORKLOADS = ("walk-off", "walk-summary", "parse")
+_COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
+
+
+def child(workload: str, n: int) -> None:
+    """Set the workload up, then run `n` units of it (run under valgrind by the parent)."""
+    if workload.startswith("walk-"):
+        from bench_walk import build_workspace, envelope
+
+        from txcl.ops.tree import load_ops
+        from txcl.runtime.config import Settings
+        from txcl.runtime.interpreter import Interpreter
+        from txcl.store import open_store
+
+        ws = build_workspace(Path(tempfile.mkdtemp()))
+        sys.path.insert(0, str(ws))
+        store = open_store(ws / ".txcl-data" / "bench.db")
+        interp = Interpreter(load_ops(ws), store=store, settings=Settings(trace_mode=workload[5:]),
+                             trace_batch=512, trace_batch_delay_s=0.25)
+        template = json.dumps(envelope())
+
+        async def walk(count: int) -> None:
+            for _ in range(count):
+                await interp.run(json.loads(template), "bench", bytes_in=len(template))
+            interp.flush_traces()
+
+        asyncio.run(walk(8))  # warm: rules compiled, first trace written
+        asyncio.run(walk(n))
+        interp.close()
+        store.close()
+        return
+    if workload == "parse":
+        from bench_parse import RULE
+
+        from txcl.syntax.parser import _parse_and_check
+
+        _parse_and_check(RULE, "bench.txcl")  # the parser built
+        for _ in range(n):
+            _parse_and_check(RULE, "bench.txcl")  # no cache: a cold parse and its checks each time
+        return
+    raise SystemExit(f"unknown workload {workload!r}")
+
+
+def count(workload: str, n: int) -> int:
+    """Instructions valgrind counted for the child doing `n` units."""
+    done = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, __file__,
+         "--child", workload, "--n", str(n)],
+        capture_output=True, text=True, env=_child_env())
+    found = _COLLECTED.search(done.stderr)
+    if done.returncode != 0 or found is None:
+        raise SystemExit(f"valgrind run of {workload} failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
+    return int(found.group(1))
+
+
+def _child_env() -> dict:
+    import os
+
+    env = dict(os.environ)
+    env["TXCL_PARSE_CACHE"] = "off"  # the walk's rules are parsed the same way every run
+    env["PYTHONHASHSEED"] = "0"  # the same dict layouts in both runs
+    return env
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=1024, help="units of work counted per workload")
+    parser.add_argument("--only", default=None, help=f"comma-separated workloads ({', '.join(WORKLOADS)})")
+    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child, args.n)
+        return
+    if shutil.which("valgrind") is None:
+        print("valgrind is not installed: instruction counts skipped (Debian: apt-get install valgrind)")
+        return
+    wanted = args.only.split(",") if args.only else list(WORKLOADS)
+    per_unit: dict[str, float] = {}
+    print(f"instructions per unit (valgrind callgrind; {args.n} units minus the setup alone)")
+    for workload in wanted:
+        base, total = count(workload, 0), count(workload, args.n)
+        per_unit[workload] = (total - base) / args.n
+        unit = "envelope" if workload.startswith("walk") else "parse"
+        print(f"  {workload:<14} {per_unit[workload]:>12,.0f} instructions per {unit}", flush=True)
+    if "walk-off" in per_unit and "walk-summary" in per_unit:
+        ratio = per_unit["walk-summary"] / per_unit["walk-off"]
+        print(f"  summary tracing / tracing off = {ratio:.3f}")
+        headline("10-scope walk, summary tracing (instructions)", per_unit["walk-summary"] / 1000,
+                 "k instr/env", baseline="the same walk, tracing off", ratio=ratio, goal="ratio ≤ 1.2")
+
+
+if __name__ == "__main__":
+    main()
