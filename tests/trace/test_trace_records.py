@@ -135,7 +135,7 @@ def test_v1_trace_tables_are_migrated(tmp_path):
     store = open_store(db)
     record = store.get_trace("old")
     assert record.request["status"] == "completed" and record.steps == [] and record.events == []
-    assert RawDb(store).execute("SELECT version FROM txcl_schema WHERE component = 'traces'")[0][0] == 3
+    assert RawDb(store).execute("SELECT version FROM txcl_schema WHERE component = 'traces'")[0][0] == 4
     store.close()
 
 
@@ -282,6 +282,8 @@ def test_an_unpacked_record_gives_compact_events_whole():
                              (3, 7, "stage.merge", {"stage": "s/100", "ops": ["a"]})]
     assert event_dict([3, 7, STAGE_MERGE, "s/100", ["a"]]) == {
         "seq": 3, "at_ms": 7, "kind": "stage.merge", "data": {"stage": "s/100", "ops": ["a"]}}
+    # a code this txcl does not know is shown as stored, not refused
+    assert event_dict([4, 8, 99, "x", 1]) == {"seq": 4, "at_ms": 8, "kind": "event.99", "data": ["x", 1]}
 
 
 def test_a_local_step_is_timed_to_the_microsecond():

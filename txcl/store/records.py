@@ -544,7 +544,10 @@ def event_tuple(event: Sequence[JsonValue]) -> tuple:
     code = event[2]
     if type(code) is not int:
         return event if type(event) is tuple else tuple(event)
-    kind, fields = COMPACT_EVENTS[code]
+    known = COMPACT_EVENTS.get(code)
+    if known is None:  # not ours to name: shown as it is stored
+        return (event[0], event[1], f"event.{code}", list(event[3:]))
+    kind, fields = known
     return (event[0], event[1], kind, dict(zip(fields, event[3:])))
 
 

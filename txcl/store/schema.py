@@ -36,7 +36,7 @@ class Component:
 
 TRACES = Component(
     "traces",
-    3,
+    4,
     (
         # One row per segment: steps and timeline events are packed as JSON arrays, so writing
         # a trace is one INSERT.
@@ -58,6 +58,9 @@ TRACES = Component(
             "ALTER TABLE traces ADD COLUMN events_json TEXT NOT NULL DEFAULT '[]'",
         ),
         2: (),  # v3: written through the shared procedures (no change to the table)
+        # v4: scope events stored compact (`[seq, at_ms, code, …]`, see txcl.store.records);
+        # no change to the table, but an older txcl would misread those events
+        3: (),
     },
 )
 
