@@ -122,3 +122,32 @@ def test_deep_copy_equal_and_unshared(value):
 def test_deep_copy_scalars_and_tuples():
     assert deep_copy(5) == 5 and deep_copy("s") == "s" and deep_copy(None) is None
     assert deep_copy((1, [2])) == [1, [2]]
+
+
+def test_an_owned_output_is_moved_in_and_a_shared_one_copied():
+    from txcl.values.merge import merge_into
+
+    inner, items = {"b": 1}, [1, 2]
+    shared = {"a": inner, "l": items}
+    target: dict = {"l": [0]}
+    merge_into(target, shared)
+    assert target == {"a": {"b": 1}, "l": [0, 1, 2]}
+    assert target["a"] is not inner  # copied: the output's owner may keep using it
+    owned_inner = {"b": 1}
+    owned = {"a": owned_inner, "n": {"m": [3]}}
+    target = {"n": {"k": 0}}
+    merge_into(target, owned, owned=True)
+    assert target == {"a": {"b": 1}, "n": {"k": 0, "m": [3]}}
+    assert target["a"] is owned_inner and target["n"]["m"] is owned["n"]["m"]  # moved, not copied
+
+
+def test_fused_scopes_move_outputs_without_aliasing_the_input(workspace, run_tree):
+    """A rule without EXEC emits copies of what it reads, so moving its output into the
+    envelope never ties two paths together: a later change to the copy leaves the source."""
+    ws = workspace({"OPS/s/0100/a.txcl": "EMIT .copy = .orig, .list = .orig.items",
+                    "OPS/s/0200/b.txcl": "EMIT .copy.extra = 1, .list = [9]",
+                    "OPS/s/0300/c.txcl": "EMIT .orig.items = [7]"})
+    outcome, _store = run_tree(ws, {"orig": {"k": "v", "items": [1]}})
+    env = {k: v for k, v in outcome.envelope.items() if not k.startswith("_")}
+    assert env == {"orig": {"k": "v", "items": [1, 7]}, "copy": {"k": "v", "items": [1], "extra": 1},
+                   "list": [1, 9]}

@@ -11,7 +11,7 @@ from typing import Any, Iterable
 import attrs
 
 from txcl.errors import TxclEvalError, depth_guarded
-from txcl.evaluate.plan import EMIT_DROPPED, EMIT_TTL, emit_kind, is_dropped_target, rule_plan
+from txcl.evaluate.plan import EMIT_DROPPED, EMIT_TTL, RulePlan, emit_kind, is_dropped_target, rule_plan
 from txcl.evaluate.values import compile_value
 from txcl.evaluate.when import when_matches
 from txcl.syntax import ast
@@ -48,9 +48,9 @@ def _as_object(value: Any) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-def apply_set_pre(rule: ast.Rule, op_input: dict) -> tuple[dict, str | None]:
+def apply_set_pre(rule: ast.Rule, op_input: dict, plan: RulePlan | None = None) -> tuple[dict, str | None]:
     """SET PRE: set-if-absent on the op's private input (any path, `_txc` included)."""
-    for segments, value_fn, text, put in rule_plan(rule).set_pre:
+    for segments, value_fn, text, put in (plan or rule_plan(rule)).set_pre:
         if has(op_input, segments):
             continue
         try:
@@ -62,10 +62,10 @@ def apply_set_pre(rule: ast.Rule, op_input: dict) -> tuple[dict, str | None]:
     return op_input, None
 
 
-def resolve_directives(rule: ast.Rule, view: dict) -> dict:
+def resolve_directives(rule: ast.Rule, view: dict, plan: RulePlan | None = None) -> dict:
     """Resolve WITH into one nested object; raises TxclEvalError naming the key."""
     directives: dict = {}
-    for key, value_fn, key_text, put in rule_plan(rule).with_:
+    for key, value_fn, key_text, put in (plan or rule_plan(rule)).with_:
         try:
             value = value_fn(view, None)
             directives = _as_object(put(directives, key, value))
@@ -103,16 +103,18 @@ def _select(rule: ast.Rule, op_input: dict) -> tuple[dict, dict, list]:
     return op_input, projection, synthetic
 
 
-def prepare(rule: ast.Rule, op_input: dict, keep_pre_input: bool = False) -> Prepared:
-    """SET PRE → WITH → SELECT on a private copy of the scope-entry envelope."""
+def prepare(rule: ast.Rule, op_input: dict, keep_pre_input: bool = False,
+            plan: RulePlan | None = None) -> Prepared:
+    """SET PRE → WITH → SELECT on a private copy of the scope-entry envelope. `plan`: the
+    rule's plan when the caller holds it (saves looking it up)."""
     if rule.set_pre:
-        op_input, error = apply_set_pre(rule, op_input)
+        op_input, error = apply_set_pre(rule, op_input, plan)
     else:
         error = None
     directives: dict = {}
     if rule.with_:  # after a SET PRE error too: the op goes on, with its directives
         try:
-            directives = resolve_directives(rule, op_input)
+            directives = resolve_directives(rule, op_input, plan)
         except TxclEvalError as exc:
             if error is None:  # the first error is the one the input reports
                 error = str(exc)
@@ -150,7 +152,7 @@ def nest_into(directives: dict, output: Any) -> tuple[Any, str | None]:
 
 
 def finish_output(
-    rule: ast.Rule, prepared: Prepared, output: Any, ttl: int | None = None
+    rule: ast.Rule, prepared: Prepared, output: Any, ttl: int | None = None, plan: RulePlan | None = None
 ) -> Finished:
     """`into` nesting, the object check, then EMIT (synthetic SELECT entries first).
 
@@ -165,7 +167,8 @@ def finish_output(
         output = {}
     if not isinstance(output, dict):
         return Finished(None, f"op output is not a JSON object (got {json_type(output)})", dropped)
-    plan = rule_plan(rule)
+    if plan is None:
+        plan = rule_plan(rule)
     view = prepared.input
     if plan.emit_all_plain and not prepared.synthetic_emits:
         fresh = plan.emit_fresh

@@ -21,6 +21,7 @@ from typing import Any, Callable
 import attrs
 
 from txcl.evaluate.control import Control, apply_delete, read_control
+from txcl.evaluate.plan import RulePlan, rule_plan
 from txcl.evaluate.rule import Prepared, apply_set_post, finish_output, json_type, nest_into, prepare
 from txcl.evaluate.when import compile_condition
 from txcl.ops.layout import is_system_stack
@@ -281,7 +282,7 @@ class Walker:
                 op_input = private_input(e0, paths)
             else:
                 op_input = e0
-            prepared = prepare(rule, op_input)
+            prepared = prepare(rule, op_input, plan=op.facts.plan)
             mode = "sync"
             if prepared.error is None and prepared.directives:
                 raw_mode = prepared.directives.get("mode")
@@ -475,7 +476,8 @@ class Walker:
             raw, sanitised = sanitize_untrusted(raw)
             dropped.extend(sanitised)
         ttl_before = run.budget.ttl
-        finished = finish_output(pop.op.rule, prepared, raw, ttl_before if run.budget.max_ttl else None)
+        finished = finish_output(pop.op.rule, prepared, raw, ttl_before if run.budget.max_ttl else None,
+                                 (pop.op.facts or self.facts(pop.op)).plan)
         dropped.extend(finished.dropped)
         if finished.output is None:
             return None, finished.error, dropped
@@ -582,12 +584,14 @@ class Walker:
         e0 = run.envelope
         matched = self._matching(e0, rules)
         frame.rules = tuple(matched)
+        frame.outputs_owned = True  # every output below is built by EMIT, none shared
         if not matched:
             return
         prepared_ops = []
         for op in matched:
             paths = op.facts.write_paths
-            prepared_ops.append((op, prepare(op.rule, private_input(e0, paths) if paths else e0)))
+            op_input = private_input(e0, paths) if paths else e0
+            prepared_ops.append((op, prepare(op.rule, op_input, plan=op.facts.plan)))
         budget = run.budget
         timed = rec.enabled
         outcomes = frame.outcomes
@@ -595,7 +599,7 @@ class Walker:
         # each rule's step is timed from the end of the previous one (one clock reading per rule)
         start_ns = perf_counter_ns() if timed else 0
         for op, prepared in prepared_ops:
-            finished = finish_output(op.rule, prepared, {}, budget.ttl if budget.max_ttl else None)
+            finished = finish_output(op.rule, prepared, {}, budget.ttl if budget.max_ttl else None, op.facts.plan)
             name = op.name
             output = finished.output
             if finished.dropped and timed:
@@ -623,7 +627,7 @@ class Walker:
         for op in frame.ran:
             if op.target is None and (op.facts or facts_of(op)).writes_goto:
                 run.budget.charge(DISPATCH_FUEL)
-        ran = self.merge_outputs(run, frame.stage, outputs, frame.ran, rec)
+        ran = self.merge_outputs(run, frame.stage, outputs, frame.ran, rec, owned=frame.outputs_owned)
         envelope = run.envelope
         txc = envelope.get("_txc")
         if type(txc) is dict and "delete" not in txc and "halt" not in txc and "goto" not in txc:
@@ -640,16 +644,18 @@ class Walker:
         self.next_position(run, frame, control, rec)
 
     def merge_outputs(self, run: Run, stage: str, outputs: list[tuple[str, dict | None]], ran: list[OpRule],
-                      rec: TraceRecorder) -> list[OpRule]:
+                      rec: TraceRecorder, owned: bool = False) -> list[OpRule]:
         """The one merge of a scope's results: each output deep-merged into the envelope in op-name
         order (outputs of one name keep their given order), then the SET POST of every rule that
         ran, in op-name order. Used at the end of every scope and for results that arrive later
-        (a deferred op's join, a resumed barrier). Returns the rules in the order applied."""
+        (a deferred op's join, a resumed barrier). Returns the rules in the order applied.
+        `owned`: the outputs were made by the rules themselves (EMIT onto an empty output) and
+        are dropped after this merge, so they are moved into the envelope, not copied."""
         envelope = run.envelope
         ordered = sorted(outputs, key=_first) if len(outputs) > 1 else outputs
         for _name, output in ordered:
             if output:
-                merge_into(envelope, output)
+                merge_into(envelope, output, owned)
         ran = sorted(ran, key=_by_name) if len(ran) > 1 else ran
         facts_of = self.facts
         if any((op.facts or facts_of(op)).has_set_post for op in ran):
@@ -723,6 +729,7 @@ class _Facts:
     writes_goto: bool
     has_set_post: bool
     trace_source: str  # rule text for full-mode traces, hmac `key` literals masked
+    plan: RulePlan  # the rule's data steps (txcl.evaluate.plan)
 
     @classmethod
     def of(cls, op: OpRule) -> "_Facts":
@@ -736,6 +743,7 @@ class _Facts:
             writes_goto=any(a.target.segments == GOTO_SEGMENTS for a in (*rule.emit, *rule.set_post)),
             has_set_post=bool(rule.set_post),
             trace_source=_mask_hmac_keys(op),
+            plan=rule_plan(rule),
         )
 
 

@@ -38,23 +38,24 @@ def _copy(value: Any) -> Any:
 _CONTAINERS = frozenset({dict, list})
 
 
-def merge_into(target: dict, output: dict) -> None:
+def merge_into(target: dict, output: dict, owned: bool = False) -> None:
     """Merge `output` into `target` in place. Values taken from `output` are deep-copied,
-    so later changes to either side never alias."""
+    so later changes to either side never alias — unless `owned`: the caller made `output`
+    for this merge and drops it afterwards, so its containers are moved in as they are."""
     for key, new in output.items():
         tn = type(new)
         if tn is dict or (tn is not list and isinstance(new, dict)):
             old = target.get(key)
             if isinstance(old, dict):
-                merge_into(old, new)
+                merge_into(old, new, owned)
             else:
-                target[key] = deep_copy(new)
+                target[key] = new if owned and tn is dict else deep_copy(new)
         elif tn is list or isinstance(new, list):
             old = target.get(key)
             if isinstance(old, list):
-                old.extend(deep_copy(new))
+                old.extend(new if owned and tn is list else deep_copy(new))
             else:
-                target[key] = deep_copy(new)
+                target[key] = new if owned and tn is list else deep_copy(new)
         else:
             target[key] = new
 
