@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -87,8 +88,6 @@ def count(workload: str, n: int) -> int:
 
 
 def _child_env() -> dict:
-    import os
-
     env = dict(os.environ)
     env["TXCL_PARSE_CACHE"] = "off"  # the walk's rules are parsed the same way every run
     env["PYTHONHASHSEED"] = "0"  # the same dict layouts in both runs

@@ -122,4 +122,3 @@ class Frame:
     ttl_raise_ignored: bool = False
     rec: Any = None  # the segment's TraceRecorder (for continuation hooks)
     before: Any = None  # full tracing: the envelope as the scope started (for its diff)
-    outputs_owned: bool = False  # the outputs are the rules' own (a fused scope): merged by moving

@@ -163,7 +163,8 @@ class Walker:
                 local = self._local_rules(frame.stack, frame.scope)
             if local is not None and not frame.penalty and self.observer is None and not rec.full:
                 self._run_local_scope(run, frame, local, rec)
-                self.complete_scope(run, frame, rec)
+                # every output of a fused scope is built by EMIT and shared with nothing
+                self.complete_scope(run, frame, rec, outputs_owned=True)
                 return
         # run_frame, inlined: scopes of local rules only (no EXEC) take no coroutine at all
         self.select_ops(run, frame, rec)
@@ -584,7 +585,6 @@ class Walker:
         e0 = run.envelope
         matched = self._matching(e0, rules)
         frame.rules = tuple(matched)
-        frame.outputs_owned = True  # every output below is built by EMIT, none shared
         if not matched:
             return
         prepared_ops = []
@@ -619,15 +619,16 @@ class Walker:
                 start_ns = end_ns
 
     # ================================================================ end of scope
-    def complete_scope(self, run: Run, frame: Frame, rec: TraceRecorder) -> None:
-        """The end of a scope: merge in op-name order, SET POST, deletes, control, next."""
+    def complete_scope(self, run: Run, frame: Frame, rec: TraceRecorder, outputs_owned: bool = False) -> None:
+        """The end of a scope: merge in op-name order, SET POST, deletes, control, next.
+        `outputs_owned`: see `merge_outputs`' `owned`."""
         outcomes = frame.outcomes
         outputs = [(name, outcomes[name].output) for name in outcomes]
         facts_of = self.facts
         for op in frame.ran:
             if op.target is None and (op.facts or facts_of(op)).writes_goto:
                 run.budget.charge(DISPATCH_FUEL)
-        ran = self.merge_outputs(run, frame.stage, outputs, frame.ran, rec, owned=frame.outputs_owned)
+        ran = self.merge_outputs(run, frame.stage, outputs, frame.ran, rec, owned=outputs_owned)
         envelope = run.envelope
         txc = envelope.get("_txc")
         if type(txc) is dict and "delete" not in txc and "halt" not in txc and "goto" not in txc:
