@@ -350,3 +350,43 @@ def test_emit_ttl_raise_is_ignored_and_recorded(workspace, run_tree):
     assert outcome.envelope["c"] is True
     events = [e for e in store.get_trace(outcome.rid).events if e["kind"] == "budget.ttl_raise_ignored"]
     assert [e["data"]["op"] for e in events] == ["a"]
+
+
+def test_respond_shapes_the_answer_once_and_the_trace_counts_its_body(workspace, tmp_path):
+    """`run(respond=...)`: the caller's response is made from the final envelope before the
+    trace is finished; the trace's bytes_out is that body's length. A respond that fails
+    leaves the outcome as it was and the trace measures the envelope as without one."""
+    import attrs
+
+    from txcl.ops.tree import load_ops
+    from txcl.runtime.config import Settings
+    from txcl.runtime.interpreter import Interpreter
+    from txcl.store import open_store
+
+    @attrs.define
+    class Reply:
+        body: bytes
+
+    ws = workspace({"OPS/s/0100/a.txcl": 'EMIT .a = "ä"'})
+    store = open_store(tmp_path / "t.db")
+    interp = Interpreter(load_ops(ws), store=store, settings=Settings())
+    seen = []
+
+    def respond(outcome):
+        seen.append(outcome.envelope["a"])
+        return Reply(b"twelve bytes")
+
+    def broken(outcome):
+        raise ValueError("cannot shape")
+
+    try:
+        shaped = interp.run_sync({}, "s", respond=respond)
+        plain = interp.run_sync({}, "s", respond=broken)
+    finally:
+        interp.close()
+    assert isinstance(shaped, Completed) and shaped.answer == Reply(b"twelve bytes") and seen == ["ä"]
+    assert store.get_trace(shaped.rid).request["bytes_out"] == 12
+    assert isinstance(plain, Completed) and plain.answer is None and plain.envelope["a"] == "ä"
+    size = len(json.dumps(plain.envelope, ensure_ascii=False, separators=(",", ":")).encode())
+    assert store.get_trace(plain.rid).request["bytes_out"] == size
+    store.close()

@@ -259,6 +259,31 @@ def test_traces_are_written_in_the_background(small_ws: Path):
         assert record is not None and record.request["src"] == "http" and record.request["http_status"] == 200
 
 
+def test_a_completed_answer_is_encoded_once_and_the_trace_counts_the_bytes_sent(small_ws: Path, monkeypatch):
+    """The answer is shaped during the walk: the trace's bytes_out is the body sent (private
+    `_` keys left out), bytes_in the request body received, and neither is measured by
+    encoding an envelope again."""
+    from txcl.serve import shaping
+    from txcl.trace import recorder
+
+    (small_ws / "OPS/s/0100/a.txcl").write_text('EMIT .a = 1, .name = "Zoë", ._private = "not sent"')
+    encoded = []
+    real_dumps = shaping.dumps
+    monkeypatch.setattr(shaping, "dumps", lambda value, **kw: encoded.append(value) or real_dumps(value, **kw))
+    monkeypatch.setattr(recorder, "_json_size", lambda value: pytest.fail(f"encoded again to be measured: {value!r}"))
+    state = build_state(small_ws, Settings(), extensions=[])
+    with TestClient(create_app(state)) as c:
+        r = c.post("/", content=b'{"order": 12}', headers={"content-type": "application/json"})
+        assert r.status_code == 200 and r.json() == {"a": 1, "name": "Zoë"}
+        state.trace_writer.flush(10)
+        record = state.store.get_trace(r.headers["x-request-id"])
+    assert len(encoded) == 1  # the response body, once
+    assert record.request["bytes_out"] == len(r.content) == len('{"a":1,"name":"Zoë"}'.encode())
+    assert record.request["bytes_in"] == len(b'{"order": 12}')
+    usage = [e for e in record.events if e["kind"] == "request.usage"]
+    assert usage and usage[0]["data"]["bytes_out"] == len(r.content)
+
+
 def test_extension_modules_that_do_not_exist_are_skipped(small_ws: Path, monkeypatch):
     monkeypatch.setattr(extensions, "EXTENSION_MODULES", ("txcl.no_such_module_here",))
     assert extensions.load_extensions(Settings(), small_ws) == []

@@ -42,6 +42,8 @@ class Completed:
     halted: bool = False
     fuel_used: int = 0
     status: str = "completed"
+    # what `run(respond=...)` made of this outcome (the caller's response), shaped once
+    answer: Any = attrs.field(default=None, eq=False, repr=False)
 
     @property
     def error(self) -> None:
@@ -185,17 +187,21 @@ class Interpreter:
     # ------------------------------------------------------------ running
     async def run(self, envelope: dict, stack: str | None = None, *, src: str = "api", rid: str | None = None,
                   mocks: list[str] | None = None, bytes_in: int | None = None,
-                  from_json: bool = False) -> Outcome:
+                  from_json: bool = False, respond: Callable[[Completed], Any] | None = None) -> Outcome:
         """Walk one request to its outcome (Completed, Failed or Suspended).
 
         `bytes_in` is the size of the received input when the caller knows it (an inlet that
         parsed a body); otherwise the trace measures the envelope. `from_json`: the envelope
         was read by txcl's JSON reader, which already bounds its nesting, so the walk over it
-        that rules out a value too deep to process is skipped (it costs ~15 µs per KB)."""
+        that rules out a value too deep to process is skipped (it costs ~15 µs per KB).
+        `respond` turns a Completed outcome into the caller's response (an object whose `body`
+        is the bytes it will send): it is made before the trace is finished, handed back as
+        `Completed.answer`, and its body's length is the trace's `bytes_out` — the output is
+        encoded once, not once for the trace and again for the response."""
         if not from_json:
             check_depth(envelope, what="the envelope")
         run = self.new_run(envelope, stack, src=src, rid=rid, mocks=mocks)
-        return await self.drive(run, bytes_in=bytes_in)
+        return await self.drive(run, bytes_in=bytes_in, respond=respond)
 
     def run_sync(self, envelope: dict, stack: str | None = None, **kwargs: Any) -> Outcome:
         """Blocking twin of `run` (starts its own event loop)."""
@@ -207,8 +213,10 @@ class Interpreter:
         finally:
             await self.aclose_http()
 
-    async def drive(self, run: Run, rec: TraceRecorder | None = None, *, bytes_in: int | None = None) -> Outcome:
-        """Step `run` until its segment ends; write the trace; return the outcome."""
+    async def drive(self, run: Run, rec: TraceRecorder | None = None, *, bytes_in: int | None = None,
+                    respond: Callable[[Completed], Any] | None = None) -> Outcome:
+        """Step `run` until its segment ends; write the trace; return the outcome (`respond`:
+        see `run`)."""
         self._pool()
         settings = self.settings
         if rec is None:
@@ -229,6 +237,11 @@ class Interpreter:
                      503, status="deadline", reason="txcl_request_deadline")
         await walker.hooks.segment_end(walker, run)
         outcome = self._outcome(run)
+        bytes_out = None
+        if respond is not None and type(outcome) is Completed:
+            outcome = _answered(outcome, respond)
+            if outcome.answer is not None:
+                bytes_out = len(outcome.answer.body)
         duration = int((time.perf_counter() - started) * 1000)
         if rec.enabled:
             http_status = run.http_status
@@ -236,7 +249,7 @@ class Interpreter:
                 http_status = _response_status(outcome.envelope)
             rec.finish(run.status, http_status=http_status, fuel_used=run.budget.fuel_used,
                        out=outcome.envelope if isinstance(outcome, Completed) else None,
-                       error=outcome.payload if isinstance(outcome, Failed) else None)
+                       error=outcome.payload if isinstance(outcome, Failed) else None, bytes_out=bytes_out)
             rec.event("request.usage", {"fuel": run.budget.fuel_used, "bytes_out": rec.request["bytes_out"]})
             end = {"status": run.status, "duration_ms": duration}
             if run.reason:
@@ -300,6 +313,16 @@ class Interpreter:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _answered(outcome: Completed, respond: Callable[[Completed], Any]) -> Completed:
+    """`outcome` with the response `respond` made of it; unchanged when `respond` failed (the
+    caller then shapes the answer itself and reports what went wrong the way it always does)."""
+    try:
+        answer = respond(outcome)
+    except Exception:  # noqa: BLE001 - reported by the caller's own shaping
+        return outcome
+    return Completed(outcome.envelope, outcome.rid, outcome.halted, outcome.fuel_used, outcome.status, answer)
 
 
 def _response_status(envelope: dict) -> int:

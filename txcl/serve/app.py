@@ -140,6 +140,11 @@ class TxclHandler:
         self._idle = asyncio.Event()
         self._idle.set()
 
+    def _respond(self, outcome: Completed) -> Answer:
+        """The answer of a completed walk, made before its trace is finished (the trace's
+        `bytes_out` is this body's length; the envelope is encoded once)."""
+        return shape_completed(outcome.envelope, private=self.state.settings.private)
+
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
@@ -194,7 +199,7 @@ class TxclHandler:
         envelope = build_envelope(scope, head, body, rid, mock_header=settings.web_mock_header)
         accept = head.first("accept")
         try:
-            outcome = await self._walk(envelope, decision.stack, rid, receive)
+            outcome = await self._walk(envelope, decision.stack, rid, receive, len(body))
         except UnknownStack as exc:  # only after a reload removed a stack mid-request
             return error_answer(error_payload("txcl_unknown_stack", str(exc)), 500)
         except StoreUnavailable as exc:
@@ -206,16 +211,18 @@ class TxclHandler:
                                               rid=rid), 500)
         if outcome is None:
             return None  # the client went away
-        if isinstance(outcome, Completed):
-            return shape_completed(outcome.envelope, private=settings.private)
+        if isinstance(outcome, Completed):  # shaped during the walk (its size is in the trace)
+            answer = outcome.answer
+            return answer if answer is not None else shape_completed(outcome.envelope, private=settings.private)
         if isinstance(outcome, Failed):
             return error_answer(outcome.payload, outcome.http_status)
         if isinstance(outcome, Suspended):
             return await self._suspended(scope, receive, outcome, head, accept)
         return error_answer(error_payload("txcl_internal_error", f"unexpected outcome {outcome!r}"), 500)
 
-    async def _walk(self, envelope: dict, stack: str | None, rid: str, receive: Any) -> Any:
+    async def _walk(self, envelope: dict, stack: str | None, rid: str, receive: Any, bytes_in: int) -> Any:
         """Run the walk; a client disconnect cancels it (in-flight ops see CancelledError).
+        The trace counts the request body's bytes in and the answer's body bytes out.
 
         The disconnect watcher starts only when the walk outlives DISCONNECT_WATCH_AFTER, so
         quick requests pay one timer instead of a task."""
@@ -240,7 +247,8 @@ class TxclHandler:
 
         timer = loop.call_later(DISCONNECT_WATCH_AFTER, start_watch)
         try:
-            return await self.state.interp.run(envelope, stack, src="http", rid=rid, from_json=True)
+            return await self.state.interp.run(envelope, stack, src="http", rid=rid, from_json=True,
+                                               bytes_in=bytes_in, respond=self._respond)
         except asyncio.CancelledError:
             if gone and task is not None:
                 task.uncancel()
