@@ -74,11 +74,11 @@ async def cycles(ws: Path, db: str, n: int) -> tuple[float, float, float]:
         final = await service.drive_resume(release.claim)
         assert isinstance(final, Completed) and final.envelope["total"] == 15, final
     elapsed, cpu = time.perf_counter() - t0, time.process_time() - cpu0
-    per = (store.commit_count() - c0) / n
+    per = (store.commit_count() - c0) / max(n, 1)
     await service.aclose()
     interp.close()
     store.close()
-    return n / elapsed, cpu / n * 1000, per
+    return n / elapsed, cpu / max(n, 1) * 1000, per
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,6 +1,6 @@
 """Instructions per unit of work, counted by valgrind — figures a busy machine cannot bend.
 
-    python bench/bench_instructions.py [--n 1024] [--only walk-off,walk-summary,parse]
+    python bench/bench_instructions.py [--n 1024] [--only walk-off,walk-summary,parse,cycle]
 
 Timings on a shared machine move by a quarter from one minute to the next; the number of
 instructions a piece of work executes does not. Each workload runs twice under
@@ -32,7 +32,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from _timing import headline  # noqa: E402
 
-WORKLOADS = ("walk-off", "walk-summary", "parse")
+WORKLOADS = ("walk-off", "walk-summary", "parse", "cycle")
+# a suspend → callback → resume cycle costs ~20 walks: fewer of them give as steady a count
+_CYCLE_SHARE = 16
 _COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
 
 
@@ -72,6 +74,13 @@ def child(workload: str, n: int) -> None:
         for _ in range(n):
             _parse_and_check(RULE, "bench.txcl")  # no cache: a cold parse and its checks each time
         return
+    if workload == "cycle":
+        from bench_continuations import cycles, workspace
+
+        ws = workspace(Path(tempfile.mkdtemp()))
+        asyncio.run(cycles(ws, str(ws / "warm.db"), 4))  # the rules compiled, the ops snapshot known
+        asyncio.run(cycles(ws, str(ws / "bench.db"), n))
+        return
     raise SystemExit(f"unknown workload {workload!r}")
 
 
@@ -110,15 +119,19 @@ def main() -> None:
     per_unit: dict[str, float] = {}
     print(f"instructions per unit (valgrind callgrind; {args.n} units minus the setup alone)")
     for workload in wanted:
-        base, total = count(workload, 0), count(workload, args.n)
-        per_unit[workload] = (total - base) / args.n
-        unit = "envelope" if workload.startswith("walk") else "parse"
+        n = max(args.n // _CYCLE_SHARE, 8) if workload == "cycle" else args.n
+        base, total = count(workload, 0), count(workload, n)
+        per_unit[workload] = (total - base) / n
+        unit = {"walk-off": "envelope", "walk-summary": "envelope", "parse": "parse"}.get(workload, "cycle")
         print(f"  {workload:<14} {per_unit[workload]:>12,.0f} instructions per {unit}", flush=True)
     if "walk-off" in per_unit and "walk-summary" in per_unit:
         ratio = per_unit["walk-summary"] / per_unit["walk-off"]
         print(f"  summary tracing / tracing off = {ratio:.3f}")
         headline("10-scope walk, summary tracing (instructions)", per_unit["walk-summary"] / 1000,
                  "k instr/env", baseline="the same walk, tracing off", ratio=ratio, goal="ratio ≤ 1.2")
+    if "cycle" in per_unit:
+        headline("suspend → callback → resume cycle, SQLite (instructions, both threads)",
+                 per_unit["cycle"] / 1000, "k instr/cycle")
 
 
 if __name__ == "__main__":
