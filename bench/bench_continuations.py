@@ -9,8 +9,9 @@ from the frozen snapshot, tail, merge, SET POST, the next scope and finish. Trac
 (`txcl serve` writes them off the request path). Store calls go through the lane's thread, as
 under `txcl serve`.
 
-Printed per backend: cycles/s, CPU ms per cycle (this process), commits per cycle, raw commits/s
-and cycles/s : raw commits/s (medians of paired rounds in alternating order).
+Printed per backend: cycles/s, CPU ms per cycle (this process), commits per cycle, trips to the
+store's thread per cycle (each a hand-off and a wake-up back), raw commits/s and cycles/s : raw
+commits/s (medians of paired rounds in alternating order).
 
 Run: python bench/bench_continuations.py [--backend sqlite|postgresql|both] [--cycles N] [--repeats R]
 """
@@ -49,8 +50,8 @@ def workspace(root: Path) -> Path:
     return root
 
 
-async def cycles(ws: Path, db: str, n: int) -> tuple[float, float, float]:
-    """(cycles/s, CPU ms per cycle, commits per cycle)."""
+async def cycles(ws: Path, db: str, n: int) -> tuple[float, float, float, float]:
+    """(cycles/s, CPU ms per cycle, commits per cycle, store-lane trips per cycle)."""
     store = open_run_store(db, node_id="bench")
     service = ContinuationService(store, Settings(trace_mode="off"), workspace=ws)
     sent: list = []
@@ -63,7 +64,7 @@ async def cycles(ws: Path, db: str, n: int) -> tuple[float, float, float]:
 
     service_mod.post_dispatch = post  # type: ignore[assignment]
     interp = service.interpreter(load_ops(ws))
-    c0 = store.commit_count()
+    c0, trips0 = store.commit_count(), service.lane.trips
     t0, cpu0 = time.perf_counter(), time.process_time()
     for i in range(n):
         outcome = await interp.run({"order": {"id": i, "amount": 10}}, "shop")
@@ -75,10 +76,11 @@ async def cycles(ws: Path, db: str, n: int) -> tuple[float, float, float]:
         assert isinstance(final, Completed) and final.envelope["total"] == 15, final
     elapsed, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     per = (store.commit_count() - c0) / max(n, 1)
+    trips = (service.lane.trips - trips0) / max(n, 1)
     await service.aclose()
     interp.close()
     store.close()
-    return n / elapsed, cpu / max(n, 1) * 1000, per
+    return n / elapsed, cpu / max(n, 1) * 1000, per, trips
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -88,8 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args(argv)
     names = ["sqlite", "postgresql"] if args.backend == "both" else [args.backend]
-    print(f"{'backend':<11} {'cycles/s':>9} {'CPU ms/cycle':>12} {'commits/cycle':>13} {'raw commits/s':>13} "
-          f"{'cycles/raw':>10}")
+    print(f"{'backend':<11} {'cycles/s':>9} {'CPU ms/cycle':>12} {'commits/cycle':>13} {'lane trips':>10} "
+          f"{'raw commits/s':>13} {'cycles/raw':>10}")
     with tempfile.TemporaryDirectory() as tmp, Backends(names) as backends:
         ws = workspace(Path(tmp) / "ws")
         for name, fresh in backends:
@@ -103,9 +105,10 @@ def main(argv: list[str] | None = None) -> int:
                     got = asyncio.run(cycles(ws, fresh(), args.cycles))
                     raw = raw_commits(name, fresh(), args.cycles * 4)
                 rows.append((*got, raw))
-            med = [statistics.median(r[i] for r in rows) for i in range(4)]
-            ratio = statistics.median(r[0] / r[3] for r in rows)
-            print(f"{name:<11} {med[0]:>9.1f} {med[1]:>12.2f} {med[2]:>13.2f} {med[3]:>13.1f} {ratio:>10.1%}")
+            med = [statistics.median(r[i] for r in rows) for i in range(5)]
+            ratio = statistics.median(r[0] / r[4] for r in rows)
+            print(f"{name:<11} {med[0]:>9.1f} {med[1]:>12.2f} {med[2]:>13.2f} {med[3]:>10.2f} {med[4]:>13.1f} "
+                  f"{ratio:>10.1%}")
             headline(f"suspend → callback → resume cycle, {name}", med[0], "cycles/s",
                      baseline=f"raw {name} single-row commits/s", ratio=ratio, goal="≥ 3 × 223/s (SQLite)")
             headline(f"  CPU per cycle, {name}", med[1], "ms", goal="≤ 1 ms")

@@ -144,3 +144,47 @@ def test_a_resumed_frame_beats_when_the_claim_was_last_seen_long_ago(cycle, monk
     assert beats == []
     asyncio.run(cycle_once(True))
     assert len(beats) == 1  # the first resumed frame beats; the next is fresh again
+
+
+def test_a_won_release_comes_back_with_its_resume_read(cycle):
+    """The callback's admission reads the resume's bundle in the same store-lane call, after
+    its commit: the resume starts from it without another trip to the store's thread. A claim
+    without one (another process's release, the sweeper's) or with another claim's bundle is
+    read at the resume, as before."""
+    service, interp, sent = cycle
+    lane_calls: list[str] = []
+    real_call = service.call
+
+    async def counting(fn, *args, **kwargs):
+        lane_calls.append(getattr(fn, "__name__", repr(fn)))
+        return await real_call(fn, *args, **kwargs)
+
+    service.call = counting
+
+    async def won_release() -> tuple:
+        outcome = await interp.run({"order": {"id": 1, "amount": 10}}, "shop")
+        assert isinstance(outcome, Suspended)
+        d = sent.pop()
+        _, release = await service.complete(d.opc, "completed", {"bonus": 5}, source="callback", token=d.token)
+        assert release is not None and release.won
+        return outcome, release.claim
+
+    async def main() -> None:
+        outcome, claim = await won_release()
+        bundle = claim.bundle
+        assert bundle is not None and bundle.claim.claim_token == claim.claim_token
+        assert bundle.run.run_id == outcome.run_id and bundle.suspend.status == "resuming"
+        assert [m.status for m in bundle.members] == ["completed"]
+        lane_calls.clear()
+        final = await service.drive_resume(claim)
+        assert isinstance(final, Completed) and final.envelope["total"] == 15
+        assert "claim_resume" not in lane_calls and "finish_segment" in lane_calls
+
+        for stale in (None, dataclasses.replace(bundle, claim=dataclasses.replace(bundle.claim, claim_token="clm_x"))):
+            _, claim = await won_release()
+            lane_calls.clear()
+            final = await service.drive_resume(dataclasses.replace(claim, bundle=stale))
+            assert isinstance(final, Completed) and final.envelope["total"] == 15
+            assert "claim_resume" in lane_calls
+
+    asyncio.run(main())

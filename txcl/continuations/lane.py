@@ -38,6 +38,7 @@ class StoreLane:
         self._thread: threading.Thread | None = None
         self._pid = 0
         self._closing = False
+        self.trips = 0  # calls handed to the thread so far (each costs two thread wake-ups)
 
     async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run one store call; its result once committed."""
@@ -52,17 +53,27 @@ class StoreLane:
             return fn(*args, **kwargs)
         return await self.submit(fn, args, kwargs, True)
 
+    async def call_batched_then(self, read: Callable[[T], T], fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``call_batched``, then ``read(result)`` on the lane's thread once the result is
+        durable — a write and the read that follows it in one hand-off. What ``read`` returns
+        is handed back; when it raises, the committed result goes back as it was."""
+        if self.inline:
+            return _then(read, fn(*args, **kwargs))
+        return await self.submit(fn, args, kwargs, True, read)
+
     async def apart(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Long store work (many transactions) in a worker thread, beside the lane."""
         if self.inline:
             return fn(*args, **kwargs)
         return await asyncio.to_thread(fn, *args, **kwargs)
 
-    def submit(self, fn: Callable[..., Any], args: tuple, kwargs: dict, batchable: bool) -> asyncio.Future:
+    def submit(self, fn: Callable[..., Any], args: tuple, kwargs: dict, batchable: bool,
+               then: Callable[[Any], Any] | None = None) -> asyncio.Future:
         loop = asyncio.get_running_loop()
         future = loop.create_future()
         with self._cond:
-            self._jobs.append((fn, args, kwargs, batchable and self.can_batch, future, loop))
+            self._jobs.append((fn, args, kwargs, batchable and self.can_batch, future, loop, then))
+            self.trips += 1
             thread = self._thread
             if thread is None or self._pid != os.getpid() or not thread.is_alive():
                 self._closing = False
@@ -114,6 +125,9 @@ class StoreLane:
                 outcomes = self.store.run_batch(calls)
         except BaseException as exc:  # noqa: BLE001 - handed to every caller of the batch
             outcomes = [(False, exc)] * len(calls)
+        if any(job[6] is not None for job in live):  # committed: the follow-up reads now
+            outcomes = [(True, _then(job[6], value)) if ok and job[6] is not None else (ok, value)
+                        for job, (ok, value) in zip(live, outcomes)]
         by_loop: dict[Any, list] = {}
         for job, outcome in zip(live, outcomes):
             by_loop.setdefault(job[5], []).append((job[4], outcome))
@@ -122,6 +136,13 @@ class StoreLane:
                 loop.call_soon_threadsafe(_settle_futures, items)
             except RuntimeError:  # that loop is closed: nobody is waiting any more
                 pass
+
+
+def _then(read: Callable[[Any], Any], result: Any) -> Any:
+    try:
+        return read(result)
+    except Exception:  # noqa: BLE001 - the follow-up is an optimisation; its caller reads again
+        return result
 
 
 def _settle_futures(items: list) -> None:

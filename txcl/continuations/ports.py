@@ -71,6 +71,10 @@ class Services(Protocol):
     async def call_batched(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """A store call of one write transaction that may share its commit with others."""
 
+    async def call_admitting(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``call_batched`` for an admission returning ``(admit, release)``; a release won
+        comes back with its resume's bundle read on its claim."""
+
     def snapshot_of(self, tree: "OpsTree") -> tuple[str, bytes]: ...
 
     async def send(self, dispatches: Sequence[Dispatch], origin_rid: str | None = None

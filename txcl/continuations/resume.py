@@ -92,8 +92,10 @@ def run_from_suspend(bundle: ResumeBundle) -> tuple[Run, dict]:
 
 async def resume_run(service: Any, claim: ClaimRecord) -> Any:
     """Drive one released (or taken-over) suspend to its next park or the run's end."""
+    bundle = claim.bundle  # read with the release when it was won by a callback's admission
     try:
-        bundle = await service.call(service.store.claim_resume, claim.run_id, claim.claim_token)
+        if bundle is None or bundle.claim.claim_token != claim.claim_token:
+            bundle = await service.call(service.store.claim_resume, claim.run_id, claim.claim_token)
     except RunLost as exc:
         log.info("txcl: resume of %s abandoned: %s", claim.run_id, exc)
         return None

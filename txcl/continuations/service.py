@@ -15,6 +15,7 @@ inline without a 202) and the background resume tasks. Store calls go through th
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import json
 import logging
@@ -245,12 +246,32 @@ class ContinuationService:
         """Admit one interaction's outcome, then (when admitted) continue it: materialise, settle,
         try the release — both in one commit (the admission commits even when continuing
         fails). Items the admission promoted are sent. A `retryable` failure under WITH retries
-        is sent again later instead (outcome ``retrying``)."""
-        admit, release = await self.call_batched(
+        is sent again later instead (outcome ``retrying``). A release won here comes back with
+        its resume's bundle already read (in the same store-lane call, after the commit)."""
+        admit, release = await self.call_admitting(
             mark_then, self.store, self.take_ack(opc), functools.partial(
                 self.store.admit_and_continue, opc, status, payload, source=source, token=token,
                 best_effort=best_effort, transport=transport, retryable=retryable, materialize=self.materialize))
         return self.admitted(admit, release)
+
+    async def call_admitting(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``call_batched`` for an admission that returns ``(admit, release)``: a release won
+        comes back with its resume's bundle already read, in the same store-lane call once
+        the commit is durable (one hand-off less per resume)."""
+        return await self.lane.call_batched_then(self._read_resume, fn, *args, **kwargs)
+
+    def _read_resume(self, result: Any) -> Any:
+        """On the store's thread, after the commit: the bundle a won release's resume starts
+        from, carried on its claim (the claim holder is the only writer of the run, so reading
+        it now or when the resume starts gives the same)."""
+        if not (isinstance(result, tuple) and len(result) == 2):
+            return result  # refused before admission (an answer), or not an admission at all
+        admit, release = result
+        if isinstance(release, ReleaseResult) and release.won and release.claim is not None:
+            claim = release.claim
+            bundle = self.store.claim_resume(claim.run_id, claim.claim_token)
+            return admit, dataclasses.replace(release, claim=dataclasses.replace(claim, bundle=bundle))
+        return result
 
     def take_ack(self, opc: str) -> tuple | None:
         """The interaction's worker ack still held back, for its admission to write (None: none)."""

@@ -182,8 +182,8 @@ async def handle_callback(service: Any, request: Any, opc: str) -> Answer:
             body: bytes | None = await read_capped(request, cap)
         except _TooLarge:
             body = None  # answered 413 unless the opc or token is wrong (rows 1–2 come first)
-        checked = await service.call_batched(check_and_admit, store, opc, token, body, cap, service.materialize,
-                                             service.pending_acks)
+        checked = await service.call_admitting(check_and_admit, store, opc, token, body, cap, service.materialize,
+                                               service.pending_acks)
         if isinstance(checked, Answer):
             return checked
         admit, release = service.admitted(*checked)

@@ -12,8 +12,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass
-from typing import Callable, Literal, Sequence, Union
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal, Sequence, Union
 
 JsonValue = Union[None, bool, int, float, str, list["JsonValue"], dict[str, "JsonValue"]]
 
@@ -226,6 +226,9 @@ class ClaimRecord:
     attempt: int
     claimed_ms: int
     heartbeat_ms: int
+    # the resume's ResumeBundle, when it was read in the same store call right after the
+    # release committed (see ContinuationService.complete); None: the resume reads it
+    bundle: Any = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

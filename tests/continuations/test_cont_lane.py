@@ -1,0 +1,88 @@
+"""The store lane: calls in order on one thread of their own, and a write's follow-up read in
+the same hand-off once the write is durable (`call_batched_then`)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+from txcl.continuations.lane import StoreLane
+from txcl.store import open_store
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = open_store(tmp_path / "txcl.db")
+    yield s
+    s.close()
+
+
+@pytest.mark.parametrize("inline", [False, True], ids=["thread", "inline"])
+def test_the_follow_up_read_sees_the_committed_write(store, inline):
+    lane = StoreLane(store, inline=inline)
+    threads: list[str] = []
+
+    def read(version: int) -> tuple:
+        threads.append(threading.current_thread().name)
+        entry = store.kv_get("ns", "k", 0)
+        return version, entry.value, store.commit_count()
+
+    async def main() -> tuple:
+        before = store.commit_count()
+        got = await lane.call_batched_then(read, store.kv_set, "ns", "k", {"v": 1}, 0)
+        return before, got
+
+    before, (version, value, commits) = asyncio.run(main())
+    lane.close()
+    assert version == 1 and value == {"v": 1} and commits == before + 1  # read after the commit
+    assert threads == ["MainThread" if inline else "txcl-store"]
+
+
+def test_a_failing_read_hands_back_the_committed_result(store):
+    lane = StoreLane(store)
+
+    def read(version: int) -> int:
+        raise RuntimeError("the read went wrong")
+
+    assert asyncio.run(lane.call_batched_then(read, store.kv_set, "ns", "k", 1, 0)) == 1
+    lane.close()
+    assert store.kv_get("ns", "k", 0).value == 1
+
+
+def test_a_failing_write_is_raised_and_not_read_after(store):
+    lane = StoreLane(store)
+    reads: list = []
+
+    def write() -> None:
+        raise ValueError("refused")
+
+    with pytest.raises(ValueError, match="refused"):
+        asyncio.run(lane.call_batched_then(reads.append, write))
+    lane.close()
+    assert reads == []
+
+
+def test_calls_queued_together_share_a_commit_and_each_gets_its_own_read(store):
+    """Writes queued while the lane is busy run in one transaction; each follow-up read runs
+    after that commit, with its own call's result."""
+    lane = StoreLane(store)
+    gate = threading.Event()
+
+    async def main() -> list:
+        blocker = asyncio.ensure_future(lane.call(gate.wait, 5))
+        await asyncio.sleep(0.05)  # the lane is busy: the writes below queue up
+        writes = [asyncio.ensure_future(lane.call_batched_then(
+            lambda version, k=k: (k, version, store.kv_get("ns", f"k{k}", 0).value), store.kv_set, "ns", f"k{k}", k, 0))
+            for k in range(3)]
+        await asyncio.sleep(0.05)
+        before = store.commit_count()
+        gate.set()
+        await blocker
+        got = await asyncio.gather(*writes)
+        return [before, store.commit_count(), got]
+
+    before, after, got = asyncio.run(main())
+    lane.close()
+    assert got == [(0, 1, 0), (1, 1, 1), (2, 1, 2)] and after == before + 1
