@@ -135,7 +135,7 @@ def test_v1_trace_tables_are_migrated(tmp_path):
     store = open_store(db)
     record = store.get_trace("old")
     assert record.request["status"] == "completed" and record.steps == [] and record.events == []
-    assert RawDb(store).execute("SELECT version FROM txcl_schema WHERE component = 'traces'")[0][0] == 4
+    assert RawDb(store).execute("SELECT version FROM txcl_schema WHERE component = 'traces'")[0][0] == 5
     store.close()
 
 
@@ -246,7 +246,10 @@ def test_scope_events_are_stored_compact_and_read_back_whole(workspace, run_tree
                                                                 "ttl": compact[0][5]}
     assert merge["kind"] == "stage.merge" and merge["data"] == {"stage": "s/100", "ops": ["a", "b"]}
     assert [e["seq"] for e in events] == sorted(e["seq"] for e in events)
-    assert enter["seq"] == compact[0][0] and enter["at_ms"] == compact[0][1]
+    # stored as milliseconds after the trace's start, read back as epoch milliseconds
+    assert 0 <= compact[0][1] < 60_000
+    assert enter["seq"] == compact[0][0] and enter["at_ms"] == compact[0][1] + store.get_trace(
+        outcome.rid).request["started_ms"]
 
 
 def test_events_stored_as_objects_still_read(tmp_path):
@@ -288,7 +291,8 @@ def test_an_unpacked_record_gives_compact_events_whole():
 
 def test_a_local_step_is_timed_to_the_microsecond():
     """Rules without EXEC are timed with `perf_counter_ns` readings: start and finish in
-    epoch milliseconds, the duration in milliseconds to the microsecond; an error is kept."""
+    milliseconds after the trace's start (epoch milliseconds once read), the duration in
+    milliseconds to the microsecond; an error is kept."""
     import time
 
     from txcl.trace.recorder import TraceRecorder
@@ -299,9 +303,44 @@ def test_a_local_step_is_timed_to_the_microsecond():
     rec.local_step("s", 100, "b", "noop", "error", t0 + 2_345_678, t0 + 2_345_679, "bad")
     first, second = rec.steps
     assert first[1:7] == ("s", 100, "a", "noop", "noop", "ok") and first[9] == 2.345 and len(first) == 10
-    assert abs(first[7] - time.time_ns() // 1_000_000) < 5_000
+    assert 0 <= first[7] < 5_000  # milliseconds after the trace's start
+    assert abs(rec.build().steps[0]["started_ms"] - time.time_ns() // 1_000_000) < 5_000
     assert first[8] - first[7] in (2, 3)
     assert second[9] == 0.0 and second[10:] == (None, None, "bad") and second[0] == first[0] + 1
     off = TraceRecorder("off", "r", "api", "s")
     off.local_step("s", 100, "a", "noop", "ok", t0, t0 + 1)
     assert off.steps == []
+
+
+def test_times_are_stored_from_the_traces_start_and_read_back_as_epoch_milliseconds(workspace, run_tree):
+    """Steps' and events' times are stored as small offsets from the trace's start (the
+    `times_from` column) and every reader gets epoch milliseconds; reading a record's steps
+    or events before it is written changes nothing that is stored."""
+    import time
+
+    from testtools import RawDb
+
+    from txcl.trace.packing import pack_trace
+    from txcl.trace.recorder import TraceRecorder
+
+    before = time.time_ns() // 1_000_000
+    ws = workspace({"OPS/s/0100/a.txcl": "EMIT .a = 1", "OPS/s/0200/b.txcl": 'EXEC "txco://noop"'})
+    outcome, store = run_tree(ws, {})
+    after = time.time_ns() // 1_000_000
+    steps_json, events_json = _packed_trace_columns(store, outcome.rid)
+    (times_from,), = RawDb(store).execute("SELECT times_from FROM traces WHERE rid = ?", (outcome.rid,))
+    record = store.get_trace(outcome.rid)
+    assert times_from == record.request["started_ms"] and before <= times_from <= after
+    stored_steps = json.loads(steps_json)
+    assert all(0 <= s[7] <= s[8] < 60_000 for s in stored_steps) and len(stored_steps) == 2
+    assert [s["started_ms"] for s in record.steps] == [times_from + s[7] for s in stored_steps]
+    assert all(before <= s["started_ms"] <= s["finished_ms"] <= after for s in record.steps)
+    assert all(before <= e["at_ms"] <= after for e in record.events)
+    assert all(0 <= e[1] < 60_000 for e in json.loads(events_json))
+
+    rec = TraceRecorder("summary", "r", "api", "s", clock_ms=lambda: 5_000)
+    rec.event("request.start", {"stack": "s"})
+    rec.stage_enter("s/100", 0, 10)
+    built = rec.build()
+    assert [e[1] for e in built.events] == [5_000, 5_000]  # read: epoch milliseconds
+    assert [e[1] for e in json.loads(built.packed(pack_trace)[1])] == [0, 0]  # stored: offsets

@@ -541,9 +541,10 @@ class Walker:
         directives = pop.prepared.directives
         detail = directives.get("debug") is True if directives else False
         op = pop.op
-        started_ms = int(started_wall * 1000)
+        started_ms = int(started_wall * 1000)  # both times counted from the trace's start
         row = (frame.stack, frame.scope, op.name, (op.facts or self.facts(op)).operation, transport, status,
-               started_ms, int(started_wall * 1000 + duration), int(duration * 1000) / 1000)
+               started_ms - rec.times_from, int(started_wall * 1000 + duration) - rec.times_from,
+               int(duration * 1000) / 1000)
         if transport != "noop":
             row += (_json_size(input_value), _json_size(output_value), error)
         elif error is not None:

@@ -522,12 +522,22 @@ STEP_ROW_FIELDS = ("seq", "stack", "scope", "name", "operation", "transport", "s
                    "finished_ms", "duration_ms", "input_bytes", "output_bytes", "error")
 
 
-def step_dict(row: Sequence[JsonValue]) -> dict[str, JsonValue]:
-    """A step row (tuple or stored array, possibly shortened) as the step object readers use."""
+def step_dict(row: Sequence[JsonValue], times_from: int = 0) -> dict[str, JsonValue]:
+    """A step row (tuple or stored array, possibly shortened) as the step object readers use;
+    its times are recorded as milliseconds after `times_from` (see `TraceRecord`)."""
     step: dict[str, JsonValue] = dict(zip(STEP_ROW_FIELDS, row))
     for name in STEP_ROW_FIELDS[len(row):]:
         step[name] = None
     step["stage"] = f"{step['stack']}/{step['scope']}"
+    return shift_step(step, times_from) if times_from else step
+
+
+def shift_step(step: dict[str, JsonValue], times_from: int) -> dict[str, JsonValue]:
+    """`step` (changed in place) with its times made epoch milliseconds again."""
+    for name in ("started_ms", "finished_ms"):
+        value = step.get(name)
+        if type(value) is int:
+            step[name] = value + times_from
     return step
 
 
@@ -542,23 +552,28 @@ COMPACT_EVENTS: dict[int, tuple[str, tuple[str, ...]]] = {
 STAGE_ENTER, STAGE_MERGE = 1, 2
 
 
-def event_tuple(event: Sequence[JsonValue]) -> tuple:
-    """A recorded or stored event as `(seq, at_ms, kind, data)`, compact ones expanded."""
+def event_tuple(event: Sequence[JsonValue], times_from: int = 0) -> tuple:
+    """A recorded or stored event as `(seq, at_ms, kind, data)`, compact ones expanded, its
+    time recorded as milliseconds after `times_from` (see `TraceRecord`)."""
     code = event[2]
+    at_ms = event[1]
+    if times_from and type(at_ms) is int:
+        at_ms += times_from
     if type(code) is not int:
-        return event if type(event) is tuple else tuple(event)
+        return (event[0], at_ms, *event[2:])
     known = COMPACT_EVENTS.get(code)
     if known is None:  # not ours to name: shown as it is stored
-        return (event[0], event[1], f"event.{code}", list(event[3:]))
+        return (event[0], at_ms, f"event.{code}", list(event[3:]))
     kind, fields = known
-    return (event[0], event[1], kind, dict(zip(fields, event[3:])))
+    return (event[0], at_ms, kind, dict(zip(fields, event[3:])))
 
 
-def event_dict(event: Sequence[JsonValue] | dict) -> dict[str, JsonValue]:
+def event_dict(event: Sequence[JsonValue] | dict, times_from: int = 0) -> dict[str, JsonValue]:
     """A timeline event (a recorded tuple or a stored array) as the object readers use."""
     if isinstance(event, dict):
-        return event
-    seq, at_ms, kind, data = event_tuple(event)
+        at_ms = event.get("at_ms")
+        return event | {"at_ms": at_ms + times_from} if times_from and type(at_ms) is int else event
+    seq, at_ms, kind, data = event_tuple(event, times_from)
     return {"seq": seq, "at_ms": at_ms, "kind": kind, "data": data}
 
 
@@ -570,20 +585,27 @@ class TraceRecord:
     Steps are dicts, or summary rows (tuples in `STEP_ROW_FIELDS` order) as the walker
     records them; `steps` gives every one as a dict, `raw_steps` as recorded (for packing).
 
+    `times_from`: the recorder keeps the steps' and events' times as milliseconds after the
+    trace's start (small numbers, a quarter less text to store), and `steps` and `events` add
+    it back; None when they are epoch milliseconds already (records read from the store,
+    rows written before this form, records built by hand).
+
     A record waiting in a batch for its group commit is *packed* first (`pack()`): its
     steps and events become the two JSON texts the store writes, and the recorded lists are
     let go. Hundreds of records wait at a time; as texts they are a few objects each
     instead of dozens the garbage collector would scan again and again. Reading `steps` or
     `events` of a packed record decodes the texts (readers rarely do)."""
 
-    __slots__ = ("request", "_events", "_raw_steps", "_steps", "_packed")
+    __slots__ = ("request", "times_from", "_events", "_raw_steps", "_steps", "_expanded", "_packed")
 
     def __init__(self, request: dict[str, JsonValue], steps: list | None = None,
-                 events: list[dict[str, JsonValue] | tuple] | None = None):
+                 events: list[dict[str, JsonValue] | tuple] | None = None, times_from: int | None = None):
         self.request = request
+        self.times_from = times_from
         self._events: list | None = events if events is not None else []
         self._raw_steps: list | None = steps if steps is not None else []
         self._steps: list[dict[str, JsonValue]] | None = None
+        self._expanded: list | None = None
         self._packed: tuple[str, str] | None = None
 
     def packed(self, pack: Callable[[list, list], tuple[str, str]]) -> tuple[str, str]:
@@ -595,7 +617,7 @@ class TraceRecord:
     def pack(self, pack: Callable[[list, list], tuple[str, str]]) -> None:
         """Keep only the packed texts (see the class docstring)."""
         self.packed(pack)
-        self._raw_steps = self._events = self._steps = None
+        self._raw_steps = self._events = self._steps = self._expanded = None
 
     @property
     def raw_steps(self) -> list:
@@ -606,20 +628,25 @@ class TraceRecord:
 
     @property
     def steps(self) -> list[dict[str, JsonValue]]:
+        """Every step as a dict, times in epoch milliseconds."""
         if self._steps is None:
-            self._steps = [step_dict(s) if type(s) is tuple else s for s in self.raw_steps]
+            since = self.times_from or 0
+            self._steps = [step_dict(s, since) if type(s) is tuple else shift_step(dict(s), since) if since else s
+                           for s in self.raw_steps]
         return self._steps
 
     @property
     def events(self) -> list:
-        """Every event as `(seq, at_ms, kind, data)` (compact ones expanded)."""
-        events = self._events
-        if events is None:  # packed: back to tuples
-            events = self._events = [e if isinstance(e, dict) else event_tuple(e)
-                                     for e in json.loads(self._packed[1])]  # type: ignore[index]
-        elif any(type(e) is tuple and type(e[2]) is int for e in events):
-            events[:] = [event_tuple(e) if type(e) is tuple else e for e in events]
-        return events
+        """Every event as `(seq, at_ms, kind, data)` (compact ones expanded, times in epoch
+        milliseconds); the recorded list itself stays as it was, for packing."""
+        if self._expanded is None:
+            events = self._events
+            if events is None:  # packed: decoded again
+                events = json.loads(self._packed[1])  # type: ignore[index]
+            since = self.times_from or 0
+            self._expanded = [event_dict(e, since) if isinstance(e, dict) else event_tuple(e, since)
+                              for e in events]
+        return self._expanded
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, TraceRecord):

@@ -36,7 +36,7 @@ class Component:
 
 TRACES = Component(
     "traces",
-    4,
+    5,
     (
         # One row per segment: steps and timeline events are packed as JSON arrays, so writing
         # a trace is one INSERT.
@@ -45,7 +45,7 @@ TRACES = Component(
     started_ms {bigint}, finished_ms {bigint}, status TEXT, http_status {bigint},
     fuel_used {bigint}, bytes_in {bigint}, bytes_out {bigint}, mode TEXT,
     in_json TEXT, out_json TEXT, error_json TEXT, steps_json TEXT NOT NULL DEFAULT '[]',
-    events_json TEXT NOT NULL DEFAULT '[]')""",
+    events_json TEXT NOT NULL DEFAULT '[]', times_from {bigint})""",
         "CREATE INDEX IF NOT EXISTS traces_started ON traces (started_ms)",
         "CREATE INDEX IF NOT EXISTS traces_run ON traces (run_id, started_ms)",
     ),
@@ -61,6 +61,9 @@ TRACES = Component(
         # v4: scope events stored compact (`[seq, at_ms, code, …]`, see txcl.store.records);
         # no change to the table, but an older txcl would misread those events
         3: (),
+        # v5: steps' and events' times stored as milliseconds after `times_from` (NULL in
+        # the rows written before: their times are epoch milliseconds)
+        4: ("ALTER TABLE traces ADD COLUMN times_from {bigint}",),
     },
 )
 

@@ -155,18 +155,22 @@ class TraceRecorder:
         self.body_cap = body_cap
         self.clock_ms = clock_ms or _now_ms
         self._wall_clock = clock_ms is None  # event() reads the clock inline
-        self._wall_offset_ns = time.time_ns() - time.perf_counter_ns()  # perf_counter_ns() → epoch ns
+        # Steps and events keep their times as milliseconds after `times_from` (the trace's
+        # start): small integers, cheaper to make and a quarter less text to store. With the
+        # real clock they are read from perf_counter_ns(), counted from `_perf_start_ns`.
+        self._perf_start_ns = time.perf_counter_ns()
+        self.times_from: int = self.clock_ms()
         self.request: dict[str, Any] = {
             "rid": rid, "origin_rid": origin_rid, "run_id": run_id, "src": src, "entry_stack": entry_stack,
-            "started_ms": self.clock_ms(), "finished_ms": None, "status": None, "http_status": None,
+            "started_ms": self.times_from, "finished_ms": None, "status": None, "http_status": None,
             "fuel_used": 0, "bytes_in": None, "bytes_out": None, "mode": mode,
         }
         self._in: Any = None
         self._out: Any = None
         self._error: Any = None
         self.steps: list[dict[str, Any] | tuple] = []  # dicts, or summary rows (summary_step)
-        # (seq, at_ms, kind, data), or compact (seq, at_ms, code, *values) (COMPACT_EVENTS):
-        # packed as arrays by the store
+        # (seq, at_ms, kind, data), or compact (seq, at_ms, code, *values) (COMPACT_EVENTS),
+        # at_ms counted from `times_from`: packed as arrays by the store
         self.events: list[tuple] = []
         self._seq = 0
         self._detailed = False  # a step holds bodies (full mode, WITH debug = true)
@@ -180,26 +184,29 @@ class TraceRecorder:
     def event(self, kind: str, data: dict[str, Any] | None = None) -> None:
         if self.enabled:
             self._seq += 1
-            self.events.append((self._seq, time.time_ns() // 1_000_000 if self._wall_clock else self.clock_ms(),
-                                kind, data))
+            self.events.append((self._seq, (time.perf_counter_ns() - self._perf_start_ns) // 1_000_000
+                                if self._wall_clock else self.clock_ms() - self.times_from, kind, data))
 
     # The two commonest events, recorded compact (see `COMPACT_EVENTS`). One method each, not
     # one taking `*values`: they run twice per scope, and unpacking costs ~1% of a walk.
     def stage_enter(self, stage: str, fuel_used: int, ttl: int) -> None:
         if self.enabled:
             self._seq += 1
-            self.events.append((self._seq, time.time_ns() // 1_000_000 if self._wall_clock else self.clock_ms(),
+            self.events.append((self._seq, (time.perf_counter_ns() - self._perf_start_ns) // 1_000_000
+                                if self._wall_clock else self.clock_ms() - self.times_from,
                                 STAGE_ENTER, stage, fuel_used, ttl))
 
     def stage_merge(self, stage: str, ops: list[str]) -> None:
         if self.enabled:
             self._seq += 1
-            self.events.append((self._seq, time.time_ns() // 1_000_000 if self._wall_clock else self.clock_ms(),
+            self.events.append((self._seq, (time.perf_counter_ns() - self._perf_start_ns) // 1_000_000
+                                if self._wall_clock else self.clock_ms() - self.times_from,
                                 STAGE_MERGE, stage, ops))
 
     def step(self, step: dict[str, Any], *, detail: bool = False, rule: str | None = None,
              input_value: Any = None, output_value: Any = None) -> None:
-        """Record one step; bodies kept in full mode or when `detail` (WITH debug = true)."""
+        """Record one step (its `started_ms`/`finished_ms` counted from `times_from`); bodies
+        kept in full mode or when `detail` (WITH debug = true)."""
         if not self.enabled:
             return
         self._seq += 1
@@ -214,20 +221,20 @@ class TraceRecorder:
     def local_step(self, stack: str, scope: int, name: str, operation: str, status: str, start_ns: int,
                    end_ns: int, error: str | None = None) -> None:
         """The summary row of a rule without EXEC, timed by `time.perf_counter_ns()` readings
-        (turned into wall-clock milliseconds with the offset taken when the recorder was made;
-        the duration kept to the microsecond)."""
+        (milliseconds after the trace's start; the duration kept to the microsecond)."""
         if self.enabled:
             self._seq += 1
-            wall = self._wall_offset_ns + start_ns
+            since = start_ns - self._perf_start_ns
             took = end_ns - start_ns
-            row = (self._seq, stack, scope, name, operation, "noop", status, wall // 1_000_000,
-                   (wall + took) // 1_000_000, took // 1000 / 1000)
+            row = (self._seq, stack, scope, name, operation, "noop", status, since // 1_000_000,
+                   (since + took) // 1_000_000, took // 1000 / 1000)
             self.steps.append(row if error is None else (*row, None, None, error))
 
     def summary_step(self, *row: Any) -> None:
         """Record a summary step as a compact row (the walker's common case: no bodies, no
         extra fields): the values of `STEP_ROW_FIELDS` after `seq`, in order, trailing ones
-        that are None left out. The same step `step()` records, without building a dict."""
+        that are None left out, times counted from `times_from`. The same step `step()`
+        records, without building a dict."""
         if self.enabled:
             self._seq += 1
             self.steps.append((self._seq, *row))
@@ -294,7 +301,7 @@ class TraceRecorder:
                       for e in events]
         # Summary steps go out as recorded: keys holding None are left out when the store
         # packs them (txcl.trace.packing), as the readers treat a missing key as None.
-        return TraceRecord(request, list(steps), list(events))
+        return TraceRecord(request, list(steps), list(events), times_from=self.times_from)
 
     @staticmethod
     def _diff(change: _ScopeChange, red: Redactor) -> dict:

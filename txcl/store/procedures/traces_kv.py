@@ -13,7 +13,7 @@ import json
 from txcl.store.backend import SqlBackend, Tx
 from txcl.store.errors import KvError
 from txcl.store.procedures import read_procedure, write_procedure
-from txcl.store.records import JsonValue, KvEntry, TraceRecord, event_dict, step_dict
+from txcl.store.records import JsonValue, KvEntry, TraceRecord, event_dict, shift_step, step_dict
 from txcl.trace.packing import pack_trace
 
 STEP_FIELDS = ("seq", "stage", "stack", "scope", "name", "operation", "transport", "status",
@@ -23,7 +23,9 @@ _EMPTY_STEP: dict = dict.fromkeys(STEP_FIELDS)
 TRACE_COLUMNS = ("rid", "origin_rid", "run_id", "src", "entry_stack", "started_ms", "finished_ms",
                  "status", "http_status", "fuel_used", "bytes_in", "bytes_out", "mode", "in_json",
                  "out_json", "error_json")
-_ALL_TRACE_COLUMNS = (*TRACE_COLUMNS, "steps_json", "events_json")
+# times_from: the steps' and events' times are milliseconds after it (NULL: epoch milliseconds,
+# as rows written before traces schema v5 hold them)
+_ALL_TRACE_COLUMNS = (*TRACE_COLUMNS, "steps_json", "events_json", "times_from")
 _WRITE_TRACE = (
     f"INSERT INTO traces ({', '.join(_ALL_TRACE_COLUMNS)}) VALUES ({', '.join('?' for _ in _ALL_TRACE_COLUMNS)}) "
     f"ON CONFLICT (rid) DO UPDATE SET "
@@ -50,17 +52,20 @@ class TraceProcedures:
     def write_traces(self, t: Tx, traces: list[TraceRecord]) -> None:
         """Write every trace (one row each) in one transaction."""
         t.many(_WRITE_TRACE, [
-            (*[trace.request.get(c) for c in TRACE_COLUMNS], *trace.packed(pack_trace)) for trace in traces])
+            (*[trace.request.get(c) for c in TRACE_COLUMNS], *trace.packed(pack_trace), trace.times_from)
+            for trace in traces])
 
     @read_procedure
     def get_trace(self, t: Tx, rid: str) -> TraceRecord | None:
         row = t.one(f"SELECT {', '.join(_ALL_TRACE_COLUMNS)} FROM traces WHERE rid = ?", (rid,))
         if row is None:
             return None
+        n = len(TRACE_COLUMNS)
         request = {c: row[i] for i, c in enumerate(TRACE_COLUMNS)}
-        steps = [_EMPTY_STEP | (step_dict(s) if isinstance(s, list) else s)
-                 for s in json.loads(row[len(TRACE_COLUMNS)])]
-        events = [event_dict(e) for e in json.loads(row[len(TRACE_COLUMNS) + 1])]
+        since = row[n + 2] or 0
+        steps = [_EMPTY_STEP | (step_dict(s, since) if isinstance(s, list) else shift_step(s, since))
+                 for s in json.loads(row[n])]
+        events = [event_dict(e, since) for e in json.loads(row[n + 1])]
         return TraceRecord(request, steps, events)
 
     @read_procedure
