@@ -188,3 +188,36 @@ def test_a_won_release_comes_back_with_its_resume_read(cycle):
             assert "claim_resume" in lane_calls
 
     asyncio.run(main())
+
+
+def test_a_cycle_waits_for_the_database_only_where_it_needs_an_answer(cycle, ack_delay):
+    """Statements whose answer is not needed are sent without waiting (PostgreSQL pipelines
+    them into the next round trip): a batch's SAVEPOINT and RELEASE, the run's
+    notification. A run created by the park comes back from its INSERT whole (no second read
+    to lock it) and parks at visit 1 without asking."""
+    service, interp, sent = cycle
+    backend = service.store.backend
+    waited: list[str] = []
+    real = backend._execute
+
+    def recording(conn, sql, params):
+        waited.append(" ".join(sql.split()))
+        return real(conn, sql, params)
+
+    backend._execute = recording
+
+    async def main() -> None:
+        outcome = await interp.run({"order": {"id": 1, "amount": 10}}, "shop")
+        assert isinstance(outcome, Suspended)
+        d = sent.pop()
+        _, release = await service.complete(d.opc, "completed", {"bonus": 5}, source="callback", token=d.token)
+        final = await service.drive_resume(release.claim)
+        assert isinstance(final, Completed) and final.envelope["total"] == 15
+
+    asyncio.run(main())
+    assert not [s for s in waited if "MAX(visit)" in s]
+    inserted = next(i for i, s in enumerate(waited) if s.startswith("INSERT INTO runs"))
+    assert "RETURNING *" in waited[inserted] and not waited[inserted + 1].startswith("SELECT * FROM runs")
+    if backend.kind == "postgresql":  # each statement waited for is a round trip to the server
+        assert not [s for s in waited if s.startswith(("SAVEPOINT", "RELEASE", "SELECT pg_notify"))]
+        assert len(waited) <= 36, waited

@@ -257,8 +257,10 @@ class SqlBackend:
             return result
 
     def _in_savepoint(self, batch: _Batch, fn: Callable[[Tx], T]) -> T:
+        # SAVEPOINT and RELEASE return nothing: sent without waiting for the answer where the
+        # backend can (PostgreSQL pipelines them: two round trips fewer per call of a batch)
         conn = batch.conn
-        self._execute(conn, "SAVEPOINT txcl_call", ())
+        self._send(conn, "SAVEPOINT txcl_call", ())
         tx = Tx(self, conn, self._tx_now(conn))
         try:
             result = fn(tx)
@@ -275,7 +277,7 @@ class SqlBackend:
             except Exception:  # noqa: BLE001 - the transaction is gone: redo call by call
                 batch.broken = True
             raise
-        self._execute(conn, "RELEASE SAVEPOINT txcl_call", ())
+        self._send(conn, "RELEASE SAVEPOINT txcl_call", ())
         if batch.fired is not None:
             batch.fired.extend(tx.fired)
         if batch.notices is not None:

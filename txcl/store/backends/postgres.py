@@ -292,7 +292,7 @@ class PostgresBackend(SqlBackend):
         tx.one("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", (key,))
 
     def notify_in_tx(self, tx: Tx, run_id: str) -> None:
-        tx.one("SELECT pg_notify(?, ?)", (CHANNEL, run_id))
+        tx.send("SELECT pg_notify(?, ?)", (CHANNEL, run_id))  # delivered at the commit; no answer needed
 
     def vacuum(self) -> None:
         conn = self._checkout()

@@ -229,16 +229,17 @@ class ContinuationProcedures:
         if spec.snapshot_body is not None and spec.snapshot_id:
             self._put_snapshot(t, spec.snapshot_id, spec.snapshot_body)
         run_id = new_run_id(t.now)
+        # the new row comes back whole: inserted by this transaction, it is already locked by it
         created = t.returning(
             "INSERT INTO runs (run_id, rcid, origin_rid, entry_stack, src, snapshot_id, status, version, "
             "segment_id, created_ms, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?) "
-            "ON CONFLICT (origin_rid) DO NOTHING RETURNING run_id",
+            "ON CONFLICT (origin_rid) DO NOTHING RETURNING *",
             (run_id, new_rcid(), spec.origin_rid, spec.entry_stack, spec.src, spec.snapshot_id, status,
              segment_id, t.now, t.now),
         )
         if created:
             self._event(t, run_id, "run.created", "created", {"origin_rid": spec.origin_rid, "status": status})
-            return self._lock(t, run_id), True
+            return created[0], True
         row = t.one("SELECT run_id FROM runs WHERE origin_rid = ?", (spec.origin_rid,))
         if row is None:  # the other request's run was purged in between
             raise UnknownRun(spec.origin_rid)
@@ -400,9 +401,10 @@ class ContinuationProcedures:
 
     def _park(self, t: Tx, run: Row, fence: Fence, *, stage: str, kind: str, envelope: JsonValue,
               budgets: JsonValue, units: Sequence[UnitSpec], members: Sequence[tuple[str, str]],
-              ) -> tuple[int, list[str], list[Dispatch], RunRecord]:
+              fresh: bool = False) -> tuple[int, list[str], list[Dispatch], RunRecord]:
         """Write a suspend with its member units and move the run to ``waiting``. Returns the
-        visit, the new unit ids, the dispatches to send and the run as the park left it."""
+        visit, the new unit ids, the dispatches to send and the run as the park left it.
+        `fresh`: the run was created by this transaction (it has no suspend yet: visit 1)."""
         run_id = run["run_id"]
         if run["status"] == "resuming":
             t.send(
@@ -410,8 +412,8 @@ class ContinuationProcedures:
                 "WHERE run_id = ? AND stage = ? AND visit = ? AND status = 'resuming'",
                 (t.now, run_id, run["cur_stage"], run["cur_visit"]),
             )
-        visit = t.one("SELECT COALESCE(MAX(visit), 0) + 1 AS v FROM suspends WHERE run_id = ? AND stage = ?",
-                      (run_id, stage))["v"]
+        visit = 1 if fresh else t.one(
+            "SELECT COALESCE(MAX(visit), 0) + 1 AS v FROM suspends WHERE run_id = ? AND stage = ?", (run_id, stage))["v"]
         blobs: dict[str, str] = {}  # big strings of the documents below, stored once (txcl.store.blobs)
         # dispatch_complete = 1 is written with the suspend: every member unit and interaction is
         # inserted by this same transaction, so no reader can see the suspend without them
@@ -780,7 +782,7 @@ class ContinuationProcedures:
         row, created = self._resolve_run(t, run, fence, "active")
         visit, unit_ids, dispatches, parked = self._park(
             t, row, fence, stage=stage, kind=kind, envelope=envelope, budgets=budgets, units=units,
-            members=[(u, "join") for u in member_unit_ids],
+            members=[(u, "join") for u in member_unit_ids], fresh=created,
         )
         t.fault("promote" if kind == "promotion" else "park")
         return ParkResult(parked, created, stage, visit, tuple(unit_ids), tuple(dispatches))
