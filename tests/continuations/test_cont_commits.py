@@ -146,6 +146,16 @@ def test_a_resumed_frame_beats_when_the_claim_was_last_seen_long_ago(cycle, monk
     assert len(beats) == 1  # the first resumed frame beats; the next is fresh again
 
 
+async def _won_release(service, interp, sent) -> tuple:
+    """A request parks; its worker's callback wins the release: (the suspended outcome, the claim)."""
+    outcome = await interp.run({"order": {"id": 1, "amount": 10}}, "shop")
+    assert isinstance(outcome, Suspended)
+    d = sent.pop()
+    _, release = await service.complete(d.opc, "completed", {"bonus": 5}, source="callback", token=d.token)
+    assert release is not None and release.won
+    return outcome, release.claim
+
+
 def test_a_won_release_comes_back_with_its_resume_read(cycle):
     """The callback's admission reads the resume's bundle in the same store-lane call, after
     its commit: the resume starts from it without another trip to the store's thread. A claim
@@ -161,16 +171,8 @@ def test_a_won_release_comes_back_with_its_resume_read(cycle):
 
     service.call = counting
 
-    async def won_release() -> tuple:
-        outcome = await interp.run({"order": {"id": 1, "amount": 10}}, "shop")
-        assert isinstance(outcome, Suspended)
-        d = sent.pop()
-        _, release = await service.complete(d.opc, "completed", {"bonus": 5}, source="callback", token=d.token)
-        assert release is not None and release.won
-        return outcome, release.claim
-
     async def main() -> None:
-        outcome, claim = await won_release()
+        outcome, claim = await _won_release(service, interp, sent)
         bundle = claim.bundle
         assert bundle is not None and bundle.claim.claim_token == claim.claim_token
         assert bundle.run.run_id == outcome.run_id and bundle.suspend.status == "resuming"
@@ -181,7 +183,7 @@ def test_a_won_release_comes_back_with_its_resume_read(cycle):
         assert "claim_resume" not in lane_calls and "finish_segment" in lane_calls
 
         for stale in (None, dataclasses.replace(bundle, claim=dataclasses.replace(bundle.claim, claim_token="clm_x"))):
-            _, claim = await won_release()
+            _, claim = await _won_release(service, interp, sent)
             lane_calls.clear()
             final = await service.drive_resume(dataclasses.replace(claim, bundle=stale))
             assert isinstance(final, Completed) and final.envelope["total"] == 15
@@ -207,11 +209,8 @@ def test_a_cycle_waits_for_the_database_only_where_it_needs_an_answer(cycle, ack
     backend._execute = recording
 
     async def main() -> None:
-        outcome = await interp.run({"order": {"id": 1, "amount": 10}}, "shop")
-        assert isinstance(outcome, Suspended)
-        d = sent.pop()
-        _, release = await service.complete(d.opc, "completed", {"bonus": 5}, source="callback", token=d.token)
-        final = await service.drive_resume(release.claim)
+        _, claim = await _won_release(service, interp, sent)
+        final = await service.drive_resume(claim)
         assert isinstance(final, Completed) and final.envelope["total"] == 15
 
     asyncio.run(main())
