@@ -52,6 +52,18 @@ def test_diagnostics_of_arbitrary_text_lie_inside_the_text(text) -> None:
     _assert_inside(text)
 
 
+def test_a_noqa_comment_after_an_unclosed_quoted_segment_is_placed_on_its_own_line() -> None:
+    """Found by the stress run: the comment scan skipped the line break that ends an unclosed
+    quoted path segment (and one escaped inside a string), so a later `# noqa` was reported
+    one line too high."""
+    from txcl.check.noqa import scan_comments
+
+    for text in ['."open#c\n# noqa: TX999\n', 'SET .a = "x\\\n# noqa: TX999\n"\n# noqa: TX999\n']:
+        _assert_inside(text)
+    assert scan_comments('."open#c\n# noqa: TX999\n') == [(2, 1, 9, " noqa: TX999")]
+    assert [c[:3] for c in scan_comments('SET .a = "x\\\ny"\n# z\n')] == [(3, 1, 16)]
+
+
 def test_diagnostics_at_the_end_of_the_text_lie_inside_it() -> None:
     for text in ["WHEN .a ==", "SET .a = \"open", "WHEN (", "EMIT .a = 1 # noqa: TX999",
                  "SET .a = 012\r", "WHEN .a == 1\n\n\n", "\ufeffWHEN", "SET .a = &concat(1,"]:

@@ -56,16 +56,18 @@ def scan_comments(text: str) -> list[tuple[int, int, int, str]]:
             while j < n:
                 c = text[j]
                 if c == "\\" and not quoted_segment:
+                    if j + 1 < n and text[j + 1] == "\n":  # an escaped line break still ends a line
+                        line, line_start = line + 1, j + 2
                     j += 2
                     continue
                 if c == "\n":
                     if quoted_segment:
-                        break
+                        break  # an unclosed quoted path segment ends at its line's end
                     line, line_start = line + 1, j + 1
                 if c == '"':
                     break
                 j += 1
-            i = j + 1
+            i = j + 1 if j < n and text[j] == '"' else j  # a line break is counted by the loop
             after_match_op = False
             continue
         if ch == "/" and after_match_op:
