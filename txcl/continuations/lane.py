@@ -53,7 +53,8 @@ class StoreLane:
             return fn(*args, **kwargs)
         return await self.submit(fn, args, kwargs, True)
 
-    async def call_batched_then(self, read: Callable[[T], T], fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    async def call_batched_then(self, read: Callable[[Any], Any], fn: Callable[..., Any], *args: Any,
+                                **kwargs: Any) -> Any:
         """``call_batched``, then ``read(result)`` on the lane's thread once the result is
         durable — a write and the read that follows it in one hand-off. What ``read`` returns
         is handed back; when it raises, the committed result goes back as it was."""

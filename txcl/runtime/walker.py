@@ -541,9 +541,9 @@ class Walker:
         directives = pop.prepared.directives
         detail = directives.get("debug") is True if directives else False
         op = pop.op
-        started_ms = int(started_wall * 1000)  # both times counted from the trace's start
+        since = rec.times_from  # the row's times are counted from the trace's start
         row = (frame.stack, frame.scope, op.name, (op.facts or self.facts(op)).operation, transport, status,
-               started_ms - rec.times_from, int(started_wall * 1000 + duration) - rec.times_from,
+               int(started_wall * 1000) - since, int(started_wall * 1000 + duration) - since,
                int(duration * 1000) / 1000)
         if transport != "noop":
             row += (_json_size(input_value), _json_size(output_value), error)
