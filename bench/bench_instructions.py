@@ -33,7 +33,8 @@ sys.path.insert(0, str(HERE))
 from _timing import headline  # noqa: E402
 
 WORKLOADS = ("walk-off", "walk-summary", "parse", "cycle")
-# a suspend → callback → resume cycle costs ~20 walks: fewer of them give as steady a count
+# a suspend → callback → resume cycle costs ~6 walks: a sixteenth as many give as steady a
+# count — but at least 32, or the first cycles' one-off work shows in the figure
 _CYCLE_SHARE = 16
 _COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
 
@@ -119,7 +120,7 @@ def main() -> None:
     per_unit: dict[str, float] = {}
     print(f"instructions per unit (valgrind callgrind; {args.n} units minus the setup alone)")
     for workload in wanted:
-        n = max(args.n // _CYCLE_SHARE, 8) if workload == "cycle" else args.n
+        n = max(args.n // _CYCLE_SHARE, 32) if workload == "cycle" else args.n
         base, total = count(workload, 0), count(workload, n)
         per_unit[workload] = (total - base) / n
         unit = {"walk-off": "envelope", "walk-summary": "envelope", "parse": "parse"}.get(workload, "cycle")
