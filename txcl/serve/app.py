@@ -212,8 +212,7 @@ class TxclHandler:
         if outcome is None:
             return None  # the client went away
         if isinstance(outcome, Completed):  # shaped during the walk (its size is in the trace)
-            answer = outcome.answer
-            return answer if answer is not None else shape_completed(outcome.envelope, private=settings.private)
+            return outcome.answer if outcome.answer is not None else self._respond(outcome)
         if isinstance(outcome, Failed):
             return error_answer(outcome.payload, outcome.http_status)
         if isinstance(outcome, Suspended):
