@@ -33,7 +33,15 @@ def clip_words(text: str) -> str:
     return _LONG_WORD.sub(lambda m: m.group(0)[:head] + "…" + m.group(0)[-tail:], text)
 
 
-@attrs.frozen(slots=True)
+# Positions, spans and syntax-tree nodes are made by the hundred for every rule parsed.
+# attrs' frozen classes store each field through object.__setattr__, about three times the
+# cost of a plain slot store, so these are ordinary slotted classes that are *treated* as
+# immutable: nothing assigns to one after it is made (they are shared, by the parse cache
+# among others); derive a changed copy with attrs.evolve. They compare and hash by value.
+value_class = attrs.define(slots=True, unsafe_hash=True)
+
+
+@value_class
 class Position:
     """A point in source text: 1-based line and column (code points), 0-based offset."""
 
@@ -42,7 +50,7 @@ class Position:
     offset: int
 
 
-@attrs.frozen(slots=True)
+@value_class
 class Span:
     """A source range; `end` is exclusive."""
 

@@ -1,7 +1,8 @@
 """The TXCL abstract syntax tree.
 
-Every node is a frozen, slotted attrs class with a `span`. Sequences are tuples so nodes
-are hashable and compare by value. `to_json(node)` gives the JSON form used by
+Every node is a slotted attrs class with a `span`, treated as immutable (see
+`txcl.errors.value_class`: nodes are shared by the parse cache, so a changed node is made
+with `attrs.evolve`). Sequences are tuples so nodes are hashable and compare by value. `to_json(node)` gives the JSON form used by
 `txcl parse --json` and golden tests.
 """
 
@@ -12,7 +13,7 @@ from typing import Any, Union
 
 import attrs
 
-from txcl.errors import NO_SPAN, Span
+from txcl.errors import NO_SPAN, Span, value_class
 
 
 def _field_span() -> Any:
@@ -28,7 +29,7 @@ def canonical_segment(segment: str) -> str:
     return "".join("\\" + ch if ch in _ESCAPE_IN_CANONICAL else ch for ch in segment)
 
 
-@attrs.frozen(slots=True)
+@value_class
 class Path:
     segments: tuple[str, ...]
     at_sugar: bool = False
@@ -60,21 +61,21 @@ def _is_plain_segment(seg: str, first: bool) -> bool:
     return all(ch.isascii() and (ch.isalnum() or ch in "_-") for ch in seg)
 
 
-@attrs.frozen(slots=True)
+@value_class
 class IntLit:
     value: int
     text: str
     span: Span = _field_span()
 
 
-@attrs.frozen(slots=True)
+@value_class
 class FloatLit:
     value: float
     text: str
     span: Span = _field_span()
 
 
-@attrs.frozen(slots=True)
+@value_class
 class StringLit:
     value: str
     b64: bool = False
@@ -82,18 +83,18 @@ class StringLit:
     span: Span = _field_span()
 
 
-@attrs.frozen(slots=True)
+@value_class
 class BoolLit:
     value: bool
     span: Span = _field_span()
 
 
-@attrs.frozen(slots=True)
+@value_class
 class NullLit:
     span: Span = _field_span()
 
 
-@attrs.frozen(slots=True)
+@value_class
 class ArrayLit:
     items: tuple["ArrayItem", ...]
     span: Span = _field_span()
@@ -103,7 +104,7 @@ ArrayItem = Union[IntLit, FloatLit, StringLit, BoolLit, ArrayLit]
 Literal = Union[IntLit, FloatLit, StringLit, BoolLit, ArrayLit]
 
 
-@attrs.frozen(slots=True)
+@value_class
 class Call:
     name: str
     args: tuple["Value", ...]
@@ -114,7 +115,7 @@ class Call:
 Value = Union[IntLit, FloatLit, StringLit, BoolLit, ArrayLit, Path, Call]
 
 
-@attrs.frozen(slots=True)
+@value_class
 class Regex:
     """A pattern on the right of `=~`/`!~`. `compiled` is the RE2 object (bytes pattern)."""
 
@@ -138,13 +139,13 @@ class CmpOp(enum.Enum):
     NOT_MATCH = "!~"
 
 
-@attrs.frozen(slots=True)
+@value_class
 class Star:
     bare: bool = False
     span: Span = _field_span()
 
 
-@attrs.frozen(slots=True)
+@value_class
 class Comparison:
     left: Path
     op: CmpOp
@@ -152,20 +153,20 @@ class Comparison:
     span: Span = _field_span()
 
 
-@attrs.frozen(slots=True)
+@value_class
 class Not:
     operand: "Condition"
     span: Span = _field_span()
 
 
-@attrs.frozen(slots=True)
+@value_class
 class And:
     items: tuple["Condition", ...]
     separators: tuple[str, ...] = ()
     span: Span = _field_span()
 
 
-@attrs.frozen(slots=True)
+@value_class
 class Or:
     items: tuple["Condition", ...]
     span: Span = _field_span()
@@ -174,7 +175,7 @@ class Or:
 Condition = Union[Or, And, Not, Comparison]
 
 
-@attrs.frozen(slots=True)
+@value_class
 class When:
     condition: Union[Condition, Star]
     span: Span = _field_span()
@@ -183,14 +184,14 @@ class When:
 # ---------------------------------------------------------------- clauses
 
 
-@attrs.frozen(slots=True)
+@value_class
 class Assignment:
     target: Path
     value: Value
     span: Span = _field_span()
 
 
-@attrs.frozen(slots=True)
+@value_class
 class SelectItem:
     source: Path
     dest: Path | None = None
@@ -202,14 +203,14 @@ class SelectItem:
         return self.dest if self.dest is not None else self.source
 
 
-@attrs.frozen(slots=True)
+@value_class
 class Select:
     star: bool
     items: tuple[SelectItem, ...] = ()
     span: Span = _field_span()
 
 
-@attrs.frozen(slots=True)
+@value_class
 class WithPair:
     key: tuple[str, ...]
     value: Value
@@ -221,26 +222,26 @@ class WithPair:
         return ".".join(self.key)
 
 
-@attrs.frozen(slots=True)
+@value_class
 class Priority:
     value: int
     span: Span = _field_span()
 
 
-@attrs.frozen(slots=True)
+@value_class
 class Exec:
     target: str
     target_span: Span = attrs.field(default=NO_SPAN, eq=False)
     span: Span = _field_span()
 
 
-@attrs.frozen(slots=True)
+@value_class
 class ClauseMark:
     kind: str
     span: Span = _field_span()
 
 
-@attrs.frozen(slots=True)
+@value_class
 class Loop:
     until: Condition
     set: tuple[Assignment, ...] = ()
@@ -250,13 +251,13 @@ class Loop:
     span: Span = _field_span()
 
 
-@attrs.frozen(slots=True)
+@value_class
 class Comment:
     text: str
     span: Span = _field_span()
 
 
-@attrs.frozen(slots=True)
+@value_class
 class Rule:
     when: When | None = None
     set_pre: tuple[Assignment, ...] = ()

@@ -3,7 +3,7 @@ parse), for the parse cache on disk (txcl.syntax.diskcache).
 
 `encode` turns the result into nested lists, tuples and scalars written with `marshal`;
 `decode` builds the same objects back, several times quicker than parsing the text again:
-nodes are made with their slot setters (no attrs `__init__`), positions are shared by offset,
+nodes are made by straight-line field stores (no attrs `__init__`), positions are shared by offset,
 and regular expressions are left to be compiled where they are first used. The file name and
 the text are not stored: the caller gives them back, so one entry serves a text under any
 name. `SCHEMA` names every class and field the form depends on; the cache key includes it,
@@ -20,7 +20,6 @@ import attrs
 
 from txcl.errors import NO_SPAN, Diagnostic, Position, Span
 from txcl.syntax import ast
-from txcl.syntax.tokens import make_position, make_span
 
 #: Bump when the encoding changes in a way SCHEMA does not show.
 CODEC_VERSION = 1
@@ -141,18 +140,24 @@ _new = object.__new__
 
 
 def _node_decoder(cls: type) -> Any:
-    """A function building one `cls` from its stored list: straight-line slot sets, span
-    fields looked up by number, nested values decoded only when they are lists or tuples."""
+    """A function building one `cls` from its stored list: straight-line field stores (the
+    slot setters for a frozen class such as Diagnostic), span fields looked up by number,
+    nested values decoded only when they are lists or tuples."""
     names = _FIELDS[cls]
+    frozen = cls.__setattr__ is not object.__setattr__
     lines = ["def build(v, dec, spans):", "    o = new(cls)"]
     scope: dict[str, Any] = {"new": _new, "cls": cls, "list": list, "tuple": tuple, "type": type}
     for i, (name, is_span) in enumerate(zip(names, _SPAN_FIELDS[cls]), 1):
-        scope[f"set{i}"] = cls.__dict__[name].__set__
+        if frozen:
+            scope[f"set{i}"] = cls.__dict__[name].__set__
+            store = f"set{i}(o, {{}})"
+        else:
+            store = f"o.{name} = {{}}"
         if is_span:
-            lines.append(f"    set{i}(o, spans[v[{i}]])")
+            lines.append("    " + store.format(f"spans[v[{i}]]"))
         else:
             lines.append(f"    x = v[{i}]")
-            lines.append(f"    set{i}(o, dec(x) if type(x) is list or type(x) is tuple else x)")
+            lines.append("    " + store.format("dec(x) if type(x) is list or type(x) is tuple else x"))
     lines.append("    return o")
     exec(compile("\n".join(lines), f"<txcl codec {cls.__name__}>", "exec"), scope)  # noqa: S102 - our own text
     return scope["build"]
@@ -165,9 +170,9 @@ def decode(data: bytes, text: str, filename: str) -> ast.Rule | list[Diagnostic]
     """The parse result `encode` stored, for `text` under `filename`. Raises ValueError (or
     another exception) on damaged data; the caller then parses the text instead."""
     flat_positions, flat_spans, tree = marshal.loads(data)
-    positions = [make_position(flat_positions[i], flat_positions[i + 1], flat_positions[i + 2])
+    positions = [Position(flat_positions[i], flat_positions[i + 1], flat_positions[i + 2])
                  for i in range(0, len(flat_positions), 3)]
-    spans = [make_span(positions[flat_spans[i]], positions[flat_spans[i + 1]]) for i in range(0, len(flat_spans), 2)]
+    spans = [Span(positions[flat_spans[i]], positions[flat_spans[i + 1]]) for i in range(0, len(flat_spans), 2)]
     builders = _BUILDERS
 
     def dec(value: Any) -> Any:

@@ -27,31 +27,6 @@ PUNCT_TEXT = {
 }
 
 
-# Positions and spans are made for every token and node, so they are built with the slot
-# descriptors directly instead of the frozen attrs __init__ (same objects, ~40% cheaper).
-_new = object.__new__
-_set_line = Position.__dict__["line"].__set__
-_set_column = Position.__dict__["column"].__set__
-_set_offset = Position.__dict__["offset"].__set__
-_set_start = Span.__dict__["start"].__set__
-_set_end = Span.__dict__["end"].__set__
-
-
-def make_position(line: int, column: int, offset: int) -> Position:
-    p = _new(Position)
-    _set_line(p, line)
-    _set_column(p, column)
-    _set_offset(p, offset)
-    return p
-
-
-def make_span(start: Position, end: Position) -> Span:
-    s = _new(Span)
-    _set_start(s, start)
-    _set_end(s, end)
-    return s
-
-
 class Tok:
     """One token: type, source text, parsed data and its position.
 
@@ -81,19 +56,19 @@ class Tok:
     def spos(self) -> Position:
         p = self._spos
         if p is None:
-            p = self._spos = make_position(self.line, self.col, self.start)
+            p = self._spos = Position(self.line, self.col, self.start)
         return p
 
     @property
     def epos(self) -> Position:
         p = self._epos
         if p is None:
-            p = self._epos = make_position(self.end_line, self.end_col, self.end)
+            p = self._epos = Position(self.end_line, self.end_col, self.end)
         return p
 
     @property
     def span(self) -> Span:
-        return make_span(self.spos, self.epos)
+        return Span(self.spos, self.epos)
 
     # Lark's error classes read these names.
     @property

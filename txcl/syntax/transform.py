@@ -19,7 +19,7 @@ from lark import Transformer
 from txcl.errors import Diagnostic, Position, Span
 from txcl.syntax import ast
 from txcl.syntax.durations import parse_duration_ns
-from txcl.syntax.tokens import Tok, describe_string, make_span
+from txcl.syntax.tokens import Tok, describe_string
 
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.log_errors = False
@@ -90,7 +90,7 @@ def _end(x: Any) -> Position:
 
 
 def _span(first: Any, last: Any) -> Span:
-    return make_span(first.spos if type(first) is Tok else first.span.start,
+    return Span(first.spos if type(first) is Tok else first.span.start,
                      last.epos if type(last) is Tok else last.span.end)
 
 
@@ -157,7 +157,7 @@ class TxclTransformer(Transformer):
         head = c[0]
         args = tuple(x for x in c[1:-1] if x is not None and type(x) is not Tok)
         name_end = Position(head.end_line, head.end_col - 1, head.end - 1)  # without `(`
-        node = ast.Call(head.data, args, make_span(head.spos, name_end), span=_span(head, c[-1]))
+        node = ast.Call(head.data, args, Span(head.spos, name_end), span=_span(head, c[-1]))
         self.calls.append(node)
         return node
 
