@@ -15,7 +15,10 @@ from txcl.errors import Diagnostic, Position, Span
 from txcl.syntax.ast import Comment
 from txcl.syntax.tokens import CONTEXTUAL, KEYWORDS, RESERVED, Tok, char_text
 
-_MASTER = re.compile(r"[ \t\r\n]*(?:" + "|".join((
+# A line break is a token of its own (NL, never passed on) so that lines are counted without
+# scanning the blanks between tokens again.
+_MASTER = re.compile(r"[ \t\r]*(?:" + "|".join((
+    r"(?P<NL>\n)",
     r"(?P<COMMENT>#[^\n]*)",
     r'(?P<STRING>(?:b64)?"(?:[^"\\]|\\[\s\S])*")',
     r'(?P<USTRING>(?:b64)?")',
@@ -28,6 +31,8 @@ _MASTER = re.compile(r"[ \t\r\n]*(?:" + "|".join((
     r"(?P<SLASH>/)",
     r"(?P<BAD>[^ \t\r\n])",
 )) + ")")
+
+_GROUP_NAMES = (None, *sorted(_MASTER.groupindex, key=_MASTER.groupindex.__getitem__))
 
 _OPS = {
     "==": "EQ", "!=": "NE", "!~": "NMATCH", "=~": "MATCH", "<=": "LE", ">=": "GE",
@@ -112,15 +117,13 @@ class Scanner:
             m = match(text, pos)
             if m is None:  # only blanks remain
                 break
-            kind = m.lastgroup
-            start = m.start(kind)
-            if start != pos:
-                nl = text.count("\n", pos, start)
-                if nl:
-                    line += nl
-                    line_start = text.rfind("\n", pos, start) + 1
-                pos = start
-            end = m.end()
+            index = m.lastindex
+            pos, end = m.span(index)
+            kind = _GROUP_NAMES[index]
+            if kind == "NL":
+                line += 1
+                line_start = pos = end
+                continue
             col = pos - line_start + 1
             if prev == "NAME" and text[pos] == ".":
                 tm = _KEY_TAIL.match(text, pos)
@@ -141,13 +144,13 @@ class Scanner:
                 pos = end
                 continue
             if kind == "OP":
-                value = m.group(kind)
+                value = text[pos:end]
                 prev = _OPS[value]
                 append(Tok(prev, value, None, pos, end, line, col, line, col + end - pos))
                 pos = end
                 continue
             if kind == "NAME":
-                value = m.group(kind)
+                value = text[pos:end]
                 lower = value.lower()
                 kw = KEYWORDS.get(lower)
                 if kw is not None:
@@ -164,7 +167,7 @@ class Scanner:
                 pos = end
                 continue
             if kind == "STRING":
-                value = m.group(kind)
+                value = text[pos:end]
                 b64 = value[0] == "b"
                 plain = unescape(value[4:-1] if b64 else value[1:-1])
                 if b64:
@@ -181,17 +184,17 @@ class Scanner:
                 pos = end
                 continue
             if kind == "NUM":
-                self._number(m.group(kind), pos, end, line, col)
+                self._number(text[pos:end], pos, end, line, col)
                 prev = "NUM"
                 pos = end
                 continue
             if kind == "COMMENT":
-                self.comments.append(Comment(m.group(kind)[1:], span=Span(
+                self.comments.append(Comment(text[pos + 1:end], span=Span(
                     Position(line, col, pos), Position(line, col + end - pos, end))))
                 pos = end
                 continue
             if kind == "CALL":
-                value = m.group(kind)
+                value = text[pos:end]
                 if value[-1] == "(":
                     append(Tok("CALL_START", value, value[1:-1], pos, end, line, col, line,
                                col + end - pos))
@@ -224,7 +227,7 @@ class Scanner:
                 pos = end
                 continue
             if kind == "DOTBAD":
-                c = m.group(kind)
+                c = text[pos:end]
                 self._error(text, pos, end, line, col, self._diag(
                     "TX008", f"'{c}' must be followed by a letter or '_' to start a path",
                     pos, end, line, col))
@@ -232,14 +235,11 @@ class Scanner:
                 pos = end
                 continue
             # SLASH outside a regex position, or any other character
-            c = m.group(kind)
+            c = text[pos:end]
             self._error(text, pos, end, line, col, self._diag(
                 "TX001", f"unexpected character {char_text(c)}", pos, end, line, col,
                 _CHAR_HINTS.get(c)))
             prev = "ERROR"
-            if c == "\n":  # unreachable (WS), kept for safety
-                line += 1
-                line_start = end
             pos = end
         return self
 

@@ -113,10 +113,13 @@ class _Parser:
         conf = ParseConf(inner.parse_table, inner.callbacks, "start")
         self.start_state = conf.start_state
         self.end_state = conf.end_state
-        self.table = _compile_table(conf, self.transformer)
-        self.term_callbacks = {
+        term_callbacks = {
             t.name: getattr(self.transformer, t.name) for t in self.lark.terminals
             if callable(getattr(self.transformer, t.name, None))}
+        self.table = _compile_table(conf, self.transformer, term_callbacks)
+        # {state: {symbol: next state}}: where a reduction goes (the shifts of the table)
+        self.goto = {state: {sym: act[1] for sym, act in row.items() if act[0] is True}
+                     for state, row in self.table.items()}
         self.lock = threading.Lock()
         self.mismatches = 0  # explainer disagreed with the table (tests watch this)
 
@@ -145,30 +148,31 @@ class _Parser:
         hashing happens per step.
         """
         table = self.table
-        term_cb = self.term_callbacks
-        stack = [self.start_state]
+        goto = self.goto
+        end_state = self.end_state
+        state = self.start_state
+        stack = [state]
         values: list = []
         n = len(tokens)
-        j = i
         try:
-            while j <= n:
+            for j in range(i, n + 1):
                 tok = tokens[j] if j < n else end_tok
                 t = tok.type
                 if t == "ERROR":
                     return j
-                if t == "NAME" and tok.data is not None:
-                    # contextual EVERY / MAX: keywords only where a LOOP modifier may start
-                    if self._accepts(stack, tok.data):
-                        tok.type = t = tok.data
+                # contextual EVERY / MAX: keywords only where a LOOP modifier may start
+                if t == "NAME" and tok.data is not None and self._accepts(stack, tok.data):
+                    tok.type = t = tok.data
                 while True:
-                    act = table[stack[-1]].get(t)
+                    act = table[state].get(t)
                     if act is None:
                         return j
-                    if act[0] is True:
+                    if act[0] is True:  # shift: (True, next state, terminal callback)
                         if j == n:  # $END is never shifted: the parse is complete
                             return None
-                        stack.append(act[1])
-                        cb = term_cb.get(t)
+                        state = act[1]
+                        stack.append(state)
+                        cb = act[2]
                         values.append(tok if cb is None else cb(tok))
                         break
                     _, size, origin, callback = act
@@ -178,12 +182,11 @@ class _Parser:
                         del values[-size:]
                     else:
                         children = []
-                    value = callback(children)
-                    stack.append(table[stack[-1]][origin][1])
-                    values.append(value)
-                    if j == n and stack[-1] == self.end_state:
+                    values.append(callback(children))
+                    state = goto[stack[-1]][origin]
+                    stack.append(state)
+                    if j == n and state == end_state:
                         return None
-                j += 1
         except VisitError as exc:  # an exception inside a callback: unwrap it
             raise exc.orig_exc from None
         return None
@@ -304,11 +307,11 @@ def _make_callback(rule: Any, transformer: Any) -> Any:
     return fn
 
 
-def _compile_table(conf: ParseConf, transformer: Any) -> dict:
+def _compile_table(conf: ParseConf, transformer: Any, term_callbacks: dict[str, Any]) -> dict:
     """Lark's parse table as {state: {symbol: action}} with plain-str keys.
 
-    A shift (and a goto) is (True, next_state); a reduction is
-    (False, size, origin_name, callback).
+    A shift (and a goto) is (True, next_state, callback of the shifted terminal or None); a
+    reduction is (False, size, origin_name, callback).
     """
     callbacks: dict = {}
     for actions in conf.states.values():
@@ -320,7 +323,7 @@ def _compile_table(conf: ParseConf, transformer: Any) -> dict:
         row = {}
         for sym, (action, arg) in actions.items():
             if action is Shift:
-                row[str(sym)] = (True, arg)
+                row[str(sym)] = (True, arg, term_callbacks.get(str(sym)))
             else:
                 row[str(sym)] = (False, len(arg.expansion), str(arg.origin.name),
                                  callbacks[arg])

@@ -68,7 +68,13 @@ class Tok:
 
     @property
     def span(self) -> Span:
-        return Span(self.spos, self.epos)
+        p = self._spos
+        if p is None:
+            p = self._spos = Position(self.line, self.col, self.start)
+        q = self._epos
+        if q is None:
+            q = self._epos = Position(self.end_line, self.end_col, self.end)
+        return Span(p, q)
 
     # Lark's error classes read these names.
     @property

@@ -90,8 +90,19 @@ def _end(x: Any) -> Position:
 
 
 def _span(first: Any, last: Any) -> Span:
-    return Span(first.spos if type(first) is Tok else first.span.start,
-                     last.epos if type(last) is Tok else last.span.end)
+    if type(first) is Tok:
+        start = first._spos
+        if start is None:
+            start = first._spos = Position(first.line, first.col, first.start)
+    else:
+        start = first.span.start
+    if type(last) is Tok:
+        end = last._epos
+        if end is None:
+            end = last._epos = Position(last.end_line, last.end_col, last.end)
+    else:
+        end = last.span.end
+    return Span(start, end)
 
 
 class TxclTransformer(Transformer):
