@@ -18,15 +18,17 @@ from txcl.syntax.tokens import CONTEXTUAL, KEYWORDS, RESERVED, Tok, char_text
 # A line break is a token of its own (NL, never passed on) so that lines are counted without
 # scanning the blanks between tokens again.
 _MASTER = re.compile(r"[ \t\r]*(?:" + "|".join((
-    r"(?P<NL>\n)",
-    r"(?P<COMMENT>#[^\n]*)",
+    # the commonest first (alternatives are tried in order); STRING/USTRING before NAME
+    # (`b64"…"`) and PATH before DOTBAD
+    r'(?P<PATH>[.@][A-Za-z_][A-Za-z0-9_-]*(?:\.(?:[A-Za-z0-9_-]+|"[^"\n]+"))*)',
+    r"(?P<OP>==|!=|!~|=~|<=|>=|&&|\|\||[<>=!,()\[\]*])",
     r'(?P<STRING>(?:b64)?"(?:[^"\\]|\\[\s\S])*")',
     r'(?P<USTRING>(?:b64)?")',
-    r'(?P<PATH>[.@][A-Za-z_][A-Za-z0-9_-]*(?:\.(?:[A-Za-z0-9_-]+|"[^"\n]+"))*)',
-    r"(?P<NUM>-*[0-9][A-Za-z0-9_.\-]*)",
     r"(?P<NAME>[A-Za-z_][A-Za-z0-9_]*)",
-    r"(?P<OP>==|!=|!~|=~|<=|>=|&&|\|\||[<>=!,()\[\]*])",
+    r"(?P<NL>\n)",
+    r"(?P<NUM>-*[0-9][A-Za-z0-9_.\-]*)",
     r"(?P<CALL>&[A-Za-z_][A-Za-z0-9_]*\(?)",
+    r"(?P<COMMENT>#[^\n]*)",
     r"(?P<DOTBAD>[.@])",
     r"(?P<SLASH>/)",
     r"(?P<BAD>[^ \t\r\n])",
