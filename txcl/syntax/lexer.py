@@ -1,6 +1,8 @@
 """The TXCL scanner: source text → tokens, comments and lexical diagnostics.
 
-One compiled master pattern drives a loop. Text the language rejects becomes an `ERROR`
+One compiled master pattern drives a loop. Literals and paths leave the scanner with their
+syntax-tree node already built, in the token's `data` (the parser shifts it as it is).
+Text the language rejects becomes an `ERROR`
 token carrying its diagnostic (TX001, TX003, TX004, TX006–TX009, TX012, TX017); the parser
 reports it only when it reaches that token, so text skipped during error recovery never
 produces a consequential diagnostic.
@@ -12,6 +14,7 @@ import base64
 import re
 
 from txcl.errors import Diagnostic, Position, Span
+from txcl.syntax import ast
 from txcl.syntax.ast import Comment
 from txcl.syntax.tokens import CONTEXTUAL, KEYWORDS, RESERVED, Tok, char_text
 
@@ -33,6 +36,12 @@ _MASTER = re.compile(r"[ \t\r]*(?:" + "|".join((
     r"(?P<SLASH>/)",
     r"(?P<BAD>[^ \t\r\n])",
 )) + ")")
+
+_LITERAL_KEYWORDS = {
+    "TRUE": lambda span: ast.BoolLit(True, span=span),
+    "FALSE": lambda span: ast.BoolLit(False, span=span),
+    "NULL": lambda span: ast.NullLit(span=span),
+}
 
 _GROUP_NAMES = (None, *sorted(_MASTER.groupindex, key=_MASTER.groupindex.__getitem__))
 
@@ -71,6 +80,29 @@ def regex_body(body: str) -> str:
     if "\\/" not in body:
         return body
     return _SLASH_ESCAPE.sub(lambda m: "/" if m.group(1) == "/" else m.group(0), body)
+
+
+def path_segments(text: str) -> tuple[str, ...]:
+    """Segments of a lexically valid path token (without its leading `.`/`@`)."""
+    body = text[1:]
+    if '"' not in body:
+        return tuple(body.split("."))
+    segs: list[str] = []
+    i, n = 0, len(body)
+    while i < n:
+        if body[i] == '"':
+            close = body.index('"', i + 1)
+            segs.append(body[i + 1:close])
+            i = close + 2
+        else:
+            dot = body.find(".", i)
+            if dot < 0:
+                segs.append(body[i:])
+                break
+            segs.append(body[i:dot])
+            i = dot + 1
+    return tuple(segs)
+
 
 
 class Scanner:
@@ -139,9 +171,13 @@ class Scanner:
                     end = self._bad_path(pos, line, col)
                 else:
                     value = text[pos:end]
+                    segments = path_segments(value)
+                    at = value[0] == "@"
+                    node = ast.Path(("_txc", *segments) if at else segments, at, span=Span(
+                        Position(line, col, pos), Position(line, col + end - pos, end)))
                     # a `.`-path right after a NAME is a WITH key tail (grammar: DOT_PATH)
-                    append(Tok("DOT_PATH" if prev == "NAME" and value[0] == "." else "PATH",
-                               value, None, pos, end, line, col, line, col + end - pos))
+                    append(Tok("DOT_PATH" if prev == "NAME" and not at else "PATH",
+                               value, node, pos, end, line, col, line, col + end - pos))
                     prev = "PATH"
                 pos = end
                 continue
@@ -156,7 +192,11 @@ class Scanner:
                 lower = value.lower()
                 kw = KEYWORDS.get(lower)
                 if kw is not None:
-                    append(Tok(kw, value, None, pos, end, line, col, line, col + end - pos))
+                    literal = _LITERAL_KEYWORDS.get(kw)
+                    if literal is not None:  # true, false, null: their node in `data`
+                        literal = literal(Span(Position(line, col, pos),
+                                               Position(line, col + end - pos, end)))
+                    append(Tok(kw, value, literal, pos, end, line, col, line, col + end - pos))
                     prev = kw
                 elif lower in RESERVED:
                     self._error(text, pos, end, line, col, self._diag(
@@ -172,13 +212,14 @@ class Scanner:
                 value = text[pos:end]
                 b64 = value[0] == "b"
                 plain = unescape(value[4:-1] if b64 else value[1:-1])
-                if b64:
-                    data = (base64.b64encode(plain.encode("utf-8", "surrogatepass"))
-                            .decode("ascii"), True, plain)
-                else:
-                    data = (plain, False, plain)
                 end_line, end_col = self._advance(line, col, value)
-                append(Tok("STRING", value, data, pos, end, line, col, end_line, end_col))
+                span = Span(Position(line, col, pos), Position(end_line, end_col, end))
+                if b64:
+                    node = ast.StringLit(base64.b64encode(plain.encode("utf-8", "surrogatepass"))
+                                         .decode("ascii"), True, plain, span=span)
+                else:
+                    node = ast.StringLit(plain, False, plain, span=span)
+                append(Tok("STRING", value, node, pos, end, line, col, end_line, end_col))
                 if end_line != line:
                     line = end_line
                     line_start = text.rfind("\n", pos, end) + 1
@@ -261,13 +302,17 @@ class Scanner:
                 self._out_of_range(value, pos, end, line, col)
                 return
             type_ = "INT"
+            node_class: type = ast.IntLit
         else:
             number = float(value)
             if number in (float("inf"), float("-inf")):
                 self._out_of_range(value, pos, end, line, col)
                 return
             type_ = "FLOAT"
-        self.tokens.append(Tok(type_, value, number, pos, end, line, col, line,
+            node_class = ast.FloatLit
+        node = node_class(number, value, span=Span(Position(line, col, pos),
+                                              Position(line, col + end - pos, end)))
+        self.tokens.append(Tok(type_, value, node, pos, end, line, col, line,
                                col + end - pos))
 
     def _out_of_range(self, value: str, pos: int, end: int, line: int, col: int) -> None:

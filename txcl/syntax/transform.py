@@ -1,8 +1,8 @@
 """Lark callbacks that build the AST while the LALR parser reduces.
 
 The transformer is used inline (`Lark(..., transformer=...)`), so nodes are built during
-the parse and no parse tree is ever materialised. Terminal callbacks turn literal tokens
-into nodes on shift. Clause callbacks do not return the clause to the parent rule: they
+the parse and no parse tree is ever materialised. Literal and path tokens carry their node
+from the scanner; a regex token becomes its node (compiled once) on shift. Clause callbacks do not return the clause to the parent rule: they
 append it to `self.clauses`, so clauses completed before a syntax error survive recovery.
 Checks that need a value rather than a token (TX005, TX029–TX032) add diagnostics to
 `self.diags` and never raise.
@@ -10,6 +10,7 @@ Checks that need a value rather than a token (TX005, TX029–TX032) add diagnost
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any
 
 import attrs
@@ -51,44 +52,6 @@ def compile_regex(pattern: str) -> Any:
     return result
 
 
-def path_segments(text: str) -> tuple[str, ...]:
-    """Segments of a lexically valid path token (without its leading `.`/`@`)."""
-    body = text[1:]
-    if '"' not in body:
-        return tuple(body.split("."))
-    segs: list[str] = []
-    i, n = 0, len(body)
-    while i < n:
-        if body[i] == '"':
-            close = body.index('"', i + 1)
-            segs.append(body[i + 1:close])
-            i = close + 2
-        else:
-            dot = body.find(".", i)
-            if dot < 0:
-                segs.append(body[i:])
-                break
-            segs.append(body[i:dot])
-            i = dot + 1
-    return tuple(segs)
-
-
-def make_path(tok: Tok) -> ast.Path:
-    segs = path_segments(tok.value)
-    at = tok.value[0] == "@"
-    if at:
-        segs = ("_txc",) + segs
-    return ast.Path(segs, at, span=tok.span)
-
-
-def _start(x: Any) -> Position:
-    return x.spos if type(x) is Tok else x.span.start
-
-
-def _end(x: Any) -> Position:
-    return x.epos if type(x) is Tok else x.span.end
-
-
 def _span(first: Any, last: Any) -> Span:
     if type(first) is Tok:
         start = first._spos
@@ -123,30 +86,8 @@ class TxclTransformer(Transformer):
 
     # ------------------------------------------------------------ terminals
 
-    def INT(self, tok: Tok) -> ast.IntLit:
-        return ast.IntLit(tok.data, tok.value, span=tok.span)
-
-    def FLOAT(self, tok: Tok) -> ast.FloatLit:
-        return ast.FloatLit(tok.data, tok.value, span=tok.span)
-
-    def STRING(self, tok: Tok) -> ast.StringLit:
-        value, b64, plain = tok.data
-        return ast.StringLit(value, b64, plain, span=tok.span)
-
-    def TRUE(self, tok: Tok) -> ast.BoolLit:
-        return ast.BoolLit(True, span=tok.span)
-
-    def FALSE(self, tok: Tok) -> ast.BoolLit:
-        return ast.BoolLit(False, span=tok.span)
-
-    def NULL(self, tok: Tok) -> ast.NullLit:
-        return ast.NullLit(span=tok.span)
-
-    def DOT_PATH(self, tok: Tok) -> ast.Path:
-        return make_path(tok)
-
-    def PATH(self, tok: Tok) -> ast.Path:
-        return make_path(tok)
+    # Literals and paths arrive with their node already built by the scanner, in `data`.
+    INT = FLOAT = STRING = TRUE = FALSE = NULL = PATH = DOT_PATH = staticmethod(attrgetter("data"))
 
     def REGEX(self, tok: Tok) -> ast.Regex:
         return self._regex(tok.data, "literal", tok.span)
