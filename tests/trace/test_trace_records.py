@@ -227,16 +227,19 @@ def test_a_record_waiting_for_its_group_commit_is_packed_and_reads_back_the_same
 
 
 def test_scope_events_are_stored_compact_and_read_back_whole(workspace, run_tree):
-    """`stage.enter` and `stage.merge` are stored as `[seq, at_ms, code, values…]` arrays (no
-    key names per scope); every reader gets them back as `{seq, at_ms, kind, data}` with the
-    same data the walk recorded."""
+    """`stage.enter`, `stage.merge` and the request's start, usage and end are stored as
+    `[seq, at_ms, code, values…]` arrays (no key names); every reader gets them back as
+    `{seq, at_ms, kind, data}` with the same data the walk recorded."""
     ws = workspace({"OPS/s/0100/a.txcl": "EMIT .a = 1", "OPS/s/0100/b.txcl": "EMIT .b = 2",
                     "OPS/s/0200/c.txcl": "EMIT .c = 3"})
     outcome, store = run_tree(ws, {"x": 1})
     _steps, events_json = _packed_trace_columns(store, outcome.rid)
     stored = json.loads(events_json)
-    compact = [e for e in stored if isinstance(e[2], int)]
-    assert [e[2] for e in compact] == [1, 2, 1, 2]
+    assert all(isinstance(e[2], int) for e in stored)
+    assert [e[2] for e in stored] == [3, 1, 2, 1, 2, 4, 5]
+    assert stored[0][3:] == ["s", "api"] and stored[-2][3] == 20 and isinstance(stored[-2][4], int)
+    assert stored[-1][3:5] == ["completed", stored[-1][4]] and len(stored[-1]) == 5  # no reason
+    compact = stored[1:-2]
     assert compact[0][3:] == ["s/100", 10, compact[0][5]] and isinstance(compact[0][5], int)
     assert compact[1][3:] == ["s/100", ["a", "b"]] and compact[3][3:] == ["s/200", ["c"]]
     assert '"stage"' not in events_json  # no key names stored for them
@@ -245,6 +248,11 @@ def test_scope_events_are_stored_compact_and_read_back_whole(workspace, run_tree
     assert enter["kind"] == "stage.enter" and enter["data"] == {"stage": "s/100", "fuel_used": 10,
                                                                 "ttl": compact[0][5]}
     assert merge["kind"] == "stage.merge" and merge["data"] == {"stage": "s/100", "ops": ["a", "b"]}
+    assert events[0]["kind"] == "request.start" and events[0]["data"] == {"stack": "s", "src": "api"}
+    assert events[-2]["kind"] == "request.usage" and events[-2]["data"] == {
+        "fuel": 20, "bytes_out": store.get_trace(outcome.rid).request["bytes_out"]}
+    assert events[-1]["kind"] == "request.end" and events[-1]["data"] == {
+        "status": "completed", "duration_ms": stored[-1][4]}
     assert [e["seq"] for e in events] == sorted(e["seq"] for e in events)
     # stored as milliseconds after the trace's start, read back as epoch milliseconds
     assert 0 <= compact[0][1] < 60_000

@@ -225,7 +225,7 @@ class Interpreter:
                                 origin_rid=run.origin_rid, run_id=run.run_id)
         if rec.enabled:
             rec.set_input(run.envelope, bytes_in)
-            rec.event("request.start", {"stack": run.entry_stack, "src": run.src})
+            rec.request_start(run.entry_stack, run.src)
         started = time.perf_counter()
         walker = self.walker
         when = asyncio.get_running_loop().time() + settings.request_deadline_ms / 1000.0
@@ -250,11 +250,8 @@ class Interpreter:
             rec.finish(run.status, http_status=http_status, fuel_used=run.budget.fuel_used,
                        out=outcome.envelope if isinstance(outcome, Completed) else None,
                        error=outcome.payload if isinstance(outcome, Failed) else None, bytes_out=bytes_out)
-            rec.event("request.usage", {"fuel": run.budget.fuel_used, "bytes_out": rec.request["bytes_out"]})
-            end = {"status": run.status, "duration_ms": duration}
-            if run.reason:
-                end["reason"] = run.reason
-            rec.event("request.end", end)
+            rec.request_usage(run.budget.fuel_used, rec.request["bytes_out"])
+            rec.request_end(run.status, duration, run.reason)
             self._write_trace(rec)
         return outcome
 

@@ -548,8 +548,11 @@ def shift_step(step: dict[str, JsonValue], times_from: int) -> dict[str, JsonVal
 COMPACT_EVENTS: dict[int, tuple[str, tuple[str, ...]]] = {
     1: ("stage.enter", ("stage", "fuel_used", "ttl")),
     2: ("stage.merge", ("stage", "ops")),
+    3: ("request.start", ("stack", "src")),
+    4: ("request.usage", ("fuel", "bytes_out")),
+    5: ("request.end", ("status", "duration_ms", "reason")),  # reason left out when there is none
 }
-STAGE_ENTER, STAGE_MERGE = 1, 2
+STAGE_ENTER, STAGE_MERGE, REQUEST_START, REQUEST_USAGE, REQUEST_END = 1, 2, 3, 4, 5
 
 
 def event_tuple(event: Sequence[JsonValue], times_from: int = 0) -> tuple:

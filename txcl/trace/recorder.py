@@ -10,7 +10,7 @@ import json
 import time
 from typing import Any, Callable
 
-from txcl.store.records import STAGE_ENTER, STAGE_MERGE, TraceRecord
+from txcl.store.records import REQUEST_END, REQUEST_START, REQUEST_USAGE, STAGE_ENTER, STAGE_MERGE, TraceRecord
 from txcl.trace.packing import _orjson
 from txcl.trace.redact import ALWAYS_KEYS, Redactor
 from txcl.values.merge import deep_copy
@@ -195,6 +195,25 @@ class TraceRecorder:
             self.events.append((self._seq, (time.perf_counter_ns() - self._perf_start_ns) // 1_000_000
                                 if self._wall_clock else self.clock_ms() - self.times_from,
                                 STAGE_ENTER, stage, fuel_used, ttl))
+
+    def _compact(self, code: int, *values: Any) -> None:
+        if self.enabled:
+            self._seq += 1
+            self.events.append((self._seq, (time.perf_counter_ns() - self._perf_start_ns) // 1_000_000
+                                if self._wall_clock else self.clock_ms() - self.times_from, code, *values))
+
+    # A request's first and last events, compact too (once per trace each).
+    def request_start(self, stack: str, src: str) -> None:
+        self._compact(REQUEST_START, stack, src)
+
+    def request_usage(self, fuel: int, bytes_out: int | None) -> None:
+        self._compact(REQUEST_USAGE, fuel, bytes_out)
+
+    def request_end(self, status: str, duration_ms: int, reason: str | None = None) -> None:
+        if reason:
+            self._compact(REQUEST_END, status, duration_ms, reason)
+        else:
+            self._compact(REQUEST_END, status, duration_ms)
 
     def stage_merge(self, stage: str, ops: list[str]) -> None:
         if self.enabled:
