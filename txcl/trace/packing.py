@@ -31,7 +31,7 @@ def _stored(step: dict[str, Any] | tuple) -> Any:
 
 def pack_steps(steps: list[dict[str, Any] | tuple]) -> str:
     """Steps as one JSON array: summary rows (tuples) as arrays, step dicts as objects."""
-    stored = [_stored(s) for s in steps]
+    stored = [s if type(s) is tuple else _stored(s) for s in steps]
     text = _fast_dumps(stored)
     return text if text is not None else _encode(stored)
 

@@ -9,6 +9,7 @@ arrays), written by ``write_traces`` for many segments in one transaction. Kv: t
 from __future__ import annotations
 
 import json
+from operator import itemgetter
 
 from txcl.store.backend import SqlBackend, Tx
 from txcl.store.errors import KvError
@@ -26,6 +27,17 @@ TRACE_COLUMNS = ("rid", "origin_rid", "run_id", "src", "entry_stack", "started_m
 # times_from: the steps' and events' times are milliseconds after it (NULL: epoch milliseconds,
 # as rows written before traces schema v5 hold them)
 _ALL_TRACE_COLUMNS = (*TRACE_COLUMNS, "steps_json", "events_json", "times_from")
+_REQUEST_ITEMS = itemgetter(*TRACE_COLUMNS)
+
+
+def _request_values(request: dict[str, JsonValue]) -> tuple:
+    """The request's values in `TRACE_COLUMNS` order (None for those it lacks)."""
+    try:
+        return _REQUEST_ITEMS(request)  # a recorder's request has every column: one C call
+    except KeyError:
+        return tuple(request.get(c) for c in TRACE_COLUMNS)
+
+
 _WRITE_TRACE = (
     f"INSERT INTO traces ({', '.join(_ALL_TRACE_COLUMNS)}) VALUES ({', '.join('?' for _ in _ALL_TRACE_COLUMNS)}) "
     f"ON CONFLICT (rid) DO UPDATE SET "
@@ -51,9 +63,8 @@ class TraceProcedures:
     @write_procedure
     def write_traces(self, t: Tx, traces: list[TraceRecord]) -> None:
         """Write every trace (one row each) in one transaction."""
-        t.many(_WRITE_TRACE, [
-            (*[trace.request.get(c) for c in TRACE_COLUMNS], *trace.packed(pack_trace), trace.times_from)
-            for trace in traces])
+        t.many(_WRITE_TRACE, [(*_request_values(trace.request), *trace.packed(pack_trace), trace.times_from)
+                              for trace in traces])
 
     @read_procedure
     def get_trace(self, t: Tx, rid: str) -> TraceRecord | None:
