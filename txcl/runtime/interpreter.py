@@ -323,15 +323,19 @@ def _answered(outcome: Completed, respond: Callable[[Completed], Any]) -> Comple
 
 
 def _response_status(envelope: dict) -> int:
+    """`_txc.web.res.status` when it is a valid HTTP status, else 200. Looked up with `get`
+    (most envelopes have no such key, and a raised KeyError costs more than the lookups)."""
     txc = envelope.get("_txc")
+    web = txc.get("web") if type(txc) is dict else None
+    res = web.get("res") if type(web) is dict else None
+    status = res.get("status") if type(res) is dict else None
+    if status is None:
+        return 200
     try:
-        status = txc["web"]["res"]["status"]  # type: ignore[index]
         status = int(status)
-        if 100 <= status <= 599:
-            return status
-    except (KeyError, TypeError, ValueError):
-        pass
-    return 200
+    except (TypeError, ValueError):
+        return 200
+    return status if 100 <= status <= 599 else 200
 
 
 __all__ = ["Interpreter", "Completed", "Failed", "Suspended", "Outcome", "UnknownStack", "new_rid"]
