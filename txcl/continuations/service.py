@@ -15,7 +15,6 @@ inline without a 202) and the background resume tasks. Store calls go through th
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import functools
 import json
 import logging
@@ -30,7 +29,7 @@ from txcl.continuations.policy import POLICY, normalize_error
 from txcl.continuations.resume import resume_run
 from txcl.continuations.worker_client import AckResult, DispatchClient, post_dispatch
 from txcl.store import open_store
-from txcl.store.records import AdmitResult, ClaimRecord, Dispatch, ReleaseResult
+from txcl.store.records import AdmitResult, ClaimRecord, Dispatch, ReleaseResult, evolve
 from txcl.store.store import DatabaseStore
 
 log = logging.getLogger("txcl.continuations")
@@ -270,7 +269,7 @@ class ContinuationService:
         if isinstance(release, ReleaseResult) and release.won and release.claim is not None:
             claim = release.claim
             bundle = self.store.claim_resume(claim.run_id, claim.claim_token)
-            return admit, dataclasses.replace(release, claim=dataclasses.replace(claim, bundle=bundle))
+            return admit, evolve(release, claim=evolve(claim, bundle=bundle))
         return result
 
     def take_ack(self, opc: str) -> tuple | None:

@@ -12,8 +12,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Sequence, Union
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Literal, Sequence, TypeVar, Union
 
 JsonValue = Union[None, bool, int, float, str, list["JsonValue"], dict[str, "JsonValue"]]
 
@@ -83,8 +83,31 @@ def inline_segment_id(origin_rid: str, visit: int) -> str:
 # ---------------------------------------------------------------------------------------------
 # Records (read side)
 
+# Records are made by the dozen for every suspend and resume: a frozen dataclass sets each
+# field through object.__setattr__, several times the cost of a plain store. So they are
+# ordinary dataclasses *treated* as immutable — nothing assigns to one after it is made;
+# `evolve` (or dataclasses.replace) makes a changed copy. They compare and hash by value.
+record = dataclass(eq=True, unsafe_hash=True)
 
-@dataclass(frozen=True)
+_Record = TypeVar("_Record")
+
+
+def evolve(rec: _Record, **changes: Any) -> _Record:
+    """A copy of the record `rec` with `changes` — dataclasses.replace without its per-field
+    work (a record's fields are its instance dict; classes with slots go through replace)."""
+    cls = type(rec)
+    fields = cls.__dataclass_fields__  # type: ignore[attr-defined]
+    for name in changes:
+        if name not in fields:
+            raise TypeError(f"{cls.__name__} has no field {name!r}")
+    if "__slots__" in cls.__dict__:
+        return replace(rec, **changes)  # type: ignore[type-var]
+    new = object.__new__(cls)
+    new.__dict__.update(rec.__dict__, **changes)
+    return new
+
+
+@record
 class RunRecord:
     run_id: str
     rcid: str
@@ -108,7 +131,7 @@ class RunRecord:
     next_seq: int
 
 
-@dataclass(frozen=True)
+@record
 class SuspendRecord:
     run_id: str
     stage: str
@@ -124,7 +147,7 @@ class SuspendRecord:
     members: tuple[tuple[str, MemberRole], ...] = ()  # (unit_id, role) in unit creation order
 
 
-@dataclass(frozen=True)
+@record
 class UnitRecord:
     unit_id: str
     run_id: str
@@ -163,7 +186,7 @@ class UnitRecord:
         return self.join_at_scope is not None
 
 
-@dataclass(frozen=True)
+@record
 class InteractionRecord:
     opc: str
     unit_id: str
@@ -187,7 +210,7 @@ class InteractionRecord:
     retry_at_ms: int | None = None  # …and when the next attempt goes out (while it waits)
 
 
-@dataclass(frozen=True)
+@record
 class TerminalRecord:
     opc: str
     status: TerminalStatus
@@ -200,7 +223,7 @@ class TerminalRecord:
     recorded_ms: int
 
 
-@dataclass(frozen=True)
+@record
 class ChildRecord:
     unit_id: str
     item_index: int
@@ -215,7 +238,7 @@ class ChildRecord:
     updated_ms: int
 
 
-@dataclass(frozen=True)
+@record
 class ClaimRecord:
     run_id: str
     stage: str
@@ -231,7 +254,7 @@ class ClaimRecord:
     bundle: Any = field(default=None, compare=False, repr=False)
 
 
-@dataclass(frozen=True)
+@record
 class RunEvent:
     run_id: str
     seq: int
@@ -241,7 +264,7 @@ class RunEvent:
     data: JsonValue
 
 
-@dataclass(frozen=True)
+@record
 class JoinedMarker:
     unit_id: str
     run_id: str
@@ -253,7 +276,7 @@ class JoinedMarker:
 # Requests (write side)
 
 
-@dataclass(frozen=True)
+@record
 class RunSpec:
     """What creating a run needs (ignored when the request's run already exists)."""
 
@@ -264,7 +287,7 @@ class RunSpec:
     snapshot_body: bytes | None = None  # stored compressed, insert-if-absent
 
 
-@dataclass(frozen=True)
+@record
 class Fence:
     """Who writes: the driving segment's id, plus its claim token when resuming."""
 
@@ -272,7 +295,7 @@ class Fence:
     claim_token: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class UnitSpec:
     """A new await unit and its interactions (one per element of ``items``).
 
@@ -310,7 +333,7 @@ class UnitSpec:
         return self.kind in ("unary", "itemized")
 
 
-@dataclass(frozen=True)
+@record
 class Materialized:
     """A child's materialised outcome built from its terminal."""
 
@@ -326,7 +349,7 @@ Materializer = Callable[[UnitRecord, InteractionRecord, TerminalRecord], Materia
 # Results
 
 
-@dataclass(frozen=True)
+@record
 class Dispatch:
     """One interaction to POST now (its token exists only here, never in the store)."""
 
@@ -353,13 +376,13 @@ class Dispatch:
         return self.opc if not self.retry else f"{self.opc}.retry{self.retry}"
 
 
-@dataclass(frozen=True)
+@record
 class CreateRunResult:
     run: RunRecord
     created: bool
 
 
-@dataclass(frozen=True)
+@record
 class DispatchResult:
     run: RunRecord
     created: bool
@@ -367,7 +390,7 @@ class DispatchResult:
     dispatches: tuple[Dispatch, ...]
 
 
-@dataclass(frozen=True)
+@record
 class ParkResult:
     run: RunRecord
     created: bool
@@ -381,7 +404,7 @@ AdmitOutcome = Literal["unknown", "bad_token", "superseded", "cancelled", "expir
                        "admitted", "retrying"]
 
 
-@dataclass(frozen=True)
+@record
 class CallbackTarget:
     """What the callback endpoint needs before it reads the body (unknown opc, bad token)."""
 
@@ -390,7 +413,7 @@ class CallbackTarget:
     unit: UnitRecord | None = None
 
 
-@dataclass(frozen=True)
+@record
 class AdmitResult:
     outcome: AdmitOutcome
     opc: str
@@ -403,7 +426,7 @@ class AdmitResult:
     claim: ClaimRecord | None = None  # set when an overdue interaction, timed out by this call, released the run
 
 
-@dataclass(frozen=True)
+@record
 class ExpireResult:
     """The expiry of a run. ``expired``: the run is now ``expired``. A parked run whose every
     awaited outcome was admitted in time is not expired for the store's own lag (a child not yet
@@ -417,7 +440,7 @@ class ExpireResult:
         return self.expired
 
 
-@dataclass(frozen=True)
+@record
 class TimeoutResult:
     """An interaction's timeout: ``timed_out`` (this call closed it), ``not_due``, ``unknown``,
     ``busy`` (another node holds the run) or the closed status. ``claim`` is set when the timeout (``on_item_error = "collect"``) completed the unit and
@@ -431,7 +454,7 @@ class TimeoutResult:
     dispatches: tuple[Dispatch, ...] = ()  # collect: the freed window slot promoted the next items
 
 
-@dataclass(frozen=True)
+@record
 class ReleaseResult:
     """The outcome of a release attempt (a completion's, the drain's or the sweeper's)."""
 
@@ -446,7 +469,7 @@ class ReleaseResult:
         return self.outcome == "resumed"
 
 
-@dataclass(frozen=True)
+@record
 class JoinResult:
     """The join check: ``proceed`` (merge ``merged`` in order, go on), ``failed`` (run failed), ``parked``."""
 
@@ -458,7 +481,7 @@ class JoinResult:
     passed_over: tuple[UnitRecord, ...] = ()  # past their join deadline, never merged (on_join_deadline = "continue")
 
 
-@dataclass(frozen=True)
+@record
 class JoinDeadlineResult:
     """The sweeper's join-deadline pass over one parked run: ``failed`` (the run failed with
     ``join_deadline``), ``released`` (the overdue ops were passed over and the run released:
@@ -468,7 +491,7 @@ class JoinDeadlineResult:
     claim: "ClaimRecord | None" = None
 
 
-@dataclass(frozen=True)
+@record
 class RetryResult:
     """``txcl runs retry``: ``retried`` (the run waits again at its last suspend; ``units``
     were reopened and their failed calls go out again), ``unknown``, a state the run is in that
@@ -480,7 +503,7 @@ class RetryResult:
     reason: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class CancelCall:
     """A cancellation owed to a worker: POST ``{"status": "cancelled", …}`` to ``url``."""
 
@@ -492,7 +515,7 @@ class CancelCall:
     attempts: int
 
 
-@dataclass(frozen=True)
+@record
 class ResumeBundle:
     """Everything a resuming segment loads (claim verified, heartbeat refreshed)."""
 
@@ -502,7 +525,7 @@ class ResumeBundle:
     members: tuple[UnitRecord, ...]  # by (op_name, created_seq)
 
 
-@dataclass(frozen=True)
+@record
 class TakeoverResult:
     outcome: Literal["taken", "failed", "not_stale", "gone"]
     claim: ClaimRecord | None = None
@@ -660,7 +683,7 @@ class TraceRecord:
         return f"TraceRecord(request={self.request!r}, steps={self.steps!r}, events={self.events!r})"
 
 
-@dataclass(frozen=True)
+@record
 class KvEntry:
     key: str
     value: JsonValue

@@ -25,7 +25,6 @@ parked run to ``resuming`` and creates its resume claim.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import zlib
 from typing import Callable, Sequence, TypeVar
@@ -86,6 +85,7 @@ from txcl.store.records import (
     TimeoutResult,
     UnitRecord,
     UnitSpec,
+    evolve,
     payload_sha256,
     resume_segment_id,
 )
@@ -446,7 +446,7 @@ class ContinuationProcedures:
         self._event(t, run_id, "stage.suspended", f"suspend:{stage}:{visit}",
                     {"stage": stage, "visit": visit, "kind": kind, "units": unit_ids})
         t.notify_run(run_id)
-        parked = dataclasses.replace(
+        parked = evolve(
             run_record(run, t), status="waiting", cur_stage=stage, cur_visit=visit, claim_token=None, segment_id=None,
             version=run["version"] + 1, updated_ms=t.now, next_seq=next_seq, expires_ms=expires)
         return visit, unit_ids, dispatches, parked
@@ -1190,7 +1190,7 @@ class ContinuationProcedures:
         self._check_fence(run, fence)
         self._finish(t, run, status=status, result=result, error=error, fail_reason=fail_reason)
         t.fault("finish")
-        return dataclasses.replace(
+        return evolve(
             run_record(run, t), status=status, result=result, error=error, fail_reason=fail_reason, finished_ms=t.now,
             updated_ms=t.now, claim_token=None, segment_id=None, version=run["version"] + 1)
 

@@ -22,14 +22,18 @@ if TYPE_CHECKING:
 Row = Any  # a result row, readable by column name (sqlite3.Row, or the PostgreSQL backend's row)
 
 
+# one encoder and one decoder for every column (json.dumps with options builds an encoder
+# per call); the same texts as json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+_decode = json.JSONDecoder().decode
+
+
 def dumps(value: JsonValue) -> str | None:
-    if value is None:
-        return None
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return None if value is None else _encode(value)
 
 
 def loads(text: str | None) -> JsonValue:
-    return None if text is None else json.loads(text)
+    return None if text is None else _decode(text)
 
 
 def load_doc(text: str | None, t: Tx | None, run_id: str) -> JsonValue:
