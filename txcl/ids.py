@@ -1,8 +1,9 @@
 """Identifiers and tokens shared by the runtime, the store and the continuations layer.
 
 - run ids: ``run_<ULID>`` (time-ordered, 26 Crockford base32 characters);
-- poll capabilities: ``rc_<base58 of 16 random bytes>``;
-- interaction ids: ``opc_<base58 of 16 random bytes>``;
+- poll capabilities: ``rc_<22 random base58 characters>`` (128.9 bits);
+- interaction ids: ``opc_<22 random base58 characters>``; await units ``au_…`` and resume
+  claims ``clm_…`` likewise;
 - callback tokens: 32 random bytes, base64url without padding. Only the SHA-256 (hex) of a
   token is stored; a presented token is hashed and compared in constant time.
 
@@ -57,21 +58,36 @@ def base58_fixed(data: bytes, width: int) -> str:
     return text.rjust(width, _B58[0])
 
 
+# Random base58 text straight from random bytes: a byte below 232 (= 4 × 58) stands for the
+# character at its value modulo 58 (every character equally likely), larger bytes are dropped.
+# Two C calls instead of a divmod loop over a 128-bit integer.
+_B58_OF_BYTE = bytes((ord(_B58[i % 58]) if i < 232 else 0) for i in range(256))
+_B58_REJECTED = bytes(range(232, 256))
+
+
+def random_base58(width: int = _B58_WIDTH_16) -> str:
+    """`width` characters drawn uniformly from the base58 alphabet (5.86 bits each)."""
+    while True:
+        text = secrets.token_bytes(width + width // 2 + 4).translate(_B58_OF_BYTE, _B58_REJECTED)
+        if len(text) >= width:  # short about once in 15 million draws at width 22: draw again
+            return text[:width].decode("ascii")
+
+
 def new_run_id(now_ms: int | None = None) -> str:
     return "run_" + ulid(now_ms)
 
 
 def new_rcid() -> str:
-    return "rc_" + base58_fixed(secrets.token_bytes(16), _B58_WIDTH_16)
+    return "rc_" + random_base58()
 
 
 def new_opc() -> str:
-    return "opc_" + base58_fixed(secrets.token_bytes(16), _B58_WIDTH_16)
+    return "opc_" + random_base58()
 
 
 def new_claim_token() -> str:
     """Fencing token of a resume claim (never sent outside the process that holds it)."""
-    return "clm_" + base58_fixed(secrets.token_bytes(16), _B58_WIDTH_16)
+    return "clm_" + random_base58()
 
 
 def new_token() -> str:

@@ -26,6 +26,27 @@ def test_id_formats():
     assert not ids.is_rcid("rc_0OIl" + "1" * 16)  # not base58
 
 
+def test_random_base58_draws_every_character_equally_and_redraws_when_short(monkeypatch):
+    """Random ids (rc_, opc_, au_, clm_) are 22 characters of the base58 alphabet, each equally
+    likely; a draw with too few usable bytes (each byte from 232 up is dropped) is drawn again."""
+    import collections
+    import secrets
+
+    alphabet = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+    counts = collections.Counter()
+    for _ in range(20_000):
+        text = ids.random_base58()
+        assert len(text) == 22
+        counts.update(text)
+    assert set(counts) == set(alphabet)
+    expected = 20_000 * 22 / 58
+    assert all(abs(n - expected) < 0.06 * expected for n in counts.values()), counts
+    draws = iter([bytes([255] * 30 + [0] * 7), bytes(range(57, 57 + 37))])
+    with monkeypatch.context() as patched:
+        patched.setattr(secrets, "token_bytes", lambda n: next(draws))
+        assert ids.random_base58() == alphabet[57] + alphabet[:21]  # the second draw: 57, 0, 1, … mod 58
+
+
 def test_ulid_encodes_the_millisecond_then_80_random_bits(monkeypatch):
     """The first ten characters are the timestamp in Crockford base32 (so ids sort by time),
     the last sixteen are random, every digit equally likely."""

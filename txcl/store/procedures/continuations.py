@@ -25,11 +25,10 @@ parked run to ``resuming`` and creates its resume claim.
 
 from __future__ import annotations
 
-import os
 import zlib
 from typing import Callable, Sequence, TypeVar
 
-from txcl.ids import base58_fixed, hash_token, new_claim_token, new_opc, new_rcid, new_run_id, new_token, token_matches
+from txcl.ids import hash_token, new_claim_token, new_opc, new_rcid, new_run_id, new_token, random_base58, token_matches
 from txcl.store.backend import SqlBackend, Tx
 from txcl.store.blobs import pack
 from txcl.store.errors import RunLost, StoreError, UnknownRun
@@ -276,7 +275,7 @@ class ContinuationProcedures:
         dispatches: list[Dispatch] = []
         max_deadline: int | None = None
         for spec in units:
-            unit_id = "au_" + base58_fixed(os.urandom(16), 22)
+            unit_id = "au_" + random_base58()
             failed = spec.failed_error is not None
             items = [] if failed else list(spec.items)
             window = max(1, int(spec.window)) if spec.kind == "itemized" else 1
