@@ -39,11 +39,11 @@ def _scenario(point: str, files: dict, n_jobs: int, in_request: tuple, output, c
               store_at) -> None:
     ws = workspace(files)
     first = serve(ws, *FLAGS, env={"TXCL_TESTING": "1", "TXCL_FAULT": point})
-    status, _, _ = http_get(first.url + "/go", dead_ok=True)
+    status, _, body = http_get(first.url + "/go", dead_ok=True)
     if point in in_request:
-        assert status == 0  # killed before it could answer
+        assert status == 0, (body, first.log)  # killed before it could answer
     else:
-        assert status == 202
+        assert status == 202, (body, first.log)
     jobs: dict[str, object] = {}
     if point not in in_request:
         for _ in range(n_jobs):
