@@ -1,11 +1,10 @@
 """The TXCL scanner: source text → tokens, comments and lexical diagnostics.
 
 One compiled master pattern drives a loop. Literals and paths leave the scanner with their
-syntax-tree node already built, in the token's `data` (the parser shifts it as it is).
-Text the language rejects becomes an `ERROR`
-token carrying its diagnostic (TX001, TX003, TX004, TX006–TX009, TX012, TX017); the parser
-reports it only when it reaches that token, so text skipped during error recovery never
-produces a consequential diagnostic.
+syntax-tree node already built, in the token's `data` (the parser shifts it as it is). Text
+the language rejects becomes an `ERROR` token carrying its diagnostic (TX001, TX003, TX004,
+TX006–TX009, TX012, TX017); the parser reports it only when it reaches that token, so text
+skipped during error recovery never produces a consequential diagnostic.
 """
 
 from __future__ import annotations
@@ -102,7 +101,6 @@ def path_segments(text: str) -> tuple[str, ...]:
             segs.append(body[i:dot])
             i = dot + 1
     return tuple(segs)
-
 
 
 class Scanner:

@@ -2,8 +2,9 @@
 
 The transformer is used inline (`Lark(..., transformer=...)`), so nodes are built during
 the parse and no parse tree is ever materialised. Literal and path tokens carry their node
-from the scanner; a regex token becomes its node (compiled once) on shift. Clause callbacks do not return the clause to the parent rule: they
-append it to `self.clauses`, so clauses completed before a syntax error survive recovery.
+from the scanner; a regex token becomes its node (compiled once) on shift. Clause callbacks
+do not return the clause to the parent rule: they append it to `self.clauses`, so clauses
+completed before a syntax error survive recovery.
 Checks that need a value rather than a token (TX005, TX029–TX032) add diagnostics to
 `self.diags` and never raise.
 """
