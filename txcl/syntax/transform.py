@@ -54,18 +54,13 @@ def compile_regex(pattern: str) -> Any:
 
 
 def _span(first: Any, last: Any) -> Span:
-    if type(first) is Tok:
-        start = first._spos
-        if start is None:
-            start = first._spos = Position(first.line, first.col, first.start)
-    else:
-        start = first.span.start
-    if type(last) is Tok:
-        end = last._epos
-        if end is None:
-            end = last._epos = Position(last.end_line, last.end_col, last.end)
-    else:
-        end = last.span.end
+    """From the start of `first` to the end of `last` (tokens or nodes)."""
+    start = first._spos if type(first) is Tok else first.span.start
+    if start is None:  # a token whose position is not made yet
+        start = first.spos
+    end = last._epos if type(last) is Tok else last.span.end
+    if end is None:
+        end = last.epos
     return Span(start, end)
 
 
