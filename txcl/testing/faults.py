@@ -65,11 +65,14 @@ def parse_faults(spec: str) -> tuple[Fault, ...]:
 
 
 def _active_faults() -> tuple[Fault, ...]:
+    """The faults of ``TXCL_FAULT`` (read again at every call: tests change it in process)."""
     global _cache
     testing = os.environ.get("TXCL_TESTING")
+    if testing != "1":
+        return ()  # TXCL_FAULT is not even read
     spec = os.environ.get("TXCL_FAULT")
     if _cache is None or _cache[0] != testing or _cache[1] != spec:
-        faults = parse_faults(spec) if testing == "1" and spec else ()
+        faults = parse_faults(spec) if spec else ()
         _cache = (testing, spec, faults)
     return _cache[2]
 
