@@ -81,6 +81,11 @@ def regex_body(body: str) -> str:
     return _SLASH_ESCAPE.sub(lambda m: "/" if m.group(1) == "/" else m.group(0), body)
 
 
+def _line_span(line: int, col: int, start: int, end: int) -> Span:
+    """The span of a token that does not cross a line break."""
+    return Span(Position(line, col, start), Position(line, col + end - start, end))
+
+
 def path_segments(text: str) -> tuple[str, ...]:
     """Segments of a lexically valid path token (without its leading `.`/`@`)."""
     body = text[1:]
@@ -171,8 +176,8 @@ class Scanner:
                     value = text[pos:end]
                     segments = path_segments(value)
                     at = value[0] == "@"
-                    node = ast.Path(("_txc", *segments) if at else segments, at, span=Span(
-                        Position(line, col, pos), Position(line, col + end - pos, end)))
+                    node = ast.Path(("_txc", *segments) if at else segments, at,
+                                    span=_line_span(line, col, pos, end))
                     # a `.`-path right after a NAME is a WITH key tail (grammar: DOT_PATH)
                     append(Tok("DOT_PATH" if prev == "NAME" and not at else "PATH",
                                value, node, pos, end, line, col, line, col + end - pos))
@@ -192,8 +197,7 @@ class Scanner:
                 if kw is not None:
                     literal = _LITERAL_KEYWORDS.get(kw)
                     if literal is not None:  # true, false, null: their node in `data`
-                        literal = literal(Span(Position(line, col, pos),
-                                               Position(line, col + end - pos, end)))
+                        literal = literal(_line_span(line, col, pos, end))
                     append(Tok(kw, value, literal, pos, end, line, col, line, col + end - pos))
                     prev = kw
                 elif lower in RESERVED:
@@ -230,8 +234,7 @@ class Scanner:
                 pos = end
                 continue
             if kind == "COMMENT":
-                self.comments.append(Comment(text[pos + 1:end], span=Span(
-                    Position(line, col, pos), Position(line, col + end - pos, end))))
+                self.comments.append(Comment(text[pos + 1:end], span=_line_span(line, col, pos, end)))
                 pos = end
                 continue
             if kind == "CALL":
@@ -308,8 +311,7 @@ class Scanner:
                 return
             type_ = "FLOAT"
             node_class = ast.FloatLit
-        node = node_class(number, value, span=Span(Position(line, col, pos),
-                                              Position(line, col + end - pos, end)))
+        node = node_class(number, value, span=_line_span(line, col, pos, end))
         self.tokens.append(Tok(type_, value, node, pos, end, line, col, line,
                                col + end - pos))
 

@@ -138,7 +138,7 @@ class _Parser:
             size = act[1]
             if size:
                 del stack[-size:]
-            stack.append(table[stack[-1]][act[2]][1])
+            stack.append(self.goto[stack[-1]][act[2]])
 
     def _run(self, tokens: list[Tok], i: int, end_tok: Tok) -> int | None:
         """Parse tokens[i:] from a fresh state; the index of the failing token or None.

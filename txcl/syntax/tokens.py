@@ -68,13 +68,7 @@ class Tok:
 
     @property
     def span(self) -> Span:
-        p = self._spos
-        if p is None:
-            p = self._spos = Position(self.line, self.col, self.start)
-        q = self._epos
-        if q is None:
-            q = self._epos = Position(self.end_line, self.end_col, self.end)
-        return Span(p, q)
+        return Span(self.spos, self.epos)
 
     # Lark's error classes read these names.
     @property
