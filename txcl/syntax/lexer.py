@@ -1,7 +1,8 @@
 """The TXCL scanner: source text → tokens, comments and lexical diagnostics.
 
-One compiled master pattern drives a loop. Literals and paths leave the scanner with their
-syntax-tree node already built, in the token's `data` (the parser shifts it as it is). Text
+One compiled master pattern drives a loop that makes each token a row (a tuple, see
+txcl.syntax.tokens). Literals and paths leave the scanner with their syntax-tree node
+already built, in the row's `data` (the parser shifts it as it is). Text
 the language rejects becomes an `ERROR` token carrying its diagnostic (TX001, TX003, TX004,
 TX006–TX009, TX012, TX017); the parser reports it only when it reaches that token, so text
 skipped during error recovery never produces a consequential diagnostic.
@@ -15,7 +16,7 @@ import re
 from txcl.errors import Diagnostic, Position, Span
 from txcl.syntax import ast
 from txcl.syntax.ast import Comment
-from txcl.syntax.tokens import CONTEXTUAL, KEYWORDS, RESERVED, Tok, char_text
+from txcl.syntax.tokens import CONTEXTUAL, KEYWORDS, RESERVED, Row, Tok, char_text
 
 # A line break is a token of its own (NL, never passed on) so that lines are counted without
 # scanning the blanks between tokens again.
@@ -109,13 +110,18 @@ def path_segments(text: str) -> tuple[str, ...]:
 
 
 class Scanner:
-    """Scans one text; `tokens` and `comments` are filled by `run()`."""
+    """Scans one text; `rows` and `comments` are filled by `run()`."""
 
     def __init__(self, text: str, filename: str):
         self.text = text
         self.filename = filename
-        self.tokens: list[Tok] = []
+        self.rows: list[Row] = []
         self.comments: list[Comment] = []
+
+    @property
+    def tokens(self) -> list[Tok]:
+        """The tokens as objects (made on each call; the parser reads `rows`)."""
+        return [Tok(*row) for row in self.rows]
 
     # ------------------------------------------------------------ helpers
 
@@ -133,18 +139,17 @@ class Scanner:
         return line + nl, len(chunk) - chunk.rfind("\n")
 
     def _error(self, text: str, start: int, end: int, line: int, col: int,
-               diag: Diagnostic) -> None:
+               diag: Diagnostic, data: str | None = None) -> None:
         end_line, end_col = self._advance(line, col, text[start:end])
-        self.tokens.append(Tok("ERROR", text[start:end], None, start, end, line, col,
-                               end_line, end_col, diag))
+        self.rows.append(("ERROR", text[start:end], data, start, end, line, col,
+                          end_line, end_col, diag))
 
     # ------------------------------------------------------------ main loop
 
     def run(self) -> "Scanner":
         text = self.text
         n = len(text)
-        tokens = self.tokens
-        append = tokens.append
+        append = self.rows.append
         match = _MASTER.match
         pos = 0
         line = 1
@@ -179,15 +184,15 @@ class Scanner:
                     node = ast.Path(("_txc", *segments) if at else segments, at,
                                     span=_line_span(line, col, pos, end))
                     # a `.`-path right after a NAME is a WITH key tail (grammar: DOT_PATH)
-                    append(Tok("DOT_PATH" if prev == "NAME" and not at else "PATH",
-                               value, node, pos, end, line, col, line, col + end - pos))
+                    append(("DOT_PATH" if prev == "NAME" and not at else "PATH",
+                            value, node, pos, end, line, col, line, col + end - pos))
                     prev = "PATH"
                 pos = end
                 continue
             if kind == "OP":
                 value = text[pos:end]
                 prev = _OPS[value]
-                append(Tok(prev, value, None, pos, end, line, col, line, col + end - pos))
+                append((prev, value, None, pos, end, line, col, line, col + end - pos))
                 pos = end
                 continue
             if kind == "NAME":
@@ -198,15 +203,15 @@ class Scanner:
                     literal = _LITERAL_KEYWORDS.get(kw)
                     if literal is not None:  # true, false, null: their node in `data`
                         literal = literal(_line_span(line, col, pos, end))
-                    append(Tok(kw, value, literal, pos, end, line, col, line, col + end - pos))
+                    append((kw, value, literal, pos, end, line, col, line, col + end - pos))
                     prev = kw
                 elif lower in RESERVED:
                     self._error(text, pos, end, line, col, self._diag(
                         "TX012", f"'{value}' is a reserved word", pos, end, line, col))
                     prev = "ERROR"
                 else:
-                    append(Tok("NAME", value, CONTEXTUAL.get(lower), pos, end, line, col, line,
-                               col + end - pos))
+                    append(("NAME", value, CONTEXTUAL.get(lower), pos, end, line, col, line,
+                            col + end - pos))
                     prev = "NAME"
                 pos = end
                 continue
@@ -221,7 +226,7 @@ class Scanner:
                                          .decode("ascii"), True, plain, span=span)
                 else:
                     node = ast.StringLit(plain, False, plain, span=span)
-                append(Tok("STRING", value, node, pos, end, line, col, end_line, end_col))
+                append(("STRING", value, node, pos, end, line, col, end_line, end_col))
                 if end_line != line:
                     line = end_line
                     line_start = text.rfind("\n", pos, end) + 1
@@ -240,8 +245,8 @@ class Scanner:
             if kind == "CALL":
                 value = text[pos:end]
                 if value[-1] == "(":
-                    append(Tok("CALL_START", value, value[1:-1], pos, end, line, col, line,
-                               col + end - pos))
+                    append(("CALL_START", value, value[1:-1], pos, end, line, col, line,
+                            col + end - pos))
                     prev = "CALL_START"
                 else:
                     self._error(text, pos, end, line, col, self._diag(
@@ -253,8 +258,8 @@ class Scanner:
                 rm = _REGEX_BODY.match(text, pos)
                 if rm is not None:
                     end = rm.end()
-                    append(Tok("REGEX", rm.group(), regex_body(rm.group(1)), pos, end, line,
-                               col, line, col + end - pos))
+                    append(("REGEX", rm.group(), regex_body(rm.group(1)), pos, end, line,
+                            col, line, col + end - pos))
                     prev = "REGEX"
                 else:
                     eol = text.find("\n", pos)
@@ -312,13 +317,11 @@ class Scanner:
             type_ = "FLOAT"
             node_class = ast.FloatLit
         node = node_class(number, value, span=_line_span(line, col, pos, end))
-        self.tokens.append(Tok(type_, value, node, pos, end, line, col, line,
-                               col + end - pos))
+        self.rows.append((type_, value, node, pos, end, line, col, line, col + end - pos))
 
     def _out_of_range(self, value: str, pos: int, end: int, line: int, col: int) -> None:
         self._error(self.text, pos, end, line, col, self._diag(
-            "TX007", f"number {value} is out of range", pos, end, line, col))
-        self.tokens[-1].data = "range"
+            "TX007", f"number {value} is out of range", pos, end, line, col), "range")
 
     def _bad_path(self, pos: int, line: int, col: int) -> int:
         """Report the first problem of a path the fast pattern could not take; returns its end."""

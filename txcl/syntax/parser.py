@@ -41,7 +41,7 @@ from txcl.syntax import ast
 from txcl.syntax import codec as _codec
 from txcl.syntax import diskcache as _diskcache
 from txcl.syntax.lexer import scan
-from txcl.syntax.tokens import CLAUSE_KW_SET, Tok
+from txcl.syntax.tokens import CLAUSE_KW_SET, LINE, START, TYPE, Row, Tok, row_span
 from txcl.syntax.transform import TxclTransformer
 
 __all__ = ["parse_rule", "parse_source", "clear_cache", "get_parser"]
@@ -116,10 +116,8 @@ class _Parser:
         term_callbacks = {
             t.name: getattr(self.transformer, t.name) for t in self.lark.terminals
             if callable(getattr(self.transformer, t.name, None))}
-        self.table = _compile_table(conf, self.transformer, term_callbacks)
-        # {state: {symbol: next state}}: where a reduction goes (the shifts of the table)
-        self.goto = {state: {sym: act[1] for sym, act in row.items() if act[0] is True}
-                     for state, row in self.table.items()}
+        self.term_callbacks: dict[str, Any] = term_callbacks
+        self.actions, self.reductions = _compile_table(conf, self.transformer)
         self.lock = threading.Lock()
         self.mismatches = 0  # explainer disagreed with the table (tests watch this)
 
@@ -127,55 +125,52 @@ class _Parser:
 
     def _accepts(self, stack: list, ttype: str) -> bool:
         """Would the table shift `ttype` next (after any reductions)? No callbacks run."""
-        table = self.table
+        actions = self.actions
+        reductions = self.reductions
         stack = list(stack)
         while True:
-            act = table[stack[-1]].get(ttype)
+            act = actions[stack[-1]].get(ttype)
             if act is None:
                 return False
-            if act[0] is True:
+            if act >= 0:
                 return True
-            size = act[1]
+            size, gotos, _ = reductions[~act]
             if size:
                 del stack[-size:]
-            stack.append(self.goto[stack[-1]][act[2]])
+            stack.append(gotos[stack[-1]])
 
-    def _run(self, tokens: list[Tok], i: int, end_tok: Tok) -> int | None:
-        """Parse tokens[i:] from a fresh state; the index of the failing token or None.
+    def _run(self, rows: list[Row], i: int) -> int | None:
+        """Parse rows[i:] from a fresh state; the index of the failing token or None.
 
         This is Lark's LALR loop (ParserState.feed_token) over Lark's own table and
-        callbacks, with the table pre-resolved to plain dicts so no Token or Rule
-        hashing happens per step.
+        callbacks, with the table pre-resolved to plain dicts of integers (see
+        `_compile_table`) so no Token or Rule hashing happens per step.
         """
-        table = self.table
-        goto = self.goto
-        end_state = self.end_state
+        actions = self.actions
+        reductions = self.reductions
+        term_callbacks = self.term_callbacks
         state = self.start_state
         stack = [state]
         values: list = []
-        n = len(tokens)
         try:
-            for j in range(i, n + 1):
-                tok = tokens[j] if j < n else end_tok
-                t = tok.type
-                if t == "ERROR":
-                    return j
+            for j in range(i, len(rows)):
+                tok = rows[j]
+                t = tok[0]  # an ERROR row's type is in no row of the table: it fails below
                 # contextual EVERY / MAX: keywords only where a LOOP modifier may start
-                if t == "NAME" and tok.data is not None and self._accepts(stack, tok.data):
-                    tok.type = t = tok.data
+                if t == "NAME" and tok[2] is not None and self._accepts(stack, tok[2]):
+                    t = tok[2]
+                    rows[j] = tok = (t, *tok[1:])  # the keyword from now on (and for errors)
                 while True:
-                    act = table[state].get(t)
+                    act = actions[state].get(t)
                     if act is None:
                         return j
-                    if act[0] is True:  # shift: (True, next state, terminal callback)
-                        if j == n:  # $END is never shifted: the parse is complete
-                            return None
-                        state = act[1]
-                        stack.append(state)
-                        cb = act[2]
+                    if act >= 0:  # shift
+                        state = act
+                        stack.append(act)
+                        cb = term_callbacks.get(t)
                         values.append(tok if cb is None else cb(tok))
                         break
-                    _, size, origin, callback = act
+                    size, gotos, callback = reductions[~act]
                     if size:
                         children = values[-size:]
                         del stack[-size:]
@@ -183,13 +178,30 @@ class _Parser:
                     else:
                         children = []
                     values.append(callback(children))
-                    state = goto[stack[-1]][origin]
+                    state = gotos[stack[-1]]
                     stack.append(state)
-                    if j == n and state == end_state:
-                        return None
+            # the end of input: reduce until the table accepts ($END itself is never shifted)
+            end_state = self.end_state
+            while True:
+                act = actions[state].get("$END")
+                if act is None:
+                    return len(rows)
+                if act >= 0:
+                    return None
+                size, gotos, callback = reductions[~act]
+                if size:
+                    children = values[-size:]
+                    del stack[-size:]
+                    del values[-size:]
+                else:
+                    children = []
+                values.append(callback(children))
+                state = gotos[stack[-1]]
+                if state == end_state:
+                    return None
+                stack.append(state)
         except VisitError as exc:  # an exception inside a callback: unwrap it
             raise exc.orig_exc from None
-        return None
 
     def parse(self, text: str, filename: str) -> tuple[ast.Rule | None, list[Diagnostic]]:
         """(rule or None, TX0xx diagnostics in file order)."""
@@ -201,23 +213,22 @@ class _Parser:
         from txcl.syntax.explain import explain
 
         scanner = scan(text, filename)
-        tokens = scanner.tokens
-        end_tok = _end_token(text)
+        rows = scanner.rows
         diags: list[Diagnostic] = []
         with self.lock:
             tr = self.transformer
             tr.reset(filename)
             i = 0
-            n = len(tokens)
+            n = len(rows)
             while True:
-                bad = self._run(tokens, i, end_tok)
+                bad = self._run(rows, i)
                 if bad is None:
                     break
-                diag, agreed = explain(tokens, i, bad, end_tok, filename)
+                diag, agreed = explain(scanner.tokens, i, bad, Tok(*_end_row(text)), filename)
                 if not agreed:
                     self.mismatches += 1
                 diags.append(diag)
-                i = _resume_index(tokens, bad, i)
+                i = _resume_index(rows, bad, i)
                 if i >= n:
                     break
             clauses = tr.clauses
@@ -307,52 +318,54 @@ def _make_callback(rule: Any, transformer: Any) -> Any:
     return fn
 
 
-def _compile_table(conf: ParseConf, transformer: Any, term_callbacks: dict[str, Any]) -> dict:
-    """Lark's parse table as {state: {symbol: action}} with plain-str keys.
+def _compile_table(conf: ParseConf, transformer: Any) -> tuple[dict, list]:
+    """Lark's parse table as `{state: {symbol: action}}` with plain-str keys and int actions.
 
-    A shift (and a goto) is (True, next_state, callback of the shifted terminal or None); a
-    reduction is (False, size, origin_name, callback).
+    An action `>= 0` is a shift to that state (for a terminal) or a goto (for a rule); an
+    action `< 0` is reduction number `~action` in the list returned beside the table, each
+    `(size, {state below: state after}, callback)`: the gotos of the reduced rule are
+    looked up once, here, instead of at every reduction.
     """
-    callbacks: dict = {}
+    numbers: dict = {}
+    reductions: list = []
     for actions in conf.states.values():
         for action, arg in actions.values():
-            if action is not Shift and arg not in callbacks:
-                callbacks[arg] = _make_callback(arg, transformer)
-    table: dict = {}
-    for state, actions in conf.states.items():
-        row = {}
-        for sym, (action, arg) in actions.items():
-            if action is Shift:
-                row[str(sym)] = (True, arg, term_callbacks.get(str(sym)))
-            else:
-                row[str(sym)] = (False, len(arg.expansion), str(arg.origin.name),
-                                 callbacks[arg])
-        table[state] = row
-    return table
+            if action is not Shift and arg not in numbers:
+                numbers[arg] = len(reductions)
+                reductions.append(arg)
+    table: dict = {
+        state: {str(sym): arg if action is Shift else ~numbers[arg]
+                for sym, (action, arg) in actions.items()}
+        for state, actions in conf.states.items()}
+    compiled = []
+    for rule in reductions:
+        origin = str(rule.origin.name)
+        gotos = {state: row[origin] for state, row in table.items() if origin in row}
+        compiled.append((len(rule.expansion), gotos, _make_callback(rule, transformer)))
+    return table, compiled
 
 
-def _resume_index(tokens: list[Tok], bad: int, start: int) -> int:
+def _resume_index(rows: list[Row], bad: int, start: int) -> int:
     """Where parsing resumes after an error at `bad`."""
-    n = len(tokens)
-    j = bad
-    tok = tokens[bad] if bad < n else None
+    n = len(rows)
+    row = rows[bad] if bad < n else None
     # A clause keyword written as a name (`WITH set = 1`) does not start a clause.
-    if tok is not None and tok.type in CLAUSE_KW_SET and bad > start and not (
-            bad + 1 < n and tokens[bad + 1].type == "ASSIGN"):
+    if row is not None and row[TYPE] in CLAUSE_KW_SET and bad > start and not (
+            bad + 1 < n and rows[bad + 1][TYPE] == "ASSIGN"):
         return bad
     j = bad + 1
-    while j < n and tokens[j].type not in CLAUSE_KW_SET:
+    while j < n and rows[j][TYPE] not in CLAUSE_KW_SET:
         j += 1
     return j
 
 
-def _end_token(text: str) -> Tok:
+def _end_row(text: str) -> Row:
     """`$END`, placed just after the last non-blank character."""
     stripped = len(text.rstrip(" \t\r\n"))
     before = text[:stripped]
     line = before.count("\n") + 1
     col = stripped - (before.rfind("\n") + 1) + 1
-    return Tok("$END", "", None, stripped, stripped, line, col, line, col)
+    return ("$END", "", None, stripped, stripped, line, col, line, col)
 
 
 def _end_position(text: str) -> Position:
@@ -364,8 +377,8 @@ def _assemble(clauses: list, comments: list, filename: str,
               text: str) -> tuple[ast.Rule, list[Diagnostic]]:
     """Clauses in source order → Rule; SET PRE/POST by position; TX011 for repeats."""
     diags: list[Diagnostic] = []
-    clauses = sorted(clauses, key=lambda c: c[2].start)
-    select_at = next((c[2].start for c in clauses if c[0] == "select"), None)
+    clauses = sorted(clauses, key=lambda c: c[2][START])  # c[2]: the clause keyword's row
+    select_at = next((c[2][START] for c in clauses if c[0] == "select"), None)
     single: dict[str, Any] = {}
     first_line: dict[str, int] = {}
     set_pre: list = []
@@ -375,7 +388,7 @@ def _assemble(clauses: list, comments: list, filename: str,
     marks: list = []
     for kind, node, kw, span in clauses:
         if kind == "set":
-            post = select_at is not None and kw.start > select_at
+            post = select_at is not None and kw[START] > select_at
             (set_post if post else set_pre).extend(node)
             marks.append(ast.ClauseMark("set_post" if post else "set_pre", span=span))
             continue
@@ -387,10 +400,10 @@ def _assemble(clauses: list, comments: list, filename: str,
         elif kind in single:
             diags.append(Diagnostic(
                 "TX011", f"{kind.upper()} given more than once (first at line {first_line[kind]})",
-                filename, kw.span))
+                filename, row_span(kw)))
         else:
             single[kind] = node
-            first_line[kind] = kw.line
+            first_line[kind] = kw[LINE]
     rule = ast.Rule(
         when=single.get("when"), set_pre=tuple(set_pre), select=single.get("select"),
         set_post=tuple(set_post), with_=tuple(with_), priority=single.get("priority"),
@@ -494,15 +507,15 @@ def _nesting_problem(text: str, filename: str) -> Diagnostic | None:
     from txcl.syntax.lexer import scan
 
     depth = bangs = 0
-    for tok in scan(text, filename).tokens:
-        t = tok.type
+    for row in scan(text, filename).rows:
+        t = row[TYPE]
         if t in ("LPAR", "LSQB", "CALL_START"):
             depth += 1
         elif t in ("RPAR", "RSQB"):
             depth = max(0, depth - 1)
         bangs = bangs + 1 if t == "BANG" else 0
         if depth > MAX_NESTING or bangs > MAX_NESTING:
-            span = Span(Position(tok.line, tok.col, tok.start), Position(tok.end_line, tok.end_col, tok.end))
+            span = row_span(row)
             what = "`!` are chained" if bangs > MAX_NESTING else "parentheses, brackets and calls nest"
             return Diagnostic("TX033", f"{what} deeper than {MAX_NESTING} levels", filename, span,
                               "split the expression: set an intermediate value with SET, then use it")

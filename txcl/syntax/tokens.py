@@ -1,8 +1,13 @@
 """Tokens of the TXCL scanner and how diagnostics describe them.
 
-`Tok` is a light slotted object; the LALR driver only reads `.type`. Token types are the
-terminal names of grammar/txcl.lark, plus `ERROR` for text the scanner rejected (its
-diagnostic rides along in `.error` and is reported only if the parser reaches it).
+The scanner makes each token a plain tuple, a *row*: `(type, value, data, start, end, line,
+col, end_line, end_col)`, plus the diagnostic for an `ERROR` token. A tuple costs a tenth of
+an object with an `__init__`, and a parse makes one per token; the parser and the AST
+builder read rows by the indexes below. `Tok` is the same token as an object with names,
+for everything that is not on that path (error explanations, tools, tests).
+
+Token types are the terminal names of grammar/txcl.lark, plus `ERROR` for text the scanner
+rejected (its diagnostic rides along and is reported only if the parser reaches it).
 """
 
 from __future__ import annotations
@@ -25,6 +30,27 @@ PUNCT_TEXT = {
     "NMATCH": "!~", "AND": "&&", "OR": "||", "BANG": "!", "ASSIGN": "=", "COMMA": ",",
     "LPAR": "(", "RPAR": ")", "LSQB": "[", "RSQB": "]", "STAR": "*",
 }
+
+
+# Indexes into a token row.
+TYPE, VALUE, DATA, START, END, LINE, COL, END_LINE, END_COL, ERROR = range(10)
+
+Row = tuple  # (type, value, data, start, end, line, col, end_line, end_col[, error])
+
+
+def row_start(row: Row) -> Position:
+    """Where a token row starts."""
+    return Position(row[LINE], row[COL], row[START])
+
+
+def row_end(row: Row) -> Position:
+    """Where a token row ends (just after its last character)."""
+    return Position(row[END_LINE], row[END_COL], row[END])
+
+
+def row_span(row: Row) -> Span:
+    return Span(Position(row[LINE], row[COL], row[START]),
+                Position(row[END_LINE], row[END_COL], row[END]))
 
 
 class Tok:
@@ -81,6 +107,11 @@ class Tok:
 
     def __repr__(self) -> str:
         return f"Tok({self.type}, {self.value!r}, {self.line}:{self.col})"
+
+    @classmethod
+    def of(cls, row: Row) -> "Tok":
+        """The token of a scanner row."""
+        return cls(*row)
 
 
 def describe(tok: Tok) -> str:

@@ -1,8 +1,9 @@
 """Lark callbacks that build the AST while the LALR parser reduces.
 
 The transformer is used inline (`Lark(..., transformer=...)`), so nodes are built during
-the parse and no parse tree is ever materialised. Literal and path tokens carry their node
-from the scanner; a regex token becomes its node (compiled once) on shift. Clause callbacks
+the parse and no parse tree is ever materialised. Tokens arrive as the scanner's rows
+(tuples, see txcl.syntax.tokens); literal and path rows carry their node from the scanner;
+a regex row becomes its node (compiled once) on shift. Clause callbacks
 do not return the clause to the parent rule: they append it to `self.clauses`, so clauses
 completed before a syntax error survive recovery.
 Checks that need a value rather than a token (TX005, TX029–TX032) add diagnostics to
@@ -11,7 +12,7 @@ Checks that need a value rather than a token (TX005, TX029–TX032) add diagnost
 
 from __future__ import annotations
 
-from operator import attrgetter
+from operator import itemgetter
 from typing import Any
 
 import attrs
@@ -21,7 +22,8 @@ from lark import Transformer
 from txcl.errors import Diagnostic, Position, Span
 from txcl.syntax import ast
 from txcl.syntax.durations import parse_duration_ns
-from txcl.syntax.tokens import Tok, describe_string
+from txcl.syntax.tokens import (DATA, END, END_COL, END_LINE, TYPE, VALUE, Row,
+                                 describe_string, row_end, row_span, row_start)
 
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.log_errors = False
@@ -54,14 +56,12 @@ def compile_regex(pattern: str) -> Any:
 
 
 def _span(first: Any, last: Any) -> Span:
-    """From the start of `first` to the end of `last` (tokens or nodes)."""
-    start = first._spos if type(first) is Tok else first.span.start
-    if start is None:  # a token whose position is not made yet
-        start = first.spos
-    end = last._epos if type(last) is Tok else last.span.end
-    if end is None:
-        end = last.epos
-    return Span(start, end)
+    """From the start of `first` to the end of `last` (token rows or nodes).
+
+    Row fields by number here (LINE, COL, START; END_LINE, END_COL, END): a parse calls this
+    for most nodes it builds."""
+    return Span(Position(first[5], first[6], first[3]) if type(first) is tuple else first.span.start,
+                Position(last[7], last[8], last[4]) if type(last) is tuple else last.span.end)
 
 
 class TxclTransformer(Transformer):
@@ -73,7 +73,7 @@ class TxclTransformer(Transformer):
 
     def reset(self, filename: str) -> None:
         self.filename = filename
-        self.clauses: list[tuple[str, Any, Tok, Span]] = []
+        self.clauses: list[tuple[str, Any, Row, Span]] = []
         self.diags: list[Diagnostic] = []
         self.calls: list[ast.Call] = []  # every call built, for the TX101/TX102 checks
 
@@ -83,10 +83,10 @@ class TxclTransformer(Transformer):
     # ------------------------------------------------------------ terminals
 
     # Literals and paths arrive with their node already built by the scanner, in `data`.
-    INT = FLOAT = STRING = TRUE = FALSE = NULL = PATH = DOT_PATH = staticmethod(attrgetter("data"))
+    INT = FLOAT = STRING = TRUE = FALSE = NULL = PATH = DOT_PATH = staticmethod(itemgetter(DATA))
 
-    def REGEX(self, tok: Tok) -> ast.Regex:
-        return self._regex(tok.data, "literal", tok.span)
+    def REGEX(self, tok: Row) -> ast.Regex:
+        return self._regex(tok[DATA], "literal", row_span(tok))
 
     def _regex(self, pattern: str, source: str, span: Span) -> ast.Regex:
         compiled = compile_regex(pattern)
@@ -98,14 +98,15 @@ class TxclTransformer(Transformer):
     # ------------------------------------------------------------ values
 
     def array(self, c: list) -> ast.ArrayLit:
-        items = tuple(x for x in c[1:-1] if x is not None and type(x) is not Tok)
+        items = tuple(x for x in c[1:-1] if x is not None and type(x) is not tuple)
         return ast.ArrayLit(items, span=_span(c[0], c[-1]))
 
     def call(self, c: list) -> ast.Call:
         head = c[0]
-        args = tuple(x for x in c[1:-1] if x is not None and type(x) is not Tok)
-        name_end = Position(head.end_line, head.end_col - 1, head.end - 1)  # without `(`
-        node = ast.Call(head.data, args, Span(head.spos, name_end), span=_span(head, c[-1]))
+        args = tuple(x for x in c[1:-1] if x is not None and type(x) is not tuple)
+        start = row_start(head)
+        name_end = Position(head[END_LINE], head[END_COL] - 1, head[END] - 1)  # without `(`
+        node = ast.Call(head[DATA], args, Span(start, name_end), span=Span(start, row_end(c[-1])))  # `)`
         self.calls.append(node)
         return node
 
@@ -118,7 +119,7 @@ class TxclTransformer(Transformer):
 
     def comparison(self, c: list) -> ast.Comparison:
         left, op_tok, right = c
-        op = _CMP[op_tok.type]
+        op = _CMP[op_tok[TYPE]]
         if op is ast.CmpOp.MATCH or op is ast.CmpOp.NOT_MATCH:
             if type(right) is ast.StringLit:
                 right = self._regex(right.value, "string", right.span)
@@ -139,7 +140,7 @@ class TxclTransformer(Transformer):
         seps: list[str] = []
         for i, x in enumerate(c):
             if i % 2:
-                seps.append(x.value)
+                seps.append(x[VALUE])
             elif type(x) is ast.And:  # a parenthesised chain: the parentheses are redundant
                 items.extend(x.items)
                 seps.extend(x.separators)
@@ -160,21 +161,23 @@ class TxclTransformer(Transformer):
 
     # ------------------------------------------------------------ clauses
 
-    def _clause(self, kind: str, node: Any, kw: Tok, last: Any) -> None:
+    def _clause(self, kind: str, node: Any, kw: Row, last: Any) -> None:
         self.clauses.append((kind, node, kw, _span(kw, last)))
 
     def when_bare(self, c: list) -> None:
         kw = c[0]
-        self._clause("when", ast.When(ast.Star(True, span=kw.span), span=kw.span), kw, kw)
+        span = row_span(kw)
+        self.clauses.append(("when", ast.When(ast.Star(True, span=span), span=span), kw, span))
 
     def when_star(self, c: list) -> None:
         kw, star = c
         span = _span(kw, star)
-        self._clause("when", ast.When(ast.Star(False, span=star.span), span=span), kw, star)
+        self.clauses.append(("when", ast.When(ast.Star(False, span=row_span(star)), span=span), kw, span))
 
     def when_cond(self, c: list) -> None:
         kw, cond = c
-        self._clause("when", ast.When(cond, span=_span(kw, cond)), kw, cond)
+        span = _span(kw, cond)
+        self.clauses.append(("when", ast.When(cond, span=span), kw, span))
 
     def set_clause(self, c: list) -> None:
         items = tuple(x for x in c[1:] if type(x) is ast.Assignment)
@@ -186,12 +189,14 @@ class TxclTransformer(Transformer):
 
     def select_star(self, c: list) -> None:
         kw, star = c
-        self._clause("select", ast.Select(True, (), span=_span(kw, star)), kw, star)
+        span = _span(kw, star)
+        self.clauses.append(("select", ast.Select(True, (), span=span), kw, span))
 
     def select_clause(self, c: list) -> None:
         kw = c[0]
         items = tuple(x for x in c[1:] if type(x) is ast.SelectItem)
-        self._clause("select", ast.Select(False, items, span=_span(kw, c[-1])), kw, c[-1])
+        span = _span(kw, c[-1])
+        self.clauses.append(("select", ast.Select(False, items, span=span), kw, span))
 
     def select_item(self, c: list) -> ast.SelectItem:
         source, _as, dest, _default, default = c
@@ -204,7 +209,7 @@ class TxclTransformer(Transformer):
 
     def with_pair(self, c: list) -> ast.WithPair:
         name, tail, _eq, value = c
-        key: tuple[str, ...] = (name.value,)
+        key: tuple[str, ...] = (name[VALUE],)
         key_last: Any = name
         if tail is not None:
             key = key + tail.segments
@@ -213,11 +218,13 @@ class TxclTransformer(Transformer):
 
     def priority_clause(self, c: list) -> None:
         kw, lit = c
-        self._clause("priority", ast.Priority(lit.value, span=_span(kw, lit)), kw, lit)
+        span = _span(kw, lit)
+        self.clauses.append(("priority", ast.Priority(lit.value, span=span), kw, span))
 
     def exec_clause(self, c: list) -> None:
         kw, lit = c
-        self._clause("exec", ast.Exec(lit.value, lit.span, span=_span(kw, lit)), kw, lit)
+        span = _span(kw, lit)
+        self.clauses.append(("exec", ast.Exec(lit.value, lit.span, span=span), kw, span))
 
     # ------------------------------------------------------------ LOOP
 
@@ -260,14 +267,14 @@ class TxclTransformer(Transformer):
         for mod in c[1:]:
             kind, value, mkw, span = mod
             if kind in seen:
-                self._diag("TX032", f"LOOP {kind.upper()} given more than once", mkw.span)
+                self._diag("TX032", f"LOOP {kind.upper()} given more than once", row_span(mkw))
                 continue
             seen[kind] = mod
             marks.append(ast.ClauseMark(kind, span=span))
         if "until" not in seen:
-            self._diag("TX029", "LOOP requires an UNTIL condition", kw.span)
+            self._diag("TX029", "LOOP requires an UNTIL condition", row_span(kw))
         last = c[-1][3]
-        span = Span(kw.spos, last.end)
+        span = Span(row_start(kw), last.end)
         loop = ast.Loop(
             until=seen["until"][1] if "until" in seen else None,
             set=seen["set"][1] if "set" in seen else (),
