@@ -150,13 +150,15 @@ class Scanner:
         text = self.text
         n = len(text)
         append = self.rows.append
-        match = _MASTER.match
-        pos = 0
+        # A scanner object matches where its last match ended, keeping its state between
+        # matches; a token that ends elsewhere (a WITH key tail, a regex, a bad path or
+        # string) starts a new one at its end.
+        following = _MASTER.scanner(text).match
         line = 1
         line_start = 0
         prev = ""  # type of the previous significant token
-        while pos < n:
-            m = match(text, pos)
+        while True:
+            m = following()
             if m is None:  # only blanks remain
                 break
             index = m.lastindex
@@ -164,19 +166,20 @@ class Scanner:
             kind = _GROUP_NAMES[index]
             if kind == "NL":
                 line += 1
-                line_start = pos = end
+                line_start = end
                 continue
             col = pos - line_start + 1
             if prev == "NAME" and text[pos] == ".":
                 tm = _KEY_TAIL.match(text, pos)
                 if tm is not None:
                     kind = "PATH"
-                    m = tm
                     end = tm.end()
+                    following = _MASTER.scanner(text, end).match
             if kind == "PATH":
                 if end < n and (text[end] in '."' or (text[end - 1] == '"'
                                                         and text[end] in _NAME_CHARS)):
                     end = self._bad_path(pos, line, col)
+                    following = _MASTER.scanner(text, end).match
                 else:
                     value = text[pos:end]
                     segments = path_segments(value)
@@ -187,13 +190,11 @@ class Scanner:
                     append(("DOT_PATH" if prev == "NAME" and not at else "PATH",
                             value, node, pos, end, line, col, line, col + end - pos))
                     prev = "PATH"
-                pos = end
                 continue
             if kind == "OP":
                 value = text[pos:end]
                 prev = _OPS[value]
                 append((prev, value, None, pos, end, line, col, line, col + end - pos))
-                pos = end
                 continue
             if kind == "NAME":
                 value = text[pos:end]
@@ -213,7 +214,6 @@ class Scanner:
                     append(("NAME", value, CONTEXTUAL.get(lower), pos, end, line, col, line,
                             col + end - pos))
                     prev = "NAME"
-                pos = end
                 continue
             if kind == "STRING":
                 value = text[pos:end]
@@ -231,16 +231,13 @@ class Scanner:
                     line = end_line
                     line_start = text.rfind("\n", pos, end) + 1
                 prev = "STRING"
-                pos = end
                 continue
             if kind == "NUM":
                 self._number(text[pos:end], pos, end, line, col)
                 prev = "NUM"
-                pos = end
                 continue
             if kind == "COMMENT":
                 self.comments.append(Comment(text[pos + 1:end], span=_line_span(line, col, pos, end)))
-                pos = end
                 continue
             if kind == "CALL":
                 value = text[pos:end]
@@ -252,7 +249,6 @@ class Scanner:
                     self._error(text, pos, end, line, col, self._diag(
                         "TX017", f"expected '(' after {value}", pos, end, line, col))
                     prev = "ERROR"
-                pos = end
                 continue
             if kind == "SLASH" and prev in ("MATCH", "NMATCH"):
                 rm = _REGEX_BODY.match(text, pos)
@@ -267,21 +263,18 @@ class Scanner:
                     self._error(text, pos, end, line, col, self._diag(
                         "TX004", "unterminated regex literal", pos, end, line, col))
                     prev = "ERROR"
-                pos = end
+                following = _MASTER.scanner(text, end).match
                 continue
-            if kind == "USTRING":
-                end = n
-                self._error(text, pos, end, line, col, self._diag(
-                    "TX003", "unterminated string literal", pos, end, line, col))
-                pos = end
-                continue
+            if kind == "USTRING":  # runs to the end of the text
+                self._error(text, pos, n, line, col, self._diag(
+                    "TX003", "unterminated string literal", pos, n, line, col))
+                break
             if kind == "DOTBAD":
                 c = text[pos:end]
                 self._error(text, pos, end, line, col, self._diag(
                     "TX008", f"'{c}' must be followed by a letter or '_' to start a path",
                     pos, end, line, col))
                 prev = "ERROR"
-                pos = end
                 continue
             # SLASH outside a regex position, or any other character
             c = text[pos:end]
@@ -289,7 +282,6 @@ class Scanner:
                 "TX001", f"unexpected character {char_text(c)}", pos, end, line, col,
                 _CHAR_HINTS.get(c)))
             prev = "ERROR"
-            pos = end
         return self
 
     # ------------------------------------------------------------ numbers and bad paths
