@@ -265,3 +265,27 @@ def test_public_api_export():
     import txcl
 
     assert txcl.parse_rule is parse_rule
+
+
+def test_scanner_rows_and_their_token_objects():
+    """The parser reads tokens as rows (tuples); tools read the same tokens as objects."""
+    from txcl.syntax.lexer import scan
+    from txcl.syntax.tokens import COL, DATA, END, LINE, START, TYPE, VALUE, Tok, row_span
+
+    scanner = scan('WHEN .a == 1\n  EMIT .b = "x" every ?')
+    rows = scanner.rows
+    assert [row[TYPE] for row in rows] == ["WHEN", "PATH", "EQ", "INT", "EMIT", "PATH", "ASSIGN",
+                                           "STRING", "NAME", "ERROR"]
+    emit = rows[4]
+    assert (emit[VALUE], emit[START], emit[END], emit[LINE], emit[COL]) == ("EMIT", 15, 19, 2, 3)
+    assert rows[3][DATA] == ast.IntLit(1, "1")  # literals carry their node
+    assert rows[8][DATA] == "EVERY"  # a contextual keyword, decided by the parser
+    assert rows[9][-1].code == "TX001"  # an ERROR row carries its diagnostic
+    span = row_span(emit)
+    assert (span.start.line, span.start.column, span.end.column, span.end.offset) == (2, 3, 7, 19)
+    tokens = scanner.tokens
+    assert all(type(tok) is Tok for tok in tokens)
+    assert [(t.type, t.value, t.start, t.end, t.line, t.col, t.end_line, t.end_col)
+            for t in tokens] == [row[:2] + row[3:9] for row in rows]
+    assert tokens[9].error is rows[9][-1] and tokens[3].data is rows[3][DATA]
+    assert tokens[4].span == span

@@ -4,10 +4,11 @@ Lark is the parser of record: the LALR(1) table Lark builds from grammar/txcl.la
 (once per process, cached on disk) decides what parses, and the transformer
 (txcl.syntax.transform) builds the AST inline, during the reductions. Two things are
 done by hand for speed and for error quality: tokens come from the scanner
-(txcl.syntax.lexer), and the LALR loop is Lark's own `feed_token` algorithm run over the
-table pre-resolved to plain dicts, with the reduction callbacks built here with Lark's
-tree-builder semantics (no per-step Token/Rule hashing, no wrapper chains). Together
-this is about as fast as a bare Lark parse that builds only a parse tree.
+(txcl.syntax.lexer) as plain tuples, and the LALR loop is Lark's own `feed_token` algorithm
+run over the table pre-resolved to dicts of integers, with the reduction callbacks built
+here with Lark's tree-builder semantics (no per-step Token/Rule hashing, no wrapper
+chains). Together this takes about 0.7 of the time of a bare Lark parse that builds only
+a parse tree.
 
 Error handling: when the table rejects a token, the explainer
 (txcl.syntax.explain) walks the failing stretch with the same grammar written as
