@@ -184,11 +184,12 @@ class Scanner:
                     value = text[pos:end]
                     segments = path_segments(value)
                     at = value[0] == "@"
+                    end_col = col + end - pos
                     node = ast.Path(("_txc", *segments) if at else segments, at,
-                                    span=_line_span(line, col, pos, end))
+                                    span=Span(Position(line, col, pos), Position(line, end_col, end)))
                     # a `.`-path right after a NAME is a WITH key tail (grammar: DOT_PATH)
                     append(("DOT_PATH" if prev == "NAME" and not at else "PATH",
-                            value, node, pos, end, line, col, line, col + end - pos))
+                            value, node, pos, end, line, col, line, end_col))
                     prev = "PATH"
                 continue
             if kind == "OP":

@@ -378,7 +378,8 @@ def _assemble(clauses: list, comments: list, filename: str,
               text: str) -> tuple[ast.Rule, list[Diagnostic]]:
     """Clauses in source order → Rule; SET PRE/POST by position; TX011 for repeats."""
     diags: list[Diagnostic] = []
-    clauses = sorted(clauses, key=lambda c: c[2][START])  # c[2]: the clause keyword's row
+    # `clauses` are in source order: the parser reduces a clause when it reads the keyword
+    # of the next one (or the end), and recovery after an error only moves forward
     select_at = next((c[2][START] for c in clauses if c[0] == "select"), None)
     single: dict[str, Any] = {}
     first_line: dict[str, int] = {}
