@@ -108,11 +108,6 @@ class Tok:
     def __repr__(self) -> str:
         return f"Tok({self.type}, {self.value!r}, {self.line}:{self.col})"
 
-    @classmethod
-    def of(cls, row: Row) -> "Tok":
-        """The token of a scanner row."""
-        return cls(*row)
-
 
 def describe(tok: Tok) -> str:
     """The `found …` text of a syntax error: `path .x`, `keyword SELECT`, `'=='`, `end of input`…"""
