@@ -119,6 +119,9 @@ class _Parser:
             if callable(getattr(self.transformer, t.name, None))}
         self.term_callbacks: dict[str, Any] = term_callbacks
         self.actions, self.reductions = _compile_table(conf, self.transformer)
+        # Accepting is shifting `$END` in the end state, which Lark's table leaves empty:
+        # then the driver needs no end-of-input test of its own.
+        self.actions[self.end_state]["$END"] = self.end_state
         self.lock = threading.Lock()
         self.mismatches = 0  # explainer disagreed with the table (tests watch this)
 
@@ -141,7 +144,8 @@ class _Parser:
             stack.append(gotos[stack[-1]])
 
     def _run(self, rows: list[Row], i: int) -> int | None:
-        """Parse rows[i:] from a fresh state; the index of the failing token or None.
+        """Parse rows[i:] (which end with `_END_OF_INPUT`) from a fresh state; the index of
+        the failing token or None.
 
         This is Lark's LALR loop (ParserState.feed_token) over Lark's own table and
         callbacks, with the table pre-resolved to plain dicts of integers (see
@@ -181,28 +185,9 @@ class _Parser:
                     values.append(callback(children))
                     state = gotos[stack[-1]]
                     stack.append(state)
-            # the end of input: reduce until the table accepts ($END itself is never shifted)
-            end_state = self.end_state
-            while True:
-                act = actions[state].get("$END")
-                if act is None:
-                    return len(rows)
-                if act >= 0:
-                    return None
-                size, gotos, callback = reductions[~act]
-                if size:
-                    children = values[-size:]
-                    del stack[-size:]
-                    del values[-size:]
-                else:
-                    children = []
-                values.append(callback(children))
-                state = gotos[stack[-1]]
-                if state == end_state:
-                    return None
-                stack.append(state)
         except VisitError as exc:  # an exception inside a callback: unwrap it
             raise exc.orig_exc from None
+        return None  # `$END` was shifted: accepted
 
     def parse(self, text: str, filename: str) -> tuple[ast.Rule | None, list[Diagnostic]]:
         """(rule or None, TX0xx diagnostics in file order)."""
@@ -214,18 +199,19 @@ class _Parser:
         from txcl.syntax.explain import explain
 
         scanner = scan(text, filename)
-        rows = scanner.rows
+        n = len(scanner.rows)
+        rows = [*scanner.rows, _END_OF_INPUT]  # the driver marks contextual keywords in it
         diags: list[Diagnostic] = []
         with self.lock:
             tr = self.transformer
             tr.reset(filename)
             i = 0
-            n = len(rows)
             while True:
                 bad = self._run(rows, i)
                 if bad is None:
                     break
-                diag, agreed = explain(scanner.tokens, i, bad, Tok(*_end_row(text)), filename)
+                tokens = [Tok(*row) for row in rows[:n]]
+                diag, agreed = explain(tokens, i, bad, Tok(*_end_row(text)), filename)
                 if not agreed:
                     self.mismatches += 1
                 diags.append(diag)
@@ -358,6 +344,10 @@ def _resume_index(rows: list[Row], bad: int, start: int) -> int:
     while j < n and rows[j][TYPE] not in CLAUSE_KW_SET:
         j += 1
     return j
+
+
+# What the driver reads after the last token: only its type is looked at.
+_END_OF_INPUT: Row = ("$END",)
 
 
 def _end_row(text: str) -> Row:
