@@ -151,8 +151,8 @@ class Scanner:
         n = len(text)
         append = self.rows.append
         # A scanner object matches where its last match ended, keeping its state between
-        # matches; a token that ends elsewhere (a WITH key tail, a regex, a bad path or
-        # string) starts a new one at its end.
+        # matches; a token that ends elsewhere (a WITH key tail, a regex, a bad path) starts
+        # a new one at its end, and an unterminated string ends the scan.
         following = _MASTER.scanner(text).match
         line = 1
         line_start = 0
