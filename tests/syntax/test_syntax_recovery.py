@@ -71,3 +71,28 @@ def test_no_explainer_disagreement_on_recovery_cases():
         with pytest.raises(TxclSyntaxError):
             parse_rule(source)
     assert get_parser().mismatches == before
+
+
+def test_explaining_many_errors_makes_each_token_object_once(monkeypatch):
+    """The explainer's token objects are made once per parse, not once per error (a file
+    with thousands of mistakes must not cost the square of its length)."""
+    import txcl.syntax.parser as parser_module
+    from txcl.syntax.parser import get_parser
+    from txcl.syntax.tokens import Tok
+
+    made = 0
+
+    class CountingTok(Tok):
+        __slots__ = ()
+
+        def __init__(self, *args):
+            nonlocal made
+            made += 1
+            super().__init__(*args)
+
+    monkeypatch.setattr(parser_module, "Tok", CountingTok)
+    text = "WHEN .a == == 1\nLOOP UNTIL .a == 1 every every 5\n" * 300
+    rule, diags = get_parser().parse(text, "many.txcl")
+    assert rule is None and len(diags) == 600
+    tokens = 6 * 300 + 8 * 300
+    assert made <= tokens + 1 + 300  # every token, `$END`, and each `every` turned keyword again

@@ -206,12 +206,20 @@ class _Parser:
             tr = self.transformer
             tr.reset(filename)
             i = 0
+            tokens: list[Tok] = []  # made at the first error, for the explainer
+            end_tok = None
             while True:
                 bad = self._run(rows, i)
                 if bad is None:
                     break
-                tokens = [Tok(*row) for row in rows[:n]]
-                diag, agreed = explain(tokens, i, bad, Tok(*_end_row(text)), filename)
+                if end_tok is None:
+                    tokens = [Tok(*row) for row in rows[:n]]
+                    end_tok = Tok(*_end_row(text))
+                else:  # a row this run read may have become a contextual keyword
+                    for k in range(i, min(bad + 1, n)):
+                        if rows[k][TYPE] != tokens[k].type:
+                            tokens[k] = Tok(*rows[k])
+                diag, agreed = explain(tokens, i, bad, end_tok, filename)
                 if not agreed:
                     self.mismatches += 1
                 diags.append(diag)
