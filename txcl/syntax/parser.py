@@ -114,10 +114,10 @@ class _Parser:
         conf = ParseConf(inner.parse_table, inner.callbacks, "start")
         self.start_state = conf.start_state
         self.end_state = conf.end_state
-        term_callbacks = {
+        # the transformer's methods named after terminals, called when one is shifted
+        self.term_callbacks: dict[str, Any] = {
             t.name: getattr(self.transformer, t.name) for t in self.lark.terminals
             if callable(getattr(self.transformer, t.name, None))}
-        self.term_callbacks: dict[str, Any] = term_callbacks
         self.actions, self.reductions = _compile_table(conf, self.transformer)
         # Accepting is shifting `$END` in the end state, which Lark's table leaves empty:
         # then the driver needs no end-of-input test of its own.
