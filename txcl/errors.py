@@ -7,6 +7,7 @@ the REPL, the language server and HTTP answers all render the same object.
 from __future__ import annotations
 
 import re
+from operator import itemgetter
 from typing import Iterable
 
 import attrs
@@ -33,7 +34,7 @@ def clip_words(text: str) -> str:
     return _LONG_WORD.sub(lambda m: m.group(0)[:head] + "…" + m.group(0)[-tail:], text)
 
 
-# Positions, spans and syntax-tree nodes are made by the hundred for every rule parsed.
+# Positions and syntax-tree nodes are made by the hundred for every rule parsed.
 # attrs' frozen classes store each field through object.__setattr__, about three times the
 # cost of a plain slot store, so these are ordinary slotted classes that are *treated* as
 # immutable: nothing assigns to one after it is made (they are shared, by the parse cache
@@ -50,19 +51,58 @@ class Position:
     offset: int
 
 
-@value_class
-class Span:
-    """A source range; `end` is exclusive."""
+_new_tuple = tuple.__new__
 
-    start: Position
-    end: Position
+
+class Span(tuple):
+    """A source range; `end` is exclusive.
+
+    A span is the six integers `(line, column, offset, end_line, end_column, end_offset)`, a
+    tuple of them: a parse makes one for nearly every node, and a tuple is made in C, where a
+    `Span` holding two `Position` objects cost three Python constructors. `start` and `end`
+    give the positions (made when asked); the fields by name are cheaper. Make one with
+    `Span(start, end)` or, from integers, `span_of(...)`.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, start: Position, end: Position) -> "Span":
+        return _new_tuple(cls, (start.line, start.column, start.offset,
+                                end.line, end.column, end.offset))
+
+    line = property(itemgetter(0), doc="Line of the first character (1-based).")
+    column = property(itemgetter(1), doc="Column of the first character (1-based, code points).")
+    offset = property(itemgetter(2), doc="Offset of the first character (0-based).")
+    end_line = property(itemgetter(3), doc="Line just after the last character.")
+    end_column = property(itemgetter(4), doc="Column just after the last character.")
+    end_offset = property(itemgetter(5), doc="Offset just after the last character.")
+
+    @property
+    def start(self) -> Position:
+        return Position(self[0], self[1], self[2])
+
+    @property
+    def end(self) -> Position:
+        return Position(self[3], self[4], self[5])
 
     @classmethod
     def point(cls, pos: Position) -> "Span":
         return cls(pos, pos)
 
     def as_list(self) -> list[int]:
-        return [self.start.line, self.start.column, self.end.line, self.end.column]
+        return [self[0], self[1], self[3], self[4]]
+
+    def __getnewargs__(self) -> tuple[Position, Position]:  # type: ignore[override]
+        return (self.start, self.end)  # how pickle makes it again
+
+    def __repr__(self) -> str:
+        return f"Span(start={self.start!r}, end={self.end!r})"
+
+
+def span_of(line: int, column: int, offset: int, end_line: int, end_column: int,
+            end_offset: int) -> Span:
+    """The span between two positions given as integers."""
+    return _new_tuple(Span, (line, column, offset, end_line, end_column, end_offset))
 
 
 NO_SPAN = Span(Position(1, 1, 0), Position(1, 1, 0))

@@ -283,9 +283,31 @@ def test_scanner_rows_and_their_token_objects():
     assert rows[9][-1].code == "TX001"  # an ERROR row carries its diagnostic
     span = row_span(emit)
     assert (span.start.line, span.start.column, span.end.column, span.end.offset) == (2, 3, 7, 19)
+    assert span == emit[3:9] and (span.line, span.end_column) == (2, 7)  # a span is six integers
     tokens = scanner.tokens
     assert all(type(tok) is Tok for tok in tokens)
-    assert [(t.type, t.value, t.start, t.end, t.line, t.col, t.end_line, t.end_col)
+    assert [(t.type, t.value, t.line, t.col, t.start, t.end_line, t.end_col, t.end)
             for t in tokens] == [row[:2] + row[3:9] for row in rows]
     assert tokens[9].error is rows[9][-1] and tokens[3].data is rows[3][DATA]
     assert tokens[4].span == span
+
+
+def test_a_span_is_six_integers_with_positions_on_demand():
+    """Spans are tuples of (line, column, offset, end_line, end_column, end_offset); the rest
+    of the code reads them through `start`/`end` and the named fields, and they survive the
+    check cache (pickle) and compare by value."""
+    import pickle
+
+    from txcl.errors import Position, Span, span_of
+
+    span = Span(Position(2, 3, 15), Position(2, 7, 19))
+    assert span == (2, 3, 15, 2, 7, 19) and span == span_of(2, 3, 15, 2, 7, 19)
+    assert (span.start, span.end) == (Position(2, 3, 15), Position(2, 7, 19))
+    assert (span.line, span.column, span.offset, span.end_line, span.end_column,
+            span.end_offset) == (2, 3, 15, 2, 7, 19)
+    assert span.as_list() == [2, 3, 2, 7]
+    again = pickle.loads(pickle.dumps(span, protocol=pickle.HIGHEST_PROTOCOL))
+    assert type(again) is Span and again == span and hash(again) == hash(span)
+    assert repr(span) == ("Span(start=Position(line=2, column=3, offset=15), "
+                          "end=Position(line=2, column=7, offset=19))")
+    assert Span.point(Position(1, 1, 0)) != span

@@ -12,22 +12,23 @@ from typing import Any
 
 from txcl.check.rules.base import (is_literal, is_unconditional, literal_value, read_paths,
                                    truthy_literal, with_map)
-from txcl.errors import Position, Span
+from txcl.errors import Span
 from txcl.syntax import ast
 
 SpanT = tuple[int, int, int, int, int, int]
+_new_tuple = tuple.__new__
 _STAGE = re.compile(r"^(?:(?P<stack>[A-Za-z0-9_-]+(?:/[A-Za-z0-9_-]+)*)/)?(?P<scope>[0-9]{1,9})$")
 
 JOIN_OPTIONS = ("join_deadline", "on_join_deadline", "join_wait")
 
 
 def span_t(span: Span) -> SpanT:
-    return (span.start.line, span.start.column, span.start.offset,
-            span.end.line, span.end.column, span.end.offset)
+    """A span as a plain tuple of its six integers (what the check cache keeps)."""
+    return tuple(span)  # type: ignore[return-value]
 
 
 def span_of(t: SpanT) -> Span:
-    return Span(Position(t[0], t[1], t[2]), Position(t[3], t[4], t[5]))
+    return _new_tuple(Span, t)
 
 
 def jump_of_exec(target: str) -> tuple[str | None, int] | None:

@@ -3,7 +3,7 @@ parse), for the parse cache on disk (txcl.syntax.diskcache).
 
 `encode` turns the result into nested lists, tuples and scalars written with `marshal`;
 `decode` builds the same objects back, several times quicker than parsing the text again:
-nodes are made by straight-line field stores (no attrs `__init__`), positions are shared by offset,
+nodes are made by straight-line field stores (no attrs `__init__`), spans are shared,
 and regular expressions are left to be compiled where they are first used. The file name and
 the text are not stored: the caller gives them back, so one entry serves a text under any
 name. `SCHEMA` names every class and field the form depends on; the cache key includes it,
@@ -18,11 +18,11 @@ from typing import Any
 
 import attrs
 
-from txcl.errors import NO_SPAN, Diagnostic, Position, Span
+from txcl.errors import NO_SPAN, Diagnostic, Span
 from txcl.syntax import ast
 
 #: Bump when the encoding changes in a way SCHEMA does not show.
-CODEC_VERSION = 1
+CODEC_VERSION = 2  # 2: spans stored as their six integers
 
 _NODE_CLASSES: tuple[type, ...] = (
     ast.Path, ast.IntLit, ast.FloatLit, ast.StringLit, ast.BoolLit, ast.NullLit, ast.ArrayLit,
@@ -44,8 +44,6 @@ _SETTERS: list[tuple[type, tuple[Any, ...]]] = [
 
 SCHEMA = hashlib.sha256(repr((
     CODEC_VERSION, [(cls.__name__, _FIELDS[cls]) for cls in _NODE_CLASSES], [m.value for m in ast.CmpOp],
-    tuple(f.name for f in attrs.fields(Position)),
-    tuple(f.name for f in attrs.fields(Span)),
 )).encode("utf-8")).hexdigest()[:16]
 
 
@@ -90,29 +88,16 @@ _ENCODERS = {cls: _node_encoder(cls) for cls in _NODE_CLASSES}
 
 
 def encode(result: ast.Rule | list[Diagnostic], text: str, filename: str) -> bytes:
-    """The stored form of one parse result of `text` under `filename`: (positions, spans,
-    tree), positions as flat (line, column, offset) triples, spans as pairs of position
-    numbers, and span fields of the tree as span numbers."""
-    positions: dict[int, int] = {}
-    flat_positions: list[int] = []
-    spans: dict[tuple[int, int], int] = {}
+    """The stored form of one parse result of `text` under `filename`: (spans, tree), the
+    spans as flat runs of their six integers, and span fields of the tree as span numbers."""
+    spans: dict[Span, int] = {}
     flat_spans: list[int] = []
 
     def span(value: Span) -> int:
-        start, end = value.start, value.end
-        key = (start.offset, end.offset)
-        number = spans.get(key)
+        number = spans.get(value)
         if number is None:
-            number = spans[key] = len(spans)
-            first = positions.get(key[0])
-            if first is None:
-                first = positions[key[0]] = len(positions)
-                flat_positions.extend((start.line, start.column, key[0]))
-            last = positions.get(key[1])
-            if last is None:
-                last = positions[key[1]] = len(positions)
-                flat_positions.extend((end.line, end.column, key[1]))
-            flat_spans.extend((first, last))
+            number = spans[value] = len(spans)
+            flat_spans.extend(value)
         return number
 
     encoders = _ENCODERS
@@ -131,7 +116,7 @@ def encode(result: ast.Rule | list[Diagnostic], text: str, filename: str) -> byt
         return encoder(value, enc, span, filename, text)
 
     tree = enc(tuple(result)) if isinstance(result, list) else enc(result)
-    return marshal.dumps((tuple(flat_positions), tuple(flat_spans), tree))
+    return marshal.dumps((tuple(flat_spans), tree))
 
 
 # ---------------------------------------------------------------- decode
@@ -169,10 +154,9 @@ _BUILDERS = tuple(_node_decoder(cls) for cls in _NODE_CLASSES)
 def decode(data: bytes, text: str, filename: str) -> ast.Rule | list[Diagnostic]:
     """The parse result `encode` stored, for `text` under `filename`. Raises ValueError (or
     another exception) on damaged data; the caller then parses the text instead."""
-    flat_positions, flat_spans, tree = marshal.loads(data)
-    positions = [Position(flat_positions[i], flat_positions[i + 1], flat_positions[i + 2])
-                 for i in range(0, len(flat_positions), 3)]
-    spans = [Span(positions[flat_spans[i]], positions[flat_spans[i + 1]]) for i in range(0, len(flat_spans), 2)]
+    flat_spans, tree = marshal.loads(data)
+    new_tuple = tuple.__new__
+    spans = [new_tuple(Span, flat_spans[i:i + 6]) for i in range(0, len(flat_spans), 6)]
     builders = _BUILDERS
 
     def dec(value: Any) -> Any:

@@ -13,13 +13,15 @@ from __future__ import annotations
 import base64
 import re
 
-from txcl.errors import Diagnostic, Position, Span
+from txcl.errors import Diagnostic, Span, span_of
 from txcl.syntax import ast
 from txcl.syntax.ast import Comment
 from txcl.syntax.tokens import CONTEXTUAL, KEYWORDS, RESERVED, Row, Tok, char_text
 
 # A line break is a token of its own (NL, never passed on) so that lines are counted without
 # scanning the blanks between tokens again.
+_new_tuple = tuple.__new__  # a Span from its six integers, made in C
+
 _MASTER = re.compile(r"[ \t\r]*(?:" + "|".join((
     # the commonest first (alternatives are tried in order); STRING/USTRING before NAME
     # (`b64"…"`) and PATH before DOTBAD
@@ -84,7 +86,7 @@ def regex_body(body: str) -> str:
 
 def _line_span(line: int, col: int, start: int, end: int) -> Span:
     """The span of a token that does not cross a line break."""
-    return Span(Position(line, col, start), Position(line, col + end - start, end))
+    return _new_tuple(Span, (line, col, start, line, col + end - start, end))
 
 
 def path_segments(text: str) -> tuple[str, ...]:
@@ -128,7 +130,7 @@ class Scanner:
     def _diag(self, code: str, message: str, start: int, end: int, line: int, col: int,
               hint: str | None = None) -> Diagnostic:
         end_line, end_col = self._advance(line, col, self.text[start:end])
-        span = Span(Position(line, col, start), Position(end_line, end_col, end))
+        span = span_of(line, col, start, end_line, end_col, end)
         return Diagnostic(code, message, self.filename, span, hint)
 
     @staticmethod
@@ -141,8 +143,8 @@ class Scanner:
     def _error(self, text: str, start: int, end: int, line: int, col: int,
                diag: Diagnostic, data: str | None = None) -> None:
         end_line, end_col = self._advance(line, col, text[start:end])
-        self.rows.append(("ERROR", text[start:end], data, start, end, line, col,
-                          end_line, end_col, diag))
+        self.rows.append(("ERROR", text[start:end], data, line, col, start,
+                          end_line, end_col, end, diag))
 
     # ------------------------------------------------------------ main loop
 
@@ -186,16 +188,16 @@ class Scanner:
                     at = value[0] == "@"
                     end_col = col + end - pos
                     node = ast.Path(("_txc", *segments) if at else segments, at,
-                                    span=Span(Position(line, col, pos), Position(line, end_col, end)))
+                                    span=_new_tuple(Span, (line, col, pos, line, end_col, end)))
                     # a `.`-path right after a NAME is a WITH key tail (grammar: DOT_PATH)
                     append(("DOT_PATH" if prev == "NAME" and not at else "PATH",
-                            value, node, pos, end, line, col, line, end_col))
+                            value, node, line, col, pos, line, end_col, end))
                     prev = "PATH"
                 continue
             if kind == "OP":
                 value = text[pos:end]
                 prev = _OPS[value]
-                append((prev, value, None, pos, end, line, col, line, col + end - pos))
+                append((prev, value, None, line, col, pos, line, col + end - pos, end))
                 continue
             if kind == "NAME":
                 value = text[pos:end]
@@ -205,15 +207,15 @@ class Scanner:
                     literal = _LITERAL_KEYWORDS.get(kw)
                     if literal is not None:  # true, false, null: their node in `data`
                         literal = literal(_line_span(line, col, pos, end))
-                    append((kw, value, literal, pos, end, line, col, line, col + end - pos))
+                    append((kw, value, literal, line, col, pos, line, col + end - pos, end))
                     prev = kw
                 elif lower in RESERVED:
                     self._error(text, pos, end, line, col, self._diag(
                         "TX012", f"'{value}' is a reserved word", pos, end, line, col))
                     prev = "ERROR"
                 else:
-                    append(("NAME", value, CONTEXTUAL.get(lower), pos, end, line, col, line,
-                            col + end - pos))
+                    append(("NAME", value, CONTEXTUAL.get(lower), line, col, pos, line,
+                            col + end - pos, end))
                     prev = "NAME"
                 continue
             if kind == "STRING":
@@ -221,13 +223,13 @@ class Scanner:
                 b64 = value[0] == "b"
                 plain = unescape(value[4:-1] if b64 else value[1:-1])
                 end_line, end_col = self._advance(line, col, value)
-                span = Span(Position(line, col, pos), Position(end_line, end_col, end))
+                span = _new_tuple(Span, (line, col, pos, end_line, end_col, end))
                 if b64:
                     node = ast.StringLit(base64.b64encode(plain.encode("utf-8", "surrogatepass"))
                                          .decode("ascii"), True, plain, span=span)
                 else:
                     node = ast.StringLit(plain, False, plain, span=span)
-                append(("STRING", value, node, pos, end, line, col, end_line, end_col))
+                append(("STRING", value, node, line, col, pos, end_line, end_col, end))
                 if end_line != line:
                     line = end_line
                     line_start = text.rfind("\n", pos, end) + 1
@@ -243,8 +245,8 @@ class Scanner:
             if kind == "CALL":
                 value = text[pos:end]
                 if value[-1] == "(":
-                    append(("CALL_START", value, value[1:-1], pos, end, line, col, line,
-                            col + end - pos))
+                    append(("CALL_START", value, value[1:-1], line, col, pos, line,
+                            col + end - pos, end))
                     prev = "CALL_START"
                 else:
                     self._error(text, pos, end, line, col, self._diag(
@@ -255,8 +257,8 @@ class Scanner:
                 rm = _REGEX_BODY.match(text, pos)
                 if rm is not None:
                     end = rm.end()
-                    append(("REGEX", rm.group(), regex_body(rm.group(1)), pos, end, line,
-                            col, line, col + end - pos))
+                    append(("REGEX", rm.group(), regex_body(rm.group(1)), line, col, pos,
+                            line, col + end - pos, end))
                     prev = "REGEX"
                 else:
                     eol = text.find("\n", pos)
@@ -310,7 +312,7 @@ class Scanner:
             type_ = "FLOAT"
             node_class = ast.FloatLit
         node = node_class(number, value, span=_line_span(line, col, pos, end))
-        self.rows.append((type_, value, node, pos, end, line, col, line, col + end - pos))
+        self.rows.append((type_, value, node, line, col, pos, line, col + end - pos, end))
 
     def _out_of_range(self, value: str, pos: int, end: int, line: int, col: int) -> None:
         self._error(self.text, pos, end, line, col, self._diag(

@@ -364,7 +364,7 @@ def _end_row(text: str) -> Row:
     before = text[:stripped]
     line = before.count("\n") + 1
     col = stripped - (before.rfind("\n") + 1) + 1
-    return ("$END", "", None, stripped, stripped, line, col, line, col)
+    return ("$END", "", None, line, col, stripped, line, col, stripped)
 
 
 def _end_position(text: str) -> Position:

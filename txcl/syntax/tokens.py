@@ -1,10 +1,12 @@
 """Tokens of the TXCL scanner and how diagnostics describe them.
 
-The scanner makes each token a plain tuple, a *row*: `(type, value, data, start, end, line,
-col, end_line, end_col)`, plus the diagnostic for an `ERROR` token. A tuple costs a tenth of
+The scanner makes each token a plain tuple, a *row*: `(type, value, data, line, col, start,
+end_line, end_col, end)`, plus the diagnostic for an `ERROR` token. A tuple costs a tenth of
 an object with an `__init__`, and a parse makes one per token; the parser and the AST
-builder read rows by the indexes below. `Tok` is the same token as an object with names,
-for everything that is not on that path (error explanations, tools, tests).
+builder read rows by the indexes below. The last six fields are laid out as a `Span`'s
+integers, so `row[3:9]` is the token's span and `row[3:6]`, `row[6:9]` its two ends. `Tok`
+is the same token as an object with names, for everything that is not on that path (error
+explanations, tools, tests).
 
 Token types are the terminal names of grammar/txcl.lark, plus `ERROR` for text the scanner
 rejected (its diagnostic rides along and is reported only if the parser reaches it).
@@ -15,6 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 from txcl.errors import Diagnostic, Position, Span
+
+_new_tuple = tuple.__new__  # a Span from its six integers, made in C
 
 CLAUSE_KEYWORDS = ("WHEN", "SET", "SELECT", "WITH", "PRIORITY", "EXEC", "LOOP", "EMIT")
 CLAUSE_KW_SET = frozenset(CLAUSE_KEYWORDS)
@@ -33,9 +37,9 @@ PUNCT_TEXT = {
 
 
 # Indexes into a token row.
-TYPE, VALUE, DATA, START, END, LINE, COL, END_LINE, END_COL, ERROR = range(10)
+TYPE, VALUE, DATA, LINE, COL, START, END_LINE, END_COL, END, ERROR = range(10)
 
-Row = tuple  # (type, value, data, start, end, line, col, end_line, end_col[, error])
+Row = tuple  # (type, value, data, line, col, start, end_line, end_col, end[, error])
 
 
 def row_start(row: Row) -> Position:
@@ -49,8 +53,7 @@ def row_end(row: Row) -> Position:
 
 
 def row_span(row: Row) -> Span:
-    return Span(Position(row[LINE], row[COL], row[START]),
-                Position(row[END_LINE], row[END_COL], row[END]))
+    return _new_tuple(Span, row[3:9])
 
 
 class Tok:
@@ -60,20 +63,20 @@ class Tok:
     `end` exclusive; `end_line`/`end_col` give the position just after the token.
     """
 
-    __slots__ = ("type", "value", "data", "start", "end", "line", "col", "end_line",
-                 "end_col", "error", "_spos", "_epos")
+    __slots__ = ("type", "value", "data", "line", "col", "start", "end_line", "end_col",
+                 "end", "error", "_spos", "_epos")
 
-    def __init__(self, type_: str, value: str, data: Any, start: int, end: int, line: int,
-                 col: int, end_line: int, end_col: int, error: Diagnostic | None = None):
+    def __init__(self, type_: str, value: str, data: Any, line: int, col: int, start: int,
+                 end_line: int, end_col: int, end: int, error: Diagnostic | None = None):
         self.type = type_
         self.value = value
         self.data = data
-        self.start = start
-        self.end = end
         self.line = line
         self.col = col
+        self.start = start
         self.end_line = end_line
         self.end_col = end_col
+        self.end = end
         self.error = error
         self._spos: Position | None = None
         self._epos: Position | None = None

@@ -19,11 +19,10 @@ import attrs
 import re2
 from lark import Transformer
 
-from txcl.errors import Diagnostic, Position, Span
+from txcl.errors import Diagnostic, Span
 from txcl.syntax import ast
 from txcl.syntax.durations import parse_duration_ns
-from txcl.syntax.tokens import (DATA, END, END_COL, END_LINE, TYPE, VALUE, Row,
-                                 describe_string, row_end, row_span, row_start)
+from txcl.syntax.tokens import DATA, END, END_COL, END_LINE, TYPE, VALUE, Row, describe_string, row_span
 
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.log_errors = False
@@ -55,13 +54,24 @@ def compile_regex(pattern: str) -> Any:
     return result
 
 
+_new_tuple = tuple.__new__  # a Span from its six integers, made in C
+
+
 def _span(first: Any, last: Any) -> Span:
     """From the start of `first` to the end of `last` (token rows or nodes).
 
-    Row fields by number here (LINE, COL, START; END_LINE, END_COL, END): a parse calls this
-    for most nodes it builds."""
-    return Span(Position(first[5], first[6], first[3]) if type(first) is tuple else first.span.start,
-                Position(last[7], last[8], last[4]) if type(last) is tuple else last.span.end)
+    A row's start is `row[3:6]` and its end `row[6:9]`, a span's `span[:3]` and `span[3:]`
+    (see txcl.syntax.tokens); slices, because a parse calls this for most nodes it builds."""
+    if type(first) is tuple:
+        if type(last) is tuple:
+            return _new_tuple(Span, (first[3], first[4], first[5], last[6], last[7], last[8]))
+        last = last.span
+        return _new_tuple(Span, (first[3], first[4], first[5], last[3], last[4], last[5]))
+    first = first.span
+    if type(last) is tuple:
+        return _new_tuple(Span, (first[0], first[1], first[2], last[6], last[7], last[8]))
+    last = last.span
+    return _new_tuple(Span, (first[0], first[1], first[2], last[3], last[4], last[5]))
 
 
 class TxclTransformer(Transformer):
@@ -104,9 +114,10 @@ class TxclTransformer(Transformer):
     def call(self, c: list) -> ast.Call:
         head = c[0]
         args = tuple(x for x in c[1:-1] if x is not None and type(x) is not tuple)
-        start = row_start(head)
-        name_end = Position(head[END_LINE], head[END_COL] - 1, head[END] - 1)  # without `(`
-        node = ast.Call(head[DATA], args, Span(start, name_end), span=Span(start, row_end(c[-1])))  # `)`
+        start = head[3:6]
+        node = ast.Call(head[DATA], args,  # the name's span, without `(`
+                        _new_tuple(Span, start + (head[END_LINE], head[END_COL] - 1, head[END] - 1)),
+                        span=_new_tuple(Span, start + c[-1][6:9]))  # to `)`
         self.calls.append(node)
         return node
 
@@ -274,7 +285,7 @@ class TxclTransformer(Transformer):
         if "until" not in seen:
             self._diag("TX029", "LOOP requires an UNTIL condition", row_span(kw))
         last = c[-1][3]
-        span = Span(row_start(kw), last.end)
+        span = _new_tuple(Span, kw[3:6] + last[3:])
         loop = ast.Loop(
             until=seen["until"][1] if "until" in seen else None,
             set=seen["set"][1] if "set" in seen else (),
