@@ -1,0 +1,30 @@
+"""SQLite binds None through an adapter txcl registers (one dict lookup instead of sqlite3's
+failing attribute lookups); the value stored is still NULL and reads back as None."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from txcl.store import open_store
+from txcl.store.records import TraceRecord
+
+
+def test_none_is_adapted_cheaply_and_still_stored_as_null(tmp_path):
+    store = open_store(tmp_path / "t.db")
+    try:
+        adapter = sqlite3.adapters.get((type(None), sqlite3.PrepareProtocol))
+        assert adapter is not None and adapter(None) is None
+        request = {"rid": "r-1", "origin_rid": None, "run_id": None, "src": "test", "entry_stack": "s",
+                   "started_ms": 1, "finished_ms": 2, "status": "completed", "http_status": None,
+                   "fuel_used": 0, "bytes_in": None, "bytes_out": None, "mode": "summary"}
+        store.write_traces([TraceRecord(request, [], [])])
+        back = store.get_trace("r-1")
+        assert back is not None
+        assert {k: back.request[k] for k in ("origin_rid", "run_id", "http_status", "bytes_in")} == dict.fromkeys(
+            ("origin_rid", "run_id", "http_status", "bytes_in"))
+        assert back.request["status"] == "completed"
+    finally:
+        store.close()
+    with sqlite3.connect(tmp_path / "t.db") as raw:  # NULL in the file, not the text "None"
+        assert raw.execute("SELECT typeof(run_id), typeof(bytes_in) FROM traces WHERE rid = 'r-1'").fetchone() == (
+            "null", "null")
