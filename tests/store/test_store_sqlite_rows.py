@@ -28,3 +28,17 @@ def test_none_is_adapted_cheaply_and_still_stored_as_null(tmp_path):
     with sqlite3.connect(tmp_path / "t.db") as raw:  # NULL in the file, not the text "None"
         assert raw.execute("SELECT typeof(run_id), typeof(bytes_in) FROM traces WHERE rid = 'r-1'").fetchone() == (
             "null", "null")
+
+
+def test_record_builders_read_rows_as_dicts_and_the_first_of_a_repeated_name_wins(tmp_path):
+    """The record builders turn a row into a dict once (reading a `sqlite3.Row` by name
+    scans its columns); a name selected twice keeps its first column, as `sqlite3.Row` does."""
+    from txcl.store.procedures.rows import columns
+
+    with sqlite3.connect(tmp_path / "r.db") as raw:
+        raw.row_factory = sqlite3.Row
+        row = raw.execute("SELECT 1 AS a, 2 AS b, 3 AS a").fetchone()
+        assert row["a"] == 1  # sqlite3.Row: the first column of that name
+        assert columns(row) == {"a": 1, "b": 2}
+        plain = raw.execute("SELECT 'x' AS run_id, NULL AS rcid").fetchone()
+        assert columns(plain) == {"run_id": "x", "rcid": None}
