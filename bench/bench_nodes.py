@@ -9,7 +9,6 @@ the serve CPU per item (all nodes together).
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import signal
 import socket

@@ -159,7 +159,7 @@ def bench_path_check() -> None:
 
             results[ui] = asyncio.run(go())
             asyncio.run(state.aclose())
-        print(f"\nserve, 3-scope sync stack, CPU µs per request (httpx in-process, median of 7 x 500)")
+        print("\nserve, 3-scope sync stack, CPU µs per request (httpx in-process, median of 7 x 500)")
         print(f"  --ui off (baseline)  {results[False]:8.1f}")
         print(f"  --ui on              {results[True]:8.1f}   ({results[True] / results[False]:.3f}x)")
 

@@ -5,7 +5,6 @@ leaves a run that expires; and the preconditions."""
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 from cont_support import http_get, wait_until

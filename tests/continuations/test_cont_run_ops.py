@@ -8,7 +8,7 @@ import subprocess
 import urllib.request
 
 import pytest
-from cont_support import TXCL, barrier_tree, db_of, http_get, wait_until
+from cont_support import TXCL, barrier_tree, db_of, http_get
 
 TOKEN = "an-operator-token-long-enough"
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 from testtools import RawDb
 
 import json
-from pathlib import Path
 
 from cont_support import barrier_tree, http_get, wait_until
 

@@ -123,7 +123,6 @@ def test_prompt_highlights_with_the_txcl_lexer() -> None:
 def test_input_highlighting_uses_the_terminals_own_colours():
     """ANSI colour names follow the terminal's palette, so paths read on dark and light
     backgrounds (no fixed dark-blue from Pygments' default style)."""
-    from pygments.token import Name
 
     from txcl.repl.app import input_style
 

@@ -18,7 +18,7 @@ from txcl.serve import extensions
 from txcl.serve.app import build_state, create_app
 from txcl.serve.inlet import BodyTooLarge, parse_cookies, parse_query, read_body, request_id, split_host
 from txcl.serve.mount import load_serve_tree
-from txcl.serve.routing import Route, Router, parse_routes, path_has_prefix
+from txcl.serve.routing import Router, parse_routes, path_has_prefix
 from txcl.serve.shaping import (bodyless, finish, response_status, rule_headers, shape_completed,
                                 suspended_answer)
 

@@ -81,7 +81,7 @@ def command(directory: str, stack: str | None, input_: str | None, mock_request:
             trace_mode: str | None, db: str | None, workspace: str | None, wait: str | None,
             callback_base_url: str | None, color: str) -> None:
     """Walk one stack of the OPS tree with an input envelope and print the result."""
-    from txcl.runtime.interpreter import Completed, Failed, Interpreter, UnknownStack
+    from txcl.runtime.interpreter import Completed, Failed, UnknownStack
     from txcl.values.jsonio import dumps
 
     if input_ is not None and mock_request is not None:

@@ -24,7 +24,6 @@ from txcl.continuations.policy import OP_FAILED
 from txcl.continuations.segment import adopt_run, fence_of, recorder_of, run_lost, run_spec, run_state
 from txcl.runtime.budget import DISPATCH_FUEL
 from txcl.runtime.dispatch import OpError
-from txcl.runtime.state import OpOutcome
 from txcl.store.errors import RunLost
 from txcl.values.coerce import duration_to_ms
 

@@ -316,7 +316,7 @@ def _place_comments(rule: ast.Rule, clauses: list[_Clause], source: str | None):
         if inside is not None and not (_is_noqa(c) and same_line):
             inside.leading.append(c)
             continue
-        # (a `# noqa` inside an item that began on the line of an earlier one stays at the
+        # (a `noqa` comment inside an item that began on the line of an earlier one stays at the
         # end of that earlier item's line, where its findings are)
         if same_line:
             owner = max(same_line, key=lambda u: u.end)
