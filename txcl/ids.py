@@ -32,11 +32,13 @@ RUN_ID_RE = re.compile(r"^run_[0-9A-HJKMNP-TV-Z]{26}$")
 _CROCKFORD_PAIRS = [a + b for a in _CROCKFORD for b in _CROCKFORD]  # ten bits per lookup
 
 
-def ulid(now_ms: int | None = None) -> str:
+def ulid(now_ms: int | None = None, rand: bytes | None = None) -> str:
     """A 26-character ULID: 48-bit millisecond timestamp (10 characters) then 80 random
-    bits (16 characters), in Crockford's base32 (ten bits per table lookup)."""
+    bits (16 characters), in Crockford's base32 (ten bits per table lookup). `rand`: the
+    ten random bytes when the caller has them (the web inlet draws them from a pool)."""
     ms = (time.time_ns() // 1_000_000 if now_ms is None else int(now_ms)) & ((1 << 48) - 1)
-    rand = secrets.token_bytes(10)
+    if rand is None:
+        rand = secrets.token_bytes(10)
     high, low = int.from_bytes(rand[:5], "big"), int.from_bytes(rand[5:], "big")
     p = _CROCKFORD_PAIRS
     return (p[ms >> 40] + p[(ms >> 30) & 1023] + p[(ms >> 20) & 1023] + p[(ms >> 10) & 1023] + p[ms & 1023]

@@ -174,6 +174,27 @@ def test_request_id_trust_rules():
     assert len(request_id([(b"x-request-id", b"x" * 129)], True)) == 26
 
 
+def test_minted_request_ids_are_ulids_of_now():
+    """A request id the server mints is a ULID: this millisecond's timestamp in its first ten
+    characters, then 80 random bits (from the pooled random bytes)."""
+    import time
+
+    from txcl.ids import RUN_ID_RE
+    from txcl.serve.inlet import new_ulid
+
+    before = time.time_ns() // 1_000_000
+    minted = [new_ulid() for _ in range(500)]
+    after = time.time_ns() // 1_000_000
+    crockford = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+    for rid in minted:
+        assert RUN_ID_RE.match("run_" + rid), rid
+        stamp = 0
+        for ch in rid[:10]:
+            stamp = stamp * 32 + crockford.index(ch)
+        assert before <= stamp <= after
+    assert len({rid[10:] for rid in minted}) == 500
+
+
 def test_read_body_counts_while_streaming():
     async def go(chunks, cap, declared=None):
         it = iter(chunks)

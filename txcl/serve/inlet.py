@@ -11,11 +11,12 @@ import datetime as _dt
 import os
 import re
 import threading
-import time
 from typing import Any, Awaitable, Callable
 from urllib.parse import unquote
 
 import attrs
+
+from txcl.ids import ulid
 
 CLIENT_RID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 CONTINUATION_PARAM = "_txc.continuation"
@@ -31,7 +32,6 @@ class ClientGone(Exception):
     """The client disconnected while the body was being read."""
 
 
-_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 _POOL_SIZE = 4000  # 400 ids per os.urandom call (one getrandom syscall costs ~50 µs here)
 
 
@@ -57,14 +57,9 @@ _pool = _RandomPool()
 
 
 def new_ulid() -> str:
-    """A 26-character ULID (48-bit ms timestamp, 80 random bits), as `txcl.ids.ulid`
-    but with pooled randomness: request ids are minted on every request."""
-    value = (int(time.time() * 1000) << 80) | int.from_bytes(_pool.take(10), "big")
-    chars = [""] * 26
-    for i in range(25, -1, -1):
-        chars[i] = _CROCKFORD[value & 31]
-        value >>= 5
-    return "".join(chars)
+    """A 26-character ULID (48-bit ms timestamp, 80 random bits), `txcl.ids.ulid` with
+    pooled randomness: request ids are minted on every request."""
+    return ulid(rand=_pool.take(10))
 
 
 def request_id(headers: list[tuple[bytes, bytes]], trust: bool) -> str:
