@@ -42,16 +42,6 @@ TYPE, VALUE, DATA, LINE, COL, START, END_LINE, END_COL, END, ERROR = range(10)
 Row = tuple  # (type, value, data, line, col, start, end_line, end_col, end[, error])
 
 
-def row_start(row: Row) -> Position:
-    """Where a token row starts."""
-    return Position(row[LINE], row[COL], row[START])
-
-
-def row_end(row: Row) -> Position:
-    """Where a token row ends (just after its last character)."""
-    return Position(row[END_LINE], row[END_COL], row[END])
-
-
 def row_span(row: Row) -> Span:
     return _new_tuple(Span, row[3:9])
 

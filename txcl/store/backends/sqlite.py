@@ -28,6 +28,7 @@ DEFAULT_BUSY_TIMEOUT_MS = 30_000
 # 1,200 instructions per NULL. An adapter registered for None is found first, by one dict
 # lookup, and binds the same NULL.
 sqlite3.register_adapter(type(None), {}.get)
+
 MIN_SQLITE = (3, 35, 0)  # INSERT … RETURNING
 
 SQLITE = Dialect(
