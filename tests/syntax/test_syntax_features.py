@@ -311,3 +311,19 @@ def test_a_span_is_six_integers_with_positions_on_demand():
     assert repr(span) == ("Span(start=Position(line=2, column=3, offset=15), "
                           "end=Position(line=2, column=7, offset=19))")
     assert Span.point(Position(1, 1, 0)) != span
+
+
+def test_plain_integers_take_the_short_path_and_read_as_before():
+    """Digits only, up to 18 of them, skip the number pattern; longer, signed or decimal
+    numbers go through it. Either way the literal keeps its text and value."""
+    from txcl.syntax.lexer import scan
+
+    texts = ["0", "007", "42", "9" * 18, "9223372036854775807", "-5", "1.5"]
+    rows = scan("SET " + ", ".join(f".a{i} = {t}" for i, t in enumerate(texts))).rows
+    literals = [row[2] for row in rows if row[0] in ("INT", "FLOAT")]
+    assert [(type(n).__name__, n.value, n.text) for n in literals] == [
+        ("IntLit", 0, "0"), ("IntLit", 7, "007"), ("IntLit", 42, "42"), ("IntLit", int("9" * 18), "9" * 18),
+        ("IntLit", 2**63 - 1, "9223372036854775807"),
+        ("IntLit", -5, "-5"), ("FloatLit", 1.5, "1.5")]
+    assert literals[1].span.as_list() == [1, 20, 1, 23]
+    assert scan("SET .a = " + "9" * 19).rows[-1][0] == "ERROR"  # 19 digits, above 2**63 - 1: out of range

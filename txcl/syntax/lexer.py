@@ -290,6 +290,11 @@ class Scanner:
     # ------------------------------------------------------------ numbers and bad paths
 
     def _number(self, value: str, pos: int, end: int, line: int, col: int) -> None:
+        if len(value) <= 18 and value.isdigit():  # the common case: a plain integer below 2**63
+            # (the NUM pattern admits ASCII characters only, so isdigit() means 0-9 here)
+            self.rows.append(("INT", value, ast.IntLit(int(value), value, span=_line_span(line, col, pos, end)),
+                              line, col, pos, line, col + end - pos, end))
+            return
         nm = _NUMBER.fullmatch(value)
         if nm is None:
             self._error(self.text, pos, end, line, col, self._diag(
