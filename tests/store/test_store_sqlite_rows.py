@@ -42,3 +42,16 @@ def test_record_builders_read_rows_as_dicts_and_the_first_of_a_repeated_name_win
         assert columns(row) == {"a": 1, "b": 2}
         plain = raw.execute("SELECT 'x' AS run_id, NULL AS rcid").fetchone()
         assert columns(plain) == {"run_id": "x", "rcid": None}
+
+
+def test_record_builders_read_postgresql_rows_as_the_row_reads_them():
+    """The PostgreSQL backend's rows list each name once: a name selected twice falls back to
+    reading every column by name, so each name still gets the column the row gives it."""
+    from txcl.store.backends.postgres import _Row
+    from txcl.store.procedures.rows import columns
+
+    names = ["a", "a", "b"]
+    index = {name: i for i, name in enumerate(names)}  # as the backend's row factory builds it
+    row = _Row((10, 20, 30), index)
+    assert columns(row) == {"a": row["a"], "b": row["b"]} == {"a": 20, "b": 30}
+    assert columns(_Row((1, b"x"), {"n": 0, "blob": 1})) == {"n": 1, "blob": b"x"}
