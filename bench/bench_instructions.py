@@ -1,13 +1,16 @@
 """Instructions per unit of work, counted by valgrind — figures a busy machine cannot bend.
 
-    python bench/bench_instructions.py [--n 1024] [--only walk-off,walk-summary,parse,cycle]
+    python bench/bench_instructions.py [--n 1024] [--only walk-off,walk-summary,parse,cycle,…]
 
 Timings on a shared machine move by a quarter from one minute to the next; the number of
 instructions a piece of work executes does not. Each workload runs twice under
 `valgrind --tool=callgrind` (nothing is written but the count): once doing the setup only
 and once doing the setup and `--n` units, so the difference divided by `--n` is the cost of
-one unit without start-up, imports or setup. Prints instructions per unit and the ratio of
-summary tracing to tracing off, both counted in this run. Needs valgrind (Debian:
+one unit without start-up, imports or setup. Workloads: the 10-scope walk of bench_walk with
+tracing off and with summary tracing, a cold parse of bench_parse's rule, a suspend → callback
+→ resume cycle of bench_continuations, and a request of bench_serve's stack through txcl
+serve's ASGI app in process (tracing off and summary). Prints instructions per unit and the
+ratios of summary tracing to tracing off, all counted in this run. Needs valgrind (Debian:
 `apt-get install valgrind`); without it the benchmark says so and exits 0. It takes about a
 minute per workload (valgrind runs the code ~50 times slower).
 
@@ -32,7 +35,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from _timing import headline  # noqa: E402
 
-WORKLOADS = ("walk-off", "walk-summary", "parse", "cycle")
+WORKLOADS = ("walk-off", "walk-summary", "parse", "cycle", "serve-off", "serve-summary")
 # a suspend → callback → resume cycle costs ~6 walks: a sixteenth as many give as steady a
 # count — but at least 32, or the first cycles' one-off work shows in the figure
 _CYCLE_SHARE = 16
@@ -75,6 +78,9 @@ def child(workload: str, n: int) -> None:
         for _ in range(n):
             _parse_and_check(RULE, "bench.txcl")  # no cache: a cold parse and its checks each time
         return
+    if workload.startswith("serve-"):
+        asyncio.run(_serve_requests(workload[6:], n))
+        return
     if workload == "cycle":
         from bench_continuations import cycles, workspace
 
@@ -83,6 +89,38 @@ def child(workload: str, n: int) -> None:
         asyncio.run(cycles(ws, str(ws / "bench.db"), n))
         return
     raise SystemExit(f"unknown workload {workload!r}")
+
+
+async def _serve_requests(trace_mode: str, n: int) -> None:
+    """`n` GET requests of bench_serve's 3-scope stack through txcl serve's ASGI app, in this
+    process: the server's share of a request without uvicorn, the socket or the load tool."""
+    from bench_serve import write_stack
+
+    from txcl.runtime.config import Settings
+    from txcl.serve.app import build_state, create_app
+
+    ws = Path(tempfile.mkdtemp())
+    write_stack(ws)
+    state = build_state(ws, Settings(trace_mode=trace_mode, default_stack="shop"))
+    app = create_app(state)
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET",
+             "scheme": "http", "path": "/", "raw_path": b"/", "query_string": b"", "root_path": "",
+             "headers": [(b"host", b"127.0.0.1:8000"), (b"user-agent", b"bench"), (b"accept", b"*/*")],
+             "client": ("127.0.0.1", 5000), "server": ("127.0.0.1", 8000)}
+    bodies: list[bytes] = []
+
+    async def receive() -> dict:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict) -> None:
+        if message["type"] == "http.response.body":
+            bodies.append(message.get("body", b""))
+
+    for _ in range(16 + n):  # the first 16 warm up: rules compiled, first traces written
+        await app(dict(scope), receive, send)
+    if not bodies or b'"status":"OK"' not in bodies[-1]:
+        raise SystemExit(f"unexpected answer: {bodies[-1:]!r}")
+    await state.aclose()
 
 
 def count(workload: str, n: int) -> int:
@@ -123,13 +161,17 @@ def main() -> None:
         n = max(args.n // _CYCLE_SHARE, 32) if workload == "cycle" else args.n
         base, total = count(workload, 0), count(workload, n)
         per_unit[workload] = (total - base) / n
-        unit = {"walk-off": "envelope", "walk-summary": "envelope", "parse": "parse"}.get(workload, "cycle")
+        unit = {"walk-off": "envelope", "walk-summary": "envelope", "parse": "parse", "serve-off": "request",
+                "serve-summary": "request"}.get(workload, "cycle")
         print(f"  {workload:<14} {per_unit[workload]:>12,.0f} instructions per {unit}", flush=True)
     if "walk-off" in per_unit and "walk-summary" in per_unit:
         ratio = per_unit["walk-summary"] / per_unit["walk-off"]
         print(f"  summary tracing / tracing off = {ratio:.3f}")
         headline("10-scope walk, summary tracing (instructions)", per_unit["walk-summary"] / 1000,
                  "k instr/env", baseline="the same walk, tracing off", ratio=ratio, goal="ratio ≤ 1.2")
+    if "serve-off" in per_unit and "serve-summary" in per_unit:
+        ratio = per_unit["serve-summary"] / per_unit["serve-off"]
+        print(f"  served request, summary tracing / tracing off = {ratio:.3f}")
     if "cycle" in per_unit:
         headline("suspend → callback → resume cycle, SQLite (instructions, both threads)",
                  per_unit["cycle"] / 1000, "k instr/cycle")

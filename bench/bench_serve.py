@@ -47,6 +47,16 @@ STACK = {
     """,
 }
 
+
+
+def write_stack(ws: Path) -> None:
+    """The benchmark's OPS tree (`STACK`) under `ws`."""
+    for rel, text in STACK.items():
+        path = ws / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).strip() + "\n", encoding="utf-8")
+
+
 BARE_BODY = b'{"order":{"id":42,"items":["a","b"]},"copied":42,"status":"OK"}'
 
 
@@ -170,10 +180,7 @@ def main() -> None:
     use_wrk = shutil.which("wrk") is not None and not args.python_load
     with tempfile.TemporaryDirectory() as tmp:
         ws = Path(tmp)
-        for rel, text in STACK.items():
-            path = ws / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(textwrap.dedent(text).strip() + "\n", encoding="utf-8")
+        write_stack(ws)
         py = sys.executable
         servers = {
             "bare": [py, str(Path(__file__).resolve()), "--bare-server"],
