@@ -135,7 +135,60 @@ def test_v1_trace_tables_are_migrated(tmp_path):
     store = open_store(db)
     record = store.get_trace("old")
     assert record.request["status"] == "completed" and record.steps == [] and record.events == []
-    assert RawDb(store).execute("SELECT version FROM txcl_schema WHERE component = 'traces'")[0][0] == 5
+    assert RawDb(store).execute("SELECT version FROM txcl_schema WHERE component = 'traces'")[0][0] == 6
+    store.close()
+
+
+def test_v5_run_index_is_narrowed_to_durable_runs(tmp_path):
+    """Upgrading from traces version 5 rebuilds the run index to hold only durable runs' rows;
+    a lookup by run still finds them (through the index)."""
+    from txcl.store import open_store
+    from txcl.trace.recorder import TraceRecorder
+
+    db = tmp_path / "v5.db"
+    store = open_store(db)
+    raw = RawDb(store)
+    raw.execute("DROP INDEX traces_run")
+    raw.execute("CREATE INDEX traces_run ON traces (run_id, started_ms)")
+    raw.execute("UPDATE txcl_schema SET version = 5 WHERE component = 'traces'")
+    store.close()
+    store = open_store(db)
+    raw = RawDb(store)
+    assert raw.execute("SELECT sql FROM sqlite_master WHERE name = 'traces_run'")[0][0].endswith(
+        "WHERE run_id IS NOT NULL")
+    assert raw.execute("SELECT version FROM txcl_schema WHERE component = 'traces'")[0][0] == 6
+    rec = TraceRecorder("summary", "seg-1", "callback", "s", run_id="run-1")
+    rec.finish("completed", http_status=200, fuel_used=1)
+    store.write_traces([rec.build()])
+    assert store.trace_rids_for_run("run-1") == ["seg-1"]
+    plan = raw.execute("EXPLAIN QUERY PLAN SELECT rid FROM traces WHERE run_id = ? ORDER BY started_ms",
+                       ("run-1",))
+    assert "traces_run" in plan[0][-1]
+    store.close()
+
+
+def _built_trace(rid: str, **fields):
+    from txcl.trace.recorder import TraceRecorder
+
+    rec = TraceRecorder("summary", rid, "api", "s", run_id=fields.pop("run_id", None))
+    rec.finish("completed", http_status=200, fuel_used=1, **fields)
+    return rec.build()
+
+
+def test_a_batch_of_traces_is_written_in_order_with_its_empty_columns_null(db_url):
+    """Rows whose usual columns are empty and rows that fill them go out in one batch in the
+    order given: a segment written twice keeps the later row, and empty columns read NULL."""
+    from txcl.store import open_store
+
+    store = open_store(db_url)
+    store.write_traces([_built_trace("r1"), _built_trace("r1", run_id="run-1", error={"error": "x"}),
+                        _built_trace("r2"), _built_trace("r3", run_id="run-3"), _built_trace("r3")])
+    r1, r2, r3 = (store.get_trace(rid).request for rid in ("r1", "r2", "r3"))
+    assert (r1["run_id"], json.loads(r1["error_json"])) == ("run-1", {"error": "x"})
+    assert r3["run_id"] is None  # the later row of r3 won
+    raw = RawDb(store).execute(
+        "SELECT origin_rid, run_id, in_json, out_json, error_json, status FROM traces WHERE rid = ?", ("r2",))
+    assert tuple(raw[0]) == (None, None, None, None, None, "completed")
     store.close()
 
 

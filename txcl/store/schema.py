@@ -36,7 +36,7 @@ class Component:
 
 TRACES = Component(
     "traces",
-    5,
+    6,
     (
         # One row per segment: steps and timeline events are packed as JSON arrays, so writing
         # a trace is one INSERT.
@@ -47,7 +47,9 @@ TRACES = Component(
     in_json TEXT, out_json TEXT, error_json TEXT, steps_json TEXT NOT NULL DEFAULT '[]',
     events_json TEXT NOT NULL DEFAULT '[]', times_from {bigint})""",
         "CREATE INDEX IF NOT EXISTS traces_started ON traces (started_ms)",
-        "CREATE INDEX IF NOT EXISTS traces_run ON traces (run_id, started_ms)",
+        # Only a durable run's segments have a run_id (every lookup by run gives one): a
+        # request answered at once adds nothing to this index.
+        "CREATE INDEX IF NOT EXISTS traces_run ON traces (run_id, started_ms) WHERE run_id IS NOT NULL",
     ),
     {
         # v1 kept steps and events in tables of their own; v2 packs them into the row
@@ -64,6 +66,9 @@ TRACES = Component(
         # v5: steps' and events' times stored as milliseconds after `times_from` (NULL in
         # the rows written before: their times are epoch milliseconds)
         4: ("ALTER TABLE traces ADD COLUMN times_from {bigint}",),
+        # v6: the run index holds only the segments of durable runs
+        5: ("DROP INDEX IF EXISTS traces_run",
+            "CREATE INDEX IF NOT EXISTS traces_run ON traces (run_id, started_ms) WHERE run_id IS NOT NULL"),
     },
 )
 
