@@ -354,7 +354,8 @@ def test_emit_ttl_raise_is_ignored_and_recorded(workspace, run_tree):
 
 def test_respond_shapes_the_answer_once_and_the_trace_counts_its_body(workspace, tmp_path):
     """`run(respond=...)`: the caller's response is made from the final envelope before the
-    trace is finished; the trace's bytes_out is that body's length. A respond that fails
+    trace is finished; the trace's bytes_out is that body's length and its http_status the
+    response's status. A respond that fails
     leaves the outcome as it was and the trace measures the envelope as without one."""
     import attrs
 
@@ -366,6 +367,7 @@ def test_respond_shapes_the_answer_once_and_the_trace_counts_its_body(workspace,
     @attrs.define
     class Reply:
         body: bytes
+        status: int = 201
 
     ws = workspace({"OPS/s/0100/a.txcl": 'EMIT .a = "ä"'})
     store = open_store(tmp_path / "t.db")
@@ -386,6 +388,8 @@ def test_respond_shapes_the_answer_once_and_the_trace_counts_its_body(workspace,
         interp.close()
     assert isinstance(shaped, Completed) and shaped.answer == Reply(b"twelve bytes") and seen == ["ä"]
     assert store.get_trace(shaped.rid).request["bytes_out"] == 12
+    assert store.get_trace(shaped.rid).request["http_status"] == 201  # the status the response carries
+    assert store.get_trace(plain.rid).request["http_status"] == 200  # from the envelope, without one
     assert isinstance(plain, Completed) and plain.answer is None and plain.envelope["a"] == "ä"
     size = len(json.dumps(plain.envelope, ensure_ascii=False, separators=(",", ":")).encode())
     assert store.get_trace(plain.rid).request["bytes_out"] == size

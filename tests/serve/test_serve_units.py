@@ -280,6 +280,21 @@ def test_traces_are_written_in_the_background(small_ws: Path):
         assert record is not None and record.request["src"] == "http" and record.request["http_status"] == 200
 
 
+def test_the_trace_records_the_status_the_answer_was_sent_with(tmp_path: Path):
+    """A status the answer cannot use (201.5) is sent as 200, and the trace says 200 too;
+    a usable one is recorded as sent."""
+    (tmp_path / "OPS/s/0100").mkdir(parents=True)
+    (tmp_path / "OPS/s/0100/a.txcl").write_text('WHEN @web.req.url.path == "/odd"\nEMIT @web.res.status = 201.5')
+    (tmp_path / "OPS/s/0100/b.txcl").write_text('WHEN @web.req.url.path == "/ok"\nEMIT @web.res.status = 202')
+    state = build_state(tmp_path, Settings(), extensions=[])
+    with TestClient(create_app(state)) as c:
+        odd, ok = (c.get(path) for path in ("/odd", "/ok"))
+        assert (odd.status_code, ok.status_code) == (200, 202)
+        state.trace_writer.flush(10)
+        recorded = [state.store.get_trace(r.headers["x-request-id"]).request["http_status"] for r in (odd, ok)]
+    assert recorded == [200, 202]
+
+
 def test_a_completed_answer_is_encoded_once_and_the_trace_counts_the_bytes_sent(small_ws: Path, monkeypatch):
     """The answer is shaped during the walk: the trace's bytes_out is the body sent (private
     `_` keys left out), bytes_in the request body received, and neither is measured by

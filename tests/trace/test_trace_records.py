@@ -353,7 +353,7 @@ def test_an_unpacked_record_gives_compact_events_whole():
 def test_a_local_step_is_timed_to_the_microsecond():
     """Rules without EXEC are timed with `perf_counter_ns` readings: start and finish in
     milliseconds after the trace's start (epoch milliseconds once read), the duration in
-    milliseconds to the microsecond; an error is kept."""
+    milliseconds to the microsecond; an error is kept. A disabled recorder builds nothing."""
     import time
 
     from txcl.trace.recorder import TraceRecorder
@@ -369,8 +369,8 @@ def test_a_local_step_is_timed_to_the_microsecond():
     assert first[8] - first[7] in (2, 3)
     assert second[9] == 0.0 and second[10:] == (None, None, "bad") and second[0] == first[0] + 1
     off = TraceRecorder("off", "r", "api", "s")
-    off.local_step("s", 100, "a", "noop", "ok", t0, t0 + 1)
-    assert off.steps == []
+    off.local_step("s", 100, "a", "noop", "ok", t0, t0 + 1)  # the walker does not call it when off
+    assert off.build() is None
 
 
 def test_times_are_stored_from_the_traces_start_and_read_back_as_epoch_milliseconds(workspace, run_tree):
@@ -405,3 +405,47 @@ def test_times_are_stored_from_the_traces_start_and_read_back_as_epoch_milliseco
     built = rec.build()
     assert [e[1] for e in built.events] == [5_000, 5_000]  # read: epoch milliseconds
     assert [e[1] for e in json.loads(built.packed(pack_trace)[1])] == [0, 0]  # stored: offsets
+
+
+def test_a_scope_of_local_rules_is_timed_from_its_entry(workspace, run_tree, monkeypatch):
+    """The first local rule's step starts at the scope's entry (one clock reading for both);
+    the next starts where the previous ended. A clock that moves 5 ms per reading shows it."""
+    import itertools
+
+    from txcl.runtime import walker
+    from txcl.trace import recorder
+
+    ws = workspace({"OPS/s/0100/a.txcl": "EMIT .a = 1", "OPS/s/0100/b.txcl": "EMIT .b = 2"})
+    ticks = itertools.count(10**12, 5_000_000)
+    monkeypatch.setattr(recorder, "_perf_ns", lambda: next(ticks))
+    monkeypatch.setattr(walker, "perf_counter_ns", lambda: next(ticks))
+    outcome, store = run_tree(ws, {})
+    trace = store.get_trace(outcome.rid)
+    enter = next(e for e in trace.events if e["kind"] == "stage.enter")
+    merge = next(e for e in trace.events if e["kind"] == "stage.merge")
+    a, b = trace.steps
+    assert a["started_ms"] == enter["at_ms"] and a["duration_ms"] == 5.0
+    assert b["started_ms"] == a["finished_ms"] and b["duration_ms"] == 5.0
+    assert merge["at_ms"] == b["finished_ms"] + 5
+
+
+def test_the_last_two_events_share_one_reading():
+    """`request_done` records the usage and the end (with its reason, when there is one) as
+    consecutive events at the same time."""
+    from txcl.trace.recorder import TraceRecorder
+
+    rec = TraceRecorder("summary", "r", "api", "s")
+    rec.request_start("s", "api")
+    rec.request_done(12, 34, "failed", 7, "txcl_bad_goto")
+    kinds = [(e[0], e[2], e[3]) for e in rec.build().events]
+    assert kinds == [(1, "request.start", {"stack": "s", "src": "api"}),
+                     (2, "request.usage", {"fuel": 12, "bytes_out": 34}),
+                     (3, "request.end", {"status": "failed", "duration_ms": 7, "reason": "txcl_bad_goto"})]
+    usage, end = rec.events[1:]
+    assert usage[1] == end[1]
+    plain = TraceRecorder("summary", "r", "api", "s")
+    plain.request_done(1, None, "completed", 0)
+    assert plain.build().events[-1][3] == {"status": "completed", "duration_ms": 0}
+    off = TraceRecorder("off", "r", "api", "s")
+    off.request_done(1, None, "completed", 0)
+    assert off.events == []

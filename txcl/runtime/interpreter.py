@@ -197,7 +197,9 @@ class Interpreter:
         `respond` turns a Completed outcome into the caller's response (an object whose `body`
         is the bytes it will send): it is made before the trace is finished, handed back as
         `Completed.answer`, and its body's length is the trace's `bytes_out` — the output is
-        encoded once, not once for the trace and again for the response."""
+        encoded once, not once for the trace and again for the response. When the response
+        has an integer `status`, the trace records it as the request's HTTP status (what was
+        sent, even where the caller shaped the envelope's status differently)."""
         if not from_json:
             check_depth(envelope, what="the envelope")
         run = self.new_run(envelope, stack, src=src, rid=rid, mocks=mocks)
@@ -237,21 +239,23 @@ class Interpreter:
                      503, status="deadline", reason="txcl_request_deadline")
         await walker.hooks.segment_end(walker, run)
         outcome = self._outcome(run)
-        bytes_out = None
+        bytes_out = answer_status = None
         if respond is not None and type(outcome) is Completed:
             outcome = _answered(outcome, respond)
-            if outcome.answer is not None:
-                bytes_out = len(outcome.answer.body)
+            answer = outcome.answer
+            if answer is not None:
+                bytes_out = len(answer.body)
+                answer_status = getattr(answer, "status", None)
         duration = int((time.perf_counter() - started) * 1000)
         if rec.enabled:
             http_status = run.http_status
             if isinstance(outcome, Completed):
-                http_status = _response_status(outcome.envelope)
+                http_status = (answer_status if type(answer_status) is int
+                               else _response_status(outcome.envelope))
             rec.finish(run.status, http_status=http_status, fuel_used=run.budget.fuel_used,
                        out=outcome.envelope if isinstance(outcome, Completed) else None,
                        error=outcome.payload if isinstance(outcome, Failed) else None, bytes_out=bytes_out)
-            rec.request_usage(run.budget.fuel_used, rec.request["bytes_out"])
-            rec.request_end(run.status, duration, run.reason)
+            rec.request_done(run.budget.fuel_used, rec.request["bytes_out"], run.status, duration, run.reason)
             self._write_trace(rec)
         return outcome
 

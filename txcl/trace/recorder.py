@@ -17,6 +17,7 @@ from txcl.values.merge import deep_copy
 
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
+_perf_ns = time.perf_counter_ns  # read for every event: one global lookup instead of two
 
 
 def _json_size(value: Any) -> int | None:
@@ -173,6 +174,7 @@ class TraceRecorder:
         # at_ms counted from `times_from`: packed as arrays by the store
         self.events: list[tuple] = []
         self._seq = 0
+        self.entered_ns = 0  # perf_counter_ns() as the current scope was entered (stage_enter)
         self._detailed = False  # a step holds bodies (full mode, WITH debug = true)
         self.omit: set[tuple[str, ...]] = set()
         self.redact: set[tuple[str, ...]] = set()
@@ -184,27 +186,36 @@ class TraceRecorder:
     def event(self, kind: str, data: dict[str, Any] | None = None) -> None:
         if self.enabled:
             self._seq += 1
-            self.events.append((self._seq, (time.perf_counter_ns() - self._perf_start_ns) // 1_000_000
+            self.events.append((self._seq, (_perf_ns() - self._perf_start_ns) // 1_000_000
                                 if self._wall_clock else self.clock_ms() - self.times_from, kind, data))
 
     # The two commonest events, recorded compact (see `COMPACT_EVENTS`). One method each, not
-    # one taking `*values`: they run twice per scope, and unpacking costs ~1% of a walk.
+    # one taking `*values`: they run twice per scope, and unpacking costs ~1% of a walk. The
+    # walker calls them and `local_step` only when the recorder is enabled, so they do not
+    # check again (~3% of summary tracing's cost): on a disabled recorder they fill lists
+    # that `build()` never reads.
     def stage_enter(self, stage: str, fuel_used: int, ttl: int) -> None:
-        if self.enabled:
-            self._seq += 1
-            self.events.append((self._seq, (time.perf_counter_ns() - self._perf_start_ns) // 1_000_000
-                                if self._wall_clock else self.clock_ms() - self.times_from,
-                                STAGE_ENTER, stage, fuel_used, ttl))
+        """Also keeps its clock reading as `entered_ns`: the walker times the first local
+        rule's step from it."""
+        self._seq += 1
+        now = self.entered_ns = _perf_ns()
+        self.events.append((self._seq, (now - self._perf_start_ns) // 1_000_000
+                            if self._wall_clock else self.clock_ms() - self.times_from,
+                            STAGE_ENTER, stage, fuel_used, ttl))
 
     def _compact(self, code: int, *values: Any) -> None:
         if self.enabled:
             self._seq += 1
-            self.events.append((self._seq, (time.perf_counter_ns() - self._perf_start_ns) // 1_000_000
+            self.events.append((self._seq, (_perf_ns() - self._perf_start_ns) // 1_000_000
                                 if self._wall_clock else self.clock_ms() - self.times_from, code, *values))
 
     # A request's first and last events, compact too (once per trace each).
     def request_start(self, stack: str, src: str) -> None:
-        self._compact(REQUEST_START, stack, src)
+        if self.enabled:
+            self._seq += 1
+            self.events.append((self._seq, (_perf_ns() - self._perf_start_ns) // 1_000_000
+                                if self._wall_clock else self.clock_ms() - self.times_from,
+                                REQUEST_START, stack, src))
 
     def request_usage(self, fuel: int, bytes_out: int | None) -> None:
         self._compact(REQUEST_USAGE, fuel, bytes_out)
@@ -215,12 +226,23 @@ class TraceRecorder:
         else:
             self._compact(REQUEST_END, status, duration_ms)
 
-    def stage_merge(self, stage: str, ops: list[str]) -> None:
+    def request_done(self, fuel: int, bytes_out: int | None, status: str, duration_ms: int,
+                     reason: str | None = None) -> None:
+        """`request_usage` then `request_end`, stamped with one clock reading."""
         if self.enabled:
-            self._seq += 1
-            self.events.append((self._seq, (time.perf_counter_ns() - self._perf_start_ns) // 1_000_000
-                                if self._wall_clock else self.clock_ms() - self.times_from,
-                                STAGE_MERGE, stage, ops))
+            seq = self._seq
+            self._seq = seq + 2
+            at = ((_perf_ns() - self._perf_start_ns) // 1_000_000 if self._wall_clock
+                  else self.clock_ms() - self.times_from)
+            self.events += ((seq + 1, at, REQUEST_USAGE, fuel, bytes_out),
+                            (seq + 2, at, REQUEST_END, status, duration_ms, reason) if reason
+                            else (seq + 2, at, REQUEST_END, status, duration_ms))
+
+    def stage_merge(self, stage: str, ops: list[str]) -> None:
+        self._seq += 1
+        self.events.append((self._seq, (_perf_ns() - self._perf_start_ns) // 1_000_000
+                            if self._wall_clock else self.clock_ms() - self.times_from,
+                            STAGE_MERGE, stage, ops))
 
     def step(self, step: dict[str, Any], *, detail: bool = False, rule: str | None = None,
              input_value: Any = None, output_value: Any = None) -> None:
@@ -240,14 +262,14 @@ class TraceRecorder:
     def local_step(self, stack: str, scope: int, name: str, operation: str, status: str, start_ns: int,
                    end_ns: int, error: str | None = None) -> None:
         """The summary row of a rule without EXEC, timed by `time.perf_counter_ns()` readings
-        (milliseconds after the trace's start; the duration kept to the microsecond)."""
-        if self.enabled:
-            self._seq += 1
-            since = start_ns - self._perf_start_ns
-            took = end_ns - start_ns
-            row = (self._seq, stack, scope, name, operation, "noop", status, since // 1_000_000,
-                   (since + took) // 1_000_000, took // 1000 / 1000)
-            self.steps.append(row if error is None else (*row, None, None, error))
+        (milliseconds after the trace's start; the duration kept to the microsecond). Called
+        only on an enabled recorder (see `stage_enter`)."""
+        self._seq += 1
+        since = start_ns - self._perf_start_ns
+        took = end_ns - start_ns
+        row = (self._seq, stack, scope, name, operation, "noop", status, since // 1_000_000,
+               (since + took) // 1_000_000, took // 1000 / 1000)
+        self.steps.append(row if error is None else (*row, None, None, error))
 
     def summary_step(self, *row: Any) -> None:
         """Record a summary step as a compact row (the walker's common case: no bodies, no
