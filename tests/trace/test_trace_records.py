@@ -449,3 +449,30 @@ def test_the_last_two_events_share_one_reading():
     off = TraceRecorder("off", "r", "api", "s")
     off.request_done(1, None, "completed", 0)
     assert off.events == []
+
+
+def test_packing_converts_step_dicts_only_when_the_recorder_made_some():
+    """A recorder that recorded only summary rows says so (packing converts nothing); one
+    that recorded a step dict does not, and the dict is stored without its None values. An
+    event value JSON has no form for is stored as its str()."""
+    from txcl.trace.packing import pack_trace
+    from txcl.trace.recorder import TraceRecorder
+
+    rows = TraceRecorder("summary", "r", "api", "s")
+    rows.local_step("s", 100, "a", "noop", "ok", 0, 1)
+    assert rows.build().rows_only is True
+    mixed = TraceRecorder("summary", "r", "api", "s")
+    mixed.local_step("s", 100, "a", "noop", "ok", 0, 1)
+    mixed.step({"stack": "s", "scope": 200, "name": "b", "status": "ok", "error": None, "ack": {"x": 1}})
+
+    class Odd:
+        def __str__(self) -> str:
+            return "odd thing"
+
+    mixed.event("custom.note", {"value": Odd()})
+    built = mixed.build()
+    assert built.rows_only is False
+    steps_text, events_text = built.packed(pack_trace)
+    stored = json.loads(steps_text)
+    assert isinstance(stored[0], list) and stored[1]["ack"] == {"x": 1} and "error" not in stored[1]
+    assert json.loads(events_text)[-1][3] == {"value": "odd thing"}

@@ -643,7 +643,7 @@ class Walker:
                 rec.event("envelope.delete_refused", {"path": path})
             control = read_control(envelope, frame.stack)
         if rec.enabled:
-            rec.stage_merge(frame.stage, list(map(_by_name, ran)))
+            rec.stage_merge(frame.stage, [ran[0].name] if len(ran) == 1 else list(map(_by_name, ran)))
             if rec.full:
                 rec.scope_done(frame.stage, frame.before, envelope)
         self.next_position(run, frame, control, rec)

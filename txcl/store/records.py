@@ -622,25 +622,29 @@ class TraceRecord:
     instead of dozens the garbage collector would scan again and again. Reading `steps` or
     `events` of a packed record decodes the texts (readers rarely do)."""
 
-    __slots__ = ("request", "times_from", "_events", "_raw_steps", "_steps", "_expanded", "_packed")
+    __slots__ = ("request", "times_from", "rows_only", "_events", "_raw_steps", "_steps", "_expanded", "_packed")
 
     def __init__(self, request: dict[str, JsonValue], steps: list | None = None,
-                 events: list[dict[str, JsonValue] | tuple] | None = None, times_from: int | None = None):
+                 events: list[dict[str, JsonValue] | tuple] | None = None, times_from: int | None = None,
+                 rows_only: bool = False):
+        """`rows_only`: every step is a summary row (the recorder knows; packing then converts
+        nothing)."""
         self.request = request
         self.times_from = times_from
+        self.rows_only = rows_only
         self._events: list | None = events if events is not None else []
         self._raw_steps: list | None = steps if steps is not None else []
         self._steps: list[dict[str, JsonValue]] | None = None
         self._expanded: list | None = None
         self._packed: tuple[str, str] | None = None
 
-    def packed(self, pack: Callable[[list, list], tuple[str, str]]) -> tuple[str, str]:
-        """(steps, events) as JSON texts, made by `pack(raw_steps, events)` once."""
+    def packed(self, pack: Callable[[list, list, bool], tuple[str, str]]) -> tuple[str, str]:
+        """(steps, events) as JSON texts, made by `pack(raw_steps, events, rows_only)` once."""
         if self._packed is None:
-            self._packed = pack(self._raw_steps or [], self._events or [])
+            self._packed = pack(self._raw_steps or [], self._events or [], self.rows_only)
         return self._packed
 
-    def pack(self, pack: Callable[[list, list], tuple[str, str]]) -> None:
+    def pack(self, pack: Callable[[list, list, bool], tuple[str, str]]) -> None:
         """Keep only the packed texts (see the class docstring)."""
         self.packed(pack)
         self._raw_steps = self._events = self._steps = self._expanded = None

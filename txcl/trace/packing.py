@@ -29,9 +29,10 @@ def _stored(step: dict[str, Any] | tuple) -> Any:
     return {k: v for k, v in step.items() if v is not None and not k.startswith("_")}
 
 
-def pack_steps(steps: list[dict[str, Any] | tuple]) -> str:
-    """Steps as one JSON array: summary rows (tuples) as arrays, step dicts as objects."""
-    stored = [s if type(s) is tuple else _stored(s) for s in steps]
+def pack_steps(steps: list[dict[str, Any] | tuple], rows_only: bool = False) -> str:
+    """Steps as one JSON array: summary rows (tuples) as arrays, step dicts as objects.
+    `rows_only`: the caller knows every step is a row (nothing to convert)."""
+    stored = steps if rows_only else [s if type(s) is tuple else _stored(s) for s in steps]
     text = _fast_dumps(stored)
     return text if text is not None else _encode(stored)
 
@@ -42,19 +43,21 @@ def pack_events(events: list[Any]) -> str:
     return text if text is not None else _encode(events)
 
 
-def pack_trace(steps: list, events: list) -> tuple[str, str]:
-    """A trace's steps and events as the two JSON texts the store writes."""
-    return pack_steps(steps), pack_events(events)
+def pack_trace(steps: list, events: list, rows_only: bool = False) -> tuple[str, str]:
+    """A trace's steps and events as the two JSON texts the store writes (`rows_only`: see
+    `pack_steps`)."""
+    return pack_steps(steps, rows_only), pack_events(events)
 
 
 def _fast_dumps(value: Any) -> str | None:
     """orjson's text of `value` when orjson is installed and takes it (it refuses integers
-    beyond 64 bits and keys that are not strings, for two), else None: the caller falls back
-    to the `json` encoder. Both give JSON that reads back as the same values (NaN aside,
-    which orjson writes as null)."""
+    beyond 64 bits, keys that are not strings and objects of other types, for three), else
+    None: the caller falls back to the `json` encoder (which writes such an object as its
+    `str()`). Both give JSON that reads back as the same values (NaN aside, which orjson
+    writes as null)."""
     if _orjson is None:
         return None
     try:
-        return _orjson.dumps(value, default=str).decode("utf-8")
+        return _orjson.dumps(value).decode()
     except (TypeError, ValueError):
         return None

@@ -176,6 +176,7 @@ class TraceRecorder:
         self._seq = 0
         self.entered_ns = 0  # perf_counter_ns() as the current scope was entered (stage_enter)
         self._detailed = False  # a step holds bodies (full mode, WITH debug = true)
+        self._step_dicts = False  # a step was recorded as a dict (`step`), not as a row
         self.omit: set[tuple[str, ...]] = set()
         self.redact: set[tuple[str, ...]] = set()
 
@@ -252,6 +253,7 @@ class TraceRecorder:
             return
         self._seq += 1
         step["seq"] = self._seq
+        self._step_dicts = True
         if self.full or detail:
             step["rule"] = rule
             step["_input"] = _snapshot(input_value)
@@ -342,7 +344,8 @@ class TraceRecorder:
                       for e in events]
         # Summary steps go out as recorded: keys holding None are left out when the store
         # packs them (txcl.trace.packing), as the readers treat a missing key as None.
-        return TraceRecord(request, list(steps), list(events), times_from=self.times_from)
+        return TraceRecord(request, list(steps), list(events), times_from=self.times_from,
+                           rows_only=not self._step_dicts)
 
     @staticmethod
     def _diff(change: _ScopeChange, red: Redactor) -> dict:
