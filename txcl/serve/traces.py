@@ -47,6 +47,9 @@ class TraceWriter:
         except RuntimeError:
             loop = None
         owner = self._loop
+        if loop is owner and loop is not None:  # the common case: a request on the serving loop
+            self._queue(record, loop)
+            return
         if owner is not None and loop is not None and loop is not owner and (
                 owner.is_closed() or not owner.is_running()):
             owner = None  # the previous loop is gone: adopt this one (its timer never fires)

@@ -29,10 +29,14 @@ def _stored(step: dict[str, Any] | tuple) -> Any:
     return {k: v for k, v in step.items() if v is not None and not k.startswith("_")}
 
 
+def _stored_steps(steps: list[dict[str, Any] | tuple]) -> list:
+    return [s if type(s) is tuple else _stored(s) for s in steps]
+
+
 def pack_steps(steps: list[dict[str, Any] | tuple], rows_only: bool = False) -> str:
     """Steps as one JSON array: summary rows (tuples) as arrays, step dicts as objects.
     `rows_only`: the caller knows every step is a row (nothing to convert)."""
-    stored = steps if rows_only else [s if type(s) is tuple else _stored(s) for s in steps]
+    stored = steps if rows_only else _stored_steps(steps)
     text = _fast_dumps(stored)
     return text if text is not None else _encode(stored)
 
@@ -45,8 +49,14 @@ def pack_events(events: list[Any]) -> str:
 
 def pack_trace(steps: list, events: list, rows_only: bool = False) -> tuple[str, str]:
     """A trace's steps and events as the two JSON texts the store writes (`rows_only`: see
-    `pack_steps`)."""
-    return pack_steps(steps, rows_only), pack_events(events)
+    `pack_steps`). Once per trace: the common case (orjson takes both) in one frame."""
+    stored = steps if rows_only else _stored_steps(steps)
+    if _orjson is not None:
+        try:
+            return _orjson.dumps(stored).decode(), _orjson.dumps(events).decode()
+        except (TypeError, ValueError):
+            pass
+    return pack_steps(stored, True), pack_events(events)
 
 
 def _fast_dumps(value: Any) -> str | None:

@@ -298,8 +298,11 @@ class TraceRecorder:
 
     def finish(self, status: str, *, http_status: int | None, fuel_used: int, out: Any = None,
                error: Any = None, bytes_out: int | None = None) -> None:
-        self.request.update(status=status, http_status=http_status, fuel_used=fuel_used,
-                            finished_ms=self.clock_ms())
+        request = self.request
+        request["status"] = status
+        request["http_status"] = http_status
+        request["fuel_used"] = fuel_used
+        request["finished_ms"] = self.clock_ms()
         if self.full:
             self._out = _snapshot(out)
         if self.enabled:
