@@ -90,6 +90,10 @@ def test_envelope_diff_reports_added_changed_and_removed_paths():
         {"op": "changed", "path": ".order.total", "before": 10, "after": 12},
     ]
     assert envelope_diff({"a": 1}, {"a": 1.0}) == [{"op": "changed", "path": ".a", "before": 1, "after": 1.0}]
+    # subtrees Python calls equal are still told apart where their JSON differs
+    assert envelope_diff({"o": {"n": 1, "f": True, "k": [1]}}, {"o": {"n": 1.0, "f": 1, "k": [1]}}) == [
+        {"op": "changed", "path": ".o.f", "before": True, "after": 1},
+        {"op": "changed", "path": ".o.n", "before": 1, "after": 1.0}]
 
 
 def test_full_traces_keep_each_scope_diff_redacted(workspace, run_tree):
@@ -105,6 +109,13 @@ def test_full_traces_keep_each_scope_diff_redacted(workspace, run_tree):
     assert first[".authorization"]["after"] == "[redacted]"  # a secret key, always masked
     assert first[".card"]["after"] == "[redacted]"  # the stack's WITH redact applies to the diff
     assert {(c["op"], c["path"]) for c in diffs["s/200"]} == {("changed", ".total"), ("removed", ".gone")}
+    # a key that is always masked is masked whatever its case, with no WITH redact anywhere
+    secret = workspace({"OPS/s/0100/a.txcl": 'EMIT .hdr.Cookie = "sid=2"', "OPS/s/0200/b.txcl": "EMIT .n = 2"})
+    outcome, store = run_tree(secret, {"hdr": {"x": 1}}, trace_mode="full")
+    changes = [c for e in store.get_trace(outcome.rid).events if e["kind"] == "stage.diff"
+               for c in e["data"]["changes"]]
+    assert {"op": "added", "path": ".hdr.Cookie", "after": "[redacted]"} in changes
+    assert "sid=2" not in json.dumps(changes)
     outcome, store = run_tree(ws, {"gone": 1}, trace_mode="summary")
     assert not [e for e in store.get_trace(outcome.rid).events if e["kind"] == "stage.diff"]
 

@@ -109,11 +109,24 @@ DIFF_ENTRIES_MAX = 200  # per scope
 DIFF_VALUE_MAX = 2_000  # characters of JSON per value shown
 
 
-def _loaded(snapshot: Any, red: Redactor) -> Any:
+def _loaded(snapshot: Any, red: Redactor, seen: dict[str, Any] | None = None) -> Any:
+    """A recorded envelope, redacted, for a diff. `seen` keeps what was loaded by text: a
+    scope's "after" is usually the next scope's "before" (diffs only read what they get)."""
     if snapshot is None:
         return None
-    value = json.loads(snapshot.text) if type(snapshot) is _Snapshot else deep_copy(snapshot)
-    return red.apply(value, owned=True)
+    if type(snapshot) is not _Snapshot:
+        return red.apply(deep_copy(snapshot), owned=True)
+    text = snapshot.text
+    if seen is not None and text in seen:
+        return seen[text]
+    value = json.loads(text)
+    lowered = text.lower()
+    if red.omit or red.redact or any(key in lowered for key in _SECRET_KEYS):
+        value = red.apply(value, owned=True)
+    # else: no path to remove and no key that is always masked: nothing to redact
+    if seen is not None:
+        seen[text] = value
+    return value
 
 
 def _shown(value: Any) -> Any:
@@ -132,11 +145,27 @@ def envelope_diff(before: Any, after: Any, path: str = "") -> list[dict]:
                 out.append({"op": "added", "path": sub, "after": _shown(after[key])})
             elif key not in after:
                 out.append({"op": "removed", "path": sub, "before": _shown(before[key])})
-            else:
+            elif not _same_json(before[key], after[key]):
                 out.extend(envelope_diff(before[key], after[key], sub))
     elif before != after or type(before) is not type(after):
         out.append({"op": "changed", "path": path or ".", "before": _shown(before), "after": _shown(after)})
     return out
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    """Whether two JSON values are the same, 1 and 1.0 and true told apart: `==` (in C)
+    first, then, as it equates those, their JSON texts. False when unsure (the caller then
+    compares member by member)."""
+    if a is b:
+        return True
+    if a != b:
+        return False
+    if _orjson is None:
+        return False
+    try:
+        return _orjson.dumps(a) == _orjson.dumps(b)
+    except (TypeError, ValueError):
+        return False
 
 
 def _now_ms() -> int:
@@ -343,7 +372,8 @@ class TraceRecorder:
         events = self.events
         if self.full:
             red = red or Redactor(self.omit, self.redact)
-            events = [(e[0], e[1], e[2], self._diff(e[3], red)) if type(e[3]) is _ScopeChange else e
+            seen: dict[str, Any] = {}
+            events = [(e[0], e[1], e[2], self._diff(e[3], red, seen)) if type(e[3]) is _ScopeChange else e
                       for e in events]
         # Summary steps go out as recorded: keys holding None are left out when the store
         # packs them (txcl.trace.packing), as the readers treat a missing key as None.
@@ -351,8 +381,8 @@ class TraceRecorder:
                            rows_only=not self._step_dicts)
 
     @staticmethod
-    def _diff(change: _ScopeChange, red: Redactor) -> dict:
-        entries = envelope_diff(_loaded(change.before, red), _loaded(change.after, red))
+    def _diff(change: _ScopeChange, red: Redactor, seen: dict[str, Any] | None = None) -> dict:
+        entries = envelope_diff(_loaded(change.before, red, seen), _loaded(change.after, red, seen))
         data: dict[str, Any] = {"stage": change.stage, "changes": entries[:DIFF_ENTRIES_MAX]}
         if len(entries) > DIFF_ENTRIES_MAX:
             data["more"] = len(entries) - DIFF_ENTRIES_MAX
