@@ -49,6 +49,19 @@ class RawDb:
         return False
 
 
+def reopened_after_downgrade(open_store, path, component: str, version: int, *statements: str):
+    """A new database at `path` taken back to `version` of `component` by `statements` (SQL
+    undoing what later versions added), then opened again so the upgrade runs: (store, RawDb)."""
+    store = open_store(path)
+    raw = RawDb(store)
+    for sql in statements:
+        raw.execute(sql)
+    raw.execute("UPDATE txcl_schema SET version = ? WHERE component = ?", (version, component))
+    store.close()
+    store = open_store(path)
+    return store, RawDb(store)
+
+
 def rule_files(root, pattern: str = "*.txcl") -> list:
     """The rule files below `root`, sorted: regular files only (a folder or a dangling link
     whose name ends in `.txcl` is not a rule)."""

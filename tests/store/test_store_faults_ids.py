@@ -11,7 +11,7 @@ from txcl.store.errors import SchemaTooNew
 from txcl.store.records import payload_sha256, resume_segment_id
 from txcl.store import schema
 from txcl.testing import faults
-from testtools import RawDb
+from testtools import RawDb, reopened_after_downgrade
 
 
 def test_id_formats():
@@ -186,15 +186,9 @@ def test_upgrade_from_v6_adds_the_heartbeat_columns(tmp_path):
     """A version-6 database (before heartbeats) gets the two interaction columns in place."""
     from contstore_util import open_store
 
-    path = tmp_path / "v6.db"
-    store = open_store(path)
-    raw = RawDb(store)
-    raw.execute("ALTER TABLE interactions DROP COLUMN heartbeat_ms")
-    raw.execute("ALTER TABLE interactions DROP COLUMN progress_json")
-    raw.execute("UPDATE txcl_schema SET version = 6 WHERE component = 'continuations'")
-    store.close()
-    store = open_store(path)
-    raw = RawDb(store)
+    store, raw = reopened_after_downgrade(open_store, tmp_path / "v6.db", "continuations", 6,
+                                          "ALTER TABLE interactions DROP COLUMN heartbeat_ms",
+                                          "ALTER TABLE interactions DROP COLUMN progress_json")
     columns = {r[1] for r in raw.execute("PRAGMA table_info(interactions)")}
     assert {"heartbeat_ms", "progress_json"} <= columns
     assert raw.execute("SELECT version FROM txcl_schema WHERE component = 'continuations'")[0][0] == 8
@@ -206,21 +200,13 @@ def test_upgrade_from_v7_adds_join_deadlines_cancel_calls_and_retries(tmp_path):
     columns, the cancel_calls table and the indexes in place."""
     from contstore_util import open_store
 
-    path = tmp_path / "v7.db"
-    store = open_store(path)
-    raw = RawDb(store)
-    raw.execute("DROP INDEX await_units_join_deadline")
-    raw.execute("DROP INDEX interactions_retry_due")
-    for column in ("retry_count", "retry_at_ms", "retired_tokens"):
-        raw.execute(f"ALTER TABLE interactions DROP COLUMN {column}")
-    raw.execute("ALTER TABLE await_units DROP COLUMN join_deadline_ms")
-    raw.execute("ALTER TABLE interactions DROP COLUMN cancel_url")
-    raw.execute("ALTER TABLE interactions DROP COLUMN cancel_token")
-    raw.execute("DROP TABLE cancel_calls")
-    raw.execute("UPDATE txcl_schema SET version = 7 WHERE component = 'continuations'")
-    store.close()
-    store = open_store(path)
-    raw = RawDb(store)
+    store, raw = reopened_after_downgrade(
+        open_store, tmp_path / "v7.db", "continuations", 7,
+        "DROP INDEX await_units_join_deadline", "DROP INDEX interactions_retry_due",
+        *(f"ALTER TABLE interactions DROP COLUMN {column}" for column in ("retry_count", "retry_at_ms",
+                                                                          "retired_tokens", "cancel_url",
+                                                                          "cancel_token")),
+        "ALTER TABLE await_units DROP COLUMN join_deadline_ms", "DROP TABLE cancel_calls")
     assert "join_deadline_ms" in {r[1] for r in raw.execute("PRAGMA table_info(await_units)")}
     assert {"cancel_url", "cancel_token", "retry_count", "retry_at_ms", "retired_tokens"} <= {
         r[1] for r in raw.execute("PRAGMA table_info(interactions)")}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from testtools import RawDb
+from testtools import RawDb, reopened_after_downgrade
 
 import json
 
@@ -145,15 +145,8 @@ def test_v5_run_index_is_narrowed_to_durable_runs(tmp_path):
     from txcl.store import open_store
     from txcl.trace.recorder import TraceRecorder
 
-    db = tmp_path / "v5.db"
-    store = open_store(db)
-    raw = RawDb(store)
-    raw.execute("DROP INDEX traces_run")
-    raw.execute("CREATE INDEX traces_run ON traces (run_id, started_ms)")
-    raw.execute("UPDATE txcl_schema SET version = 5 WHERE component = 'traces'")
-    store.close()
-    store = open_store(db)
-    raw = RawDb(store)
+    store, raw = reopened_after_downgrade(open_store, tmp_path / "v5.db", "traces", 5, "DROP INDEX traces_run",
+                                          "CREATE INDEX traces_run ON traces (run_id, started_ms)")
     assert raw.execute("SELECT sql FROM sqlite_master WHERE name = 'traces_run'")[0][0].endswith(
         "WHERE run_id IS NOT NULL")
     assert raw.execute("SELECT version FROM txcl_schema WHERE component = 'traces'")[0][0] == 6
