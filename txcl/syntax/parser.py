@@ -176,7 +176,15 @@ class _Parser:
                         values.append(tok if cb is None else cb(tok))
                         break
                     size, gotos, callback = reductions[~act]
-                    if size:
+                    if size == 1:  # pops are cheaper than slices for the commonest sizes
+                        children = [values.pop()]
+                        stack.pop()
+                    elif size == 2:
+                        last = values.pop()
+                        children = [values.pop(), last]
+                        stack.pop()
+                        stack.pop()
+                    elif size:
                         children = values[-size:]
                         del stack[-size:]
                         del values[-size:]
@@ -313,8 +321,9 @@ def _make_callback(rule: Any, transformer: Any) -> Any:
     return fn
 
 
-def _compile_table(conf: ParseConf, transformer: Any) -> tuple[dict, list]:
-    """Lark's parse table as `{state: {symbol: action}}` with plain-str keys and int actions.
+def _compile_table(conf: ParseConf, transformer: Any) -> tuple[Any, list]:
+    """Lark's parse table as `{state: {symbol: action}}` with plain-str keys and int actions
+    (a list indexed by state when the states are numbered 0…n-1, as Lark numbers them).
 
     An action `>= 0` is a shift to that state (for a terminal) or a goto (for a rule); an
     action `< 0` is reduction number `~action` in the list returned beside the table, each
@@ -337,7 +346,11 @@ def _compile_table(conf: ParseConf, transformer: Any) -> tuple[dict, list]:
         origin = str(rule.origin.name)
         gotos = {state: row[origin] for state, row in table.items() if origin in row}
         compiled.append((len(rule.expansion), gotos, _make_callback(rule, transformer)))
-    return table, compiled
+    # Lark numbers its states 0…n-1: a list indexed by state is read without hashing
+    rows = [table.get(state) for state in range(len(table))]
+    if None in rows:  # pragma: no cover - a Lark that numbered its states otherwise
+        return table, compiled
+    return rows, compiled
 
 
 def _resume_index(rows: list[Row], bad: int, start: int) -> int:
