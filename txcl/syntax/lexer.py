@@ -23,20 +23,25 @@ from txcl.syntax.tokens import CONTEXTUAL, KEYWORDS, RESERVED, Row, Tok, char_te
 _new_tuple = tuple.__new__  # a Span from its six integers, made in C
 
 _MASTER = re.compile(r"[ \t\r]*(?:" + "|".join((
-    # the commonest first (alternatives are tried in order); STRING/USTRING before NAME
-    # (`b64"…"`) and PATH before DOTBAD
-    r'(?P<PATH>[.@][A-Za-z_][A-Za-z0-9_-]*(?:\.(?:[A-Za-z0-9_-]+|"[^"\n]+"))*)',
-    r"(?P<OP>==|!=|!~|=~|<=|>=|&&|\|\||[<>=!,()\[\]*])",
-    r'(?P<STRING>(?:b64)?"(?:[^"\\]|\\[\s\S])*")',
-    r'(?P<USTRING>(?:b64)?")',
-    r"(?P<NAME>[A-Za-z_][A-Za-z0-9_]*)",
-    r"(?P<NL>\n)",
-    r"(?P<NUM>-*[0-9][A-Za-z0-9_.\-]*)",
-    r"(?P<CALL>&[A-Za-z_][A-Za-z0-9_]*\(?)",
-    r"(?P<COMMENT>#[^\n]*)",
-    r"(?P<DOTBAD>[.@])",
-    r"(?P<SLASH>/)",
-    r"(?P<BAD>[^ \t\r\n])",
+    # Each alternative is its first character (a literal or a class) and then its group, so
+    # the engine rejects an alternative by that character alone, without entering it: a
+    # token's text starts one character before its group. Alternatives are tried in order:
+    # STRING/USTRING before NAME (`b64"…"`), PATH before DOTBAD, two-character operators
+    # before one.
+    r'[.@](?P<PATH>[A-Za-z_][A-Za-z0-9_-]*(?:\.(?:[A-Za-z0-9_-]+|"[^"\n]+"))*)',
+    r"[=!<>&|,()\[\]*](?P<OP>(?<=[=!])[=~]|(?<=[<>])=|(?<=&)&|(?<=\|)\||(?<=[<>=!,()\[\]*]))",
+    r'"(?P<STRING>(?:[^"\\]|\\[\s\S])*")',
+    r'b(?P<B64STRING>64"(?:[^"\\]|\\[\s\S])*")',
+    r'"(?P<USTRING>)',
+    r'b(?P<B64USTRING>64")',
+    r"[A-Za-z_](?P<NAME>[A-Za-z0-9_]*)",
+    r"\n(?P<NL>)",
+    r"[-0-9](?P<NUM>(?<=-)-*[0-9][A-Za-z0-9_.\-]*|(?<=[0-9])[A-Za-z0-9_.\-]*)",
+    r"&(?P<CALL>[A-Za-z_][A-Za-z0-9_]*\(?)",
+    r"#(?P<COMMENT>[^\n]*)",
+    r"[.@](?P<DOTBAD>)",
+    r"/(?P<SLASH>)",
+    r"[^ \t\r\n](?P<BAD>)",
 )) + ")")
 
 _LITERAL_KEYWORDS = {
@@ -45,7 +50,9 @@ _LITERAL_KEYWORDS = {
     "NULL": lambda span: ast.NullLit(span=span),
 }
 
-_GROUP_NAMES = (None, *sorted(_MASTER.groupindex, key=_MASTER.groupindex.__getitem__))
+# the token kind of each group (a b64 string is a STRING, an unterminated one a USTRING)
+_GROUP_NAMES = (None, *(name.removeprefix("B64") for name in
+                        sorted(_MASTER.groupindex, key=_MASTER.groupindex.__getitem__)))
 
 _OPS = {
     "==": "EQ", "!=": "NE", "!~": "NMATCH", "=~": "MATCH", "<=": "LE", ">=": "GE",
@@ -165,6 +172,7 @@ class Scanner:
                 break
             index = m.lastindex
             pos, end = m.span(index)
+            pos -= 1  # the alternative's first character (see _MASTER)
             kind = _GROUP_NAMES[index]
             if kind == "NL":
                 line += 1
