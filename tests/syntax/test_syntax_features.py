@@ -327,3 +327,20 @@ def test_plain_integers_take_the_short_path_and_read_as_before():
         ("IntLit", -5, "-5"), ("FloatLit", 1.5, "1.5")]
     assert literals[1].span.as_list() == [1, 20, 1, 23]
     assert scan("SET .a = " + "9" * 19).rows[-1][0] == "ERROR"  # 19 digits, above 2**63 - 1: out of range
+
+
+def test_reductions_splice_helper_lists_by_position_and_the_grammar_allows_it():
+    """Each rule's children are rebuilt by code generated for it: a helper rule's list spliced
+    where the helper stands, None where an optional part matched nothing. That holds only while
+    no `?rule` of one helper symbol passes a helper's list on, which the parser checks."""
+    from types import SimpleNamespace as NS
+
+    from txcl.syntax.parser import _Flat, _no_rule_passes_a_flat_on, _reshaper, get_parser
+
+    term, helper, node = NS(is_term=True, name="A"), NS(is_term=False, name="_items"), NS(is_term=False, name="x")
+    rule = NS(expansion=[term, helper, node], options=NS(empty_indices=[False, False, True, False]))
+    reshape, _source = _reshaper(rule)
+    assert reshape(["a", _Flat([1, 2]), "n"]) == ["a", 1, 2, None, "n"]
+    assert _no_rule_passes_a_flat_on(get_parser().lark.rules)
+    passing = NS(origin=NS(name="wrap"), alias=None, expansion=[helper], options=NS(expand1=True))
+    assert not _no_rule_passes_a_flat_on([passing])

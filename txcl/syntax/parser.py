@@ -27,7 +27,7 @@ import tempfile
 import threading
 from operator import itemgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import lark
 from lark import Lark
@@ -118,6 +118,9 @@ class _Parser:
         self.term_callbacks: dict[str, Any] = {
             t.name: getattr(self.transformer, t.name) for t in self.lark.terminals
             if callable(getattr(self.transformer, t.name, None))}
+        if not _no_rule_passes_a_flat_on(self.lark.rules):
+            raise RuntimeError("grammar/txcl.lark: a ?rule of one helper symbol passes the helper's "
+                               "list on; the reductions splice helpers by position")
         self.actions, self.reductions = _compile_table(conf, self.transformer)
         # Accepting is shifting `$END` in the end state, which Lark's table leaves empty:
         # then the driver needs no end-of-input test of its own.
@@ -262,28 +265,7 @@ def _make_callback(rule: Any, transformer: Any) -> Any:
     origin = str(rule.origin.name)
     empty = list(rule.options.empty_indices or ())
     has_helpers = any(not sym.is_term and sym.name.startswith("_") for sym in rule.expansion)
-
-    def reshape(children: list) -> list:
-        if not empty:
-            out: list = []
-            for child in children:
-                if type(child) is _Flat:
-                    out.extend(child)
-                else:
-                    out.append(child)
-            return out
-        out = []
-        it = iter(children)
-        for flag in empty:
-            if flag:
-                out.append(None)
-                continue
-            child = next(it)
-            if type(child) is _Flat:
-                out.extend(child)
-            else:
-                out.append(child)
-        return out
+    reshape, items = _reshaper(rule)
 
     if origin.startswith("_"):
         if has_helpers and not empty:
@@ -301,7 +283,7 @@ def _make_callback(rule: Any, transformer: Any) -> Any:
                 return first
             return grow
         if empty:
-            return lambda children: _Flat(reshape(children))
+            return _generated(f"lambda c: _Flat([{items}])", _Flat=_Flat)
         return _Flat
     fn = getattr(transformer, rule.alias or origin, None)
     expand1 = bool(rule.options.expand1) and not rule.alias
@@ -313,12 +295,44 @@ def _make_callback(rule: Any, transformer: Any) -> Any:
                 children = reshape(children)
                 return children[0] if len(children) == 1 else fn(children)
             return cb
-        return lambda children: fn(reshape(children))
+        return _generated(f"lambda c: fn([{items}])", fn=fn)
     if expand1:
         if len(rule.expansion) == 1:
             return itemgetter(0)
         return lambda children: children[0] if len(children) == 1 else fn(children)
     return fn
+
+
+def _reshaper(rule: Any) -> tuple[Callable[[list], list], str]:
+    """The children a rule's callback gets from the values reduced, made by code generated
+    for the rule: helper rules' lists spliced in place (their callbacks always give a
+    `_Flat`; no other rule passes one on, see `_no_rule_passes_a_flat_on`) and None where an
+    optional part matched nothing. Returns the function and its list items' source."""
+    flags = list(rule.options.empty_indices or ()) or [False] * len(rule.expansion)
+    items, k = [], 0
+    for flag in flags:
+        if flag:
+            items.append("None")
+            continue
+        sym = rule.expansion[k]
+        items.append(f"*c[{k}]" if not sym.is_term and sym.name.startswith("_") else f"c[{k}]")
+        k += 1
+    source = ", ".join(items)
+    return _generated(f"lambda c: [{source}]"), source
+
+
+def _generated(source: str, **names: Any) -> Any:
+    """A function compiled from `source` (one lambda) with `names` as its globals."""
+    return eval(compile(source, "<txcl reduction>", "eval"), dict(names))  # noqa: S307 - our own source
+
+
+def _no_rule_passes_a_flat_on(rules: Any) -> bool:
+    """Whether only helper rules give a `_Flat`: a `?rule` of one symbol returns that child
+    as it is, so one whose symbol is a helper would pass a helper's list on (and the
+    generated reshaping, which splices by position, would not see it)."""
+    return not any(r.options.expand1 and not r.alias and len(r.expansion) == 1
+                   and not r.expansion[0].is_term and r.expansion[0].name.startswith("_")
+                   and not str(r.origin.name).startswith("_") for r in rules)
 
 
 def _compile_table(conf: ParseConf, transformer: Any) -> tuple[Any, list]:
