@@ -36,7 +36,7 @@ from lark.lexer import Lexer
 from lark.parsers.lalr_analysis import Shift
 from lark.parsers.lalr_parser_state import ParseConf
 
-from txcl.errors import Diagnostic, Position, Span, TxclSyntaxError
+from txcl.errors import Diagnostic, Position, Span, TxclSyntaxError, span_of
 from txcl.resources import grammar_path
 from txcl.syntax import ast
 from txcl.syntax import codec as _codec
@@ -394,9 +394,10 @@ def _end_row(text: str) -> Row:
     return ("$END", "", None, line, col, stripped, line, col, stripped)
 
 
-def _end_position(text: str) -> Position:
+def _whole_text_span(text: str) -> Span:
+    """From the first character to the end of `text`."""
     line = text.count("\n") + 1
-    return Position(line, len(text) - (text.rfind("\n") + 1) + 1, len(text))
+    return span_of(1, 1, 0, line, len(text) - (text.rfind("\n") + 1) + 1, len(text))
 
 
 def _assemble(clauses: list, comments: list, filename: str,
@@ -436,7 +437,7 @@ def _assemble(clauses: list, comments: list, filename: str,
         set_post=tuple(set_post), with_=tuple(with_), priority=single.get("priority"),
         exec=single.get("exec"), loop=single.get("loop"), emit=tuple(emit),
         clauses=tuple(marks), comments=tuple(comments), filename=filename,
-        span=Span(Position(1, 1, 0), _end_position(text)),
+        span=_whole_text_span(text),
     )
     return rule, diags
 
