@@ -335,11 +335,11 @@ def test_reductions_splice_helper_lists_by_position_and_the_grammar_allows_it():
     no `?rule` of one helper symbol passes a helper's list on, which the parser checks."""
     from types import SimpleNamespace as NS
 
-    from txcl.syntax.parser import _Flat, _no_rule_passes_a_flat_on, _reshaper, get_parser
+    from txcl.syntax.parser import _calling, _children_source, _Flat, _no_rule_passes_a_flat_on, get_parser
 
     term, helper, node = NS(is_term=True, name="A"), NS(is_term=False, name="_items"), NS(is_term=False, name="x")
     rule = NS(expansion=[term, helper, node], options=NS(empty_indices=[False, False, True, False]))
-    reshape, _source = _reshaper(rule)
+    reshape = _calling(_children_source(rule))(list)
     assert reshape(["a", _Flat([1, 2]), "n"]) == ["a", 1, 2, None, "n"]
     assert _no_rule_passes_a_flat_on(get_parser().lark.rules)
     passing = NS(origin=NS(name="wrap"), alias=None, expansion=[helper], options=NS(expand1=True))

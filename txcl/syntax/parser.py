@@ -20,6 +20,7 @@ too. Per-rule TX1xx checks (txcl.syntax.validate) run only on texts without TX0x
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import sys
@@ -264,8 +265,9 @@ def _make_callback(rule: Any, transformer: Any) -> Any:
     """
     origin = str(rule.origin.name)
     empty = list(rule.options.empty_indices or ())
-    has_helpers = any(not sym.is_term and sym.name.startswith("_") for sym in rule.expansion)
-    reshape, items = _reshaper(rule)
+    has_helpers = any(map(_is_helper, rule.expansion))
+    items = _children_source(rule)
+    reshape = _calling(items)(list)
 
     if origin.startswith("_"):
         if has_helpers and not empty:
@@ -283,7 +285,7 @@ def _make_callback(rule: Any, transformer: Any) -> Any:
                 return first
             return grow
         if empty:
-            return _generated(f"lambda c: _Flat([{items}])", _Flat=_Flat)
+            return _calling(items)(_Flat)
         return _Flat
     fn = getattr(transformer, rule.alias or origin, None)
     expand1 = bool(rule.options.expand1) and not rule.alias
@@ -295,7 +297,7 @@ def _make_callback(rule: Any, transformer: Any) -> Any:
                 children = reshape(children)
                 return children[0] if len(children) == 1 else fn(children)
             return cb
-        return _generated(f"lambda c: fn([{items}])", fn=fn)
+        return _calling(items)(fn)
     if expand1:
         if len(rule.expansion) == 1:
             return itemgetter(0)
@@ -303,27 +305,33 @@ def _make_callback(rule: Any, transformer: Any) -> Any:
     return fn
 
 
-def _reshaper(rule: Any) -> tuple[Callable[[list], list], str]:
-    """The children a rule's callback gets from the values reduced, made by code generated
-    for the rule: helper rules' lists spliced in place (their callbacks always give a
-    `_Flat`; no other rule passes one on, see `_no_rule_passes_a_flat_on`) and None where an
-    optional part matched nothing. Returns the function and its list items' source."""
+def _is_helper(sym: Any) -> bool:
+    """A helper rule (`_name`): its children are spliced into its parent's."""
+    return not sym.is_term and sym.name.startswith("_")
+
+
+def _children_source(rule: Any) -> str:
+    """The items of the list a rule's callback gets, as source over `c` (the values reduced):
+    a helper's list spliced in place (helpers' callbacks always give a `_Flat`; no other rule
+    passes one on, see `_no_rule_passes_a_flat_on`) and None where an optional part matched
+    nothing, e.g. `c[0], *c[1], None`."""
     flags = list(rule.options.empty_indices or ()) or [False] * len(rule.expansion)
     items, k = [], 0
     for flag in flags:
         if flag:
             items.append("None")
             continue
-        sym = rule.expansion[k]
-        items.append(f"*c[{k}]" if not sym.is_term and sym.name.startswith("_") else f"c[{k}]")
+        items.append(f"*c[{k}]" if _is_helper(rule.expansion[k]) else f"c[{k}]")
         k += 1
-    source = ", ".join(items)
-    return _generated(f"lambda c: [{source}]"), source
+    return ", ".join(items)
 
 
-def _generated(source: str, **names: Any) -> Any:
-    """A function compiled from `source` (one lambda) with `names` as its globals."""
-    return eval(compile(source, "<txcl reduction>", "eval"), dict(names))  # noqa: S307 - our own source
+@functools.lru_cache(maxsize=None)
+def _calling(items: str) -> Callable[[Any], Callable[[list], Any]]:
+    """`fn` → `lambda c: fn([items])`: compiled once per shape of children (a few dozen for
+    the grammar), each rule's callback a closure over its own `fn`."""
+    source = f"lambda fn: lambda c: fn([{items}])"
+    return eval(compile(source, "<txcl reduction>", "eval"), {})  # noqa: S307 - our own source
 
 
 def _no_rule_passes_a_flat_on(rules: Any) -> bool:
@@ -331,8 +339,7 @@ def _no_rule_passes_a_flat_on(rules: Any) -> bool:
     as it is, so one whose symbol is a helper would pass a helper's list on (and the
     generated reshaping, which splices by position, would not see it)."""
     return not any(r.options.expand1 and not r.alias and len(r.expansion) == 1
-                   and not r.expansion[0].is_term and r.expansion[0].name.startswith("_")
-                   and not str(r.origin.name).startswith("_") for r in rules)
+                   and _is_helper(r.expansion[0]) and not str(r.origin.name).startswith("_") for r in rules)
 
 
 def _compile_table(conf: ParseConf, transformer: Any) -> tuple[Any, list]:
