@@ -82,16 +82,23 @@ def _snapshot(value: Any) -> Any:
         return deep_copy(value)
 
 
+def _masks_something(red: Redactor, text: str) -> bool:
+    """Whether `red` could change the value recorded as `text`: a redaction path is given,
+    or a key that is always masked appears in it (an upper bound: it may appear as a value)."""
+    if red.omit or red.redact:
+        return True
+    lowered = text.lower()
+    return any(key in lowered for key in _SECRET_KEYS)
+
+
 def _body_json(snapshot: Any, red: Redactor, cap: int) -> str | None:
     """The stored text of a recorded body, redacted and capped."""
     if snapshot is None:
         return None
     if type(snapshot) is _Snapshot:
         text = snapshot.text
-        if not red.omit and not red.redact:
-            lowered = text.lower()
-            if not any(key in lowered for key in _SECRET_KEYS):
-                return _cap_text(text, cap)  # nothing to mask: the text as recorded
+        if not _masks_something(red, text):
+            return _cap_text(text, cap)  # nothing to mask: the text as recorded
         snapshot = json.loads(text)
     return _cap(red.apply(snapshot, owned=True), cap)
 
@@ -120,10 +127,8 @@ def _loaded(snapshot: Any, red: Redactor, seen: dict[str, Any] | None = None) ->
     if seen is not None and text in seen:
         return seen[text]
     value = json.loads(text)
-    lowered = text.lower()
-    if red.omit or red.redact or any(key in lowered for key in _SECRET_KEYS):
+    if _masks_something(red, text):
         value = red.apply(value, owned=True)
-    # else: no path to remove and no key that is always masked: nothing to redact
     if seen is not None:
         seen[text] = value
     return value
@@ -188,7 +193,7 @@ class TraceRecorder:
         # Steps and events keep their times as milliseconds after `times_from` (the trace's
         # start): small integers, cheaper to make and a quarter less text to store. With the
         # real clock they are read from perf_counter_ns(), counted from `_perf_start_ns`.
-        self._perf_start_ns = time.perf_counter_ns()
+        self._perf_start_ns = _perf_ns()
         self.times_from: int = self.clock_ms()
         self.request: dict[str, Any] = {
             "rid": rid, "origin_rid": origin_rid, "run_id": run_id, "src": src, "entry_stack": entry_stack,
@@ -213,11 +218,17 @@ class TraceRecorder:
         self._seq += 1
         return self._seq
 
+    def _at(self) -> int:
+        """Now, in milliseconds after the trace's start. (The per-scope events below read the
+        clock inline: a call per event is ~1% of a walk.)"""
+        if self._wall_clock:
+            return (_perf_ns() - self._perf_start_ns) // 1_000_000
+        return self.clock_ms() - self.times_from
+
     def event(self, kind: str, data: dict[str, Any] | None = None) -> None:
         if self.enabled:
             self._seq += 1
-            self.events.append((self._seq, (_perf_ns() - self._perf_start_ns) // 1_000_000
-                                if self._wall_clock else self.clock_ms() - self.times_from, kind, data))
+            self.events.append((self._seq, self._at(), kind, data))
 
     # The two commonest events, recorded compact (see `COMPACT_EVENTS`). One method each, not
     # one taking `*values`: they run twice per scope, and unpacking costs ~1% of a walk. The
@@ -233,37 +244,20 @@ class TraceRecorder:
                             if self._wall_clock else self.clock_ms() - self.times_from,
                             STAGE_ENTER, stage, fuel_used, ttl))
 
-    def _compact(self, code: int, *values: Any) -> None:
-        if self.enabled:
-            self._seq += 1
-            self.events.append((self._seq, (_perf_ns() - self._perf_start_ns) // 1_000_000
-                                if self._wall_clock else self.clock_ms() - self.times_from, code, *values))
-
     # A request's first and last events, compact too (once per trace each).
     def request_start(self, stack: str, src: str) -> None:
         if self.enabled:
             self._seq += 1
-            self.events.append((self._seq, (_perf_ns() - self._perf_start_ns) // 1_000_000
-                                if self._wall_clock else self.clock_ms() - self.times_from,
-                                REQUEST_START, stack, src))
-
-    def request_usage(self, fuel: int, bytes_out: int | None) -> None:
-        self._compact(REQUEST_USAGE, fuel, bytes_out)
-
-    def request_end(self, status: str, duration_ms: int, reason: str | None = None) -> None:
-        if reason:
-            self._compact(REQUEST_END, status, duration_ms, reason)
-        else:
-            self._compact(REQUEST_END, status, duration_ms)
+            self.events.append((self._seq, self._at(), REQUEST_START, stack, src))
 
     def request_done(self, fuel: int, bytes_out: int | None, status: str, duration_ms: int,
                      reason: str | None = None) -> None:
-        """`request_usage` then `request_end`, stamped with one clock reading."""
+        """The request's last two events, `request.usage` and `request.end` (with the reason
+        it ended, when there is one), stamped with one clock reading."""
         if self.enabled:
             seq = self._seq
             self._seq = seq + 2
-            at = ((_perf_ns() - self._perf_start_ns) // 1_000_000 if self._wall_clock
-                  else self.clock_ms() - self.times_from)
+            at = self._at()
             self.events += ((seq + 1, at, REQUEST_USAGE, fuel, bytes_out),
                             (seq + 2, at, REQUEST_END, status, duration_ms, reason) if reason
                             else (seq + 2, at, REQUEST_END, status, duration_ms))
