@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 from typing import Any, Callable
 
+from txcl.evaluate.regex_shapes import CONTAINS, EXACT, PREFIX, SUFFIX, UNANCHORED, literal_shape, match_span_reader
 from txcl.functions.registry import call as call_function
 from txcl.syntax import ast
 from txcl.values.coerce import bool_form, float_form, int_form, text_form
@@ -146,10 +147,31 @@ def _match(src: _Source, node: ast.Comparison) -> str:
 
         pattern = right.pattern if isinstance(right, ast.Regex) else right.value
         regex = re2.compile(pattern.encode("utf-8"))
-    search = src.constant(regex.search, "r")
+    pattern = right.pattern if isinstance(right, ast.Regex) else right.value
     x = src.name("x")
     text = f"({x} if type({x} := {src.read('d', node.left.segments)}) is str else _text({x}))"
-    return f"({search}({text}.encode('utf-8')) is {'None' if negate else 'not None'})"
+    shape = literal_shape(pattern)
+    if shape is None:
+        found = _regex_found(src, regex, text)
+    else:  # plain text: a string test on ASCII text, RE2 for any other (see regex_shapes)
+        t = src.name("t")
+        kind, literal = shape
+        k = src.constant(literal)
+        test = {PREFIX: f"{t}.startswith({k})", SUFFIX: f"{t}.endswith({k})",
+                EXACT: f"{t} == {k}", CONTAINS: f"{k} in {t}"}[kind]
+        found = f"({test} if ({t} := {text}).isascii() else {_regex_found(src, regex, t)})"
+    return f"(not {found})" if negate else found
+
+
+def _regex_found(src: _Source, regex: Any, text: str) -> str:
+    """Source of "RE2 finds `regex` in the str `text`": the engine's own match call where the
+    library exposes it (see `match_span_reader`), else `search`."""
+    match = match_span_reader(regex)
+    if match is None:
+        return f"({src.constant(regex.search, 'r')}({text}.encode('utf-8')) is not None)"
+    b = src.name("b")
+    return (f"({src.constant(match, 'r')}({src.constant(UNANCHORED, 'a')}, ({b} := {text}.encode('utf-8')), "
+            f"0, len({b}))[0][0] != -1)")
 
 
 # ------------------------------------------------------------------ values
