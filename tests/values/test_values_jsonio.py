@@ -269,3 +269,10 @@ def test_check_depth_draws_the_line_at_the_limit_with_or_without_orjson(monkeypa
     check_depth(nested(10), limit=10)
     with pytest.raises(TxclDepthError):
         check_depth(nested(11), limit=10)
+
+
+@pytest.mark.parametrize("value, shown", [(math.nan, "nan"), (math.inf, "inf"), ([1, {"a": -math.inf}], "-inf")])
+def test_a_nan_or_an_infinity_is_named_as_what_has_no_json_form(value, shown):
+    # (it used to be reported as "an integer of more than 4300 digits")
+    with pytest.raises(JsonError, match=f"^{shown} has no JSON form$"):
+        dumps(value)

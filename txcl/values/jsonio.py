@@ -199,6 +199,8 @@ def dumps(value: Any, *, sort_keys: bool = False, indent: int | None = None,
             text = "".join(parts)
     except RecursionError:
         raise JsonError("value is nested too deeply for JSON") from None
+    except JsonError:  # a NaN or an infinity (JsonError is a ValueError: not the case below)
+        raise
     except ValueError as exc:  # an integer past Python's int/text limit
         raise JsonError(f"value has no JSON form: an integer of more than {MAX_INT_DIGITS} digits") from exc
     except TypeError as exc:  # a non-string key reached the C escaper
