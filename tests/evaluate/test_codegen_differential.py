@@ -169,3 +169,18 @@ def test_deep_nesting_and_long_paths_evaluate_alike_both_ways():
     _check_condition(deep.when.condition, [{}, write({}, tuple("abcdefghijkl"), 1)])
     calls = parse_rule("SET .x = " + "&concat(" * 60 + ".a.b.c.d.e.f.g.h.i.j.k.l" + ")" * 60)
     _check_value(calls.set_pre[0].value, [{}, write({}, tuple("abcdefghijkl"), "z")])
+
+
+@pytest.mark.parametrize("text, env, message", [
+    ('&div(.a, 0)', {"a": 1}, "&div: "),  # the implementation's own error
+    ('&join(.parts, "")', {"parts": [1234567890] * 200_000}, "&join: result would be "),  # the size limit
+    ('&to_json(.a)', {"a": float("nan")}, "&to_json: "),  # a value the implementation cannot take
+])
+def test_a_call_that_fails_fails_alike_both_ways(text, env, message):
+    """A generated call runs the function's implementation directly (its arity settled when
+    the rule is loaded): errors and the size limit must come out as through `call`."""
+    node = parse_rule(f"SET .x = {text}").set_pre[0].value
+    source = compile_value(node).source
+    assert "_call(" not in source and "_growth(" in source
+    got, want = _outcome(compile_value(node), env, None), _outcome(closure_value(node), env, None)
+    assert got == want and got[0] == "error" and got[1].startswith(message), (got, want)

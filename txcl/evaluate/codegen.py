@@ -18,6 +18,8 @@ import itertools
 from typing import Any, Callable
 
 from txcl.evaluate.regex_shapes import CONTAINS, EXACT, PREFIX, SUFFIX, UNANCHORED, literal_shape, match_span_reader
+from txcl.errors import TxclEvalError
+from txcl.functions.registry import CHECK_GROWTH_FROM, call_failure, check_growth, lookup
 from txcl.functions.registry import call as call_function
 from txcl.syntax import ast
 from txcl.values.coerce import bool_form, float_form, int_form, text_form
@@ -51,6 +53,7 @@ class _Source:
         self.constants: dict[str, Any] = {
             "M": MISSING, "_step": _step, "_int": int_form, "_float": float_form, "_text": text_form,
             "_bool": bool_form, "_deep": deep_copy, "_call": call_function, "_read": read,
+            "_EvalError": TxclEvalError, "_failure": call_failure, "_growth": check_growth, "_G": CHECK_GROWTH_FROM,
         }
         self._names = itertools.count()
 
@@ -204,7 +207,21 @@ def _value(src: _Source, node: Any, body: list[str], literal: Callable[[Any], An
     if isinstance(node, ast.Call):
         args = [_value(src, arg, body, literal) for arg in node.args]
         var = src.name("v")
-        body.append(f"{var} = _call({node.name!r}, [{', '.join(args)}])")
+        spec = lookup(node.name)
+        if spec is None or not spec.accepts(len(args)):  # `call` reports it, as a run would
+            body.append(f"{var} = _call({node.name!r}, [{', '.join(args)}])")
+            return var
+        # `call`, written out: the registry never changes after import, so the function and
+        # its arity are settled here, and the implementation is called directly
+        listed = src.name("a")
+        body += [f"{listed} = [{', '.join(args)}]",
+                 "try:",
+                 f"    {var} = {src.constant(spec.impl, 'i')}({listed})",
+                 "except _EvalError:",
+                 "    raise",
+                 "except Exception as e:",
+                 f"    raise _failure({node.name!r}, e) from None",
+                 f"if type({var}) is str and len({var}) > _G: _growth({node.name!r}, {var}, {listed})"]
         return var
     if isinstance(node, ast.ArrayLit):
         return f"{src.constant(literal, 'lit')}({src.constant(node, 'n')})"

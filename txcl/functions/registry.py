@@ -24,6 +24,7 @@ from txcl.functions.helpers import MAX_STRING_BYTES, byte_len
 __all__ = [
     "FunctionSpec", "REGISTRY", "TRY_VARIANTS", "lookup", "call", "suggest", "function",
     "FunctionEnvironment", "FixedEnvironment", "environment", "use_environment", "fail",
+    "call_failure", "check_growth", "CHECK_GROWTH_FROM",
 ]
 
 
@@ -112,16 +113,25 @@ def call(name: str, args: list) -> Any:
         result = spec.impl(args)
     except TxclEvalError:
         raise
-    except RecursionError:
-        raise TxclEvalError(f"&{name}: value is nested too deeply") from None
     except Exception as exc:  # a bug or an unexpected value shape: still a call failure
-        raise TxclEvalError(f"&{name}: {exc}") from None
-    if type(result) is str and len(result) > MAX_STRING_BYTES // 4:
-        _check_growth(name, result, args)
+        raise call_failure(name, exc) from None
+    if type(result) is str and len(result) > CHECK_GROWTH_FROM:
+        check_growth(name, result, args)
     return result
 
 
-def _check_growth(name: str, result: str, args: list) -> None:
+#: Strings shorter than this (in characters) cannot exceed the limit `check_growth` enforces.
+CHECK_GROWTH_FROM = MAX_STRING_BYTES // 4
+
+
+def call_failure(name: str, exc: Exception) -> TxclEvalError:
+    """The error of `&name` whose implementation raised `exc` (not a TxclEvalError)."""
+    if isinstance(exc, RecursionError):
+        return TxclEvalError(f"&{name}: value is nested too deeply")
+    return TxclEvalError(f"&{name}: {exc}")
+
+
+def check_growth(name: str, result: str, args: list) -> None:
     """A function's string may be longer than MAX_STRING_BYTES bytes of UTF-8 only by what its
     arguments bring in: at most MAX_STRING_BYTES more than the strings in its arguments (one
     level into lists and objects). Working on a big input is fine; building a big string out
