@@ -207,3 +207,36 @@ def test_with_still_applies_after_a_set_pre_error():
     assert result.op_input["error"]["message"].startswith("decorate .a:")
     both = txcl.apply_rule(txcl.parse_rule("SET .a = &div(1, 0)\nWITH k = &div(2, 0)\nEXEC \"txco://noop\""), {})
     assert both.op_input["error"]["message"].startswith("decorate .a:")  # the first error is reported
+
+
+def _containers(value, found=None):
+    """The ids of every dict and list in `value`."""
+    found = set() if found is None else found
+    if isinstance(value, (dict, list)):
+        found.add(id(value))
+        for child in value.values() if isinstance(value, dict) else value:
+            _containers(child, found)
+    return found
+
+
+@pytest.mark.parametrize("text", [
+    'SET .a.b.c = 1, .n.m = .a.b\nSELECT .a AS .x.y, .deep\nEMIT .out = .x, .keep = .deep',  # writes deep inside
+    "SELECT *\nEMIT .o = .deep",  # no writes into the input at all
+    "EMIT .o = .deep",
+    'SET .x = 1\nEXEC "https://example.com/x"\nLOOP MAX 2 SET .i = 1 UNTIL .i == 1\nEMIT .o = .deep',  # LOOP: a whole copy
+])
+def test_apply_rule_leaves_the_envelope_untouched_and_shares_nothing_with_it(text):
+    import copy
+    import json
+
+    envelope = {"a": {"b": {"z": [1, {"q": 2}]}, "s": [3]}, "deep": {"k": [{"v": 1}]}, "n": {}}
+    before = json.dumps(envelope, sort_keys=True)
+    result = txcl.apply_rule(rule(text), envelope)
+    assert json.dumps(envelope, sort_keys=True) == before
+    mine = _containers(envelope)
+    for part in (result.op_input, result.dispatched, result.output, result.envelope, result.directives):
+        assert not _containers(part) & mine, text
+    # and changing a result changes nothing else
+    snapshot = copy.deepcopy(result.envelope)
+    result.op_input.setdefault("a", {})["changed"] = True
+    assert result.envelope == snapshot and json.dumps(envelope, sort_keys=True) == before

@@ -11,6 +11,7 @@ from typing import Any, Iterable
 import attrs
 
 from txcl.errors import TxclEvalError, depth_guarded
+from txcl.evaluate.cow import private_input, write_paths
 from txcl.evaluate.plan import EMIT_DROPPED, EMIT_TTL, RulePlan, emit_kind, is_dropped_target, rule_plan
 from txcl.evaluate.values import compile_value
 from txcl.evaluate.when import when_matches
@@ -310,7 +311,11 @@ def apply_rule(rule: ast.Rule, envelope: dict, output: Any = None) -> RuleResult
     """Apply one rule to `envelope` as if EXEC returned `output` (default `{}`)."""
     matched = when_matches(rule, envelope)
     source = envelope if isinstance(envelope, dict) else {}
-    prepared = prepare(rule, deep_copy(source), keep_pre_input=True)
+    # prepare writes only along the rule's write paths: copying the containers on them keeps
+    # `envelope` untouched (what the walker does), and every result below is a copy of its own
+    paths = write_paths(rule)
+    op_input = deep_copy(source) if paths is None else private_input(source, paths) if paths else source
+    prepared = prepare(rule, op_input, keep_pre_input=True)
     dispatched = deep_copy(prepared.dispatched)
     finished = finish_output(rule, prepared, deep_copy(output) if output is not None else {})
     merged = merge(source, finished.output) if finished.output else deep_copy(source)

@@ -29,7 +29,7 @@ from txcl.ops.layout import is_system_stack
 from txcl.ops.tree import OpRule, OpsTree
 from txcl.runtime.budget import DISPATCH_FUEL
 from txcl.runtime.config import Settings
-from txcl.runtime.cow import private_input, write_paths
+from txcl.evaluate.cow import private_input, write_paths
 from txcl.runtime.dispatch import OpContext, OpError, Target
 from txcl.runtime.hooks import NoHooks, WalkHooks
 from txcl.runtime.kv import Kv

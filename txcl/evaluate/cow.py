@@ -1,8 +1,9 @@
 """Private op inputs without deep copies: copy only the containers a rule's writes touch.
 
-SET PRE and the SELECT destinations are the only writes `prepare` makes into an op's input. Copying the containers along those paths gives each op a private
-input that shares every untouched subtree with the scope-entry envelope, which is never
-mutated while the scope's ops run.
+SET PRE and the SELECT destinations are the only writes `prepare` makes into an op's input.
+Copying the containers along those paths gives each op a private input that shares every
+untouched subtree with the scope-entry envelope, which is never mutated while the scope's ops
+run (the walker), or with the caller's envelope, which `apply_rule` must leave untouched.
 """
 
 from __future__ import annotations
