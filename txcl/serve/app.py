@@ -330,11 +330,11 @@ class TxclApp(Starlette):
 
         state = self.txcl_state
         rid = request_id(scope["headers"], False)
-        # on a store that batches writes (SQLite) through the continuation service's store lane:
-        # operations of many operators at once share commits instead of fighting for the
-        # database's one write lock; PostgreSQL takes them in parallel from worker threads
+        # on a store that takes one writer at a time (SQLite) through the continuation service's
+        # store lane: operations of many operators at once share commits instead of fighting
+        # for the database's one write lock; PostgreSQL takes them in parallel from worker threads
         service = next((ext.service for ext in state.extensions if getattr(ext, "service", None) is not None), None)
-        lane = service if service is not None and getattr(state.store, "batches_writes", False) else None
+        lane = service if service is not None and getattr(state.store, "serialises_writers", False) else None
         try:
             answer = await handle(scope, receive, state.store, state.settings.admin_token, lane=lane)
         except StoreUnavailable as exc:

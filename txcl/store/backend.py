@@ -13,7 +13,11 @@ here turns those into
   commit;
 - ``run_batch(calls)``: several independent procedures as savepoints of one transaction (group
   commit). A call that raises is rolled back alone; should the transaction itself break, every
-  call is run again on its own, exactly as without batching;
+  call is run again on its own, exactly as without batching. Where writers run in parallel
+  (PostgreSQL), a batch waits for a row lock only briefly (``_limit_lock_waits``): its calls
+  lock several runs in no agreed order, so two nodes' batches could each wait for the other
+  (the server would find the deadlock only after a second); a wait cut short breaks the batch
+  and its calls run on their own;
 - ``read(fn)``: statements outside any write transaction.
 
 SQL is written once with ``?`` placeholders; :class:`Dialect` holds the few spellings that
@@ -167,6 +171,7 @@ class SqlBackend:
         self.clock = clock
         self._batch = _Batch()
         self._counters = _Counters()
+        self._batch_broken_at = float("-inf")  # time.monotonic() a batch of several calls last broke
         self._listeners: list[RunListener] = []
         self._sql_cache: dict[str, str] = {}
 
@@ -340,6 +345,8 @@ class SqlBackend:
         try:
             try:
                 self._begin(conn)
+                if len(calls) > 1 and not together:
+                    self._limit_lock_waits(conn)
             except Exception:  # noqa: BLE001 - could not start: run the calls one by one
                 broken = True
             if not broken:
@@ -368,6 +375,8 @@ class SqlBackend:
         finally:
             self._checkin_write(conn, healthy)
         if broken:
+            if len(calls) > 1 and not together:
+                self._batch_broken_at = time.monotonic()
             return [_call_alone(c) for c in calls]
         self._committed([], notices)
         results: list[tuple[bool, Any]] = []
@@ -498,6 +507,20 @@ class SqlBackend:
 
     def _begin(self, conn: Any) -> None:
         raise NotImplementedError
+
+    # After a batch of several calls broke where writers run in parallel — most often a lock
+    # wait cut short: another node is writing the same runs — calls are not batched for this
+    # long, so two nodes busy with the same runs do not keep abandoning each other's batches.
+    BATCH_PAUSE_S = 5.0
+
+    def batching_paused(self) -> bool:
+        """Whether independent calls should run one by one for now (see BATCH_PAUSE_S)."""
+        return not self.serialises_writers and time.monotonic() - self._batch_broken_at < self.BATCH_PAUSE_S
+
+    def _limit_lock_waits(self, conn: Any) -> None:
+        """In a batch's transaction, just begun: make a lock wait fail soon (a retryable error)
+        instead of lasting until a deadlock is detected. Nothing where writers are
+        serialised (no other transaction holds a lock to wait for)."""
 
     def _commit(self, conn: Any) -> None:
         raise NotImplementedError

@@ -35,10 +35,21 @@ class DatabaseStore(RunOperationProcedures, TraceProcedures, KvProcedures):
 
     @property
     def batches_writes(self) -> bool:
-        """Whether independent write calls should share one transaction (``run_batch``): yes
-        where writers are serialised anyway (SQLite: one commit instead of many); no where
-        they run in parallel (PostgreSQL: a batch would hold several runs' row locks, taken
-        in no particular order, and two nodes' batches could deadlock)."""
+        """Whether independent write calls share one transaction (``run_batch``): one commit
+        instead of many, on every backend. (On PostgreSQL a batch locks several runs in no
+        agreed order, so it waits for a lock only briefly and, when cut short, runs its calls
+        one by one: see txcl.store.backend.)"""
+        return True
+
+    def batching_paused(self) -> bool:
+        """Whether batches are paused for now: one broke lately because another node writes
+        the same runs (PostgreSQL; never on SQLite)."""
+        return self.backend.batching_paused()
+
+    @property
+    def serialises_writers(self) -> bool:
+        """Whether the database takes one write transaction at a time (SQLite): then queuing
+        writes on one thread costs nothing in parallelism."""
         return self.backend.serialises_writers
 
     def use_policy(self, policy: StorePolicy) -> None:

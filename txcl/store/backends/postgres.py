@@ -237,6 +237,15 @@ class PostgresBackend(SqlBackend):
         self._pipelines[id(conn)] = (context, context.__enter__())
         conn.execute("BEGIN")
 
+    # How long a batch's statement waits for a lock another transaction holds. A call of
+    # another node holds a run's row for a few milliseconds; a batch still waiting after this
+    # long is most likely waiting for a batch that waits for it (and the node's store lane
+    # waits with it).
+    BATCH_LOCK_WAIT_MS = 50
+
+    def _limit_lock_waits(self, conn: Any) -> None:
+        conn.execute(f"SET LOCAL lock_timeout = {int(self.BATCH_LOCK_WAIT_MS)}")  # ms; sent with the next statement
+
     def _end_pipeline(self, conn: Any, *, quiet: bool) -> None:
         open_pipeline = self._pipelines.pop(id(conn), None)
         if open_pipeline is None:
