@@ -8,7 +8,14 @@ import random
 import pytest
 import re2
 
-from txcl.evaluate.regex_shapes import CONTAINS, EXACT, PREFIX, SUFFIX, literal_shape, match_span_reader
+from txcl.evaluate.regex_shapes import (
+    CONTAINS,
+    EXACT,
+    PREFIX,
+    SUFFIX,
+    literal_shape,
+    match_span_reader,
+)
 from txcl.evaluate.when import closure_condition, compile_condition
 from txcl.syntax import ast
 from txcl.syntax.transform import compile_regex

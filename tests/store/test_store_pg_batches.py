@@ -16,9 +16,11 @@ from txcl.continuations.lane import StoreLane
 from txcl.store import open_store
 from txcl.store.backends.postgres import PostgresBackend
 
+pytestmark = pytest.mark.postgres
+
 
 @pytest.fixture
-def backend(new_pg_database):
+def pg_backend(new_pg_database):
     url = new_pg_database()
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("CREATE TABLE counters (k TEXT PRIMARY KEY, v BIGINT NOT NULL)")
@@ -38,7 +40,8 @@ def _values(backend: PostgresBackend) -> dict[str, int]:
     return {r["k"]: r["v"] for r in backend.execute_for_tests("SELECT k, v FROM counters")}
 
 
-def test_independent_calls_share_one_commit(backend):
+def test_independent_calls_share_one_commit(pg_backend):
+    backend = pg_backend
     assert not backend.batching_paused()
     commits = backend.commit_count()
     results = backend.run_batch([_bump(backend, "a"), _bump(backend, "b"), _bump(backend, "a")])
@@ -47,10 +50,11 @@ def test_independent_calls_share_one_commit(backend):
     assert _values(backend) == {"a": 2, "b": 1}
 
 
-def test_a_batch_held_up_by_a_lock_runs_its_calls_one_by_one(backend):
+def test_a_batch_held_up_by_a_lock_runs_its_calls_one_by_one(pg_backend):
     """Another transaction holds row `a` for longer than a batch waits: the batch gives up
     (its work rolled back), and its calls run on their own, the one on `a` once the lock is
     free — three commits where the batch would have made one."""
+    backend = pg_backend
     holder = psycopg.connect(backend.url)
     holder.execute("SELECT v FROM counters WHERE k = 'a' FOR UPDATE")  # a transaction is open
     waited = threading.Event()
@@ -69,9 +73,10 @@ def test_a_batch_held_up_by_a_lock_runs_its_calls_one_by_one(backend):
     assert backend.batching_paused()  # another writer works on these rows: no batches for a while
 
 
-def test_two_batches_locking_in_opposite_orders_both_complete(backend, new_pg_database):
+def test_two_batches_locking_in_opposite_orders_both_complete(pg_backend):
     """Two nodes' batches, one taking `a` then `b`, the other `b` then `a`: whichever waits
     gives up soon, its calls run alone, and every call is applied exactly once."""
+    backend = pg_backend
     other = PostgresBackend(backend.url)
     start = threading.Barrier(2)
     outcomes: dict[str, list] = {}

@@ -17,9 +17,22 @@ from __future__ import annotations
 import itertools
 from typing import Any, Callable
 
-from txcl.evaluate.regex_shapes import CONTAINS, EXACT, PREFIX, SUFFIX, UNANCHORED, literal_shape, match_span_reader
 from txcl.errors import TxclEvalError
-from txcl.functions.registry import CHECK_GROWTH_FROM, call_failure, check_growth, lookup
+from txcl.evaluate.regex_shapes import (
+    CONTAINS,
+    EXACT,
+    PREFIX,
+    SUFFIX,
+    UNANCHORED,
+    literal_shape,
+    match_span_reader,
+)
+from txcl.functions.registry import (
+    CHECK_GROWTH_FROM,
+    call_failure,
+    check_growth,
+    lookup,
+)
 from txcl.functions.registry import call as call_function
 from txcl.syntax import ast
 from txcl.values.coerce import bool_form, float_form, int_form, text_form
@@ -144,13 +157,12 @@ def _match(src: _Source, node: ast.Comparison) -> str:
     right, negate = node.right, node.op is ast.CmpOp.NOT_MATCH
     if isinstance(right, ast.NullLit) or (isinstance(right, ast.Regex) and right.source == "null"):
         return "False" if negate else "True"
+    pattern = right.pattern if isinstance(right, ast.Regex) else right.value
     regex = right.compiled if isinstance(right, ast.Regex) else None
     if regex is None:
         import re2
 
-        pattern = right.pattern if isinstance(right, ast.Regex) else right.value
         regex = re2.compile(pattern.encode("utf-8"))
-    pattern = right.pattern if isinstance(right, ast.Regex) else right.value
     x = src.name("x")
     text = f"({x} if type({x} := {src.read('d', node.left.segments)}) is str else _text({x}))"
     shape = literal_shape(pattern)

@@ -22,6 +22,7 @@ from typing import Any, Callable
 import attrs
 
 from txcl.evaluate.control import Control, apply_delete, read_control
+from txcl.evaluate.cow import private_input, write_paths
 from txcl.evaluate.plan import RulePlan, rule_plan
 from txcl.evaluate.rule import Prepared, apply_set_post, finish_output, json_type, nest_into, prepare
 from txcl.evaluate.when import compile_condition
@@ -29,7 +30,6 @@ from txcl.ops.layout import is_system_stack
 from txcl.ops.tree import OpRule, OpsTree
 from txcl.runtime.budget import DISPATCH_FUEL
 from txcl.runtime.config import Settings
-from txcl.evaluate.cow import private_input, write_paths
 from txcl.runtime.dispatch import OpContext, OpError, Target
 from txcl.runtime.hooks import NoHooks, WalkHooks
 from txcl.runtime.kv import Kv
