@@ -33,7 +33,6 @@ class StoreLane:
     def __init__(self, store: Any, *, inline: bool = False) -> None:
         self.store = store
         self.inline = inline
-        self.can_batch = store.batches_writes
         self._jobs: collections.deque = collections.deque()
         self._cond = threading.Condition(threading.Lock())
         self._thread: threading.Thread | None = None
@@ -74,7 +73,7 @@ class StoreLane:
         loop = asyncio.get_running_loop()
         future = loop.create_future()
         with self._cond:
-            self._jobs.append((fn, args, kwargs, batchable and self.can_batch, future, loop, then))
+            self._jobs.append((fn, args, kwargs, batchable, future, loop, then))
             self.trips += 1
             thread = self._thread
             if thread is None or self._pid != os.getpid() or not thread.is_alive():

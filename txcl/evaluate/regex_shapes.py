@@ -23,6 +23,9 @@ _ESCAPABLE = frozenset(".^$|?*+()[]{}\\/-")
 
 PREFIX, SUFFIX, EXACT, CONTAINS = "startswith", "endswith", "exact", "contains"
 
+# The anchor `Match` takes for a search (None where this google-re2 has no such thing).
+UNANCHORED = getattr(getattr(re2, "_Anchor", None), "UNANCHORED", None)
+
 
 def literal_shape(pattern: str) -> tuple[str, str] | None:
     """(kind, text) when `pattern` matches exactly the strings that start with / end with /
@@ -65,11 +68,5 @@ def match_span_reader(regex: object) -> object | None:
     spans, `(-1, -1)` first when nothing matched — or None where this google-re2 does not
     expose it. `Regexp.search` wraps that call in a generator and a match object: calling it
     directly does the same search in a third of the time."""
-    inner = getattr(regex, "_regexp", None)
-    match = getattr(inner, "Match", None)
-    if match is None or not hasattr(re2, "_Anchor"):
-        return None
-    return match
-
-
-UNANCHORED = getattr(getattr(re2, "_Anchor", None), "UNANCHORED", None)
+    match = getattr(getattr(regex, "_regexp", None), "Match", None)
+    return None if UNANCHORED is None else match

@@ -337,6 +337,7 @@ class SqlBackend:
         if (len(calls) <= 1 and not together) or not calls or self._batch.conn is not None:
             return [_call_alone(c) for c in calls]
         batch = self._batch
+        several = len(calls) > 1 and not together  # a group commit (not one caller's calls)
         outcomes: list[tuple[bool, Any, list[str]]] = []
         notices: list[str] = []
         broken = False
@@ -345,7 +346,7 @@ class SqlBackend:
         try:
             try:
                 self._begin(conn)
-                if len(calls) > 1 and not together:
+                if several:
                     self._limit_lock_waits(conn)
             except Exception:  # noqa: BLE001 - could not start: run the calls one by one
                 broken = True
@@ -375,7 +376,7 @@ class SqlBackend:
         finally:
             self._checkin_write(conn, healthy)
         if broken:
-            if len(calls) > 1 and not together:
+            if several:
                 self._batch_broken_at = time.monotonic()
             return [_call_alone(c) for c in calls]
         self._committed([], notices)

@@ -33,14 +33,6 @@ class DatabaseStore(RunOperationProcedures, TraceProcedures, KvProcedures):
     def describe(self) -> str:
         return self.backend.describe()
 
-    @property
-    def batches_writes(self) -> bool:
-        """Whether independent write calls share one transaction (``run_batch``): one commit
-        instead of many, on every backend. (On PostgreSQL a batch locks several runs in no
-        agreed order, so it waits for a lock only briefly and, when cut short, runs its calls
-        one by one: see txcl.store.backend.)"""
-        return True
-
     def batching_paused(self) -> bool:
         """Whether batches are paused for now: one broke lately because another node writes
         the same runs (PostgreSQL; never on SQLite)."""
