@@ -155,3 +155,55 @@ def test_awkward_scopes_walk_alike_both_ways(tmp_path, case):
         path.write_text(text + "\n", encoding="utf-8")
     envelopes = [{}, {"n": 2, "gone": 1}, {"n": 0, "b": "old", "gone": [1]}, {"n": "3", "_txc": {"x": 1}}]
     assert _compare(tmp_path, envelopes) > 0
+
+
+def test_scopes_of_local_rules_take_no_step_coroutine(tmp_path):
+    """After a stack's first scope, a scope of local rules is walked by `step_local` in one
+    call; `step` (a coroutine per scope) is left to the first scope, the scope with an EXEC,
+    and the entries of a repeated transition. The envelope and the trace are the same as when
+    every scope takes `step`."""
+    scopes = {
+        "0100_a/a.txcl": "EMIT .n = &add(.n, 1)",
+        "0200_b/b.txcl": "EMIT .m = .n",
+        "0300_c/c.txcl": 'EXEC "txco://noop"\nEMIT .echoed = true',
+        "0400_d/d.txcl": 'WHEN .n < 4\nEMIT .n = &add(.n, 1), @goto = "s/400"',
+        "0500_e/e.txcl": "EMIT .done = .n",
+    }
+    for name, text in scopes.items():
+        path = tmp_path / "OPS" / "s" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text + "\n", encoding="utf-8")
+    tree = load_ops(tmp_path)
+
+    def walk(fuse: bool) -> tuple:
+        kept: list = []
+        interp = Interpreter(tree, settings=Settings(trace_mode="summary", op_repeat_penalty_ms=0),
+                             trace_sink=kept.append)
+        walker = interp.walker
+        walker.fuse_local = fuse
+        stepped: list[str] = []
+        general = walker.step
+
+        async def counted(run, rec):
+            stepped.append(f"{run.stack}/{run.requested_scope}")
+            await general(run, rec)
+
+        walker.step = counted
+        try:
+            outcome = interp.run_sync({"n": 0}, "s")
+        finally:
+            interp.close()
+        assert isinstance(outcome, Completed)
+        (record,) = kept
+        steps = [{k: v for k, v in step.items() if k not in _TIMES} for step in record.steps]
+        events = [(seq, kind, data) for seq, _at, kind, data in record.events]
+        return stepped, _stable((outcome.envelope, outcome.fuel_used, steps, events))
+
+    fused_steps, fused = walk(True)
+    general_steps, general = walk(False)
+    assert fused == general
+    assert fused[0]["done"] == 4 and fused[0]["echoed"] is True
+    # the first scope, the EXEC, the two repeated entries of s/400 (400->400 the second and
+    # third time)
+    assert fused_steps == ["s/0", "s/300", "s/400", "s/400"], fused_steps
+    assert general_steps == ["s/0", "s/200", "s/300", "s/400", "s/400", "s/400", "s/400", "s/500"]

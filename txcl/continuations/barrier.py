@@ -62,7 +62,7 @@ async def park_barrier(service: "Services", walker: "OpRunner", run: Run, frame:
 
         member_ids = park.unit_ids
 
-        def drain() -> Any:  # the release check of step 4, in the ack marking's thread hop
+        def drain() -> Any:  # the barrier's release check, in the ack marking's thread hop
             # When every open member still lacks terminals (and none failed), draining can change
             # nothing and each missing outcome's own completion will settle and release: skip the write
             # transaction (a read decides). A member that could settle now — all terminals in,

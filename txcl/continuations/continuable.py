@@ -82,7 +82,7 @@ async def run_continuable(service: "Services", walker: "OpRunner", run: "Run", f
     task = asyncio.get_running_loop().create_task(call())
     try:
         done, _ = await asyncio.wait({task}, timeout=continue_after / 1000.0)
-    except asyncio.CancelledError:  # the client went away before promotion: cancel the op (step 5)
+    except asyncio.CancelledError:  # the client went away before promotion: cancel the op
         task.cancel()
         walker.record_step(run, frame, pop, "cancelled", "continuable", started_wall, started, rec,
                        error="cancelled", input_value=op_input)
@@ -111,7 +111,7 @@ async def run_continuable(service: "Services", walker: "OpRunner", run: "Run", f
         walker.record_step(run, frame, pop, "ok", "continuable", started_wall, started, rec, input_value=op_input,
                        output_value=output)
         return []
-    # promotion (step 4)
+    # promotion: the op outlived `continue_after`, the run is parked
     spec = base_spec(frame, pop, "local", [op_input], deadline_ms=start_ms + timeout)
     try:
         park = await service.call(

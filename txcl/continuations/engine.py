@@ -40,6 +40,10 @@ class ContinuationEngine:
     def __init__(self, service: "Services"):
         self.service = service
 
+    def frame_checks_due(self, run: "Run") -> bool:
+        """A resumed segment beats its heartbeat at every frame; a run with joins checks them."""
+        return is_resuming(run) or (run.run_id is not None and bool(run.joins))
+
     async def join_check(self, walker: "OpRunner", run: "Run", frame: "Frame") -> None:
         if is_resuming(run) and not await heartbeat_at_frame(self.service, run):
             return

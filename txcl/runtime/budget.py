@@ -55,6 +55,10 @@ class Budget:
                 del transitions[0]
         return repeated
 
+    def would_repeat(self, previous_stage: str | None, stage: str) -> bool:
+        """Whether `enter_frame` with these stages would charge a repeated transition."""
+        return previous_stage is not None and f"{previous_stage}->{stage}" in self._index
+
     def charge(self, fuel: int) -> None:
         self.fuel_used += fuel
 

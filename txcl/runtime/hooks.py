@@ -16,22 +16,29 @@ if TYPE_CHECKING:
 
 
 class WalkHooks(Protocol):
+    def frame_checks_due(self, run: "Run") -> bool:
+        """Whether `join_check` may have work at the next frame of `run` (False: it would
+        return at once, so the walker may run a scope of local rules without calling it)."""
+
     async def join_check(self, walker: "Walker", run: "Run", frame: "Frame") -> None:
-        """Step 3: merge ready deferred results into `run.envelope`, or suspend/fail the run."""
+        """At a frame's entry: merge ready deferred results into `run.envelope`, or suspend/fail the run."""
 
     async def dispatch_special(self, walker: "Walker", run: "Run", frame: "Frame",
                                ops: list["PreparedOp"]) -> list["PreparedOp"]:
-        """Steps 8–11: take deferred, continuable and async ops; return the sync ops left.
+        """When a scope's ops are prepared: take deferred, continuable and async ops; return the sync ops left.
 
         May suspend the run (set `run.status = "suspended"`), fail it, or put finished
         outputs into `frame.outcomes` (e.g. a continuable op that answered in time)."""
 
     async def segment_end(self, walker: "Walker", run: "Run") -> None:
-        """Step 17: the segment ended (completed, failed or suspended)."""
+        """The segment ended (completed, failed or suspended)."""
 
 
 class NoHooks:
     """No continuation support: every op is dispatched synchronously."""
+
+    def frame_checks_due(self, run: "Run") -> bool:
+        return False
 
     async def join_check(self, walker: "Walker", run: "Run", frame: "Frame") -> None:
         return None

@@ -261,8 +261,14 @@ class Interpreter:
 
     async def _walk(self, run: Run, rec: TraceRecorder) -> None:
         walker = self.walker
+        if not walker.local_steps(rec):
+            while run.status == "running":
+                await walker.step(run, rec)
+            return
+        step_local = walker.step_local
         while run.status == "running":
-            await walker.step(run, rec)
+            if not step_local(run, rec):
+                await walker.step(run, rec)
 
     def _outcome(self, run: Run) -> Outcome:
         if run.status == "suspended":

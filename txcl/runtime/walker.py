@@ -148,6 +148,37 @@ class Walker:
         return found
 
     # ================================================================ frames
+    def local_steps(self, rec: TraceRecorder) -> bool:
+        """Whether `step_local` may take scopes of this segment (not in full tracing, under
+        `txcl test --coverage`'s observer, or with fusing turned off)."""
+        return self.fuse_local and self.observer is None and not rec.full
+
+    def step_local(self, run: Run, rec: TraceRecorder) -> bool:
+        """The next frame of `run` in one call when its scope holds only local, plain rules
+        (`_local_rules`) and nothing else is due at its entry: the same budget charges,
+        events, steps and merge as `step`, without a coroutine or a Frame. Returns False,
+        having changed nothing, when the frame needs `step` (the end of the stack, a stack's
+        first scope, a repeated transition, a join check or heartbeat due, rules that
+        dispatch). Call only when `local_steps(rec)`."""
+        stack = run.stack
+        scope, stage = self._resolve(stack, run.requested_scope)
+        if scope is None or stack not in run.stacks_seen:
+            return False
+        rules = self._locals.get((stack, scope), _UNKNOWN)
+        if rules is _UNKNOWN:
+            rules = self._local_rules(stack, scope)
+        if rules is None or (not self._plain_hooks and self.hooks.frame_checks_due(run)):
+            return False
+        budget = run.budget
+        if budget.would_repeat(run.previous_stage, stage):
+            return False
+        budget.enter_frame(run.previous_stage, stage)
+        if self._exhausted(run, stage):
+            return True
+        self._count_visit(run, stage, rec)
+        self._local_scope(run, stack, scope, stage, rules, rec, rec.entered_ns)
+        return True
+
     async def step(self, run: Run, rec: TraceRecorder) -> None:
         """Advance `run` by one frame; sets `run.status` when the segment ends."""
         frame = self.enter(run, rec)
@@ -163,9 +194,8 @@ class Walker:
             if local is _UNKNOWN:
                 local = self._local_rules(frame.stack, frame.scope)
             if local is not None and not frame.penalty and self.observer is None and not rec.full:
-                self._run_local_scope(run, frame, local, rec)
-                # every output of a fused scope is built by EMIT and shared with nothing
-                self.complete_scope(run, frame, rec, outputs_owned=True)
+                self._local_scope(run, frame.stack, frame.scope, frame.stage, local, rec,
+                                  rec.entered_ns if self._plain_hooks else 0)
                 return
         # run_frame, inlined: scopes of local rules only (no EXEC) take no coroutine at all
         self.select_ops(run, frame, rec)
@@ -202,14 +232,11 @@ class Walker:
         """Budget entry, then the scope. None when the stack has ended."""
         stack = run.stack
         scope, stage = self._resolve(stack, run.requested_scope)
-        budget = run.budget
-        repeated = budget.enter_frame(run.previous_stage, stage)
+        repeated = run.budget.enter_frame(run.previous_stage, stage)
         if repeated:
             rec.event("stage.penalty", {"transition": f"{run.previous_stage}->{stage}",
                                         "fuel": 50, "sleep_ms": self.settings.op_repeat_penalty_ms})
-        if (budget.max_ttl and budget.ttl <= 0) or (budget.max_fuel and budget.fuel_used > budget.max_fuel):
-            payload = budget.exhaustion_payload(stage)
-            run.fail(payload, 500, reason=payload["code"])
+        if self._exhausted(run, stage):
             return None
         if scope is None:
             run.status = "completed"
@@ -219,18 +246,36 @@ class Walker:
             omit, redact = self.redaction_paths(stack)
             if omit or redact:
                 rec.add_redactions(omit, redact)
-        visits = run.visits
-        visit = visits[stage] = visits.get(stage, 0) + 1
-        run.last_stage = stage
-        budget.write_into(run.envelope)
-        if rec.enabled:
-            rec.stage_enter(stage, budget.fuel_used, budget.ttl)
+        visit = self._count_visit(run, stage, rec)
         frame = Frame(stack, scope, stage, visit)
         if rec.full:
             frame.before = rec.scope_entered(run.envelope)
         if repeated and self.settings.op_repeat_penalty_ms:
             frame.penalty = self.settings.op_repeat_penalty_ms / 1000.0  # slept by dispatch_sync
         return frame
+
+    @staticmethod
+    def _exhausted(run: Run, stage: str) -> bool:
+        """Fail `run` when its TTL or fuel ran out at this frame's entry."""
+        budget = run.budget
+        if (budget.max_ttl and budget.ttl <= 0) or (budget.max_fuel and budget.fuel_used > budget.max_fuel):
+            payload = budget.exhaustion_payload(stage)
+            run.fail(payload, 500, reason=payload["code"])
+            return True
+        return False
+
+    @staticmethod
+    def _count_visit(run: Run, stage: str, rec: TraceRecorder) -> int:
+        """A scope entered: its visit counted, the budget written into `_txc`, the
+        `stage.enter` event. Returns the visit's number."""
+        visits = run.visits
+        visit = visits[stage] = visits.get(stage, 0) + 1
+        run.last_stage = stage
+        budget = run.budget
+        budget.write_into(run.envelope)
+        if rec.enabled:
+            rec.stage_enter(stage, budget.fuel_used, budget.ttl)
+        return visit
 
     def _resolve(self, stack: str, requested: int) -> tuple[int | None, str]:
         """The scope entered for `requested` (cached) and its stage text."""
@@ -306,7 +351,7 @@ class Walker:
             await asyncio.gather(*(self.run_op(run, frame, pop, rec) for pop in remote))
 
     def _dispatch_local(self, frame: Frame, ops: list[PreparedOp], run: Run, rec: TraceRecorder) -> list[PreparedOp]:
-        """The part of step 12 that needs no waiting: rules without EXEC get their tail now.
+        """The part of dispatch that needs no waiting: rules without EXEC get their tail now.
         Returns the ops that must be dispatched."""
         if len(ops) > 1 and any(p.op.rule.loop is not None for p in ops):
             frame.halt_event = asyncio.Event()
@@ -579,74 +624,80 @@ class Walker:
         self._locals[(stack, scope)] = found
         return found
 
-    def _run_local_scope(self, run: Run, frame: Frame, rules: tuple[OpRule, ...], rec: TraceRecorder) -> None:
-        """`select_ops` and each op's tail for a scope of local rules (`_local_rules`), fused:
-        what those do for an op without EXEC, WITH or LOOP, without the objects and calls
-        that only ops which dispatch need. Every matched rule is prepared (SET PRE, SELECT)
-        before any is finished (EMIT), as in the general path."""
+    def _local_scope(self, run: Run, stack: str, scope: int, stage: str, rules: tuple[OpRule, ...],
+                     rec: TraceRecorder, start_ns: int = 0) -> None:
+        """A scope of local rules (`_local_rules`) from WHEN to the next position, fused:
+        what `select_ops`, each op's tail and `complete_scope` do for ops without EXEC, WITH
+        or LOOP, without the objects and calls that only ops which dispatch need. Every
+        matched rule is prepared (SET PRE, SELECT) before any is finished (EMIT), as in the
+        general path. `start_ns`: when the scope was entered (`perf_counter_ns()`; 0: now)."""
         e0 = run.envelope
         matched = self._matching(e0, rules)
-        frame.rules = tuple(matched)
-        if not matched:
-            return
-        prepared_ops = []
-        for op in matched:
-            paths = op.facts.write_paths
-            op_input = private_input(e0, paths) if paths else e0
-            prepared_ops.append((op, prepare(op.rule, op_input, plan=op.facts.plan)))
-        budget = run.budget
-        timed = rec.enabled
-        outcomes = frame.outcomes
-        ran = frame.ran
-        # each rule's step is timed from the end of the previous one, the first from the scope's
-        # entry (matching and preparing the rules count to it; with continuation hooks, from
-        # here, as a join may have waited since): one clock reading per rule
-        start_ns = (rec.entered_ns if self._plain_hooks else perf_counter_ns()) if timed else 0
-        for op, prepared in prepared_ops:
-            finished = finish_output(op.rule, prepared, {}, budget.ttl if budget.max_ttl else None, op.facts.plan)
-            name = op.name
-            output = finished.output
-            if finished.dropped and timed:
-                for path in finished.dropped:
-                    rec.event("envelope.reserved_write_dropped", {"path": path, "op": name})
-            if output is None:
-                outcomes[name] = OpOutcome(name, None, "error", finished.error)
-                status = "error"
-            else:
-                outcomes[name] = OpOutcome(name, _without_ttl(output), "ok", None)
-                status = "ok"
-            ran.append(op)
-            if timed:
-                end_ns = perf_counter_ns()
-                rec.local_step(frame.stack, frame.scope, name, op.facts.operation, status, start_ns, end_ns,
-                               finished.error)
-                start_ns = end_ns
+        outputs: list[tuple[str, dict | None]] = []
+        if matched:
+            prepared_ops = []
+            for op in matched:
+                paths = op.facts.write_paths
+                op_input = private_input(e0, paths) if paths else e0
+                prepared_ops.append((op, prepare(op.rule, op_input, plan=op.facts.plan)))
+            budget = run.budget
+            timed = rec.enabled
+            # each rule's step is timed from the end of the previous one, the first from the
+            # scope's entry (matching and preparing the rules count to it): one clock reading
+            # per rule
+            if timed and not start_ns:
+                start_ns = perf_counter_ns()
+            for op, prepared in prepared_ops:
+                finished = finish_output(op.rule, prepared, {}, budget.ttl if budget.max_ttl else None,
+                                         op.facts.plan)
+                name = op.name
+                output = finished.output
+                if finished.dropped and timed:
+                    for path in finished.dropped:
+                        rec.event("envelope.reserved_write_dropped", {"path": path, "op": name})
+                outputs.append((name, None if output is None else _without_ttl(output)))
+                if timed:
+                    end_ns = perf_counter_ns()
+                    rec.local_step(stack, scope, name, op.facts.operation, "error" if output is None else "ok",
+                                   start_ns, end_ns, finished.error)
+                    start_ns = end_ns
+                if op.facts.writes_goto:
+                    budget.charge(DISPATCH_FUEL)
+        # every output was built by EMIT and is shared with nothing: moved, not copied
+        ran = self.merge_outputs(run, stage, outputs, matched, rec, owned=True)
+        control = self._control(run, stack, rec)
+        if rec.enabled:
+            rec.stage_merge(stage, [ran[0].name] if len(ran) == 1 else list(map(_by_name, ran)))
+        self._move_on(run, stack, scope, stage, control, rec)
 
     # ================================================================ end of scope
-    def complete_scope(self, run: Run, frame: Frame, rec: TraceRecorder, outputs_owned: bool = False) -> None:
-        """The end of a scope: merge in op-name order, SET POST, deletes, control, next.
-        `outputs_owned`: see `merge_outputs`' `owned`."""
+    def complete_scope(self, run: Run, frame: Frame, rec: TraceRecorder) -> None:
+        """The end of a scope: merge in op-name order, SET POST, deletes, control, next."""
         outcomes = frame.outcomes
         outputs = [(name, outcomes[name].output) for name in outcomes]
         facts_of = self.facts
         for op in frame.ran:
             if op.target is None and (op.facts or facts_of(op)).writes_goto:
                 run.budget.charge(DISPATCH_FUEL)
-        ran = self.merge_outputs(run, frame.stage, outputs, frame.ran, rec, owned=outputs_owned)
-        envelope = run.envelope
-        txc = envelope.get("_txc")
-        if type(txc) is dict and "delete" not in txc and "halt" not in txc and "goto" not in txc:
-            control = _NO_CONTROL  # what apply_delete and read_control would find: nothing to do
-        else:
-            refused = apply_delete(envelope)
-            for path in refused:
-                rec.event("envelope.delete_refused", {"path": path})
-            control = read_control(envelope, frame.stack)
+        ran = self.merge_outputs(run, frame.stage, outputs, frame.ran, rec)
+        control = self._control(run, frame.stack, rec)
         if rec.enabled:
             rec.stage_merge(frame.stage, [ran[0].name] if len(ran) == 1 else list(map(_by_name, ran)))
             if rec.full:
-                rec.scope_done(frame.stage, frame.before, envelope)
+                rec.scope_done(frame.stage, frame.before, run.envelope)
         self.next_position(run, frame, control, rec)
+
+    @staticmethod
+    def _control(run: Run, stack: str, rec: TraceRecorder) -> Any:
+        """After the merge: `_txc.delete` applied, then halt / goto read."""
+        envelope = run.envelope
+        txc = envelope.get("_txc")
+        if type(txc) is dict and "delete" not in txc and "halt" not in txc and "goto" not in txc:
+            return _NO_CONTROL  # what apply_delete and read_control would find: nothing to do
+        refused = apply_delete(envelope)
+        for path in refused:
+            rec.event("envelope.delete_refused", {"path": path})
+        return read_control(envelope, stack)
 
     def merge_outputs(self, run: Run, stage: str, outputs: list[tuple[str, dict | None]], ran: list[OpRule],
                       rec: TraceRecorder, owned: bool = False) -> list[OpRule]:
@@ -675,36 +726,40 @@ class Walker:
 
     def next_position(self, run: Run, frame: Frame, control: Any, rec: TraceRecorder) -> None:
         """Where the walk goes next: halt, goto, or the next scope."""
+        self._move_on(run, frame.stack, frame.scope, frame.stage, control, rec)
+
+    def _move_on(self, run: Run, stack: str, scope: int, stage: str, control: Any, rec: TraceRecorder) -> None:
+        """`next_position` for the scope `stage` (`stack`/`scope`)."""
         if control.halt:
-            rec.event("request.halt", {"stage": frame.stage})
+            rec.event("request.halt", {"stage": stage})
             run.status = "halted"
             return
         if control.error is not None:
             run.fail({"error": {"code": "txcl_bad_goto", "message": control.error}}, 500, reason="txcl_bad_goto")
             return
         if control.goto is not None:
-            stack, scope = control.goto
-            if not _STACK_OK.match(stack) or scope > 999_999_999:
-                value = f"{stack}/{scope}"
+            to_stack, to_scope = control.goto
+            if not _STACK_OK.match(to_stack) or to_scope > 999_999_999:
+                value = f"{to_stack}/{to_scope}"
                 run.fail({"error": {"code": "txcl_bad_goto", "message": f'invalid @goto target "{value}"'}}, 500,
                          reason="txcl_bad_goto")
                 return
-            if is_system_stack(stack) and stack != frame.stack:
+            if is_system_stack(to_stack) and to_stack != stack:
                 run.fail({"error": {"code": "txcl_goto_forbidden",
-                                    "message": f'@goto into system stack "{stack}" is not allowed'}}, 500,
+                                    "message": f'@goto into system stack "{to_stack}" is not allowed'}}, 500,
                          reason="txcl_goto_forbidden")
                 return
-            rec.event("stage.jump", {"from": frame.stage, "to": f"{stack}/{scope}"})
-            run.stack = stack
-            run.requested_scope = scope
-            run.previous_stage = frame.stage
+            rec.event("stage.jump", {"from": stage, "to": f"{to_stack}/{to_scope}"})
+            run.stack = to_stack
+            run.requested_scope = to_scope
+            run.previous_stage = stage
             return
-        following = self._resolve(frame.stack, frame.scope + 1)[0]
+        following = self._resolve(stack, scope + 1)[0]
         if following is None:
             run.status = "completed"
             return
         run.requested_scope = following
-        run.previous_stage = frame.stage
+        run.previous_stage = stage
 
     # ================================================================ trace redaction
     def redaction_paths(self, stack: str) -> tuple[set, set]:
