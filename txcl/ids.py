@@ -1,13 +1,15 @@
 """Identifiers and tokens shared by the runtime, the store and the continuations layer.
 
-- run ids: ``run_<ULID>`` (time-ordered, 26 Crockford base32 characters);
+- run ids: ``run_<ULID>`` (time-ordered, 26 Crockford base32 characters); request ids are
+  bare ULIDs;
 - poll capabilities: ``rc_<22 random base58 characters>`` (128.9 bits);
 - interaction ids: ``opc_<22 random base58 characters>``; await units ``au_…`` and resume
   claims ``clm_…`` likewise;
 - callback tokens: 32 random bytes, base64url without padding. Only the SHA-256 (hex) of a
   token is stored; a presented token is hashed and compared in constant time.
 
-All randomness comes from :mod:`secrets`.
+Tokens and capabilities draw their randomness from :mod:`secrets`; request ids from a pool
+of `os.urandom` bytes fetched in blocks (they are minted on every request and are not secrets).
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import os
 import re
 import secrets
+import threading
 import time
 from typing import Iterable
 
@@ -44,6 +48,44 @@ def ulid(now_ms: int | None = None, rand: bytes | None = None) -> str:
     return (p[ms >> 40] + p[(ms >> 30) & 1023] + p[(ms >> 20) & 1023] + p[(ms >> 10) & 1023] + p[ms & 1023]
             + p[high >> 30] + p[(high >> 20) & 1023] + p[(high >> 10) & 1023] + p[high & 1023]
             + p[low >> 30] + p[(low >> 20) & 1023] + p[(low >> 10) & 1023] + p[low & 1023])
+
+
+_POOL_SIZE = 4000  # 400 request ids per os.urandom call (one getrandom syscall costs ~50 µs here)
+
+
+class _RandomPool:
+    """Bytes from os.urandom, fetched in blocks; thread-safe, and emptied in a forked child
+    (which would otherwise hand out the same bytes as its parent)."""
+
+    def __init__(self) -> None:
+        self._buf = b""
+        self._pos = 0
+        self._lock = threading.Lock()
+
+    def take(self, n: int) -> bytes:
+        with self._lock:
+            if self._pos + n > len(self._buf):
+                self._buf = os.urandom(_POOL_SIZE)
+                self._pos = 0
+            start = self._pos
+            self._pos = start + n
+            return self._buf[start:start + n]
+
+    def forget(self) -> None:
+        self._buf = b""
+        self._pos = 0
+        self._lock = threading.Lock()
+
+
+_pool = _RandomPool()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_pool.forget)
+
+
+def new_request_id() -> str:
+    """A request id: a ULID whose random bits come from a pool (one is minted per request).
+    Request ids name traces and runs; they are not secrets (tokens use `secrets` directly)."""
+    return ulid(rand=_pool.take(10))
 
 
 _B58_PAIRS = [a + b for a in _B58 for b in _B58]  # two digits per divmod step

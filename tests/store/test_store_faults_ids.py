@@ -70,6 +70,28 @@ def test_ulid_encodes_the_millisecond_then_80_random_bits(monkeypatch):
     assert len(digits) == 32 and max(digits.values()) < 1.3 * min(digits.values())
 
 
+def test_pooled_request_ids_differ_across_a_fork():
+    """Request ids draw from a pool of random bytes; a forked child empties its copy, so it
+    never mints the ids its parent mints next from the same pool."""
+    import os
+
+    ids.new_request_id()  # the parent's pool holds bytes now
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its next ids, to the parent
+        try:
+            os.write(write, "".join(ids.new_request_id()[10:] for _ in range(5)).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    child = os.read(read, 1000).decode()
+    os.close(read)
+    os.waitpid(pid, 0)
+    parent = "".join(ids.new_request_id()[10:] for _ in range(5))
+    assert len(child) == len(parent) == 80
+    assert child != parent
+
+
 def test_tokens_are_32_bytes_base64url_hashed():
     tok = ids.new_token()
     assert len(tok) == 43 and "=" not in tok

@@ -17,6 +17,7 @@ from typing import Any, Callable
 import attrs
 
 from txcl.errors import TxclError, check_depth
+from txcl.ids import new_request_id
 from txcl.ops.tree import OpsTree, load_ops
 from txcl.runtime.budget import Budget, strip_budget_fields
 from txcl.runtime.config import Settings
@@ -105,16 +106,8 @@ def _now_rfc3339() -> str:
     return f"{text}{milli:03d}Z"
 
 
-_ulid: Callable[[], str] | None = None
-
-
 def new_rid() -> str:
-    global _ulid
-    if _ulid is None:
-        from txcl.ids import ulid
-
-        _ulid = ulid
-    return _ulid()
+    return new_request_id()
 
 
 class Interpreter:

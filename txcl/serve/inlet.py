@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import base64
 import datetime as _dt
-import os
 import re
-import threading
 from typing import Any, Awaitable, Callable
 from urllib.parse import unquote
 
 import attrs
 
-from txcl.ids import ulid
+from txcl.ids import new_request_id
 
 CLIENT_RID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 CONTINUATION_PARAM = "_txc.continuation"
@@ -32,34 +30,9 @@ class ClientGone(Exception):
     """The client disconnected while the body was being read."""
 
 
-_POOL_SIZE = 4000  # 400 ids per os.urandom call (one getrandom syscall costs ~50 µs here)
-
-
-class _RandomPool:
-    """Bytes from os.urandom, fetched in blocks; thread-safe."""
-
-    def __init__(self) -> None:
-        self._buf = b""
-        self._pos = 0
-        self._lock = threading.Lock()
-
-    def take(self, n: int) -> bytes:
-        with self._lock:
-            if self._pos + n > len(self._buf):
-                self._buf = os.urandom(_POOL_SIZE)
-                self._pos = 0
-            start = self._pos
-            self._pos = start + n
-            return self._buf[start:start + n]
-
-
-_pool = _RandomPool()
-
-
 def new_ulid() -> str:
-    """A 26-character ULID (48-bit ms timestamp, 80 random bits), `txcl.ids.ulid` with
-    pooled randomness: request ids are minted on every request."""
-    return ulid(rand=_pool.take(10))
+    """A new request id (`txcl.ids.new_request_id`)."""
+    return new_request_id()
 
 
 def request_id(headers: list[tuple[bytes, bytes]], trust: bool) -> str:
