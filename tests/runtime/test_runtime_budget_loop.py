@@ -47,6 +47,17 @@ def test_repeat_penalty_charges_and_sleeps():
     assert b.exhaustion_payload("s/1") is None  # 0 = meter only / TTL off
 
 
+def test_an_entry_charged_only_when_new_leaves_a_repeat_uncharged():
+    b = Budget.fresh(0, 100)
+    assert b.enter_frame(None, "s/0", only_new=True) is False
+    assert b.enter_frame("s/0", "s/1", only_new=True) is False
+    state = b.to_json()
+    assert b.enter_frame("s/0", "s/1", only_new=True) is None  # a repeat: nothing charged
+    assert b.to_json() == state
+    assert b.enter_frame("s/0", "s/1") is True
+    assert (b.fuel_used, b.ttl, b.transitions) == (10 + 10 + 10 + 50, 97, ["s/0->s/1", "s/0->s/1"])
+
+
 def test_penalty_sleep_uses_configured_delay(workspace, run_tree):
     slept: list[float] = []
 

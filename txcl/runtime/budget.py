@@ -35,17 +35,22 @@ class Budget:
         return cls(max_fuel=max_fuel, max_ttl=max_ttl, ttl=max_ttl)
 
     # ------------------------------------------------------------ charges
-    def enter_frame(self, previous_stage: str | None, stage: str) -> bool:
-        """Charge a frame entry; returns True when the transition was seen before (penalty)."""
+    def enter_frame(self, previous_stage: str | None, stage: str, only_new: bool = False) -> bool | None:
+        """Charge a frame entry; returns True when the transition was seen before (penalty).
+        `only_new`: charge nothing and return None when it was."""
+        repeated = False
+        transition = None
+        if previous_stage is not None:
+            transition = f"{previous_stage}->{stage}"
+            repeated = transition in self._index
+            if repeated and only_new:
+                return None
         self.fuel_used += FRAME_FUEL
         if self.max_ttl:
             self.ttl -= 1
-        repeated = False
-        if previous_stage is not None:
-            transition = f"{previous_stage}->{stage}"
-            if transition in self._index:
+        if transition is not None:
+            if repeated:
                 self.fuel_used += REPEAT_FUEL
-                repeated = True
             else:
                 self.seen.append(transition)
                 self._index.add(transition)
@@ -54,10 +59,6 @@ class Budget:
             if len(transitions) > 3:
                 del transitions[0]
         return repeated
-
-    def would_repeat(self, previous_stage: str | None, stage: str) -> bool:
-        """Whether `enter_frame` with these stages would charge a repeated transition."""
-        return previous_stage is not None and f"{previous_stage}->{stage}" in self._index
 
     def charge(self, fuel: int) -> None:
         self.fuel_used += fuel

@@ -169,10 +169,8 @@ class Walker:
             rules = self._local_rules(stack, scope)
         if rules is None or (not self._plain_hooks and self.hooks.frame_checks_due(run)):
             return False
-        budget = run.budget
-        if budget.would_repeat(run.previous_stage, stage):
+        if run.budget.enter_frame(run.previous_stage, stage, only_new=True) is None:
             return False
-        budget.enter_frame(run.previous_stage, stage)
         if self._exhausted(run, stage):
             return True
         self._count_visit(run, stage, rec)
@@ -714,14 +712,18 @@ class Walker:
                 merge_into(envelope, output, owned)
         ran = sorted(ran, key=_by_name) if len(ran) > 1 else ran
         facts_of = self.facts
-        if any((op.facts or facts_of(op)).has_set_post for op in ran):
-            result = apply_set_post([op.rule for op in ran], envelope)
-            if rec.enabled:
-                for path in result.dropped:
-                    rec.event("envelope.reserved_write_dropped", {"path": path, "op": "SET POST"})
-            if result.error is not None:
-                rec.event("envelope.set_post_failed", {"stage": stage, "error": result.error})
-            run.envelope = result.envelope
+        for op in ran:  # (a loop, not any(): no generator made for the commonest case, none)
+            if (op.facts or facts_of(op)).has_set_post:
+                break
+        else:
+            return ran
+        result = apply_set_post([op.rule for op in ran], envelope)
+        if rec.enabled:
+            for path in result.dropped:
+                rec.event("envelope.reserved_write_dropped", {"path": path, "op": "SET POST"})
+        if result.error is not None:
+            rec.event("envelope.set_post_failed", {"stage": stage, "error": result.error})
+        run.envelope = result.envelope
         return ran
 
     def next_position(self, run: Run, frame: Frame, control: Any, rec: TraceRecorder) -> None:
