@@ -205,6 +205,25 @@ def finish_output(
     return Finished(output, None, dropped, new_ttl)
 
 
+def local_output(rule: ast.Rule, op_input: dict, plan: RulePlan, ttl: int | None = None) -> tuple[dict | None, str | None, Any]:
+    """`prepare` then `finish_output` for a rule without EXEC and WITH (its output is what
+    EMIT builds on an empty object): `(output or None, error, dropped targets)`. The common
+    shape — no SELECT, every EMIT target plain — is EMIT's one generated function over the
+    SET PRE result, without the intermediate objects; any other goes the long way."""
+    select = rule.select
+    fresh = plan.emit_fresh
+    if fresh is not None and plan.emit_all_plain and (select is None or select.star):
+        view = apply_set_pre(rule, op_input, plan)[0] if plan.set_pre else op_input
+        made = fresh(view)
+        if made is not None:
+            return made, None, ()
+        prepared = Prepared(view, {}, view, [])
+    else:
+        prepared = prepare(rule, op_input, plan=plan)
+    finished = finish_output(rule, prepared, {}, ttl, plan)
+    return finished.output, finished.error, finished.dropped
+
+
 def _emit_plain(emits: tuple, output: dict, view: dict, dropped: list[str]) -> Finished:
     """EMIT when every target is written as it is (the common case of `finish_output`)."""
     values = []

@@ -24,7 +24,7 @@ import attrs
 from txcl.evaluate.control import Control, apply_delete, read_control
 from txcl.evaluate.cow import private_input, write_paths
 from txcl.evaluate.plan import RulePlan, rule_plan
-from txcl.evaluate.rule import Prepared, apply_set_post, finish_output, json_type, nest_into, prepare
+from txcl.evaluate.rule import Prepared, apply_set_post, finish_output, json_type, local_output, nest_into, prepare
 from txcl.evaluate.when import compile_condition
 from txcl.ops.layout import is_system_stack
 from txcl.ops.tree import OpRule, OpsTree
@@ -626,40 +626,37 @@ class Walker:
                      rec: TraceRecorder, start_ns: int = 0) -> None:
         """A scope of local rules (`_local_rules`) from WHEN to the next position, fused:
         what `select_ops`, each op's tail and `complete_scope` do for ops without EXEC, WITH
-        or LOOP, without the objects and calls that only ops which dispatch need. Every
-        matched rule is prepared (SET PRE, SELECT) before any is finished (EMIT), as in the
-        general path. `start_ns`: when the scope was entered (`perf_counter_ns()`; 0: now)."""
+        or LOOP, without the objects and calls that only ops which dispatch need. Each
+        matched rule is run whole (`local_output`) before the next: the order cannot show,
+        as each works on its own copy-on-write input and nothing reaches the envelope before
+        the merge. `start_ns`: when the scope was entered (`perf_counter_ns()`; 0: now)."""
         e0 = run.envelope
         matched = self._matching(e0, rules)
         outputs: list[tuple[str, dict | None]] = []
         if matched:
-            prepared_ops = []
-            for op in matched:
-                paths = op.facts.write_paths
-                op_input = private_input(e0, paths) if paths else e0
-                prepared_ops.append((op, prepare(op.rule, op_input, plan=op.facts.plan)))
             budget = run.budget
+            ttl = budget.ttl if budget.max_ttl else None
             timed = rec.enabled
             # each rule's step is timed from the end of the previous one, the first from the
-            # scope's entry (matching and preparing the rules count to it): one clock reading
-            # per rule
+            # scope's entry (matching the rules counts to it): one clock reading per rule
             if timed and not start_ns:
                 start_ns = perf_counter_ns()
-            for op, prepared in prepared_ops:
-                finished = finish_output(op.rule, prepared, {}, budget.ttl if budget.max_ttl else None,
-                                         op.facts.plan)
+            for op in matched:
+                facts = op.facts
+                paths = facts.write_paths
+                output, error, dropped = local_output(op.rule, private_input(e0, paths) if paths else e0,
+                                                      facts.plan, ttl)
                 name = op.name
-                output = finished.output
-                if finished.dropped and timed:
-                    for path in finished.dropped:
+                if dropped and timed:
+                    for path in dropped:
                         rec.event("envelope.reserved_write_dropped", {"path": path, "op": name})
                 outputs.append((name, None if output is None else _without_ttl(output)))
                 if timed:
                     end_ns = perf_counter_ns()
-                    rec.local_step(stack, scope, name, op.facts.operation, "error" if output is None else "ok",
-                                   start_ns, end_ns, finished.error)
+                    rec.local_step(stack, scope, name, facts.operation, "error" if output is None else "ok",
+                                   start_ns, end_ns, error)
                     start_ns = end_ns
-                if op.facts.writes_goto:
+                if facts.writes_goto:
                     budget.charge(DISPATCH_FUEL)
         # every output was built by EMIT and is shared with nothing: moved, not copied
         ran = self.merge_outputs(run, stage, outputs, matched, rec, owned=True)
