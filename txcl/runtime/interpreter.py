@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 import asyncio
-import datetime as _dt
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -20,6 +19,7 @@ from txcl.errors import TxclError, check_depth
 from txcl.ids import new_request_id
 from txcl.ops.tree import OpsTree, load_ops
 from txcl.runtime.budget import Budget, strip_budget_fields
+from txcl.runtime.clock import now_rfc3339
 from txcl.runtime.config import Settings
 from txcl.runtime.hooks import WalkHooks
 from txcl.runtime.kv import Kv
@@ -89,23 +89,6 @@ class Suspended:
 Outcome = Completed | Failed | Suspended
 
 
-_second_text: tuple[int, str] = (-1, "")
-
-
-def _now_rfc3339() -> str:
-    """UTC now as `YYYY-MM-DDTHH:MM:SS.mmmZ` (the date part is formatted once per second)."""
-    global _second_text
-    from txcl.functions import registry  # the clock of &now (virtual under `txcl test`)
-
-    ms = registry.environment.now_ns() // 1_000_000
-    second, milli = divmod(ms, 1000)
-    cached_second, text = _second_text
-    if cached_second != second:
-        text = _dt.datetime.fromtimestamp(second, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.")
-        _second_text = (second, text)
-    return f"{text}{milli:03d}Z"
-
-
 def new_rid() -> str:
     return new_request_id()
 
@@ -159,7 +142,7 @@ class Interpreter:
             known = ", ".join(self.tree.known_stacks()) or "none"
             raise UnknownStack(f'unknown stack "{stack}" (stacks: {known})')
         rid = rid or new_rid()
-        envelope.setdefault("_ts", _now_rfc3339())
+        envelope.setdefault("_ts", now_rfc3339())
         txc = envelope.get("_txc")
         if not isinstance(txc, dict):
             txc = {}

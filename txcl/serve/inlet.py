@@ -7,7 +7,6 @@ without Starlette's Request wrapper.
 from __future__ import annotations
 
 import base64
-import datetime as _dt
 import re
 from typing import Any, Awaitable, Callable
 from urllib.parse import unquote
@@ -15,6 +14,7 @@ from urllib.parse import unquote
 import attrs
 
 from txcl.ids import new_request_id
+from txcl.runtime.clock import now_rfc3339
 
 CLIENT_RID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 CONTINUATION_PARAM = "_txc.continuation"
@@ -79,11 +79,6 @@ async def read_body(receive: Receive, cap: int, declared: int | None = None) -> 
     if len(chunks) == 1:
         return chunks[0]
     return b"".join(chunks)
-
-
-def now_rfc3339() -> str:
-    now = _dt.datetime.now(_dt.timezone.utc)
-    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
 
 
 def parse_query(raw: str) -> dict[str, list[str]]:
