@@ -30,9 +30,12 @@ from txcl.ops.layout import is_system_stack
 from txcl.ops.tree import OpRule, OpsTree
 from txcl.runtime.budget import DISPATCH_FUEL
 from txcl.runtime.config import Settings
-from txcl.runtime.dispatch import OpContext, OpError, Target
+from txcl.runtime.dispatch import OpContext, OpError, Target, resolve_py_target
 from txcl.runtime.hooks import NoHooks, WalkHooks
 from txcl.runtime.kv import Kv
+from txcl.runtime.schemes.goto import jump_output
+from txcl.runtime.schemes.py import call_py
+from txcl.runtime.schemes.txco import call_builtin
 from txcl.runtime.state import Frame, OpOutcome, PreparedOp, Run
 from txcl.store.records import STEP_ROW_FIELDS
 from txcl.trace.recorder import TraceRecorder, _json_size
@@ -404,8 +407,6 @@ class Walker:
         deadline = time.monotonic() + timeout_ms / 1000.0
         kind = target.kind
         if kind in ("goto", "stage"):
-            from txcl.runtime.schemes.goto import jump_output
-
             return jump_output(target, frame.stack), None
         stand_in = self.services.stand_in
         if stand_in is not None and kind != "http":
@@ -416,16 +417,10 @@ class Walker:
         when = asyncio.get_running_loop().time() + timeout_ms / 1000.0
         try:
             if kind == "builtin":
-                from txcl.runtime.schemes.txco import call_builtin
-
                 return await run_within(call_builtin(target.name, op_input, directives, ctx), when), None
             if kind == "py":
-                from txcl.runtime.schemes.py import call_py
-
                 func = pop.op.func
                 if func is None:
-                    from txcl.runtime.dispatch import resolve_py_target
-
                     func, problem = resolve_py_target(target, self.tree.workspace)
                     if problem is not None:
                         raise OpError(problem)
