@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as _dt
 
+from txcl.functions import registry
+
 _second_text: tuple[int, str] = (-1, "")
 
 
@@ -12,8 +14,6 @@ def now_rfc3339() -> str:
     `txcl test`). The date and time of day are formatted once per second, the milliseconds
     appended: a request costs no `strftime`."""
     global _second_text
-    from txcl.functions import registry
-
     ms = registry.environment.now_ns() // 1_000_000
     second, milli = divmod(ms, 1000)
     cached_second, text = _second_text

@@ -17,6 +17,8 @@ from typing import Any, Awaitable, Callable
 from txcl.ops.layout import is_system_stack, lineage
 from txcl.runtime.config import parse_duration_ms
 from txcl.runtime.dispatch import OpContext, OpError
+from txcl.values.coerce import text_form
+from txcl.values.merge import deep_copy
 from txcl.values.paths import MISSING, PathError, read, split_path_string, write
 
 Builtin = Callable[[dict, dict, OpContext], "dict | Awaitable[dict]"]
@@ -70,8 +72,6 @@ def _mock(op_input: dict, directives: dict, ctx: OpContext) -> dict:
     fixture = ctx.fixtures.get("mock-response.json")
     if fixture is None:
         raise OpError(f"txco://mock: no mock-response.json for {ctx.op_stack}/{ctx.scope}/{ctx.name}")
-    from txcl.values.merge import deep_copy
-
     return deep_copy(fixture)
 
 
@@ -82,8 +82,6 @@ def _copy(op_input: dict, directives: dict, ctx: OpContext) -> dict:
     value = read(op_input, source)
     if value is MISSING:
         value = None
-    from txcl.values.merge import deep_copy
-
     try:
         return write({}, dest, deep_copy(value))
     except PathError as exc:
@@ -145,8 +143,6 @@ _ALGS = {"sha256": hashlib.sha256, "sha1": hashlib.sha1, "sha512": hashlib.sha51
 
 
 def _hmac_digest(d: dict, op: str) -> tuple[bytes, str]:
-    from txcl.values.coerce import text_form
-
     key = d.get("key")
     if key is None and d.get("key_env") is not None:
         env_name = d.get("key_env")
@@ -232,8 +228,6 @@ def _web_render(op_input: dict, d: dict, ctx: OpContext) -> dict:
     if isinstance(d.get("body_b64"), str):
         body = d["body_b64"]
     else:
-        from txcl.values.coerce import text_form
-
         raw = d.get("body", "")
         body = base64.b64encode(text_form(raw if raw is not None else "").encode("utf-8")).decode("ascii")
     headers = _headers(d)
