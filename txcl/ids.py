@@ -38,16 +38,17 @@ _CROCKFORD_PAIRS = [a + b for a in _CROCKFORD for b in _CROCKFORD]  # ten bits p
 
 def ulid(now_ms: int | None = None, rand: bytes | None = None) -> str:
     """A 26-character ULID: 48-bit millisecond timestamp (10 characters) then 80 random
-    bits (16 characters), in Crockford's base32 (ten bits per table lookup). `rand`: the
-    ten random bytes when the caller has them (the web inlet draws them from a pool)."""
+    bits (16 characters), in Crockford's base32 (ten bits per table lookup, the pairs
+    joined in one step). `rand`: the ten random bytes when the caller has them (request
+    ids draw them from a pool, `new_request_id`)."""
     ms = (time.time_ns() // 1_000_000 if now_ms is None else int(now_ms)) & ((1 << 48) - 1)
     if rand is None:
         rand = secrets.token_bytes(10)
     high, low = int.from_bytes(rand[:5], "big"), int.from_bytes(rand[5:], "big")
     p = _CROCKFORD_PAIRS
-    return (p[ms >> 40] + p[(ms >> 30) & 1023] + p[(ms >> 20) & 1023] + p[(ms >> 10) & 1023] + p[ms & 1023]
-            + p[high >> 30] + p[(high >> 20) & 1023] + p[(high >> 10) & 1023] + p[high & 1023]
-            + p[low >> 30] + p[(low >> 20) & 1023] + p[(low >> 10) & 1023] + p[low & 1023])
+    return "".join((p[ms >> 40], p[(ms >> 30) & 1023], p[(ms >> 20) & 1023], p[(ms >> 10) & 1023], p[ms & 1023],
+                    p[high >> 30], p[(high >> 20) & 1023], p[(high >> 10) & 1023], p[high & 1023],
+                    p[low >> 30], p[(low >> 20) & 1023], p[(low >> 10) & 1023], p[low & 1023]))
 
 
 _POOL_SIZE = 4000  # 400 request ids per os.urandom call (one getrandom syscall costs ~50 µs here)
