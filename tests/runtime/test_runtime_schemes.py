@@ -61,6 +61,20 @@ def test_copy_builtin(workspace, run_tree):
     assert env["c"] == {"d": [1]}
 
 
+def test_copy_builtin_path_forms_and_errors(workspace, run_tree):
+    """`from`/`to` may start with `.` or `@` (for `_txc.`); an empty segment is an op error,
+    the second time as the first (the parsed paths are cached)."""
+    ws = workspace({
+        "OPS/s/0100/a.txcl": 'WITH from = " .a.b ", to = "@kept.v"\nEXEC "txco://copy"',
+        "OPS/s/0200/b.txcl": 'WITH from = "a..b", to = "x"\nEXEC "txco://copy"',
+    })
+    for _ in range(2):
+        outcome, store = run_tree(ws, {"a": {"b": 7}})
+        assert outcome.envelope["_txc"]["kept"] == {"v": 7}
+        step = _steps(store, outcome)["b"]
+        assert step["status"] == "error" and "WITH from is not a valid path" in step["error"]
+
+
 def test_hmac_sign_and_verify(workspace, run_tree, monkeypatch):
     monkeypatch.setenv("TXCL_SECRET_K", "s3cret")
     ws = workspace({

@@ -7,6 +7,7 @@ registers `continuation-result`). An unknown name is an op error at dispatch.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 import mimetypes
@@ -49,6 +50,16 @@ async def call_builtin(name: str, op_input: dict, directives: dict, ctx: OpConte
 def _path(value: Any, what: str, op: str) -> tuple[str, ...]:
     if not isinstance(value, str) or not value.strip():
         raise OpError(f"txco://{op}: WITH {what} (a path string) is required")
+    segs = _path_segments(value)
+    if segs is None:
+        raise OpError(f"txco://{op}: WITH {what} is not a valid path")
+    return segs
+
+
+@functools.lru_cache(maxsize=1024)
+def _path_segments(value: str) -> tuple[str, ...] | None:
+    """The segments of a WITH path string (`.a.b`, `@x` for `_txc.x`), None when one is
+    empty. Cached: a rule's WITH paths are the same strings on every call."""
     text = value.strip()
     if text.startswith("@"):
         text = "_txc." + text[1:]
@@ -56,7 +67,7 @@ def _path(value: Any, what: str, op: str) -> tuple[str, ...]:
         text = text[1:]
     segs = split_path_string(text)
     if not segs or any(s == "" for s in segs):
-        raise OpError(f"txco://{op}: WITH {what} is not a valid path")
+        return None
     return segs
 
 
