@@ -194,7 +194,7 @@ class Walker:
             local = self._locals.get((frame.stack, frame.scope), _UNKNOWN)
             if local is _UNKNOWN:
                 local = self._local_rules(frame.stack, frame.scope)
-            if local is not None and not frame.penalty and self.observer is None and not rec.full:
+            if local is not None and not frame.penalty and self.local_steps(rec):
                 self._local_scope(run, frame.stack, frame.scope, frame.stage, local, rec,
                                   rec.entered_ns if self._plain_hooks else 0)
                 return

@@ -30,11 +30,6 @@ class ClientGone(Exception):
     """The client disconnected while the body was being read."""
 
 
-def new_ulid() -> str:
-    """A new request id (`txcl.ids.new_request_id`)."""
-    return new_request_id()
-
-
 def request_id(headers: list[tuple[bytes, bytes]], trust: bool) -> str:
     """A new ULID, or the client's `X-Request-ID` when trusted and well-formed."""
     if trust:
@@ -44,7 +39,7 @@ def request_id(headers: list[tuple[bytes, bytes]], trust: bool) -> str:
                 if CLIENT_RID_RE.match(text):
                     return text
                 break
-    return new_ulid()
+    return new_request_id()
 
 
 def declared_length(headers: list[tuple[bytes, bytes]]) -> int | None:

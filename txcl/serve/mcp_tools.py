@@ -142,12 +142,12 @@ class McpEndpoint:
             return await self.run_tool(tool, dict(arguments or {}), ctx.session, token)
 
     async def run_tool(self, tool: StackTool, arguments: dict, session: Any, progress_token: Any) -> Any:
+        from txcl.ids import new_request_id
         from txcl.runtime.interpreter import Completed, Failed, Suspended
-        from txcl.serve.inlet import new_ulid
         from txcl.serve.shaping import strip_private
 
         state = self.state
-        rid = new_ulid()
+        rid = new_request_id()
         try:
             outcome = await state.interp.run(arguments, tool.stack, src="mcp", rid=rid)
         except Exception as exc:  # noqa: BLE001 - never a traceback to the client
