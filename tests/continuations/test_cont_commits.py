@@ -203,7 +203,8 @@ def test_a_cycle_waits_for_the_database_only_where_it_needs_an_answer(cycle, ack
     real = backend._execute
 
     def recording(conn, sql, params):
-        waited.append(" ".join(sql.split()))
+        text = sql.decode() if isinstance(sql, bytes) else sql  # PostgreSQL's statements arrive as bytes
+        waited.append(" ".join(text.split()))
         return real(conn, sql, params)
 
     backend._execute = recording

@@ -47,7 +47,7 @@ def test_record_builders_read_rows_as_dicts_and_the_first_of_a_repeated_name_win
 def test_record_builders_read_postgresql_rows_as_the_row_reads_them():
     """The PostgreSQL backend's rows list each name once: a name selected twice falls back to
     reading every column by name, so each name still gets the column the row gives it."""
-    from txcl.store.backends.postgres import _Row
+    from txcl.store.backends.pq_exec import Row as _Row
     from txcl.store.procedures.rows import columns
 
     names = ["a", "a", "b"]

@@ -1,0 +1,187 @@
+"""The PostgreSQL backend's statements through libpq (txcl.store.backends.pq_exec), on a real
+server: parameters and results of every type the store uses, what a queued statement's error
+does, and a connection left usable — or closed — afterwards."""
+
+from __future__ import annotations
+
+import threading
+import time
+from decimal import Decimal
+
+import psycopg
+import pytest
+from psycopg import errors
+
+from txcl.store.backends import pq_exec
+from txcl.store.backends.postgres import PostgresBackend
+from txcl.store.errors import StoreError
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture
+def conn(new_pg_database):
+    with psycopg.connect(new_pg_database(), autocommit=True) as made:
+        yield made
+
+
+@pytest.fixture
+def backend(new_pg_database):
+    url = new_pg_database()
+    with psycopg.connect(url, autocommit=True) as setup:
+        setup.execute("CREATE TABLE t (k TEXT PRIMARY KEY, n BIGINT NOT NULL, body BYTEA)")
+    made = PostgresBackend(url)
+    yield made
+    made.close()
+
+
+def test_parameters_and_results_of_every_type_the_store_uses(conn):
+    columns = pq_exec.Columns()
+    values = (2**40, -7, 70_000, "héllo ✓", b"\x00\xff\x10", None, True, False, 1.25)
+    result = pq_exec.execute(
+        conn.pgconn,
+        b"SELECT $1::bigint AS big, $2::int AS small, $3::int AS mid, $4 AS text, $5::bytea AS blob, "
+        b"$6::text AS nothing, $7::bool AS yes, $8::bool AS no, $9::float8 AS real, 2.5::numeric AS dec, "
+        b"'' AS empty, count(*) AS counted",
+        values, columns)
+    row = result.fetchone()
+    assert list(row) == [2**40, -7, 70_000, "héllo ✓", b"\x00\xff\x10", None, True, False, 1.25,
+                         Decimal("2.5"), "", 1]
+    assert row["text"] == "héllo ✓" and row["blob"] == b"\x00\xff\x10" and row[0] == 2**40
+    assert result.rowcount == 1 and result.description[:2] == ("big", "small")
+    assert result.fetchone() is None and result.fetchall() == []
+
+
+def test_integer_parameters_take_the_smallest_type_that_holds_them():
+    oids = pq_exec.adapt((1, 40_000, 2**40, 2**70, True))[1]
+    assert oids == [21, 23, 20, 1700, 16]  # int2, int4, int8, numeric, bool (not an int)
+    values, _oids, formats = pq_exec.adapt((b"ab", bytearray(b"c"), "x", None))
+    assert values == [b"ab", b"c", b"x", None] and formats == [1, 1, 0, 0]
+    assert pq_exec.adapt(()) is None
+    with pytest.raises(TypeError, match="cannot send a parameter of type dict"):
+        pq_exec.adapt(({"a": 1},))
+
+
+def test_a_wider_result_of_the_same_statement_is_read_with_its_new_columns(conn):
+    columns = pq_exec.Columns()
+    conn.execute("CREATE TABLE w (a INT)")
+    conn.execute("INSERT INTO w VALUES (1)")
+    assert pq_exec.execute(conn.pgconn, b"SELECT * FROM w", (), columns).fetchone().keys() == ["a"]
+    conn.execute("ALTER TABLE w ADD COLUMN b TEXT DEFAULT 'x'")  # as another node's migration would
+    row = pq_exec.execute(conn.pgconn, b"SELECT * FROM w", (), columns).fetchone()
+    assert row["b"] == "x" and row.keys() == ["a", "b"]
+
+
+def test_queued_statements_go_with_the_next_that_waits_and_their_error_surfaces_there(conn):
+    columns = pq_exec.Columns()
+    conn.execute("CREATE TABLE q (x INT)")
+    queue = pq_exec.Queue()
+    queue.add(b"BEGIN", ())
+    queue.add(b"INSERT INTO q VALUES ($1)", (5,))
+    assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE  # nothing sent yet
+    assert queue.run(conn.pgconn, b"SELECT count(*) AS n FROM q", (), columns).fetchone()["n"] == 1
+    queue.add(b"INSERT INTO q VALUES ($1)", ("not a number",))
+    queue.add(b"INSERT INTO q VALUES ($1)", (6,))
+    with pytest.raises(errors.InvalidTextRepresentation):
+        queue.run(conn.pgconn, b"SELECT count(*) FROM q", (), columns)
+    # the server failed the transaction; the connection itself is fine and rolls it back
+    assert conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR and not conn.closed
+    pq_exec.execute(conn.pgconn, b"ROLLBACK", (), columns)
+    assert pq_exec.execute(conn.pgconn, b"SELECT count(*) AS n FROM q", (), columns).fetchone()["n"] == 0
+
+
+def test_a_server_error_is_psycopgs_class_for_its_sqlstate(conn):
+    columns = pq_exec.Columns()
+    conn.execute("CREATE TABLE u (k INT PRIMARY KEY)")
+    pq_exec.execute(conn.pgconn, b"INSERT INTO u VALUES (1)", (), columns)
+    with pytest.raises(errors.UniqueViolation) as caught:
+        pq_exec.execute(conn.pgconn, b"INSERT INTO u VALUES (1)", (), columns)
+    assert caught.value.sqlstate == "23505"
+    assert pq_exec.execute(conn.pgconn, b"UPDATE u SET k = 2 WHERE k = 1", (), columns).rowcount == 1
+
+
+def test_a_statement_waits_with_the_interpreter_free(conn):
+    """Other threads (the event loop) run while a statement waits for the server."""
+    ticks = 0
+    stop = threading.Event()
+
+    def tick() -> None:
+        nonlocal ticks
+        while not stop.is_set():
+            ticks += 1
+            time.sleep(0.001)
+
+    ticker = threading.Thread(target=tick)
+    ticker.start()
+    try:
+        start = ticks
+        pq_exec.execute(conn.pgconn, b"SELECT pg_sleep(0.3)", (), pq_exec.Columns())
+        direct = ticks - start
+        queue = pq_exec.Queue()
+        queue.add(b"SELECT 1", ())
+        start = ticks
+        queue.run(conn.pgconn, b"SELECT pg_sleep(0.3)", (), pq_exec.Columns())
+        pipelined = ticks - start
+    finally:
+        stop.set()
+        ticker.join()
+    assert direct > 30 and pipelined > 30, (direct, pipelined)
+
+
+def test_an_interrupted_pipeline_closes_its_connection(conn, monkeypatch):
+    """When waiting for a pipeline's answers is cut short, the connection's protocol state is
+    unknown: it is closed (the pool then replaces it), never handed out again half-read."""
+    queue = pq_exec.Queue()
+    queue.add(b"SELECT 1", ())
+
+    def interrupted(pgconn):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pq_exec, "_wait_readable", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        queue.run(conn.pgconn, b"SELECT pg_sleep(0.2)", (), pq_exec.Columns())
+    assert conn.closed
+
+
+def test_a_transaction_sends_its_statements_in_few_round_trips(backend):
+    """BEGIN, sends and many-row inserts wait for the next statement that needs an answer;
+    the whole transaction commits, and a failing one leaves nothing behind."""
+    waits: list[bytes] = []
+    real = pq_exec.execute
+
+    def counting(pgconn, sql, params, columns):
+        waits.append(sql)
+        return real(pgconn, sql, params, columns)
+
+    pipelines: list[int] = []
+    real_pipelined = pq_exec._pipelined
+
+    def counting_pipelines(pgconn, statements, columns):
+        pipelines.append(len(statements))
+        return real_pipelined(pgconn, statements, columns)
+
+    backend.transact(lambda t: t.one("SELECT 1 AS one"))  # reads the server's clock (every few seconds)
+    pq_exec_execute, pq_exec_pipelined = pq_exec.execute, pq_exec._pipelined
+    pq_exec.execute, pq_exec._pipelined = counting, counting_pipelines
+    try:
+        def body(t):
+            t.send("INSERT INTO t (k, n, body) VALUES (?, ?, ?)", ("a", 1, b"\x01"))
+            t.many("INSERT INTO t (k, n) VALUES (?, ?)", [("b", 2), ("c", 3)])
+            return t.one("SELECT count(*) AS n FROM t")["n"]
+
+        assert backend.transact(body) == 3
+    finally:
+        pq_exec.execute, pq_exec._pipelined = pq_exec_execute, pq_exec_pipelined
+    # BEGIN + three inserts + the count in one pipeline, then the COMMIT: two round trips
+    assert pipelines == [5] and waits == [b"COMMIT"]
+    assert backend.execute_for_tests("SELECT body FROM t WHERE k = ?", ("a",))[0]["body"] == b"\x01"
+
+    def failing(t):
+        t.send("INSERT INTO t (k, n) VALUES (?, ?)", ("d", 4))
+        t.send("INSERT INTO t (k, n) VALUES (?, ?)", ("a", 5))  # the key exists: fails at the next wait
+        return t.one("SELECT 1 AS one")
+
+    with pytest.raises(StoreError, match="duplicate key"):
+        backend.transact(failing)
+    assert [r["k"] for r in backend.execute_for_tests("SELECT k FROM t ORDER BY k")] == ["a", "b", "c"]
+    assert backend.transact(lambda t: t.run("UPDATE t SET n = n + 1 WHERE k = ?", ("b",))) == 1
