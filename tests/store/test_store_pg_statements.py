@@ -90,6 +90,36 @@ def test_queued_statements_go_with_the_next_that_waits_and_their_error_surfaces_
     assert pq_exec.execute(conn.pgconn, b"SELECT count(*) AS n FROM q", (), columns).fetchone()["n"] == 0
 
 
+def _server_prepared(conn) -> list[str]:
+    """The prepared statements the server holds for this connection's session."""
+    return sorted(r[0] for r in conn.execute("SELECT name FROM pg_prepared_statements").fetchall())
+
+
+def test_statements_are_prepared_once_per_connection(conn):
+    """A statement is parsed and planned by the server once per connection: prepared on its
+    first use (directly or inside a pipeline, once even when it comes twice in one), executed
+    by name afterwards, per parameter types; one that fails to prepare is not remembered."""
+    columns = pq_exec.Columns()
+    prepared: pq_exec.Prepared = {}
+    conn.execute("CREATE TABLE p (x BIGINT)")
+    for value in (1, 2):
+        pq_exec.execute(conn.pgconn, b"INSERT INTO p VALUES ($1)", (value,), columns, prepared)
+    assert list(prepared.values()) == [b"txcl_0"]
+    queue = pq_exec.Queue()
+    queue.add(b"INSERT INTO p VALUES ($1)", (3,))  # prepared already
+    queue.add(b"DELETE FROM p WHERE x = $1", (1,))  # prepared in the pipeline, used twice in it
+    queue.add(b"DELETE FROM p WHERE x = $1", (2,))
+    result = queue.run(conn.pgconn, b"SELECT x FROM p ORDER BY x", (), columns, prepared)
+    assert [row["x"] for row in result.fetchall()] == [3]
+    assert sorted(prepared.values()) == [b"txcl_0", b"txcl_1", b"txcl_2"]
+    assert pq_exec.execute(conn.pgconn, b"SELECT x FROM p WHERE x = $1", (2**70,), columns, prepared).rows == []
+    assert len(prepared) == 4  # the same text with a numeric parameter is another statement
+    with pytest.raises(errors.UndefinedTable):
+        pq_exec.execute(conn.pgconn, b"SELECT * FROM missing", (), columns, prepared)
+    assert len(prepared) == 4
+    assert _server_prepared(conn) == ["txcl_0", "txcl_1", "txcl_2", "txcl_3"]
+
+
 def test_a_server_error_is_psycopgs_class_for_its_sqlstate(conn):
     columns = pq_exec.Columns()
     conn.execute("CREATE TABLE u (k INT PRIMARY KEY)")
@@ -149,16 +179,16 @@ def test_a_transaction_sends_its_statements_in_few_round_trips(backend):
     waits: list[bytes] = []
     real = pq_exec.execute
 
-    def counting(pgconn, sql, params, columns):
+    def counting(pgconn, sql, *rest):
         waits.append(sql)
-        return real(pgconn, sql, params, columns)
+        return real(pgconn, sql, *rest)
 
     pipelines: list[int] = []
     real_pipelined = pq_exec._pipelined
 
-    def counting_pipelines(pgconn, statements, columns):
+    def counting_pipelines(pgconn, statements, *rest):
         pipelines.append(len(statements))
-        return real_pipelined(pgconn, statements, columns)
+        return real_pipelined(pgconn, statements, *rest)
 
     backend.transact(lambda t: t.one("SELECT 1 AS one"))  # reads the server's clock (every few seconds)
     pq_exec_execute, pq_exec_pipelined = pq_exec.execute, pq_exec._pipelined

@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import weakref
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
@@ -90,6 +91,8 @@ class PostgresBackend(SqlBackend):
             name="txcl",
         )
         self._columns = pq_exec.Columns()
+        # each connection's prepared statements, forgotten with the connection
+        self._prepared: weakref.WeakKeyDictionary[Any, pq_exec.Prepared] = weakref.WeakKeyDictionary()
         self._checking = False
         self._checking_lock = threading.Lock()
         self._queues: dict[int, pq_exec.Queue] = {}  # connection id -> statements not yet sent, while writing
@@ -142,10 +145,13 @@ class PostgresBackend(SqlBackend):
     def _execute(self, conn: Any, sql: Any, params: tuple) -> pq_exec.Result:
         if type(sql) is not bytes:
             sql = self.sql(sql)
+        prepared = self._prepared.get(conn)
+        if prepared is None:
+            prepared = self._prepared[conn] = {}
         queue = self._queues.get(id(conn))
         if queue is not None:
-            return queue.run(conn.pgconn, sql, params, self._columns)
-        return pq_exec.execute(conn.pgconn, sql, params, self._columns)
+            return queue.run(conn.pgconn, sql, params, self._columns, prepared)
+        return pq_exec.execute(conn.pgconn, sql, params, self._columns, prepared)
 
     def _send(self, conn: Any, sql: Any, params: tuple) -> None:
         if type(sql) is not bytes:
@@ -154,7 +160,7 @@ class PostgresBackend(SqlBackend):
         if queue is not None:
             queue.add(sql, params)
         else:
-            pq_exec.execute(conn.pgconn, sql, params, self._columns)
+            self._execute(conn, sql, params)
 
     def _execute_many(self, conn: Any, sql: Any, rows: list[tuple]) -> None:
         for row in rows:
@@ -220,7 +226,7 @@ class PostgresBackend(SqlBackend):
         queue = self._queues.pop(id(conn), None)
         if queue is None:  # pragma: no cover - commit without begin
             raise psycopg.InterfaceError("COMMIT outside a transaction")
-        queue.run(conn.pgconn, b"COMMIT", (), self._columns)  # with everything still queued
+        queue.run(conn.pgconn, b"COMMIT", (), self._columns, self._prepared.get(conn))  # with everything still queued
 
     def _rollback(self, conn: Any) -> None:
         self._queues.pop(id(conn), None)  # never sent: nothing to undo on the server

@@ -4,7 +4,9 @@ A durable cycle runs about fifty short statements. Through psycopg's cursors eac
 ~170 µs of client CPU on these machines (a cursor, an adapters map, the prepare manager, the
 pipeline generators), of which libpq's own round trip is ~60 µs: here a statement is one
 ``PQexecParams`` (which waits for the server with the GIL released), parameters and results
-converted by a small table of the types the store uses.
+converted by a small table of the types the store uses. Each connection prepares a
+statement on its first use and executes it by name afterwards, so the server parses and
+plans it once (as psycopg does after a statement's fifth use).
 
 Inside a write transaction, statements whose answer nobody waits for (``BEGIN``,
 ``SAVEPOINT``, the ``tx.send`` statements, the rows of ``tx.many``) are queued, and go to the
@@ -219,14 +221,44 @@ def _checked(res: Any, pgconn: Any, sql: bytes, columns: Columns) -> Result:
     raise _error(res, pgconn)
 
 
-def execute(pgconn: Any, sql: bytes, params: tuple, columns: Columns) -> Result:
-    """One statement, waited for (the GIL released while the server works)."""
-    adapted = adapt(params)
-    if adapted is None:
-        res = pgconn.exec_params(sql, [])
+# Statements prepared per connection, at most (beyond it a statement is parsed each time).
+PREPARED_MAX = 1000
+
+Prepared = dict  # (statement, parameter OIDs) -> the name it is prepared under on one connection
+
+
+def _name_for(prepared: Prepared | None, key: tuple) -> tuple[bytes | None, bool]:
+    """(the prepared statement's name or None, whether it must be prepared first)."""
+    if prepared is None:
+        return None, False
+    name = prepared.get(key)
+    if name is not None:
+        return name, False
+    if len(prepared) >= PREPARED_MAX:
+        return None, False
+    return b"txcl_%d" % len(prepared), True
+
+
+def execute(pgconn: Any, sql: bytes, params: tuple, columns: Columns, prepared: Prepared | None = None) -> Result:
+    """One statement, waited for (the GIL released while the server works). With `prepared`
+    (the connection's registry), the statement is prepared on its first use and executed
+    by name after that: the server parses and plans it once per connection."""
+    values, oids, formats = adapt(params) or _NO_PARAMS
+    key = (sql, tuple(oids))
+    name, prepare = _name_for(prepared, key)
+    if prepare:
+        res = pgconn.prepare(name, sql, oids)
+        if res is None or res.status != _COMMAND_OK:
+            raise _error(res, pgconn)
+        prepared[key] = name  # type: ignore[index]
+    if name is not None:
+        res = pgconn.exec_prepared(name, values, formats)
     else:
-        res = pgconn.exec_params(sql, adapted[0], adapted[1], adapted[2])
+        res = pgconn.exec_params(sql, values, oids, formats)
     return _checked(res, pgconn, sql, columns)
+
+
+_NO_PARAMS: tuple[list, list, list] = ([], [], [])
 
 
 class Queue:
@@ -240,15 +272,16 @@ class Queue:
     def add(self, sql: bytes, params: tuple) -> None:
         self.pending.append((sql, params))
 
-    def run(self, pgconn: Any, sql: bytes, params: tuple, columns: Columns) -> Result:
+    def run(self, pgconn: Any, sql: bytes, params: tuple, columns: Columns,
+            prepared: Prepared | None = None) -> Result:
         """Everything queued, then `sql`, in one round trip; `sql`'s result. Raises the first
         error the server reports (the rest of the pipeline is then skipped by the server)."""
         pending = self.pending
         if not pending:
-            return execute(pgconn, sql, params, columns)
+            return execute(pgconn, sql, params, columns, prepared)
         self.pending = []
         pending.append((sql, params))
-        return _pipelined(pgconn, pending, columns)
+        return _pipelined(pgconn, pending, columns, prepared)
 
 
 def _wait_readable(pgconn: Any) -> None:
@@ -265,22 +298,33 @@ def _next_result(pgconn: Any) -> Any:
     return pgconn.get_result()
 
 
-def _pipelined(pgconn: Any, statements: list[tuple[bytes, tuple]], columns: Columns) -> Result:
+def _pipelined(pgconn: Any, statements: list[tuple[bytes, tuple]], columns: Columns,
+               prepared: Prepared | None = None) -> Result:
+    # what comes back, in order: (statement, the registry key it prepares or None) per result
+    expected: list[tuple[bytes, tuple | None]] = []
+    preparing: dict[tuple, bytes] = {}  # prepared in this pipeline (registered once it answers)
     pgconn.enter_pipeline_mode()
     try:
         for sql, params in statements:
-            adapted = adapt(params)
-            if adapted is None:
-                pgconn.send_query_params(sql, [])
+            values, oids, formats = adapt(params) or _NO_PARAMS
+            key = (sql, tuple(oids))
+            name = None if prepared is None else (preparing.get(key) or prepared.get(key))
+            if name is None and prepared is not None and len(prepared) + len(preparing) < PREPARED_MAX:
+                name = preparing[key] = b"txcl_%d" % (len(prepared) + len(preparing))
+                pgconn.send_prepare(name, sql, oids)
+                expected.append((sql, key))
+            if name is not None:
+                pgconn.send_query_prepared(name, values, formats)
             else:
-                pgconn.send_query_params(sql, adapted[0], adapted[1], adapted[2])
+                pgconn.send_query_params(sql, values, oids, formats)
+            expected.append((sql, None))
         pgconn.pipeline_sync()
         while pgconn.flush():  # blocking connection: flush returns 0 once everything went out
             pass
         failure: psycopg.Error | None = None
         last: Result = _NO_ROWS
-        final = len(statements) - 1
-        for i, (sql, _params) in enumerate(statements):
+        final = len(expected) - 1
+        for i, (sql, prepares) in enumerate(expected):
             res = _next_result(pgconn)
             if res is None:
                 raise _lost(pgconn)
@@ -288,7 +332,9 @@ def _pipelined(pgconn: Any, statements: list[tuple[bytes, tuple]], columns: Colu
             if status == _PIPELINE_ABORTED or failure is not None:
                 pass
             elif status == _TUPLES_OK or status == _COMMAND_OK:
-                if i == final:
+                if prepares is not None:
+                    prepared[prepares] = preparing[prepares]  # type: ignore[index]
+                elif i == final:
                     last = _checked(res, pgconn, sql, columns)
             else:
                 failure = _error(res, pgconn)
@@ -318,4 +364,4 @@ def _abandon(pgconn: Any) -> None:
         pass
 
 
-__all__ = ["Columns", "Queue", "Result", "Row", "adapt", "convert", "execute"]
+__all__ = ["Columns", "PREPARED_MAX", "Prepared", "Queue", "Result", "Row", "adapt", "convert", "execute"]
