@@ -34,65 +34,46 @@ _PIPELINE_SYNC = pq.ExecStatus.PIPELINE_SYNC
 _PIPELINE_ABORTED = pq.ExecStatus.PIPELINE_ABORTED
 _CONNECTION_BAD = pq.ConnStatus.BAD
 
-# Parameter type OIDs, chosen as psycopg chooses them (text format): the server then casts
-# exactly as it does for psycopg's cursors.
-_UNKNOWN, _BOOL, _BYTEA, _INT2, _INT4, _INT8, _FLOAT8, _NUMERIC = 0, 16, 17, 21, 23, 20, 701, 1700
+# Parameter type OIDs (text format). A string goes as `unknown` (0), as psycopg sends it, so
+# the server gives it the type its place needs; integers as int8 (the store's numbers are all
+# BIGINT columns), numeric beyond 64 bits.
+_UNKNOWN, _BOOL, _BYTEA, _INT8, _FLOAT8, _NUMERIC = 0, 16, 17, 20, 701, 1700
+_INT8_MIN, _INT8_MAX = -(2**63), 2**63 - 1
 
 
-def _int_oid(value: int) -> int:
-    if -0x8000 <= value <= 0x7FFF:
-        return _INT2
-    if -0x80000000 <= value <= 0x7FFFFFFF:
-        return _INT4
-    if -0x8000000000000000 <= value <= 0x7FFFFFFFFFFFFFFF:
-        return _INT8
-    return _NUMERIC
-
-
-def adapt(params: tuple) -> tuple[list, list, list] | None:
-    """(values, type OIDs, formats) for ``PQexecParams``; None when there are no parameters."""
+def adapt(params: tuple) -> tuple[list, list, list | None] | None:
+    """(values, type OIDs, formats or None for all text) for ``PQexecParams``; None when
+    there are no parameters."""
     if not params:
         return None
     values: list = []
     oids: list = []
-    formats: list = []
+    binary = False
     for value in params:
         kind = type(value)
         if kind is str:
             values.append(value.encode("utf-8"))
             oids.append(_UNKNOWN)
-            formats.append(0)
         elif value is None:
             values.append(None)
             oids.append(_UNKNOWN)
-            formats.append(0)
         elif kind is int:
-            values.append(str(value).encode("ascii"))
-            oids.append(_int_oid(value))
-            formats.append(0)
+            values.append(b"%d" % value)
+            oids.append(_INT8 if _INT8_MIN <= value <= _INT8_MAX else _NUMERIC)
         elif kind is bool:
             values.append(b"t" if value else b"f")
             oids.append(_BOOL)
-            formats.append(0)
         elif kind is bytes or kind is bytearray or kind is memoryview:
             values.append(bytes(value))
             oids.append(_BYTEA)
-            formats.append(1)  # binary: the bytes as they are
+            binary = True
         elif kind is float:
             values.append(repr(value).encode("ascii"))
             oids.append(_FLOAT8)
-            formats.append(0)
         else:
             raise TypeError(f"the store cannot send a parameter of type {kind.__name__}")
-    return values, oids, formats
-
-
-def _text(raw: bytes) -> str:
-    return raw.decode("utf-8")
-
-
-def _bool(raw: bytes) -> bool:
-    return raw == b"t"
+    # binary for bytea (the bytes as they are), text for everything else
+    return values, oids, [1 if oid == _BYTEA else 0 for oid in oids] if binary else None
 
 
 def _bytea(raw: bytes) -> bytes:
@@ -103,9 +84,11 @@ def _numeric(raw: bytes) -> Any:
     return Decimal(raw.decode("ascii"))
 
 
-# Result converters by type OID (text format); anything else arrives as text.
+# Result converters by type OID (text format), called in C where they can be; anything else
+# arrives as text.
+_as_text = bytes.decode  # UTF-8
 _CONVERTERS: dict[int, Callable[[bytes], Any]] = {
-    16: _bool, 17: _bytea, 20: int, 21: int, 23: int, 26: int, 700: float, 701: float, 1700: _numeric,
+    16: b"t".__eq__, 17: _bytea, 20: int, 21: int, 23: int, 26: int, 700: float, 701: float, 1700: _numeric,
 }
 
 
@@ -138,13 +121,17 @@ class Result:
     ``description`` (the column names of a statement that returns rows, else None), like a
     cursor."""
 
-    __slots__ = ("rows", "rowcount", "description", "_next")
+    __slots__ = ("rows", "rowcount", "_index", "_next")
 
-    def __init__(self, rows: list[Row], rowcount: int, description: tuple[str, ...] | None = None) -> None:
+    def __init__(self, rows: list[Row], rowcount: int, index: dict[str, int] | None = None) -> None:
         self.rows = rows
         self.rowcount = rowcount
-        self.description = description
+        self._index = index
         self._next = 0
+
+    @property
+    def description(self) -> tuple[str, ...] | None:
+        return None if self._index is None else tuple(self._index)
 
     def fetchone(self) -> Row | None:
         i = self._next
@@ -182,20 +169,13 @@ class Columns:
 
 def convert(res: Any, index: dict[str, int]) -> list[Row]:
     """The rows of a TUPLES_OK result."""
-    nfields = res.nfields
     ntuples = res.ntuples
     if not ntuples:
         return []
-    convs = [_CONVERTERS.get(res.ftype(i), _text) for i in range(nfields)]
     get = res.get_value
-    rows = []
-    for r in range(ntuples):
-        values = []
-        for c in range(nfields):
-            raw = get(r, c)
-            values.append(None if raw is None else convs[c](raw))
-        rows.append(Row(tuple(values), index))
-    return rows
+    columns = [(c, _CONVERTERS.get(res.ftype(c), _as_text)) for c in range(res.nfields)]
+    return [Row(tuple([None if (raw := get(r, c)) is None else conv(raw) for c, conv in columns]), index)
+            for r in range(ntuples)]
 
 
 def _lost(pgconn: Any) -> psycopg.OperationalError:
@@ -214,7 +194,7 @@ def _checked(res: Any, pgconn: Any, sql: bytes, columns: Columns) -> Result:
     if status == _TUPLES_OK:
         index = columns.of(sql, res)
         rows = convert(res, index)
-        return Result(rows, len(rows), tuple(index))
+        return Result(rows, len(rows), index)
     if status == _COMMAND_OK:
         count = res.command_tuples
         return Result([], -1 if count is None else count)
