@@ -217,3 +217,29 @@ def test_a_transaction_sends_its_statements_in_few_round_trips(backend):
         backend.transact(failing)
     assert [r["k"] for r in backend.execute_for_tests("SELECT k FROM t ORDER BY k")] == ["a", "b", "c"]
     assert backend.transact(lambda t: t.run("UPDATE t SET n = n + 1 WHERE k = ?", ("b",))) == 1
+
+
+def test_reads_sent_together_take_one_round_trip(backend, monkeypatch):
+    backend.transact(lambda t: t.many("INSERT INTO t (k, n) VALUES (?, ?)", [("a", 1), ("b", 2)]))
+    backend.read(lambda t: t.one("SELECT 1 AS one"))  # reads the server's clock (every few seconds)
+    pipelines: list[int] = []
+    waits: list[bytes] = []
+    real_pipelined, real_execute = pq_exec._pipelined, pq_exec.execute
+    monkeypatch.setattr(pq_exec, "_pipelined", lambda pgconn, statements, *rest, **kw: (
+        pipelines.append(len(statements)), real_pipelined(pgconn, statements, *rest, **kw))[1])
+    monkeypatch.setattr(pq_exec, "execute", lambda pgconn, sql, *rest: (
+        waits.append(sql), real_execute(pgconn, sql, *rest))[1])
+    found = backend.read(lambda t: t.read_many(
+        ("SELECT n FROM t WHERE k = ?", ("a",)), ("SELECT n FROM t WHERE k = ?", ("b",)),
+        ("SELECT n FROM t WHERE k = ?", ("zz",))))
+    assert [[r["n"] for r in rows] for rows in found] == [[1], [2], []]
+    assert pipelines == [3] and waits == []
+
+    def inside(t):
+        t.send("UPDATE t SET n = n + 10 WHERE k = ?", ("a",))
+        return t.read_many(("SELECT n FROM t WHERE k = ?", ("a",)), ("SELECT count(*) AS c FROM t", ()))
+
+    pipelines.clear()
+    rows = backend.transact(inside)
+    assert [rows[0][0]["n"], rows[1][0]["c"]] == [11, 2]
+    assert pipelines == [4] and waits == [b"COMMIT"]  # BEGIN, the update and both reads; the COMMIT

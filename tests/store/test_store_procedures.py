@@ -547,3 +547,57 @@ def test_backward_loop_units_join_in_op_name_then_dispatch_order_djf5(store):
     res = join_at(store, run_id, fence, stage="shop/200", stack="shop", scope=200)
     assert [u.unit_id for u in res.merged] == [second.unit_ids[0], third.unit_ids[0], first.unit_ids[0]]
     assert [u.created_seq for u in res.merged] == [2, 3, 1]
+
+
+def test_claim_resume_reads_the_bundle_of_the_runs_current_suspend_together(store, monkeypatch):
+    """The resume's four reads go out together (one round trip on PostgreSQL) and give the
+    suspend and members of the stage and visit the run names; a suspend of another visit (the
+    run moved on between the reads) means the claim is not current."""
+    park = park_barrier(store)
+    rel = complete(store, park.dispatches[0])[1]
+    backend = store.backend
+    batches: list[int] = []
+    real = backend.execute_all
+
+    def counting(conn, statements):
+        batches.append(len(statements))
+        return real(conn, statements)
+
+    monkeypatch.setattr(backend, "execute_all", counting)
+    bundle = store.claim_resume(park.run.run_id, rel.claim.claim_token)
+    assert batches == [4]
+    assert (bundle.suspend.stage, bundle.suspend.visit) == ("shop/100", 1) == (bundle.run.cur_stage, bundle.run.cur_visit)
+    assert [u.unit_id for u in bundle.members] == list(park.unit_ids)
+    assert [unit_id for unit_id, _role in bundle.suspend.members] == list(park.unit_ids)
+
+    def moved(conn, statements):
+        runs, claims, members, suspends = real(conn, statements)
+        row = dict(zip(suspends[0].keys(), suspends[0]))
+        row["visit"] = 2
+        return [runs, claims, members, [_RowLike(row)]]
+
+    monkeypatch.setattr(backend, "execute_all", moved)
+    with pytest.raises(RunLost, match="not current"):
+        store.claim_resume(park.run.run_id, rel.claim.claim_token)
+
+
+class _RowLike:
+    """A row read by name, as the backends' rows are."""
+
+    def __init__(self, values: dict) -> None:
+        self.values = values
+
+    def __getitem__(self, key):
+        return self.values[key]
+
+    def keys(self):
+        return list(self.values)
+
+
+def test_read_many_gives_each_reads_rows_in_order(store):
+    rows = store.backend.read(lambda t: t.read_many(
+        ("SELECT ? AS a", ("x",)),
+        ("SELECT 1 AS n WHERE 1 = 0", ()),
+        ("SELECT ? AS b UNION ALL SELECT ? AS b", ("y", "z")),
+    ))
+    assert [[r["a"] for r in rows[0]], rows[1], [r["b"] for r in rows[2]]] == [["x"], [], ["y", "z"]]

@@ -101,6 +101,11 @@ class Tx:
         if any, surfaces at the next statement that waits, inside the same transaction."""
         self.backend.send(self.conn, sql, params)
 
+    def read_many(self, *statements: tuple[str, Params]) -> list[list[Any]]:
+        """The rows of each of several reads that do not depend on one another's answers,
+        in order. A backend may send them together (PostgreSQL: one round trip)."""
+        return self.backend.execute_all(self.conn, list(statements))
+
     def returning(self, sql: str, params: Params = ()) -> list[Any]:
         """Execute an ``INSERT/UPDATE … RETURNING``; the returned rows."""
         return self.backend.execute(self.conn, sql, params).fetchall()
@@ -176,14 +181,11 @@ class SqlBackend:
         self._sql_cache: dict[str, str] = {}
 
     # ------------------------------------------------------------------ SQL
-    def sql(self, text: str) -> str:
-        """``?`` placeholders in this dialect (cached)."""
-        cached = self._sql_cache.get(text)
-        if cached is None:
-            cached = text if self.dialect.placeholder == "?" else text.replace("%", "%%").replace("?", "%s")
-            if len(self._sql_cache) < 4096:
-                self._sql_cache[text] = cached
-        return cached
+    def sql(self, text: str) -> Any:
+        """A statement as the driver takes it. SQL is written with ``?`` placeholders, which
+        SQLite takes as they are; a backend whose driver spells them otherwise overrides
+        this (PostgreSQL: ``$1, $2, …``, as bytes)."""
+        return text
 
     # execute and send run for every statement (about fifty per durable cycle): the
     # placeholder rewrite and the error translation are written out in each instead of going
@@ -209,6 +211,15 @@ class SqlBackend:
         except Exception as exc:  # noqa: BLE001 - a driver error, translated
             self._raise_translated(exc)
             raise
+
+    def execute_all(self, conn: Any, statements: list[tuple[str, Params]]) -> list[list[Any]]:
+        """Each statement's rows (see ``Tx.read_many``)."""
+        prepared = [(self.sql(sql), tuple(params)) for sql, params in statements]
+        return self._translating(self._execute_all, conn, prepared)
+
+    def _execute_all(self, conn: Any, statements: list[tuple[Any, tuple]]) -> list[list[Any]]:
+        """Default: one after another."""
+        return [self._execute(conn, sql, params).fetchall() for sql, params in statements]
 
     def execute_many(self, conn: Any, sql: str, rows: list[Params]) -> None:
         self._translating(self._execute_many, conn, self.sql(sql), [tuple(r) for r in rows])

@@ -153,6 +153,13 @@ class PostgresBackend(SqlBackend):
             return queue.run(conn.pgconn, sql, params, self._columns, prepared)
         return pq_exec.execute(conn.pgconn, sql, params, self._columns, prepared)
 
+    def _execute_all(self, conn: Any, statements: list[tuple[Any, tuple]]) -> list[list[Any]]:
+        prepared = self._prepared.get(conn)
+        if prepared is None:
+            prepared = self._prepared[conn] = {}
+        queue = self._queues.get(id(conn)) or pq_exec.Queue()  # a read: a queue of its own
+        return [result.rows for result in queue.run_all(conn.pgconn, statements, self._columns, prepared)]
+
     def _send(self, conn: Any, sql: Any, params: tuple) -> None:
         if type(sql) is not bytes:
             sql = self.sql(sql)

@@ -145,9 +145,6 @@ class Result:
         return self.rows[i:]
 
 
-_NO_ROWS = Result([], -1)
-
-
 class Columns:
     """The column names of each statement's results, kept per statement text (read again when
     a result's width changes: a ``SELECT *`` after another node added a column). A name that
@@ -261,7 +258,13 @@ class Queue:
             return execute(pgconn, sql, params, columns, prepared)
         self.pending = []
         pending.append((sql, params))
-        return _pipelined(pgconn, pending, columns, prepared)
+        return _pipelined(pgconn, pending, columns, prepared)[0]
+
+    def run_all(self, pgconn: Any, statements: list[tuple[bytes, tuple]], columns: Columns,
+                prepared: Prepared | None = None) -> list[Result]:
+        """Everything queued, then `statements`, in one round trip; each statement's result."""
+        pending, self.pending = self.pending, []
+        return _pipelined(pgconn, pending + statements, columns, prepared, answers=len(statements))
 
 
 def _wait_readable(pgconn: Any) -> None:
@@ -279,32 +282,34 @@ def _next_result(pgconn: Any) -> Any:
 
 
 def _pipelined(pgconn: Any, statements: list[tuple[bytes, tuple]], columns: Columns,
-               prepared: Prepared | None = None) -> Result:
-    # what comes back, in order: (statement, the registry key it prepares or None) per result
-    expected: list[tuple[bytes, tuple | None]] = []
+               prepared: Prepared | None = None, answers: int = 1) -> list[Result]:
+    """`statements` in one pipeline; the results of the last `answers` of them."""
+    # what comes back, in order: (statement, the registry key it prepares or None, whether
+    # its result is wanted) per result
+    expected: list[tuple[bytes, tuple | None, bool]] = []
+    wanted_from = len(statements) - answers
     preparing: dict[tuple, bytes] = {}  # prepared in this pipeline (registered once it answers)
     pgconn.enter_pipeline_mode()
     try:
-        for sql, params in statements:
+        for position, (sql, params) in enumerate(statements):
             values, oids, formats = adapt(params) or _NO_PARAMS
             key = (sql, tuple(oids))
             name = None if prepared is None else (preparing.get(key) or prepared.get(key))
             if name is None and prepared is not None and len(prepared) + len(preparing) < PREPARED_MAX:
                 name = preparing[key] = b"txcl_%d" % (len(prepared) + len(preparing))
                 pgconn.send_prepare(name, sql, oids)
-                expected.append((sql, key))
+                expected.append((sql, key, False))
             if name is not None:
                 pgconn.send_query_prepared(name, values, formats)
             else:
                 pgconn.send_query_params(sql, values, oids, formats)
-            expected.append((sql, None))
+            expected.append((sql, None, position >= wanted_from))
         pgconn.pipeline_sync()
         while pgconn.flush():  # blocking connection: flush returns 0 once everything went out
             pass
         failure: psycopg.Error | None = None
-        last: Result = _NO_ROWS
-        final = len(expected) - 1
-        for i, (sql, prepares) in enumerate(expected):
+        results: list[Result] = []
+        for sql, prepares, wanted in expected:
             res = _next_result(pgconn)
             if res is None:
                 raise _lost(pgconn)
@@ -314,8 +319,8 @@ def _pipelined(pgconn: Any, statements: list[tuple[bytes, tuple]], columns: Colu
             elif status == _TUPLES_OK or status == _COMMAND_OK:
                 if prepares is not None:
                     prepared[prepares] = preparing[prepares]  # type: ignore[index]
-                elif i == final:
-                    last = _checked(res, pgconn, sql, columns)
+                elif wanted:
+                    results.append(_checked(res, pgconn, sql, columns))
             else:
                 failure = _error(res, pgconn)
             end = _next_result(pgconn)  # each statement's results end with a NULL
@@ -332,7 +337,7 @@ def _pipelined(pgconn: Any, statements: list[tuple[bytes, tuple]], columns: Colu
     pgconn.exit_pipeline_mode()
     if failure is not None:
         raise failure
-    return last
+    return results
 
 
 def _abandon(pgconn: Any) -> None:

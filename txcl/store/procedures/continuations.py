@@ -1162,22 +1162,29 @@ class ContinuationProcedures:
         """Load a released suspend for the claim holder. A read: the release (or takeover) that
         created the claim stamped its heartbeat; while the claim is current only its holder
         writes the run, and every later write of the segment is fenced."""
-        run = t.one("SELECT * FROM runs WHERE run_id = ?", (run_id,))
-        if run is None:
-            raise UnknownRun(run_id)
-        if run["status"] != "resuming" or run["claim_token"] != claim_token:
-            raise RunLost(f"claim on run {run_id} is not current")
-        claim = t.one("SELECT * FROM resume_claims WHERE run_id = ? AND claim_token = ?", (run_id, claim_token))
-        if claim is None:
-            raise RunLost(f"claim on run {run_id} is not current")
-        rows = t.all(
-            "SELECT u.*, m.role AS member_role FROM suspend_members m JOIN await_units u ON u.unit_id = m.unit_id "
-            "WHERE m.run_id = ? AND m.stage = ? AND m.visit = ? ORDER BY u.op_name, u.created_seq",
-            (run_id, run["cur_stage"], run["cur_visit"]),
+        # Four reads sent together (one round trip on PostgreSQL): the suspend and its members
+        # are those of the stage and visit the run row names as it is read by each of them.
+        runs, claims, rows, suspends = t.read_many(
+            ("SELECT * FROM runs WHERE run_id = ?", (run_id,)),
+            ("SELECT * FROM resume_claims WHERE run_id = ? AND claim_token = ?", (run_id, claim_token)),
+            ("SELECT u.*, m.role AS member_role FROM runs r "
+             "JOIN suspend_members m ON m.run_id = r.run_id AND m.stage = r.cur_stage AND m.visit = r.cur_visit "
+             "JOIN await_units u ON u.unit_id = m.unit_id "
+             "WHERE r.run_id = ? ORDER BY u.op_name, u.created_seq", (run_id,)),
+            ("SELECT s.* FROM runs r JOIN suspends s "
+             "ON s.run_id = r.run_id AND s.stage = r.cur_stage AND s.visit = r.cur_visit WHERE r.run_id = ?", (run_id,)),
         )
-        susp = self._suspend(t, run_id, run["cur_stage"], run["cur_visit"], members=tuple(
-            (r["unit_id"], r["member_role"]) for r in sorted(rows, key=lambda r: r["created_seq"])))
-        return ResumeBundle(run_record(run, t), susp, claim_record(claim), tuple(unit_record(r, t) for r in rows))
+        if not runs:
+            raise UnknownRun(run_id)
+        run = runs[0]
+        if run["status"] != "resuming" or run["claim_token"] != claim_token or not claims:
+            raise RunLost(f"claim on run {run_id} is not current")
+        members = tuple((r["unit_id"], r["member_role"]) for r in sorted(rows, key=lambda r: r["created_seq"]))
+        susp = self._suspend_of(t, suspends[0], members) if suspends else None
+        if susp is not None and (susp.stage, susp.visit) != (run["cur_stage"], run["cur_visit"]):
+            # the run moved between the reads: whoever moved it holds it now
+            raise RunLost(f"claim on run {run_id} is not current")
+        return ResumeBundle(run_record(run, t), susp, claim_record(claims[0]), tuple(unit_record(r, t) for r in rows))
 
     @write_procedure
     def finish_segment(self, t: Tx, run_id: str, fence: Fence, *, status: str, result: JsonValue = None,
@@ -1485,6 +1492,12 @@ class ContinuationProcedures:
             members = tuple((m["unit_id"], m["role"]) for m in t.all(
                 "SELECT m.unit_id, m.role FROM suspend_members m JOIN await_units u ON u.unit_id = m.unit_id "
                 "WHERE m.run_id = ? AND m.stage = ? AND m.visit = ? ORDER BY u.created_seq", (run_id, stage, visit)))
+        return ContinuationProcedures._suspend_of(t, r, members)
+
+    @staticmethod
+    def _suspend_of(t: Tx, r: Row, members: tuple[tuple[str, str], ...]) -> SuspendRecord:
+        """The record of a suspend's row, with its members."""
+        run_id = r["run_id"]
         return SuspendRecord(
             run_id=r["run_id"], stage=r["stage"], visit=r["visit"], kind=r["kind"], status=r["status"],
             envelope=load_doc(r["envelope_json"], t, run_id), budgets=load_doc(r["budget_json"], t, run_id),
