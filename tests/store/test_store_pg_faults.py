@@ -106,6 +106,7 @@ def test_a_whole_flow_survives_every_connection_being_killed_once(pg_store, monk
 
     monkeypatch.setattr(Tx, "lock_run", dying(Tx.lock_run))
     monkeypatch.setattr(Tx, "lock_run_of", dying(Tx.lock_run_of))
+    monkeypatch.setattr(Tx, "lock_run_of_reading", dying(Tx.lock_run_of_reading))
     park = park_barrier(store, units=[itemized(n=3, window=3)])
     releases = [complete(store, d)[1] for d in park.dispatches]
     assert [r.won for r in releases].count(True) == 1

@@ -132,6 +132,18 @@ class Tx:
         return self.one(f"SELECT * FROM runs WHERE run_id = (SELECT run_id FROM {table} WHERE {key} = ?)" + suffix,
                         (value,))
 
+    def lock_run_of_reading(self, table: str, key: str, value: str,
+                            *reads: tuple[str, Params]) -> tuple[Any, list[list[Any]]]:
+        """``lock_run_of``, and `reads` made after the lock is held, sent together with it
+        (one round trip on PostgreSQL): (the run's row or None, each read's rows). The reads
+        must not depend on the run's row (they name what they read by `value`)."""
+        dialect = self.backend.dialect
+        found = self.read_many(
+            (f"SELECT * FROM runs WHERE run_id = (SELECT run_id FROM {table} WHERE {key} = ?)" + dialect.lock_run,
+             (value,)),
+            *reads)
+        return (found[0][0] if found[0] else None), found[1:]
+
     def lock_key(self, key: str) -> None:
         """Serialise transactions on an arbitrary key (kv read-modify-writes)."""
         self.backend.lock_key(self, key)

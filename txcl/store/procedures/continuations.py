@@ -130,6 +130,14 @@ def _token_problem(token: str | None, row: Row) -> str | None:
     return "bad_token"
 
 
+# An interaction's item child with its terminal (if any), found by the interaction's opc.
+_CHILD_OF_OPC = (
+    "SELECT c.status AS child_status, c.version AS child_version, x.* FROM interactions i "
+    "JOIN item_children c ON c.unit_id = i.unit_id AND c.item_index = i.item_index "
+    "LEFT JOIN terminals x ON x.opc = c.opc WHERE i.opc = ?")
+_UNREAD = object()  # an argument the caller did not read
+
+
 class ContinuationProcedures:
     """Durable runs: every procedure of the continuation store (see the module docstring)."""
 
@@ -518,20 +526,23 @@ class ContinuationProcedures:
     # the steps of a completion: materialise the child, record the fact, settle, release
 
     def _materialize_child(self, t: Tx, unit: Row, opc: str, carried_version: int | None,
-                           materialize: Materializer, it: Row | None = None) -> str | None:
+                           materialize: Materializer, it: Row | None = None,
+                           child: Row | None | object = _UNREAD) -> str | None:
         """The item's child outcome from its terminal. A child whose version moved since the
         caller read it (a reconcile claim in between) is reloaded and retried once while still
         ``queued``/``running``; a child already settled is never overwritten. Returns the
-        child's resulting status."""
+        child's resulting status. `it` and `child` (its row as `_CHILD_OF_OPC` reads it): when
+        the caller has read them already."""
         if it is None:
             it = t.one("SELECT * FROM interactions WHERE opc = ?", (opc,))
         if it is None:
             return None
-        child = t.one(
-            "SELECT c.status AS child_status, c.version AS child_version, x.* FROM item_children c "
-            "LEFT JOIN terminals x ON x.opc = c.opc WHERE c.unit_id = ? AND c.item_index = ?",
-            (unit["unit_id"], it["item_index"]),
-        )
+        if child is _UNREAD:
+            child = t.one(
+                "SELECT c.status AS child_status, c.version AS child_version, x.* FROM item_children c "
+                "LEFT JOIN terminals x ON x.opc = c.opc WHERE c.unit_id = ? AND c.item_index = ?",
+                (unit["unit_id"], it["item_index"]),
+            )
         if child is None:
             return None
         if child["child_status"] not in CHILD_PENDING:
@@ -671,21 +682,20 @@ class ContinuationProcedures:
         """The single compare-and-swap that releases a parked run: only when its current suspend
         is open, was written completely, and every member is terminal (or one failed — then the
         open members are cancelled with the release)."""
-        run = t.one(
-            "SELECT r.version, r.cur_stage, r.cur_visit, s.status AS s_status, s.dispatch_complete, "
-            "s.resume_round FROM runs r "
-            "JOIN suspends s ON s.run_id = r.run_id AND s.stage = r.cur_stage AND s.visit = r.cur_visit "
-            "WHERE r.run_id = ? AND r.status = 'waiting'",
-            (run_id,),
+        # the run's current suspend and its members, read together (one round trip on PostgreSQL)
+        runs, members = t.read_many(
+            ("SELECT r.version, r.cur_stage, r.cur_visit, s.status AS s_status, s.dispatch_complete, "
+             "s.resume_round FROM runs r "
+             "JOIN suspends s ON s.run_id = r.run_id AND s.stage = r.cur_stage AND s.visit = r.cur_visit "
+             "WHERE r.run_id = ? AND r.status = 'waiting'", (run_id,)),
+            ("SELECT m.unit_id, m.role, u.status FROM runs r "
+             "JOIN suspend_members m ON m.run_id = r.run_id AND m.stage = r.cur_stage AND m.visit = r.cur_visit "
+             "JOIN await_units u ON u.unit_id = m.unit_id WHERE r.run_id = ?", (run_id,)),
         )
+        run = runs[0] if runs else None
         if run is None or run["s_status"] != "open" or not run["dispatch_complete"]:
             return None
         stage, visit = run["cur_stage"], run["cur_visit"]
-        members = t.all(
-            "SELECT m.unit_id, m.role, u.status FROM suspend_members m JOIN await_units u ON u.unit_id = m.unit_id "
-            "WHERE m.run_id = ? AND m.stage = ? AND m.visit = ?",
-            (run_id, stage, visit),
-        )
         statuses = [m["status"] for m in members]
         any_bad = any(s in UNIT_BAD for s in statuses)
         if not (any_bad or all(s in UNIT_TERMINAL for s in statuses)):
@@ -891,12 +901,12 @@ class ContinuationProcedures:
         terminal: the call waits to be sent again (``retrying``) with a fresh token."""
         if status not in ("completed", "failed"):
             raise ValueError(f"terminal status must be completed or failed, not {status!r}")
-        if t.lock_run_of("interactions", "opc", opc) is None:
+        run, (found,) = t.lock_run_of_reading("interactions", "opc", opc, (
+            "SELECT i.*, u.kind AS unit_kind, u.on_item_error AS unit_policy FROM interactions i "
+            "JOIN await_units u ON u.unit_id = i.unit_id WHERE i.opc = ?", (opc,)))
+        if run is None or not found:
             return AdmitResult("unknown", opc)
-        it = t.one("SELECT i.*, u.kind AS unit_kind, u.on_item_error AS unit_policy FROM interactions i "
-                   "JOIN await_units u ON u.unit_id = i.unit_id WHERE i.opc = ?", (opc,))
-        if it is None:
-            return AdmitResult("unknown", opc)
+        it = found[0]
         base = dict(opc=opc, run_id=it["run_id"], unit_id=it["unit_id"], item_index=it["item_index"])
         if source == "callback":
             problem = _token_problem(token, it)
@@ -995,13 +1005,17 @@ class ContinuationProcedures:
                          materialize: Materializer | None = None) -> ReleaseResult:
         """After an admitted terminal committed: materialise the item's child, record its
         continuation fact, settle the unit and try the release."""
-        run = t.lock_run_of("interactions", "opc", opc)
+        run, (its, units, children) = t.lock_run_of_reading(
+            "interactions", "opc", opc,
+            ("SELECT * FROM interactions WHERE opc = ?", (opc,)),
+            ("SELECT * FROM await_units WHERE unit_id = (SELECT unit_id FROM interactions WHERE opc = ?)", (opc,)),
+            (_CHILD_OF_OPC, (opc,)))
         if run is None:
             return ReleaseResult("recorded")
         run_id = run["run_id"]
-        it = t.one("SELECT * FROM interactions WHERE opc = ?", (opc,))
-        unit = t.one("SELECT * FROM await_units WHERE unit_id = ?", (it["unit_id"],))
-        status = self._materialize_child(t, unit, opc, child_version, self._materializer(materialize), it)
+        it, unit = its[0], units[0]
+        status = self._materialize_child(t, unit, opc, child_version, self._materializer(materialize), it,
+                                         children[0] if children else None)
         self._record_continuation_fact(t, unit, it["item_index"], status)
         unit_status = self._settle_unit(t, it["unit_id"])
         # a unit still waiting keeps its suspend parked: only a member's end can release it
