@@ -127,21 +127,20 @@ class Tx:
     def lock_run_of(self, table: str, key: str, value: str, *, skip_locked: bool = False) -> Any:
         """``lock_run`` for the run that owns a row of `table` (an interaction by ``opc``, a unit
         by ``unit_id``), found and locked in one statement."""
+        return self.one(self._run_of(table, key, skip_locked), (value,))
+
+    def _run_of(self, table: str, key: str, skip_locked: bool = False) -> str:
+        """The statement that locks the run owning a row of `table`."""
         dialect = self.backend.dialect
         suffix = dialect.lock_run_skip if skip_locked else dialect.lock_run
-        return self.one(f"SELECT * FROM runs WHERE run_id = (SELECT run_id FROM {table} WHERE {key} = ?)" + suffix,
-                        (value,))
+        return f"SELECT * FROM runs WHERE run_id = (SELECT run_id FROM {table} WHERE {key} = ?)" + suffix
 
     def lock_run_of_reading(self, table: str, key: str, value: str,
                             *reads: tuple[str, Params]) -> tuple[Any, list[list[Any]]]:
         """``lock_run_of``, and `reads` made after the lock is held, sent together with it
         (one round trip on PostgreSQL): (the run's row or None, each read's rows). The reads
         must not depend on the run's row (they name what they read by `value`)."""
-        dialect = self.backend.dialect
-        found = self.read_many(
-            (f"SELECT * FROM runs WHERE run_id = (SELECT run_id FROM {table} WHERE {key} = ?)" + dialect.lock_run,
-             (value,)),
-            *reads)
+        found = self.read_many((self._run_of(table, key), (value,)), *reads)
         return (found[0][0] if found[0] else None), found[1:]
 
     def lock_key(self, key: str) -> None:
@@ -190,7 +189,7 @@ class SqlBackend:
         self._counters = _Counters()
         self._batch_broken_at = float("-inf")  # time.monotonic() a batch of several calls last broke
         self._listeners: list[RunListener] = []
-        self._sql_cache: dict[str, str] = {}
+        self._sql_cache: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ SQL
     def sql(self, text: str) -> Any:

@@ -12,7 +12,7 @@
 - A committed change to a run sends ``NOTIFY txcl_runs, '<run id>'``; every node listens on a
   connection of its own and wakes its long polls (``subscribe``).
 - Statements go through libpq directly (``txcl.store.backends.pq_exec``), not psycopg's
-  cursors: a third of the client CPU per statement. Inside a write transaction, statements
+  cursors, and are prepared once per connection. Inside a write transaction, statements
   whose result is not needed (``BEGIN``, savepoints, ``tx.send``, ``tx.many``) are queued and
   travel in one pipeline with the next statement that waits, which saves most round trips.
 - A deadlock, a serialization failure, or a connection lost before ``COMMIT`` was sent is

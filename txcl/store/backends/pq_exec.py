@@ -1,12 +1,12 @@
 """PostgreSQL statements through libpq directly (psycopg's ``pq`` layer), for the store's hot path.
 
-A durable cycle runs about fifty short statements. Through psycopg's cursors each costs
-~170 µs of client CPU on these machines (a cursor, an adapters map, the prepare manager, the
-pipeline generators), of which libpq's own round trip is ~60 µs: here a statement is one
-``PQexecParams`` (which waits for the server with the GIL released), parameters and results
-converted by a small table of the types the store uses. Each connection prepares a
-statement on its first use and executes it by name afterwards, so the server parses and
-plans it once (as psycopg does after a statement's fifth use).
+A durable cycle runs about fifty short statements. Through psycopg's cursors each pays for
+a cursor, an adapters map, the prepare manager and, in a pipeline, its generators: on these
+machines more client CPU than libpq's own round trip. Here a statement is one
+``PQexecParams``/``PQexecPrepared`` (which waits for the server with the GIL released), its
+parameters and results converted by a small table of the types the store uses. Each
+connection prepares a statement on its first use and executes it by name afterwards, so
+the server parses and plans it once (as psycopg does after a statement's fifth use).
 
 Inside a write transaction, statements whose answer nobody waits for (``BEGIN``,
 ``SAVEPOINT``, the ``tx.send`` statements, the rows of ``tx.many``) are queued, and go to the
