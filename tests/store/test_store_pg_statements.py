@@ -52,13 +52,17 @@ def test_parameters_and_results_of_every_type_the_store_uses(conn):
     assert result.fetchone() is None and result.fetchall() == []
 
 
-def test_parameters_are_typed_as_the_store_uses_them():
-    values, oids, formats = pq_exec.adapt((1, -(2**63), 2**70, True, "x", None, 0.5))
-    assert oids == [20, 20, 1700, 16, 0, 0, 701]  # int8, int8, numeric, bool (not an int), unknown…
-    assert values == [b"1", b"-9223372036854775808", b"1180591620717411303424", b"t", b"x", None, b"0.5"]
+def test_parameters_are_typed_as_psycopg_types_them(conn):
+    values, oids, formats = pq_exec.adapt((1, 40_000, -(2**63), 2**70, True, "x", None, 0.5))
+    assert oids == [21, 23, 20, 1700, 16, 0, 0, 701]  # int2, int4, int8, numeric, bool (not an int), unknown…
+    assert values == [b"1", b"40000", b"-9223372036854775808", b"1180591620717411303424", b"t", b"x", None,
+                      b"0.5"]
     assert formats is None  # all text
     values, _oids, formats = pq_exec.adapt((b"ab", bytearray(b"c"), "x", None))
     assert values == [b"ab", b"c", b"x", None] and formats == [1, 1, 0, 0]  # bytea in binary
+    # a small integer goes where a function takes an int4 (an int8 would find no function)
+    row = pq_exec.execute(conn.pgconn, b"SELECT substr($1, 1, $2) AS head", ("abcdef", 3), pq_exec.Columns()).fetchone()
+    assert row["head"] == "abc"
     assert pq_exec.adapt(()) is None
     with pytest.raises(TypeError, match="cannot send a parameter of type dict"):
         pq_exec.adapt(({"a": 1},))

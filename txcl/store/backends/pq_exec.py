@@ -34,11 +34,21 @@ _PIPELINE_SYNC = pq.ExecStatus.PIPELINE_SYNC
 _PIPELINE_ABORTED = pq.ExecStatus.PIPELINE_ABORTED
 _CONNECTION_BAD = pq.ConnStatus.BAD
 
-# Parameter type OIDs (text format). A string goes as `unknown` (0), as psycopg sends it, so
-# the server gives it the type its place needs; integers as int8 (the store's numbers are all
-# BIGINT columns), numeric beyond 64 bits.
-_UNKNOWN, _BOOL, _BYTEA, _INT8, _FLOAT8, _NUMERIC = 0, 16, 17, 20, 701, 1700
-_INT8_MIN, _INT8_MAX = -(2**63), 2**63 - 1
+# Parameter type OIDs (text format), chosen as psycopg chooses them, so the server casts
+# exactly as it does for psycopg's cursors: a string goes as `unknown` (0), so the server gives
+# it the type its place needs; an integer as the smallest of int2, int4, int8 and numeric that
+# holds it (an int8 would not do where a function takes an int4, e.g. `substr(text, int, int)`).
+_UNKNOWN, _BOOL, _BYTEA, _INT2, _INT4, _INT8, _FLOAT8, _NUMERIC = 0, 16, 17, 21, 23, 20, 701, 1700
+
+
+def _int_oid(value: int) -> int:
+    if -0x8000 <= value <= 0x7FFF:
+        return _INT2
+    if -0x80000000 <= value <= 0x7FFFFFFF:
+        return _INT4
+    if -0x8000000000000000 <= value <= 0x7FFFFFFFFFFFFFFF:
+        return _INT8
+    return _NUMERIC
 
 
 def adapt(params: tuple) -> tuple[list, list, list | None] | None:
@@ -59,7 +69,7 @@ def adapt(params: tuple) -> tuple[list, list, list | None] | None:
             oids.append(_UNKNOWN)
         elif kind is int:
             values.append(b"%d" % value)
-            oids.append(_INT8 if _INT8_MIN <= value <= _INT8_MAX else _NUMERIC)
+            oids.append(_int_oid(value))
         elif kind is bool:
             values.append(b"t" if value else b"f")
             oids.append(_BOOL)
