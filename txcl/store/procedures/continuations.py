@@ -850,11 +850,11 @@ class ContinuationProcedures:
         past the full deadline). Never a completion. Returns ``alive``, ``cancelled`` (the flow
         gave up: the worker may stop), ``closed`` (already answered), ``expired``, ``unknown``
         or ``bad_token``."""
-        if t.lock_run_of("interactions", "opc", opc) is None:
+        run, (found,) = t.lock_run_of_reading("interactions", "opc", opc,
+                                              ("SELECT * FROM interactions WHERE opc = ?", (opc,)))
+        if run is None or not found:
             return "unknown"
-        it = t.one("SELECT * FROM interactions WHERE opc = ?", (opc,))
-        if it is None:
-            return "unknown"
+        it = found[0]
         problem = _token_problem(token, it)
         if problem is not None:
             return problem
