@@ -145,20 +145,23 @@ class PostgresBackend(SqlBackend):
     def _execute(self, conn: Any, sql: Any, params: tuple) -> pq_exec.Result:
         if type(sql) is not bytes:
             sql = self.sql(sql)
-        prepared = self._prepared.get(conn)
-        if prepared is None:
-            prepared = self._prepared[conn] = {}
+        prepared = self._prepared_on(conn)
         queue = self._queues.get(id(conn))
         if queue is not None:
             return queue.run(conn.pgconn, sql, params, self._columns, prepared)
         return pq_exec.execute(conn.pgconn, sql, params, self._columns, prepared)
 
     def _execute_all(self, conn: Any, statements: list[tuple[Any, tuple]]) -> list[list[Any]]:
+        queue = self._queues.get(id(conn)) or pq_exec.Queue()  # a read: a queue of its own
+        return [result.rows for result in queue.run_all(conn.pgconn, statements, self._columns,
+                                                        self._prepared_on(conn))]
+
+    def _prepared_on(self, conn: Any) -> pq_exec.Prepared:
+        """The statements prepared on `conn` so far (a registry made at its first use)."""
         prepared = self._prepared.get(conn)
         if prepared is None:
             prepared = self._prepared[conn] = {}
-        queue = self._queues.get(id(conn)) or pq_exec.Queue()  # a read: a queue of its own
-        return [result.rows for result in queue.run_all(conn.pgconn, statements, self._columns, prepared)]
+        return prepared
 
     def _send(self, conn: Any, sql: Any, params: tuple) -> None:
         if type(sql) is not bytes:
@@ -233,7 +236,7 @@ class PostgresBackend(SqlBackend):
         queue = self._queues.pop(id(conn), None)
         if queue is None:  # pragma: no cover - commit without begin
             raise psycopg.InterfaceError("COMMIT outside a transaction")
-        queue.run(conn.pgconn, b"COMMIT", (), self._columns, self._prepared.get(conn))  # with everything still queued
+        queue.run(conn.pgconn, b"COMMIT", (), self._columns, self._prepared_on(conn))  # with everything still queued
 
     def _rollback(self, conn: Any) -> None:
         self._queues.pop(id(conn), None)  # never sent: nothing to undo on the server

@@ -86,6 +86,9 @@ def adapt(params: tuple) -> tuple[list, list, list | None] | None:
     return values, oids, [1 if oid == _BYTEA else 0 for oid in oids] if binary else None
 
 
+_NO_PARAMS: tuple[list, list, None] = ([], [], None)  # `adapt` of no parameters, unpacked
+
+
 def _bytea(raw: bytes) -> bytes:
     return bytes.fromhex(raw[2:].decode("ascii"))  # text format: \x followed by hex digits
 
@@ -214,16 +217,22 @@ PREPARED_MAX = 1000
 Prepared = dict  # (statement, parameter OIDs) -> the name it is prepared under on one connection
 
 
-def _name_for(prepared: Prepared | None, key: tuple) -> tuple[bytes | None, bool]:
-    """(the prepared statement's name or None, whether it must be prepared first)."""
+def _name_for(prepared: Prepared | None, preparing: dict[tuple, bytes], key: tuple) -> tuple[bytes | None, bool]:
+    """(the name a statement is executed under, or None to send it unprepared; whether it
+    must be prepared first). `preparing`: names given out but not yet confirmed by the
+    server (a pipeline prepares before it hears back)."""
     if prepared is None:
         return None, False
-    name = prepared.get(key)
+    name = preparing.get(key) or prepared.get(key)
     if name is not None:
         return name, False
-    if len(prepared) >= PREPARED_MAX:
+    count = len(prepared) + len(preparing)
+    if count >= PREPARED_MAX:
         return None, False
-    return b"txcl_%d" % len(prepared), True
+    return b"txcl_%d" % count, True
+
+
+_NOTHING_PREPARING: dict[tuple, bytes] = {}
 
 
 def execute(pgconn: Any, sql: bytes, params: tuple, columns: Columns, prepared: Prepared | None = None) -> Result:
@@ -232,7 +241,7 @@ def execute(pgconn: Any, sql: bytes, params: tuple, columns: Columns, prepared: 
     by name after that: the server parses and plans it once per connection."""
     values, oids, formats = adapt(params) or _NO_PARAMS
     key = (sql, tuple(oids))
-    name, prepare = _name_for(prepared, key)
+    name, prepare = _name_for(prepared, _NOTHING_PREPARING, key)
     if prepare:
         res = pgconn.prepare(name, sql, oids)
         if res is None or res.status != _COMMAND_OK:
@@ -243,9 +252,6 @@ def execute(pgconn: Any, sql: bytes, params: tuple, columns: Columns, prepared: 
     else:
         res = pgconn.exec_params(sql, values, oids, formats)
     return _checked(res, pgconn, sql, columns)
-
-
-_NO_PARAMS: tuple[list, list, list] = ([], [], [])
 
 
 class Queue:
@@ -304,9 +310,9 @@ def _pipelined(pgconn: Any, statements: list[tuple[bytes, tuple]], columns: Colu
         for position, (sql, params) in enumerate(statements):
             values, oids, formats = adapt(params) or _NO_PARAMS
             key = (sql, tuple(oids))
-            name = None if prepared is None else (preparing.get(key) or prepared.get(key))
-            if name is None and prepared is not None and len(prepared) + len(preparing) < PREPARED_MAX:
-                name = preparing[key] = b"txcl_%d" % (len(prepared) + len(preparing))
+            name, prepare = _name_for(prepared, preparing, key)
+            if prepare:
+                preparing[key] = name  # type: ignore[assignment]
                 pgconn.send_prepare(name, sql, oids)
                 expected.append((sql, key, False))
             if name is not None:

@@ -538,11 +538,7 @@ class ContinuationProcedures:
         if it is None:
             return None
         if child is _UNREAD:
-            child = t.one(
-                "SELECT c.status AS child_status, c.version AS child_version, x.* FROM item_children c "
-                "LEFT JOIN terminals x ON x.opc = c.opc WHERE c.unit_id = ? AND c.item_index = ?",
-                (unit["unit_id"], it["item_index"]),
-            )
+            child = t.one(_CHILD_OF_OPC, (opc,))
         if child is None:
             return None
         if child["child_status"] not in CHILD_PENDING:
