@@ -247,3 +247,46 @@ def test_reads_sent_together_take_one_round_trip(backend, monkeypatch):
     rows = backend.transact(inside)
     assert [rows[0][0]["n"], rows[1][0]["c"]] == [11, 2]
     assert pipelines == [4] and waits == [b"COMMIT"]  # BEGIN, the update and both reads; the COMMIT
+
+
+def test_statements_prepared_before_another_nodes_migration_are_prepared_again(new_pg_database):
+    """A rolling upgrade: while this node runs, another adds a column to a table this node
+    reads with `SELECT *` (prepared on its pooled connections). The server then refuses
+    those prepared statements ("cached plan must not change result type"); the backend
+    retries the call, and every connection prepares its statements again — no caller sees
+    the error, and the new column is read."""
+    url = new_pg_database()
+    with psycopg.connect(url, autocommit=True) as setup:
+        setup.execute("CREATE TABLE w (k TEXT PRIMARY KEY, n BIGINT NOT NULL)")
+        setup.execute("INSERT INTO w VALUES ('a', 1)")
+    backend = PostgresBackend(url, min_size=2, max_size=2)
+    try:
+        held = [backend._checkout() for _ in range(2)]  # both pooled connections prepare the read
+        for conn in held:
+            assert list(backend._execute(conn, "SELECT * FROM w WHERE k = ?", ("a",)).fetchone()) == ["a", 1]
+            backend._execute(conn, "SELECT * FROM w WHERE k = ?", ("a",))
+        for conn in held:
+            backend._checkin(conn, True)
+        with psycopg.connect(url, autocommit=True) as other_node:
+            other_node.execute("ALTER TABLE w ADD COLUMN extra TEXT DEFAULT 'x'")
+
+        def read(t):
+            return dict(t.one("SELECT * FROM w WHERE k = ?", ("a",)))
+
+        retries = backend.retry_count()
+        for _ in range(4):  # reads and writes, on whichever connection the pool gives
+            assert backend.read(read) == {"k": "a", "n": 1, "extra": "x"}
+            assert backend.transact(read) == {"k": "a", "n": 1, "extra": "x"}
+        # one call met the refusal and was repeated; the other connection dropped its
+        # statements before its next use instead of failing too
+        assert backend.retry_count() - retries == 1
+        both = [backend._checkout() for _ in range(2)]  # each pooled connection, used directly
+        assert {id(c) for c in both} == {id(c) for c in held}
+        for conn in both:
+            row = backend._execute(conn, "SELECT * FROM w WHERE k = ?", ("a",)).fetchone()
+            assert list(row) == ["a", 1, "x"]
+            assert backend._prepared_on(conn).generation == backend._plans_generation == 1
+        for conn in both:
+            backend._checkin(conn, True)
+    finally:
+        backend.close()

@@ -93,6 +93,10 @@ class PostgresBackend(SqlBackend):
         self._columns = pq_exec.Columns()
         # each connection's prepared statements, forgotten with the connection
         self._prepared: weakref.WeakKeyDictionary[Any, pq_exec.Prepared] = weakref.WeakKeyDictionary()
+        # Raised when the server refused a prepared statement whose result changed shape
+        # (another node's migration): every connection then drops its prepared statements
+        # before its next transaction or read, and prepares them again as they are used.
+        self._plans_generation = 0
         self._checking = False
         self._checking_lock = threading.Lock()
         self._queues: dict[int, pq_exec.Queue] = {}  # connection id -> statements not yet sent, while writing
@@ -157,10 +161,21 @@ class PostgresBackend(SqlBackend):
                                                         self._prepared_on(conn))]
 
     def _prepared_on(self, conn: Any) -> pq_exec.Prepared:
-        """The statements prepared on `conn` so far (a registry made at its first use)."""
+        """The statements prepared on `conn` so far (a registry made at its first use). One
+        of an older plan generation is dropped first, unless a transaction is under way on
+        `conn` (its statements may already be queued under their names)."""
         prepared = self._prepared.get(conn)
         if prepared is None:
-            prepared = self._prepared[conn] = {}
+            prepared = self._prepared[conn] = pq_exec.Prepared(self._plans_generation)
+        elif prepared.generation != self._plans_generation and id(conn) not in self._queues:
+            prepared = self._forget_plans(conn)
+        return prepared
+
+    def _forget_plans(self, conn: Any) -> pq_exec.Prepared:
+        """Drop every statement prepared on `conn` (on the server too: the names are reused)."""
+        generation = self._plans_generation
+        pq_exec.execute(conn.pgconn, b"DEALLOCATE ALL", (), self._columns)
+        prepared = self._prepared[conn] = pq_exec.Prepared(generation)
         return prepared
 
     def _send(self, conn: Any, sql: Any, params: tuple) -> None:
@@ -220,6 +235,7 @@ class PostgresBackend(SqlBackend):
     _checkin_read = _checkin
 
     def _begin(self, conn: Any) -> None:
+        self._prepared_on(conn)  # statements of an older plan generation dropped before the queue starts
         queue = self._queues[id(conn)] = pq_exec.Queue()
         queue.add(b"BEGIN", ())  # sent with the transaction's first statement that waits
 
@@ -263,11 +279,21 @@ class PostgresBackend(SqlBackend):
         if not isinstance(exc, psycopg.Error):
             return None
         reason = " ".join(str(exc).split()) or type(exc).__name__
-        if isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError)) or self.retryable(exc):
+        if isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError)) or self._transient(exc):
             return StoreUnavailable(f"PostgreSQL at {self.describe()} is unavailable: {reason}")
         return StoreError(f"PostgreSQL at {self.describe()} refused an operation: {reason}")
 
     def retryable(self, exc: BaseException) -> bool:
+        """A transient failure, or a prepared statement whose result changed shape under it
+        (another node's migration added or dropped a column it reads): then every
+        connection prepares its statements again, and the call is repeated."""
+        if pq_exec.is_stale_plan(exc):
+            self._plans_generation += 1
+            return True
+        return self._transient(exc)
+
+    @staticmethod
+    def _transient(exc: BaseException) -> bool:
         import psycopg
         from psycopg import errors
 

@@ -214,7 +214,30 @@ def _checked(res: Any, pgconn: Any, sql: bytes, columns: Columns) -> Result:
 # Statements prepared per connection, at most (beyond it a statement is parsed each time).
 PREPARED_MAX = 1000
 
-Prepared = dict  # (statement, parameter OIDs) -> the name it is prepared under on one connection
+
+
+class Prepared(dict):
+    """One connection's prepared statements: (statement, parameter OIDs) -> the name it is
+    prepared under. `generation`: the backend's plan generation when the registry was made
+    (a registry of an older generation is dropped, with the server's statements, before the
+    connection's next transaction)."""
+
+    __slots__ = ("generation",)
+
+    def __init__(self, generation: int = 0) -> None:
+        super().__init__()
+        self.generation = generation
+
+
+# The server's answer to a prepared statement whose result columns changed since it was
+# prepared (another node added or dropped a column of a table read with `SELECT *`):
+# SQLSTATE 0A000 with this message. Preparing the statement again is the remedy.
+STALE_PLAN_MESSAGE = "cached plan must not change result type"
+
+
+def is_stale_plan(exc: BaseException) -> bool:
+    """Whether `exc` is the server refusing a prepared statement whose result changed shape."""
+    return getattr(exc, "sqlstate", None) == "0A000" and STALE_PLAN_MESSAGE in str(exc)
 
 
 def _name_for(prepared: Prepared | None, preparing: dict[tuple, bytes], key: tuple) -> tuple[bytes | None, bool]:
@@ -365,4 +388,5 @@ def _abandon(pgconn: Any) -> None:
         pass
 
 
-__all__ = ["Columns", "PREPARED_MAX", "Prepared", "Queue", "Result", "Row", "adapt", "convert", "execute"]
+__all__ = ["Columns", "PREPARED_MAX", "Prepared", "Queue", "Result", "Row", "STALE_PLAN_MESSAGE", "adapt",
+           "convert", "execute", "is_stale_plan"]
