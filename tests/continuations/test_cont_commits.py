@@ -236,3 +236,42 @@ def test_a_cycle_waits_for_the_database_only_where_it_needs_an_answer(cycle, ack
         # reads that do not wait for one another go together: the resume's bundle, a lock
         # and what the procedure reads under it, a release's suspend and its members
         assert len(trips) <= 26 and sum(trips) > 2 * len(trips), trips
+
+
+def test_cycles_go_on_after_another_nodes_migration_widened_the_tables(cycle, db_url):
+    """A rolling upgrade: while this node works, another adds columns to the tables its
+    procedures read whole (on PostgreSQL this node's prepared statements for them are then
+    refused once, and prepared again). Every cycle after it completes, with at most a retry
+    per pooled connection's first use."""
+    service, interp, sent = cycle
+    store = service.store
+
+    async def one(i: int) -> None:
+        outcome = await interp.run({"order": {"id": i, "amount": 10}}, "shop")
+        assert isinstance(outcome, Suspended)
+        d = sent.pop()
+        admit, release = await service.complete(d.opc, "completed", {"bonus": i}, source="callback", token=d.token)
+        assert admit.outcome == "admitted" and release is not None and release.won
+        final = await service.drive_resume(release.claim)
+        assert isinstance(final, Completed) and final.envelope["total"] == 10 + i
+
+    asyncio.run(one(1))  # every statement of a cycle prepared
+    statements = [f"ALTER TABLE {table} ADD COLUMN added_later TEXT"
+                  for table in ("runs", "interactions", "await_units", "terminals")]
+    if db_url.startswith("postgresql"):
+        import psycopg
+
+        with psycopg.connect(db_url, autocommit=True) as other_node:
+            for sql in statements:
+                other_node.execute(sql)
+    else:
+        import sqlite3
+
+        other_node = sqlite3.connect(db_url, isolation_level=None)
+        for sql in statements:
+            other_node.execute(sql)
+        other_node.close()
+    retries = store.backend.retry_count()
+    for i in range(2, 5):
+        asyncio.run(one(i))
+    assert store.backend.retry_count() - retries <= 10  # the pool's size: one per connection at most
