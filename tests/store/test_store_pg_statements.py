@@ -290,3 +290,21 @@ def test_statements_prepared_before_another_nodes_migration_are_prepared_again(n
             backend._checkin(conn, True)
     finally:
         backend.close()
+
+
+def test_statements_the_server_forgot_are_prepared_again(backend):
+    """A pooler's reset (`DISCARD ALL`) or an operator's `DEALLOCATE ALL` on the connection
+    drops its prepared statements behind the backend's back: the next call meets "prepared
+    statement does not exist", is repeated, and the statements are prepared again."""
+    def count(t):
+        return t.one("SELECT count(*) AS c FROM t WHERE n > ?", (0,))["c"]
+
+    assert backend.read(count) == 0 and backend.transact(count) == 0
+    conn = backend._checkout()
+    assert backend._prepared_on(conn)
+    pq_exec.execute(conn.pgconn, b"DISCARD ALL", (), pq_exec.Columns())  # unknown to the backend
+    backend._checkin(conn, True)
+    retries = backend.retry_count()
+    backend.transact(lambda t: t.send("INSERT INTO t (k, n) VALUES (?, ?)", ("a", 1)))
+    assert backend.read(count) == 1 and backend.transact(count) == 1
+    assert 1 <= backend.retry_count() - retries <= 2

@@ -236,8 +236,12 @@ STALE_PLAN_MESSAGE = "cached plan must not change result type"
 
 
 def is_stale_plan(exc: BaseException) -> bool:
-    """Whether `exc` is the server refusing a prepared statement whose result changed shape."""
-    return getattr(exc, "sqlstate", None) == "0A000" and STALE_PLAN_MESSAGE in str(exc)
+    """Whether `exc` is the server refusing a prepared statement that must be prepared
+    again: its result changed shape under it, or the server no longer has it (SQLSTATE
+    26000, after a `DEALLOCATE ALL` or `DISCARD ALL` that a pooler or an operator sent on
+    the connection)."""
+    state = getattr(exc, "sqlstate", None)
+    return state == "26000" or (state == "0A000" and STALE_PLAN_MESSAGE in str(exc))
 
 
 def _name_for(prepared: Prepared | None, preparing: dict[tuple, bytes], key: tuple) -> tuple[bytes | None, bool]:
