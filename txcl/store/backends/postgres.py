@@ -93,9 +93,10 @@ class PostgresBackend(SqlBackend):
         self._columns = pq_exec.Columns()
         # each connection's prepared statements, forgotten with the connection
         self._prepared: weakref.WeakKeyDictionary[Any, pq_exec.Prepared] = weakref.WeakKeyDictionary()
-        # Raised when the server refused a prepared statement whose result changed shape
-        # (another node's migration): every connection then drops its prepared statements
-        # before its next transaction or read, and prepares them again as they are used.
+        # Moved on each time the server refuses a prepared statement that must be prepared
+        # again (another node's migration changed its result, or the server lost it): every
+        # connection then drops its prepared statements before its next transaction or
+        # read, and prepares them again as they are used.
         self._plans_generation = 0
         self._checking = False
         self._checking_lock = threading.Lock()
@@ -284,9 +285,10 @@ class PostgresBackend(SqlBackend):
         return StoreError(f"PostgreSQL at {self.describe()} refused an operation: {reason}")
 
     def retryable(self, exc: BaseException) -> bool:
-        """A transient failure, or a prepared statement whose result changed shape under it
-        (another node's migration added or dropped a column it reads): then every
-        connection prepares its statements again, and the call is repeated."""
+        """A transient failure, or a prepared statement the server refused because it must be
+        prepared again (another node's migration added or dropped a column it reads, or the
+        server no longer has it): then every connection prepares its statements again, and
+        the call is repeated."""
         if pq_exec.is_stale_plan(exc):
             self._plans_generation += 1
             return True

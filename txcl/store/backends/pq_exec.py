@@ -215,7 +215,6 @@ def _checked(res: Any, pgconn: Any, sql: bytes, columns: Columns) -> Result:
 PREPARED_MAX = 1000
 
 
-
 class Prepared(dict):
     """One connection's prepared statements: (statement, parameter OIDs) -> the name it is
     prepared under. `generation`: the backend's plan generation when the registry was made
