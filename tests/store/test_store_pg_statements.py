@@ -292,7 +292,7 @@ def test_statements_prepared_before_another_nodes_migration_are_prepared_again(n
         backend.close()
 
 
-def test_statements_the_server_forgot_are_prepared_again(backend):
+def test_statements_the_server_forgot_are_prepared_again(backend, caplog):
     """A pooler's reset (`DISCARD ALL`) or an operator's `DEALLOCATE ALL` on the connection
     drops its prepared statements behind the backend's back: the next call meets "prepared
     statement does not exist", is repeated, and the statements are prepared again."""
@@ -308,3 +308,5 @@ def test_statements_the_server_forgot_are_prepared_again(backend):
     backend.transact(lambda t: t.send("INSERT INTO t (k, n) VALUES (?, ?)", ("a", 1)))
     assert backend.read(count) == 1 and backend.transact(count) == 1
     assert 1 <= backend.retry_count() - retries <= 2
+    warnings = [r.getMessage() for r in caplog.records if "refused a prepared statement" in r.getMessage()]
+    assert len(warnings) == 1 and "does not exist" in warnings[0] and "PgBouncer" in warnings[0]

@@ -98,6 +98,7 @@ class PostgresBackend(SqlBackend):
         # connection then drops its prepared statements before its next transaction or
         # read, and prepares them again as they are used.
         self._plans_generation = 0
+        self._plans_warned_at = float("-inf")  # time.monotonic() of the last warning about it
         self._checking = False
         self._checking_lock = threading.Lock()
         self._queues: dict[int, pq_exec.Queue] = {}  # connection id -> statements not yet sent, while writing
@@ -291,8 +292,24 @@ class PostgresBackend(SqlBackend):
         the call is repeated."""
         if pq_exec.is_stale_plan(exc):
             self._plans_generation += 1
+            self._warn_stale_plans(exc)
             return True
         return self._transient(exc)
+
+    PLAN_WARNING_INTERVAL_S = 60.0
+
+    def _warn_stale_plans(self, exc: BaseException) -> None:
+        """Log the refusal (at most once a minute): once after a migration is expected; again
+        and again means something keeps dropping the connections' prepared statements, such as
+        a pooler in transaction mode without prepared-statement support."""
+        now = time.monotonic()
+        if now - self._plans_warned_at < self.PLAN_WARNING_INTERVAL_S:
+            return
+        self._plans_warned_at = now
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        log.warning("txcl: PostgreSQL at %s refused a prepared statement (%s); preparing the statements "
+                    "again. Expected once after a migration; if it repeats, see 'Sizing' in the deploy docs "
+                    "(PgBouncer).", self.describe(), reason)
 
     @staticmethod
     def _transient(exc: BaseException) -> bool:
