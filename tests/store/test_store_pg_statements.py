@@ -310,3 +310,49 @@ def test_statements_the_server_forgot_are_prepared_again(backend, caplog):
     assert 1 <= backend.retry_count() - retries <= 2
     warnings = [r.getMessage() for r in caplog.records if "refused a prepared statement" in r.getMessage()]
     assert len(warnings) == 1 and "does not exist" in warnings[0] and "PgBouncer" in warnings[0]
+
+
+def test_a_node_stopped_inside_a_transaction_does_not_hold_the_others_back(new_pg_database):
+    """A node whose process froze (or whose machine was cut off) in the middle of a write
+    transaction keeps its rows locked; the server ends its session once it has been idle in
+    the transaction for the backend's limit, so another node waiting for the same row goes
+    on, and the stopped node's call is repeated on a fresh connection when it wakes."""
+    url = new_pg_database()
+    with psycopg.connect(url, autocommit=True) as setup:
+        setup.execute("CREATE TABLE r (k TEXT PRIMARY KEY, n BIGINT NOT NULL)")
+        setup.execute("INSERT INTO r VALUES ('x', 0)")
+    stopped = PostgresBackend(url, idle_in_transaction_timeout_s=1.0)
+    other = PostgresBackend(url)
+    try:
+        locked = threading.Event()
+        attempts = []
+
+        def freeze_once(t):
+            t.one("SELECT n FROM r WHERE k = ? FOR UPDATE", ("x",))
+            attempts.append(time.monotonic())
+            if len(attempts) == 1:
+                locked.set()
+                time.sleep(4.0)  # frozen, the row locked, sending nothing
+            return t.run("UPDATE r SET n = n + 1 WHERE k = ?", ("x",))
+
+        frozen = threading.Thread(target=lambda: stopped.transact(freeze_once))
+        frozen.start()
+        assert locked.wait(10)
+        started = time.monotonic()
+        assert other.transact(lambda t: t.run("UPDATE r SET n = n + 10 WHERE k = ?", ("x",))) == 1
+        waited = time.monotonic() - started
+        frozen.join(20)
+        assert not frozen.is_alive()
+        assert waited < 3.0  # released by the server after ~1 s, not when the frozen node woke (4 s)
+        assert len(attempts) == 2  # the frozen call lost its session and was repeated
+        assert other.execute_for_tests("SELECT n FROM r")[0]["n"] == 11
+        conn = other._checkout()  # a pooled connection of the default settings
+        try:
+            assert conn.execute("SHOW idle_in_transaction_session_timeout").fetchone()[0] == "1min"
+            dsn = conn.info.dsn  # libpq notices a vanished server within about a minute
+            assert "keepalives_idle=30" in dsn and "tcp_user_timeout=60000" in dsn
+        finally:
+            other._checkin(conn, True)
+    finally:
+        stopped.close()
+        other.close()

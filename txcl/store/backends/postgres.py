@@ -70,23 +70,44 @@ def redact_url(url: str) -> str:
     return f"{host}:{port}{parts.path or '/'}"
 
 
+# How long a node may keep a write transaction open without sending anything. txcl's own
+# transactions take milliseconds: one idle this long belongs to a node that stopped with its
+# runs' rows locked (its process frozen, its machine cut off from the database), and the
+# server ends that session so the other nodes' work on those runs goes on.
+IDLE_IN_TRANSACTION_TIMEOUT_S = 60.0
+
+# libpq's TCP settings: a server that vanished (its machine gone, the network cut) is noticed
+# within about a minute — keepalives on an idle connection, `tcp_user_timeout` on a statement
+# sent but never acknowledged — instead of after the system's default of many minutes, during
+# which a node's store calls would hang.
+TCP_SETTINGS: dict[str, int] = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10,
+                                "keepalives_count": 3}
+if psycopg.pq.version() >= 120000:  # libpq 12 or later knows it (an older one refuses to connect)
+    TCP_SETTINGS["tcp_user_timeout"] = 60_000
+
+
 class PostgresBackend(SqlBackend):
     kind = "postgresql"
     dialect = POSTGRES
 
     def __init__(self, url: str, *, clock: Callable[[], int] | None = None, min_size: int = 1,
-                 max_size: int = 10, connect_timeout_s: float = 5.0, pool_timeout_s: float = 3.0) -> None:
+                 max_size: int = 10, connect_timeout_s: float = 5.0, pool_timeout_s: float = 3.0,
+                 idle_in_transaction_timeout_s: float = IDLE_IN_TRANSACTION_TIMEOUT_S) -> None:
+        """`idle_in_transaction_timeout_s`: see `IDLE_IN_TRANSACTION_TIMEOUT_S` (0: the
+        server's own setting)."""
         super().__init__(clock=clock)
         ConnectionPool = psycopg_pool.ConnectionPool
 
         self.url = url
         self.connect_timeout_s = connect_timeout_s
         self.pool_timeout_s = pool_timeout_s
+        self.idle_in_transaction_timeout_s = idle_in_transaction_timeout_s
         self._check_reachable()
         self.pool = ConnectionPool(
             url, min_size=min_size, max_size=max_size, timeout=pool_timeout_s, open=True,
             kwargs={"autocommit": True, "connect_timeout": max(1, int(connect_timeout_s)),
-                    "application_name": "txcl"},
+                    "application_name": "txcl", **TCP_SETTINGS},
+            configure=self._configure,
             reconnect_timeout=0,  # keep trying while the server is away; never give the pool up
             name="txcl",
         )
@@ -110,6 +131,12 @@ class PostgresBackend(SqlBackend):
 
     def describe(self) -> str:
         return redact_url(self.url)
+
+    def _configure(self, conn: Any) -> None:
+        """Session settings of a new pooled connection."""
+        if self.idle_in_transaction_timeout_s > 0:
+            ms = max(1, int(self.idle_in_transaction_timeout_s * 1000))
+            conn.execute(f"SET idle_in_transaction_session_timeout = {ms}")
 
     def _check_reachable(self) -> None:
         """One direct connection first, so a server that is down or refuses us is reported with
@@ -355,7 +382,8 @@ class PostgresBackend(SqlBackend):
         first = True
         while not self._listen_stop.is_set():
             try:
-                conn = psycopg.connect(self.url, autocommit=True, connect_timeout=max(1, int(self.connect_timeout_s)))
+                conn = psycopg.connect(self.url, autocommit=True, connect_timeout=max(1, int(self.connect_timeout_s)),
+                                       **TCP_SETTINGS)
             except psycopg.Error:
                 self._listen_stop.wait(1.0)
                 continue
