@@ -292,24 +292,38 @@ def test_statements_prepared_before_another_nodes_migration_are_prepared_again(n
         backend.close()
 
 
-def test_statements_the_server_forgot_are_prepared_again(backend, caplog):
+def test_statements_the_server_forgot_are_prepared_again(new_pg_database, caplog):
     """A pooler's reset (`DISCARD ALL`) or an operator's `DEALLOCATE ALL` on the connection
     drops its prepared statements behind the backend's back: the next call meets "prepared
-    statement does not exist", is repeated, and the statements are prepared again."""
-    def count(t):
-        return t.one("SELECT count(*) AS c FROM t WHERE n > ?", (0,))["c"]
+    statement does not exist", is repeated, and the statements are prepared again — also
+    when the refused statement was queued and went to the server with the COMMIT."""
+    url = new_pg_database()
+    with psycopg.connect(url, autocommit=True) as setup:
+        setup.execute("CREATE TABLE t (k TEXT PRIMARY KEY, n BIGINT NOT NULL)")
+    backend = PostgresBackend(url, min_size=1, max_size=1)  # one connection: the one reset
+    try:
+        def count(t):
+            return t.one("SELECT count(*) AS c FROM t WHERE n > ?", (0,))["c"]
 
-    assert backend.read(count) == 0 and backend.transact(count) == 0
-    conn = backend._checkout()
-    assert backend._prepared_on(conn)
-    pq_exec.execute(conn.pgconn, b"DISCARD ALL", (), pq_exec.Columns())  # unknown to the backend
-    backend._checkin(conn, True)
-    retries = backend.retry_count()
-    backend.transact(lambda t: t.send("INSERT INTO t (k, n) VALUES (?, ?)", ("a", 1)))
-    assert backend.read(count) == 1 and backend.transact(count) == 1
-    assert 1 <= backend.retry_count() - retries <= 2
-    warnings = [r.getMessage() for r in caplog.records if "refused a prepared statement" in r.getMessage()]
-    assert len(warnings) == 1 and "does not exist" in warnings[0] and "PgBouncer" in warnings[0]
+        def insert(key):  # queued: the only statement that waits is the COMMIT
+            return lambda t: t.send("INSERT INTO t (k, n) VALUES (?, ?)", (key, 1))
+
+        backend.transact(insert("a"))
+        assert backend.read(count) == 1 and backend.transact(count) == 1
+        for reset in (b"DISCARD ALL", b"DEALLOCATE ALL"):
+            conn = backend._checkout()
+            assert backend._prepared_on(conn)
+            pq_exec.execute(conn.pgconn, reset, (), pq_exec.Columns())  # unknown to the backend
+            backend._checkin(conn, True)
+            retries = backend.retry_count()
+            backend.transact(insert(reset.decode()))  # refused at the COMMIT, repeated
+            assert backend.retry_count() - retries == 1
+            assert backend.read(count) == backend.transact(count)
+        assert backend.read(count) == 3
+        warnings = [r.getMessage() for r in caplog.records if "refused a prepared statement" in r.getMessage()]
+        assert len(warnings) == 1 and "does not exist" in warnings[0] and "PgBouncer" in warnings[0]
+    finally:
+        backend.close()
 
 
 def test_a_node_stopped_inside_a_transaction_does_not_hold_the_others_back(new_pg_database):
@@ -356,3 +370,38 @@ def test_a_node_stopped_inside_a_transaction_does_not_hold_the_others_back(new_p
     finally:
         stopped.close()
         other.close()
+
+
+def test_a_server_that_accepts_no_writes_is_refused_with_its_reason(new_pg_database):
+    """Pointed at a standby (or a database read-only by default), the store says so at once
+    instead of failing on its first write; after a failover that leaves the address on a
+    read-only server, the pool keeps trying until it reaches a writable one again."""
+    url = new_pg_database()
+    name = url.rsplit("/", 1)[1].split("?")[0]
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute("CREATE TABLE t (k TEXT PRIMARY KEY, n BIGINT NOT NULL)")
+        admin.execute(f"ALTER DATABASE {name} SET default_transaction_read_only = on")
+        with pytest.raises(StoreError, match="accepts no writes .*target_session_attrs=read-write"):
+            PostgresBackend(url)
+        admin.execute(f"ALTER DATABASE {name} RESET default_transaction_read_only")
+        backend = PostgresBackend(url, pool_timeout_s=1.0)
+        try:
+            backend.transact(lambda t: t.send("INSERT INTO t (k, n) VALUES (?, ?)", ("a", 1)))
+            # a failover: the address now leads to a server that accepts no writes
+            admin.execute(f"ALTER DATABASE {name} SET default_transaction_read_only = on")
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                          "WHERE datname = %s AND application_name = 'txcl'", (name,))
+            with pytest.raises(StoreError, match="unavailable"):
+                backend.transact(lambda t: t.send("INSERT INTO t (k, n) VALUES (?, ?)", ("b", 2)))
+            admin.execute(f"ALTER DATABASE {name} RESET default_transaction_read_only")
+            deadline = time.monotonic() + 30
+            while True:  # the pool reconnects by itself, with its own backoff
+                try:
+                    backend.transact(lambda t: t.send("INSERT INTO t (k, n) VALUES (?, ?)", ("b", 2)))
+                    break
+                except StoreError:
+                    assert time.monotonic() < deadline
+                    time.sleep(0.2)
+            assert [r["k"] for r in backend.execute_for_tests("SELECT k FROM t ORDER BY k")] == ["a", "b"]
+        finally:
+            backend.close()

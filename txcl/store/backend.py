@@ -290,8 +290,8 @@ class SqlBackend:
                 except BaseException as exc:
                     healthy = self._rollback_quietly(conn)
                     driver, translated = self._driver_error(exc)
-                    if driver is not None and not committing and attempt < self.max_attempts \
-                            and self.retryable(driver):
+                    if driver is not None and (not committing or self.refused_before_commit(driver)) \
+                            and attempt < self.max_attempts and self.retryable(driver):
                         self._count_retry()
                         time.sleep(min(0.2, 0.005 * 2 ** attempt))
                         continue
@@ -306,6 +306,12 @@ class SqlBackend:
                 self._checkin_write(conn, healthy)
             self._committed(tx.fired, tx.notices)
             return result
+
+    def refused_before_commit(self, exc: BaseException) -> bool:
+        """Whether `exc`, raised while committing, shows that nothing was applied: the server
+        refused a statement sent along with the COMMIT, before the COMMIT ran, so the
+        transaction may be repeated. (A connection lost while committing may have committed.)"""
+        return False
 
     def _in_savepoint(self, batch: _Batch, fn: Callable[[Tx], T]) -> T:
         # SAVEPOINT and RELEASE return nothing: sent without waiting for the answer where the

@@ -62,6 +62,12 @@ POSTGRES = Dialect(
 )
 
 
+def _read_only(conn: Any) -> bool:
+    """Whether the server of `conn` refuses writes (a hot standby, or read-only by default),
+    as libpq's `target_session_attrs=read-write` tells."""
+    return conn.execute("SHOW transaction_read_only").fetchone()[0] == "on"
+
+
 def redact_url(url: str) -> str:
     """``host:port/database`` of a URL, without user or password."""
     parts = urlsplit(url)
@@ -102,15 +108,6 @@ class PostgresBackend(SqlBackend):
         self.connect_timeout_s = connect_timeout_s
         self.pool_timeout_s = pool_timeout_s
         self.idle_in_transaction_timeout_s = idle_in_transaction_timeout_s
-        self._check_reachable()
-        self.pool = ConnectionPool(
-            url, min_size=min_size, max_size=max_size, timeout=pool_timeout_s, open=True,
-            kwargs={"autocommit": True, "connect_timeout": max(1, int(connect_timeout_s)),
-                    "application_name": "txcl", **TCP_SETTINGS},
-            configure=self._configure,
-            reconnect_timeout=0,  # keep trying while the server is away; never give the pool up
-            name="txcl",
-        )
         self._columns = pq_exec.Columns()
         # each connection's prepared statements, forgotten with the connection
         self._prepared: weakref.WeakKeyDictionary[Any, pq_exec.Prepared] = weakref.WeakKeyDictionary()
@@ -120,6 +117,7 @@ class PostgresBackend(SqlBackend):
         # read, and prepares them again as they are used.
         self._plans_generation = 0
         self._plans_warned_at = float("-inf")  # time.monotonic() of the last warning about it
+        self._read_only_warned_at = float("-inf")
         self._checking = False
         self._checking_lock = threading.Lock()
         self._queues: dict[int, pq_exec.Queue] = {}  # connection id -> statements not yet sent, while writing
@@ -128,12 +126,30 @@ class PostgresBackend(SqlBackend):
         self._listen_thread: threading.Thread | None = None
         self._listen_stop = threading.Event()
         self._listen_conn: Any = None
+        # last: the pool starts connecting (and calling `_configure`) at once
+        self._check_reachable()
+        self.pool = ConnectionPool(
+            url, min_size=min_size, max_size=max_size, timeout=pool_timeout_s, open=True,
+            kwargs={"autocommit": True, "connect_timeout": max(1, int(connect_timeout_s)),
+                    "application_name": "txcl", **TCP_SETTINGS},
+            configure=self._configure,
+            reconnect_timeout=0,  # keep trying while the server is away; never give the pool up
+            name="txcl",
+        )
 
     def describe(self) -> str:
         return redact_url(self.url)
 
     def _configure(self, conn: Any) -> None:
-        """Session settings of a new pooled connection."""
+        """Session settings of a new pooled connection. A connection to a server that accepts
+        no writes (after a failover the address may still lead to the old primary, now a
+        standby) is refused, so the pool keeps trying until it reaches one that does."""
+        if _read_only(conn):
+            now = time.monotonic()
+            if now - self._read_only_warned_at >= self.PLAN_WARNING_INTERVAL_S:
+                self._read_only_warned_at = now
+                log.warning("txcl: %s; waiting for a writable server", self._read_only_message())
+            raise psycopg.OperationalError(self._read_only_message())
         if self.idle_in_transaction_timeout_s > 0:
             ms = max(1, int(self.idle_in_transaction_timeout_s * 1000))
             conn.execute(f"SET idle_in_transaction_session_timeout = {ms}")
@@ -144,11 +160,18 @@ class PostgresBackend(SqlBackend):
         import psycopg
 
         try:
-            with psycopg.connect(self.url, connect_timeout=max(1, int(self.connect_timeout_s)), autocommit=True):
-                pass
+            with psycopg.connect(self.url, connect_timeout=max(1, int(self.connect_timeout_s)), autocommit=True) as conn:
+                read_only = _read_only(conn)
         except psycopg.Error as exc:
             reason = " ".join(str(exc).split()) or type(exc).__name__
             raise StoreUnavailable(f"cannot connect to PostgreSQL at {self.describe()}: {reason}") from exc
+        if read_only:
+            raise StoreUnavailable(self._read_only_message())
+
+    def _read_only_message(self) -> str:
+        return (f"PostgreSQL at {self.describe()} accepts no writes (a standby, or default_transaction_read_only "
+                f"is on): txcl needs a server it can write to — the primary, or several hosts in the URL with "
+                f"target_session_attrs=read-write")
 
     # ------------------------------------------------------------------ the database clock
     CLOCK_REFRESH_S = 5.0
@@ -322,6 +345,11 @@ class PostgresBackend(SqlBackend):
             self._warn_stale_plans(exc)
             return True
         return self._transient(exc)
+
+    def refused_before_commit(self, exc: BaseException) -> bool:
+        # queued statements go with the COMMIT in one pipeline: one the server refused for a
+        # plan to prepare again ended the pipeline there, before the COMMIT ran
+        return pq_exec.is_stale_plan(exc)
 
     PLAN_WARNING_INTERVAL_S = 60.0
 
