@@ -19,6 +19,12 @@
   retried from the start (nothing was applied); a connection lost *during* ``COMMIT`` is
   reported as :class:`StoreUnavailable` (the change may have been applied; every procedure
   is safe to repeat). A server that cannot be reached is :class:`StoreUnavailable` too.
+- A prepared statement the server refuses because it must be prepared again (another
+  node's migration changed its result, or the server lost it) makes the call repeat and
+  every connection prepare its statements again.
+- Each pooled connection ends a transaction left idle for a minute (a node stopped with rows
+  locked), uses TCP keepalives and a user timeout (a vanished server is noticed within about
+  a minute), and is refused when its server accepts no writes (a standby after a failover).
 """
 
 from __future__ import annotations
@@ -146,7 +152,7 @@ class PostgresBackend(SqlBackend):
         standby) is refused, so the pool keeps trying until it reaches one that does."""
         if _read_only(conn):
             now = time.monotonic()
-            if now - self._read_only_warned_at >= self.PLAN_WARNING_INTERVAL_S:
+            if now - self._read_only_warned_at >= self.WARNING_INTERVAL_S:
                 self._read_only_warned_at = now
                 log.warning("txcl: %s; waiting for a writable server", self._read_only_message())
             raise psycopg.OperationalError(self._read_only_message())
@@ -351,14 +357,14 @@ class PostgresBackend(SqlBackend):
         # plan to prepare again ended the pipeline there, before the COMMIT ran
         return pq_exec.is_stale_plan(exc)
 
-    PLAN_WARNING_INTERVAL_S = 60.0
+    WARNING_INTERVAL_S = 60.0
 
     def _warn_stale_plans(self, exc: BaseException) -> None:
         """Log the refusal (at most once a minute): once after a migration is expected; again
         and again means something keeps dropping the connections' prepared statements, such as
         a pooler in transaction mode without prepared-statement support."""
         now = time.monotonic()
-        if now - self._plans_warned_at < self.PLAN_WARNING_INTERVAL_S:
+        if now - self._plans_warned_at < self.WARNING_INTERVAL_S:
             return
         self._plans_warned_at = now
         reason = " ".join(str(exc).split()) or type(exc).__name__
