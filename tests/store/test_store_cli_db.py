@@ -146,3 +146,23 @@ def test_db_vacuum_of_a_missing_file_creates_nothing(tmp_path):
     done = txcl("db", "vacuum", "--db", str(path))
     assert done.returncode == 2 and f"no database at {path}" in done.stderr
     assert not path.exists()
+
+
+def test_a_standby_serves_status_and_refuses_serve_with_its_reason(tmp_path, new_pg_database):
+    """`txcl db status` reads a server that accepts no writes (a standby); `txcl serve`, which
+    must write, stops at start with one line naming the reason and what to do."""
+    import psycopg
+
+    url = new_pg_database()
+    assert txcl("db", "upgrade", "--db", url).returncode == 0
+    name = url.rsplit("/", 1)[1].split("?")[0]
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(f"ALTER DATABASE {name} SET default_transaction_read_only = on")
+    status = txcl("db", "status", "--db", url)
+    assert status.returncode == 0 and "continuations  version  8 of 8  current" in status.stdout, status.stderr
+    (tmp_path / "OPS" / "s" / "100").mkdir(parents=True)
+    (tmp_path / "OPS" / "s" / "100" / "a.txcl").write_text("EMIT .a = 1\n")
+    done = txcl("serve", str(tmp_path), "--port", "0", "--db", url)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    errors = [line for line in done.stderr.splitlines() if "error" in line]
+    assert len(errors) == 1 and "accepts no writes" in errors[0] and "target_session_attrs" in errors[0], errors

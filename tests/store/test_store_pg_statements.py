@@ -373,16 +373,22 @@ def test_a_node_stopped_inside_a_transaction_does_not_hold_the_others_back(new_p
 
 
 def test_a_server_that_accepts_no_writes_is_refused_with_its_reason(new_pg_database):
-    """Pointed at a standby (or a database read-only by default), the store says so at once
-    instead of failing on its first write; after a failover that leaves the address on a
-    read-only server, the pool keeps trying until it reaches a writable one again."""
+    """Opened on a standby (or a database read-only by default), the store reads, and a write
+    is refused with the reason and what to do; after a failover that leaves the address of a
+    writable server on a read-only one, the pool keeps trying until it reaches a writable one
+    again."""
     url = new_pg_database()
     name = url.rsplit("/", 1)[1].split("?")[0]
     with psycopg.connect(url, autocommit=True) as admin:
         admin.execute("CREATE TABLE t (k TEXT PRIMARY KEY, n BIGINT NOT NULL)")
         admin.execute(f"ALTER DATABASE {name} SET default_transaction_read_only = on")
-        with pytest.raises(StoreError, match="accepts no writes .*target_session_attrs=read-write"):
-            PostgresBackend(url)
+        standby = PostgresBackend(url)
+        try:
+            assert standby.read(lambda t: t.one("SELECT count(*) AS c FROM t")["c"]) == 0
+            with pytest.raises(StoreError, match="accepts no writes .*target_session_attrs=read-write"):
+                standby.transact(lambda t: t.run("INSERT INTO t (k, n) VALUES (?, ?)", ("z", 0)))
+        finally:
+            standby.close()
         admin.execute(f"ALTER DATABASE {name} RESET default_transaction_read_only")
         backend = PostgresBackend(url, pool_timeout_s=1.0)
         try:

@@ -24,7 +24,8 @@
   every connection prepare its statements again.
 - Each pooled connection ends a transaction left idle for a minute (a node stopped with rows
   locked), uses TCP keepalives and a user timeout (a vanished server is noticed within about
-  a minute), and is refused when its server accepts no writes (a standby after a failover).
+  a minute), and is refused when its server accepts no writes (a standby after a failover)
+  unless the backend was opened on such a server, to read from it.
 """
 
 from __future__ import annotations
@@ -124,6 +125,7 @@ class PostgresBackend(SqlBackend):
         self._plans_generation = 0
         self._plans_warned_at = float("-inf")  # time.monotonic() of the last warning about it
         self._read_only_warned_at = float("-inf")
+        self.started_read_only = False
         self._checking = False
         self._checking_lock = threading.Lock()
         self._queues: dict[int, pq_exec.Queue] = {}  # connection id -> statements not yet sent, while writing
@@ -149,8 +151,9 @@ class PostgresBackend(SqlBackend):
     def _configure(self, conn: Any) -> None:
         """Session settings of a new pooled connection. A connection to a server that accepts
         no writes (after a failover the address may still lead to the old primary, now a
-        standby) is refused, so the pool keeps trying until it reaches one that does."""
-        if _read_only(conn):
+        standby) is refused, so the pool keeps trying until it reaches one that does — unless
+        the backend was opened on such a server (`started_read_only`)."""
+        if not self.started_read_only and _read_only(conn):
             now = time.monotonic()
             if now - self._read_only_warned_at >= self.WARNING_INTERVAL_S:
                 self._read_only_warned_at = now
@@ -171,8 +174,10 @@ class PostgresBackend(SqlBackend):
         except psycopg.Error as exc:
             reason = " ".join(str(exc).split()) or type(exc).__name__
             raise StoreUnavailable(f"cannot connect to PostgreSQL at {self.describe()}: {reason}") from exc
-        if read_only:
-            raise StoreUnavailable(self._read_only_message())
+        # A server that accepts no writes at the start is taken as meant (a standby, to read
+        # from): reads work and a write is refused with the reason. One that turns read-only
+        # later is a failover, and the pool waits for a writable server (`_configure`).
+        self.started_read_only = read_only
 
     def _read_only_message(self) -> str:
         return (f"PostgreSQL at {self.describe()} accepts no writes (a standby, or default_transaction_read_only "
@@ -337,6 +342,8 @@ class PostgresBackend(SqlBackend):
         if not isinstance(exc, psycopg.Error):
             return None
         reason = " ".join(str(exc).split()) or type(exc).__name__
+        if getattr(exc, "sqlstate", None) == "25006":  # read_only_sql_transaction: a write on a standby
+            return StoreUnavailable(self._read_only_message())
         if isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError)) or self._transient(exc):
             return StoreUnavailable(f"PostgreSQL at {self.describe()} is unavailable: {reason}")
         return StoreError(f"PostgreSQL at {self.describe()} refused an operation: {reason}")
