@@ -189,7 +189,6 @@ class SqlBackend:
         self._counters = _Counters()
         self._batch_broken_at = float("-inf")  # time.monotonic() a batch of several calls last broke
         self._listeners: list[RunListener] = []
-        self._sql_cache: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ SQL
     def sql(self, text: str) -> Any:

@@ -115,6 +115,7 @@ class PostgresBackend(SqlBackend):
         self.connect_timeout_s = connect_timeout_s
         self.pool_timeout_s = pool_timeout_s
         self.idle_in_transaction_timeout_s = idle_in_transaction_timeout_s
+        self._sql_cache: dict[str, bytes] = {}  # `?` statement -> its `$n` bytes
         self._columns = pq_exec.Columns()
         # each connection's prepared statements, forgotten with the connection
         self._prepared: weakref.WeakKeyDictionary[Any, pq_exec.Prepared] = weakref.WeakKeyDictionary()
@@ -206,8 +207,8 @@ class PostgresBackend(SqlBackend):
             first, *rest = text.split("?")
             cached = (first + "".join(f"${i}{part}" for i, part in enumerate(rest, 1))).encode("utf-8")
             if len(self._sql_cache) < 4096:
-                self._sql_cache[text] = cached  # type: ignore[assignment]
-        return cached  # type: ignore[return-value]
+                self._sql_cache[text] = cached
+        return cached
 
     def _execute(self, conn: Any, sql: Any, params: tuple) -> pq_exec.Result:
         if type(sql) is not bytes:
