@@ -1,15 +1,32 @@
-"""Copy grammar/ and stdlib/ into the package so an installed wheel finds them.
+"""What pyproject.toml cannot say: data files copied into the package, and the parser's
+optional compiled twins.
 
-From a checkout, `txcl.resources` reads the top-level directories directly.
+- grammar/ and stdlib/ are copied into the package so an installed wheel finds them (from a
+  checkout, `txcl.resources` reads the top-level directories directly).
+- `txcl.syntax._lexer_c` and `txcl.syntax._parser_c` are compiled by Cython from
+  `txcl/syntax/lexer.py` and `txcl/syntax/parser.py`, each copy stamped with its source's
+  SHA-256 so an edited source is never shadowed by an old build (see
+  txcl/syntax/compiled.py). They are optional: without Cython or a C compiler, or with
+  TXCL_PURE_PYTHON=1 set at install, the package installs without them and runs as plain
+  Python.
 """
 
+from __future__ import annotations
+
+import hashlib
+import os
 import shutil
 from pathlib import Path
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
 
-ROOT = Path(__file__).parent
+ROOT = Path(__file__).resolve().parent
+TWINS = {  # the compiled module → its source (txcl.syntax.compiled.TWINS, the other way round)
+    "txcl.syntax._lexer_c": "txcl/syntax/lexer.py",
+    "txcl.syntax._parser_c": "txcl/syntax/parser.py",
+}
+STAMPED = Path("build") / "cython-sources"  # relative: setuptools wants relative source paths
 
 
 class BuildWithData(build_py):
@@ -25,4 +42,33 @@ class BuildWithData(build_py):
                 shutil.copytree(src, dst)
 
 
-setup(cmdclass={"build_py": BuildWithData})
+def _stamped(module: str, source: str) -> str:
+    """A copy of `source` under build/, its digest appended, named after `module`."""
+    text = (ROOT / source).read_bytes()
+    stamped = text + f'\n__txcl_source_sha256__ = "{hashlib.sha256(text).hexdigest()}"\n'.encode("ascii")
+    copy = STAMPED / (module.rsplit(".", 1)[1] + ".py")
+    (ROOT / copy).parent.mkdir(parents=True, exist_ok=True)
+    if not (ROOT / copy).is_file() or (ROOT / copy).read_bytes() != stamped:
+        (ROOT / copy).write_bytes(stamped)  # (left alone when unchanged: no needless rebuild)
+    return str(copy)
+
+
+def compiled_twins() -> list:
+    if os.environ.get("TXCL_PURE_PYTHON", "") not in ("", "0"):
+        return []
+    try:
+        from Cython.Build import cythonize
+        from setuptools import Extension
+    except ImportError:
+        return []
+    os.chdir(ROOT)
+    modules = [Extension(module, [_stamped(module, source)]) for module, source in TWINS.items()]
+    # annotation_typing off: type hints stay hints, as in Python (no new TypeErrors)
+    built = cythonize(modules, build_dir=str(STAMPED / "c"), quiet=True,
+                      compiler_directives={"language_level": 3, "annotation_typing": False})
+    for extension in built:
+        extension.optional = True  # no C compiler: a warning, and the install goes on without it
+    return built
+
+
+setup(cmdclass={"build_py": BuildWithData}, ext_modules=compiled_twins())

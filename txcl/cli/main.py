@@ -64,8 +64,19 @@ class LazyGroup(click.Group):
         return command if isinstance(command, click.Command) else None
 
 
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    """`txcl --version`: the version, and whether the parser runs compiled."""
+    if not value or ctx.resilient_parsing:
+        return
+    from txcl.syntax.compiled import summary
+
+    click.echo(f"txcl, version {__version__} ({summary()})")
+    ctx.exit()
+
+
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="txcl")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
+              help="Show the version (and whether the parser runs compiled) and exit.")
 def cli() -> None:
     """txcl: parse, check, format and run TXCL rules."""
     from txcl.syntax import diskcache

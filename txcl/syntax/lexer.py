@@ -16,6 +16,7 @@ import re
 from txcl.errors import Diagnostic, Span, span_of
 from txcl.syntax import ast
 from txcl.syntax.ast import Comment
+from txcl.syntax.compiled import twin as _compiled_twin
 from txcl.syntax.tokens import CONTEXTUAL, KEYWORDS, RESERVED, Row, Tok, char_text
 
 # A line break is a token of its own (NL, never passed on) so that lines are counted without
@@ -394,3 +395,10 @@ class Scanner:
 
 def scan(text: str, filename: str = "<string>") -> Scanner:
     return Scanner(text, filename).run()
+
+
+# This module compiled (txcl.syntax.compiled), when the install built it from this source.
+_twin = _compiled_twin(__name__, __file__)
+if _twin is not None:
+    Scanner = _twin.Scanner  # type: ignore[misc]  # noqa: F811
+    scan = _twin.scan  # noqa: F811

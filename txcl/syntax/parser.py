@@ -42,6 +42,7 @@ from txcl.resources import grammar_path
 from txcl.syntax import ast
 from txcl.syntax import codec as _codec
 from txcl.syntax import diskcache as _diskcache
+from txcl.syntax.compiled import twin as _compiled_twin
 from txcl.syntax.lexer import scan
 from txcl.syntax.tokens import CLAUSE_KW_SET, LINE, START, TYPE, Row, Tok, row_span
 from txcl.syntax.transform import TxclTransformer
@@ -648,3 +649,9 @@ def parse_source(data: bytes | str, filename: str = "<string>") -> ast.Rule:
         raise TxclSyntaxError(_with_source([diag], good)) from None
     return parse_rule(text, filename)
 
+
+# This module compiled (txcl.syntax.compiled), when the install built it from this source:
+# its parser class (the scanner and the LALR loop run as C), shared by the functions above.
+_twin = _compiled_twin(__name__, __file__)
+if _twin is not None:
+    _Parser = _twin._Parser  # type: ignore[misc]  # noqa: F811
