@@ -7,9 +7,10 @@ instructions a piece of work executes does not. Each workload runs twice under
 `valgrind --tool=callgrind` (nothing is written but the count): once doing the setup only
 and once doing the setup and `--n` units, so the difference divided by `--n` is the cost of
 one unit without start-up, imports or setup. Workloads: the 10-scope walk of bench_walk with
-tracing off and with summary tracing, a cold parse of bench_parse's rule, a suspend → callback
-→ resume cycle of bench_continuations, and a request of bench_serve's stack through txcl
-serve's ASGI app in process (tracing off and summary). Prints instructions per unit and the
+tracing off and with summary tracing, a cold parse of bench_parse's rule (as installed, and
+as plain Python: `parse-plain`), a suspend → callback → resume cycle of
+bench_continuations, and a request of bench_serve's stack through txcl serve's ASGI app in
+process (tracing off and summary). Prints instructions per unit and the
 ratios of summary tracing to tracing off, all counted in this run. Needs valgrind (Debian:
 `apt-get install valgrind`); without it the benchmark says so and exits 0. It takes about a
 minute per workload (valgrind runs the code ~50 times slower).
@@ -35,7 +36,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from _timing import headline  # noqa: E402
 
-WORKLOADS = ("walk-off", "walk-summary", "parse", "cycle", "serve-off", "serve-summary")
+WORKLOADS = ("walk-off", "walk-summary", "parse", "parse-plain", "cycle", "serve-off", "serve-summary")
 # a suspend → callback → resume cycle costs ~6 walks: a sixteenth as many give as steady a
 # count — but at least 32, or the first cycles' one-off work shows in the figure
 _CYCLE_SHARE = 16
@@ -69,7 +70,7 @@ def child(workload: str, n: int) -> None:
         interp.close()
         store.close()
         return
-    if workload == "parse":
+    if workload in ("parse", "parse-plain"):  # parse-plain: TXCL_PURE_PYTHON=1 (see _child_env)
         from bench_parse import RULE
 
         from txcl.syntax.parser import _parse_and_check
@@ -128,15 +129,17 @@ def count(workload: str, n: int) -> int:
     done = subprocess.run(
         ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, __file__,
          "--child", workload, "--n", str(n)],
-        capture_output=True, text=True, env=_child_env())
+        capture_output=True, text=True, env=_child_env(workload))
     found = _COLLECTED.search(done.stderr)
     if done.returncode != 0 or found is None:
         raise SystemExit(f"valgrind run of {workload} failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
     return int(found.group(1))
 
 
-def _child_env() -> dict:
+def _child_env(workload: str) -> dict:
     env = dict(os.environ)
+    if workload == "parse-plain":  # the parser's compiled modules turned off
+        env["TXCL_PURE_PYTHON"] = "1"
     env["TXCL_PARSE_CACHE"] = "off"  # the walk's rules are parsed the same way every run
     env["PYTHONHASHSEED"] = "0"  # the same dict layouts in both runs
     return env
@@ -162,10 +165,11 @@ def main() -> None:
         # once without valgrind first: bytecode caches written on a fresh checkout would
         # otherwise be counted in the first run only and bend the difference
         subprocess.run([sys.executable, __file__, "--child", workload, "--n", "0"], capture_output=True,
-                       env=_child_env())
+                       env=_child_env(workload))
         base, total = count(workload, 0), count(workload, n)
         per_unit[workload] = (total - base) / n
-        unit = {"walk-off": "envelope", "walk-summary": "envelope", "parse": "parse", "serve-off": "request",
+        unit = {"walk-off": "envelope", "walk-summary": "envelope", "parse": "parse", "parse-plain": "parse",
+                "serve-off": "request",
                 "serve-summary": "request"}.get(workload, "cycle")
         print(f"  {workload:<14} {per_unit[workload]:>12,.0f} instructions per {unit}", flush=True)
     if "walk-off" in per_unit and "walk-summary" in per_unit:
@@ -176,6 +180,9 @@ def main() -> None:
     if "serve-off" in per_unit and "serve-summary" in per_unit:
         ratio = per_unit["serve-summary"] / per_unit["serve-off"]
         print(f"  served request, summary tracing / tracing off = {ratio:.3f}")
+    if "parse" in per_unit and "parse-plain" in per_unit:
+        print(f"  parse, compiled / plain Python = {per_unit['parse'] / per_unit['parse-plain']:.3f}"
+              " (1.000: the compiled modules were not built)")
     if "cycle" in per_unit:
         headline("suspend → callback → resume cycle, SQLite (instructions, both threads)",
                  per_unit["cycle"] / 1000, "k instr/cycle")

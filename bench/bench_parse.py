@@ -8,13 +8,16 @@ Prints medians for
   (d) reading them again in a fresh state with the parse cache on disk filled,
   (e) reading them again with the parse cache in memory filled,
 and a bare Lark LALR parse (Lark's own contextual lexer, parse tree, no AST) of the same
-grammar for a ratio. Times are per-thread CPU time, so other processes on a busy machine
+grammar for a ratio. When the parser runs compiled (`txcl --version`), (a) is measured again
+as plain Python in a child process (TXCL_PURE_PYTHON=1), for the ratio of the two. Times are per-thread CPU time, so other processes on a busy machine
 distort them less; wall-clock medians are shown beside them.
 """
 
 from __future__ import annotations
 
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -64,6 +67,30 @@ def paired_ratio(parser, bare, rounds: int = 31, batch: int = 50) -> float:
     return statistics.median(ratios)
 
 
+def plain_python_figures() -> tuple[float, float]:
+    """(a) measured as plain Python in a child process: (parser only, parse_rule) µs CPU."""
+    done = subprocess.run([sys.executable, __file__, "--only-a"], capture_output=True, text=True, check=True,
+                          env=dict(os.environ, TXCL_PURE_PYTHON="1"))
+    parse_only, full = done.stdout.split()
+    return float(parse_only), float(full)
+
+
+def measure_a() -> tuple[tuple[float, float], tuple[float, float]]:
+    """(a): the rule parsed uncached, by the parser alone and by parse_rule (with its checks)."""
+    from txcl.syntax.parser import clear_cache, get_parser, parse_rule
+
+    parser = get_parser()
+    rule, diags = parser.parse(RULE, "bench.txcl")  # (rule, TX0xx diagnostics)
+    assert not diags and rule is not None, diags
+    parse_only = measure(lambda: parser.parse(RULE, "bench.txcl"), 200)
+
+    def uncached() -> None:
+        clear_cache()
+        parse_rule(RULE, "bench.txcl")
+
+    return parse_only, measure(uncached, 200)
+
+
 def generated_rule(i: int) -> str:
     return (f'WHEN .user.id =~ /^u_{i}/ && .amount > {1000 + i}\n'
             f'SET .source = "s{i}", .n = &add(.a{i}, {i})\n'
@@ -80,22 +107,20 @@ def main() -> int:
     from txcl.resources import grammar_path
     from txcl.syntax import diskcache
     from txcl.syntax.batch import parsing_many
+    from txcl.syntax.compiled import summary
     from txcl.syntax.parser import clear_cache, get_parser, parse_rule
 
+    if sys.argv[1:] == ["--only-a"]:
+        parse_only, full = measure_a()
+        print(parse_only[0], full[0])
+        return 0
     t0 = time.perf_counter()
     parser = get_parser()
     build_ms = (time.perf_counter() - t0) * 1000
+    compiled = summary() == "parser compiled"
+    print(f"{summary()} (txcl --version)")
 
-    rule, diags = parser.parse(RULE, "bench.txcl")  # (rule, TX0xx diagnostics)
-    assert not diags and rule is not None, diags
-
-    parse_only = measure(lambda: parser.parse(RULE, "bench.txcl"), 200)
-
-    def uncached() -> None:
-        clear_cache()
-        parse_rule(RULE, "bench.txcl")
-
-    full = measure(uncached, 200)
+    parse_only, full = measure_a()
     parse_rule(RULE, "bench.txcl")
     cached = measure(lambda: parse_rule(RULE, "bench.txcl"), 20000)
 
@@ -170,8 +195,15 @@ def main() -> int:
     print(f"ratio txcl parser / bare Lark            {ratio:8.2f}x "
           f"(median of paired rounds; vs. with positions "
           f"{paired_ratio(parser, bare_pos):.2f}x)")
-    headline("parse one 7-clause rule, cold", full[0], "µs", baseline="bare Lark parse, same grammar",
-             ratio=full[0] / bare_cpu[0], goal="≤ 100 µs")
+    if compiled:
+        plain_only, plain_full = plain_python_figures()
+        print(f"(a) as plain Python (TXCL_PURE_PYTHON=1)  {plain_only:8.1f} µs parser only, {plain_full:.1f} µs "
+              f"parse_rule: compiled / plain {parse_only[0] / plain_only:.2f}, {full[0] / plain_full:.2f}")
+    headline("parse one 7-clause rule, cold" + (" (compiled)" if compiled else ""), full[0], "µs",
+             baseline="bare Lark parse, same grammar", ratio=full[0] / bare_cpu[0], goal="≤ 100 µs")
+    if compiled:
+        headline("  the same, as plain Python", plain_full, "µs", baseline="bare Lark parse, same grammar",
+                 ratio=plain_full / bare_cpu[0], goal="≤ 100 µs")
     headline("read + parse 1,000 rule files, cold", files[0] / 1000, "ms", baseline="bare Lark × 1,000",
              ratio=files[0] / (bare_cpu[0] * 1000), goal="≤ 5 × Go (29–33 ms)")
     headline("read 1,000 rule files, parse cache on disk", files_disk[0] / 1000, "ms",

@@ -12,7 +12,7 @@ import pytest
 BENCH = Path(__file__).resolve().parents[1] / "bench" / "bench_instructions.py"
 
 
-@pytest.mark.parametrize("workload", ["walk-off", "walk-summary", "parse", "cycle", "serve-off", "serve-summary"])
+@pytest.mark.parametrize("workload", ["walk-off", "walk-summary", "parse", "parse-plain", "cycle", "serve-off", "serve-summary"])
 def test_each_workload_runs(workload):
     done = subprocess.run([sys.executable, str(BENCH), "--child", workload, "--n", "3"],
                           capture_output=True, text=True, timeout=120)
