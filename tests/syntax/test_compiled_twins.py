@@ -53,13 +53,15 @@ def _texts() -> list[str]:
     return texts
 
 
-def _dump(texts: list[str], pure: bool) -> list[str]:
+def _dump(texts: list[str], pure: bool, cwd: Path) -> list[str]:
+    """`_DUMP`'s lines, run in `cwd` (not the checkout, whose `txcl/` would be imported
+    instead of the installed package)."""
     env = dict(os.environ, TXCL_PARSE_CACHE="off")
     env.pop("TXCL_PURE_PYTHON", None)
     if pure:
         env["TXCL_PURE_PYTHON"] = "1"
     done = subprocess.run([sys.executable, "-c", _DUMP], input=json.dumps(texts), capture_output=True,
-                          text=True, env=env, timeout=240)
+                          text=True, env=env, timeout=240, cwd=cwd)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout.splitlines()
 
@@ -76,10 +78,10 @@ def test_the_installed_parser_runs_compiled_where_a_c_compiler_was_at_hand() -> 
     assert parser.get_parser().__class__.__module__ == "txcl.syntax._parser_c"
 
 
-def test_compiled_and_plain_python_give_the_same_tokens_rules_and_diagnostics() -> None:
+def test_compiled_and_plain_python_give_the_same_tokens_rules_and_diagnostics(tmp_path: Path) -> None:
     texts = _texts()
     assert len(texts) > 1000
-    fast, pure = _dump(texts, pure=False), _dump(texts, pure=True)
+    fast, pure = _dump(texts, pure=False, cwd=tmp_path), _dump(texts, pure=True, cwd=tmp_path)
     assert fast[0] == "parser compiled" and pure[0].startswith("parser in plain Python: turned off")
     assert len(fast) == len(pure) == len(texts) + 1
     differing = [texts[i - 1] for i in range(1, len(fast)) if fast[i] != pure[i]]
@@ -99,18 +101,18 @@ def test_a_twin_built_from_another_source_is_not_used(tmp_path: Path) -> None:
     compiled.twin("txcl.syntax.lexer", str(source))  # the status as it was
 
 
-def test_txcl_pure_python_turns_the_twins_off(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_txcl_pure_python_turns_the_twins_off(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("TXCL_PURE_PYTHON", "1")
     assert compiled.twin("txcl.syntax.parser", parser.__file__) is None
     assert compiled.status["txcl.syntax.parser"] == "turned off (TXCL_PURE_PYTHON)"
     monkeypatch.setenv("TXCL_PURE_PYTHON", "0")
     assert compiled.twin("txcl.syntax.parser", parser.__file__) is not None
     done = subprocess.run([sys.executable, "-m", "txcl", "--version"], capture_output=True, text=True,
-                          timeout=60, env=dict(os.environ, TXCL_PURE_PYTHON="1"))
+                          timeout=60, env=dict(os.environ, TXCL_PURE_PYTHON="1"), cwd=tmp_path)
     assert done.returncode == 0
     assert done.stdout.strip().endswith("(parser in plain Python: turned off (TXCL_PURE_PYTHON))")
     done = subprocess.run([sys.executable, "-m", "txcl", "--version"], capture_output=True, text=True, timeout=60,
-                          env={k: v for k, v in os.environ.items() if k != "TXCL_PURE_PYTHON"})
+                          env={k: v for k, v in os.environ.items() if k != "TXCL_PURE_PYTHON"}, cwd=tmp_path)
     assert done.stdout.strip().endswith("(parser compiled)")
 
 
