@@ -10,6 +10,7 @@ import random
 import shutil
 import subprocess
 import sys
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -117,16 +118,24 @@ def test_txcl_pure_python_turns_the_twins_off(monkeypatch: pytest.MonkeyPatch, t
 
 
 def test_without_a_c_compiler_the_package_builds_and_runs_as_plain_python(tmp_path: Path) -> None:
-    """`pip install .` on a machine without a C compiler: a wheel without the twins (a
-    warning, no failure), whose parser runs as plain Python."""
+    """A source archive carries everything a build needs, and `pip install` of it on a
+    machine without a C compiler makes a wheel without the twins (a warning, no failure),
+    whose parser runs as plain Python."""
     source = tmp_path / "src"  # what a build reads, without anything built before
     leftovers = shutil.ignore_patterns("*.so", "*.pyd", "*.c", "__pycache__", "build", "*.egg-info")
     for name in ("txcl", "grammar", "stdlib"):
         shutil.copytree(ROOT / name, source / name, ignore=leftovers)
-    for name in ("pyproject.toml", "setup.py", "README.md", "LICENSE"):
+    for name in ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "LICENSE"):
         shutil.copy2(ROOT / name, source / name)
+    sdist = subprocess.run([sys.executable, "-m", "build", "--sdist", "--outdir", str(tmp_path / "dist"), str(source)],
+                           capture_output=True, text=True, timeout=300)
+    assert sdist.returncode == 0, sdist.stderr[-3000:]
+    (archive,) = (tmp_path / "dist").glob("txcl-*.tar.gz")
+    with tarfile.open(archive) as tar:
+        members = [name.split("/", 1)[1] for name in tar.getnames() if "/" in name]
+    assert {"setup.py", "grammar/txcl.lark", "stdlib/_sys/health/0000/ok.txcl", "txcl/syntax/lexer.py"} <= set(members)
     wheels = tmp_path / "wheels"
-    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(source)],
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(archive)],
                           capture_output=True, text=True, timeout=600, env=dict(os.environ, CC="false"))
     assert done.returncode == 0, done.stderr[-3000:]
     (wheel,) = wheels.glob("txcl-*.whl")
