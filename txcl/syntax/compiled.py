@@ -63,7 +63,7 @@ def summary() -> str:
     """One phrase on the parser's speed-up: "compiled", or plain Python and why."""
     import txcl.syntax.parser  # noqa: F401 - importing decides (and records) the twins
 
-    reasons = [reason for reason in status.values() if reason is not None] or ["not built"]
-    if len(status) == len(TWINS) and all(reason is None for reason in status.values()):
+    reasons = [reason for reason in status.values() if reason is not None]
+    if len(status) == len(TWINS) and not reasons:
         return "parser compiled"
-    return f"parser in plain Python: {reasons[0]}"
+    return f"parser in plain Python: {reasons[0] if reasons else 'not built'}"
