@@ -10,7 +10,7 @@ Prints medians for
 and a bare Lark LALR parse (Lark's own contextual lexer, parse tree, no AST) of the same
 grammar for a ratio. When the parser runs compiled (`txcl --version`), (a) is measured again
 as plain Python in a child process (TXCL_PURE_PYTHON=1), five times, each paired with the
-compiled parser measured again just before, for the median ratio of the two. Times are
+compiled parser measured again just before; the headline takes the medians of those pairs. Times are
 per-thread CPU time, so other processes on a busy machine distort them less; wall-clock
 medians are shown beside them.
 """
@@ -77,20 +77,20 @@ def plain_python_figures() -> tuple[float, float]:
     return float(parse_only), float(full)
 
 
-def measure_a() -> tuple[tuple[float, float], tuple[float, float]]:
+def measure_a(repeats: int = 25) -> tuple[tuple[float, float], tuple[float, float]]:
     """(a): the rule parsed uncached, by the parser alone and by parse_rule (with its checks)."""
     from txcl.syntax.parser import clear_cache, get_parser, parse_rule
 
     parser = get_parser()
     rule, diags = parser.parse(RULE, "bench.txcl")  # (rule, TX0xx diagnostics)
     assert not diags and rule is not None, diags
-    parse_only = measure(lambda: parser.parse(RULE, "bench.txcl"), 200)
+    parse_only = measure(lambda: parser.parse(RULE, "bench.txcl"), 200, repeats)
 
     def uncached() -> None:
         clear_cache()
         parse_rule(RULE, "bench.txcl")
 
-    return parse_only, measure(uncached, 200)
+    return parse_only, measure(uncached, 200, repeats)
 
 
 def generated_rule(i: int) -> str:
@@ -197,18 +197,19 @@ def main() -> int:
     print(f"ratio txcl parser / bare Lark            {ratio:8.2f}x "
           f"(median of paired rounds; vs. with positions "
           f"{paired_ratio(parser, bare_pos):.2f}x)")
+    parse_full = full[0]
     if compiled:
-        paired = []
+        paired = []  # (compiled parser only, compiled parse_rule, plain parser only, plain parse_rule)
         for _ in range(5):  # taking turns, so a busy minute slows both alike
-            own = measure(lambda: parser.parse(RULE, "bench.txcl"), 200, repeats=9)[0]
-            paired.append((own, *plain_python_figures()))
-        plain_only = statistics.median(p[1] for p in paired)
-        plain_full = statistics.median(p[2] for p in paired)
-        print(f"(a) as plain Python (TXCL_PURE_PYTHON=1)  {plain_only:8.1f} µs parser only, {plain_full:.1f} µs "
-              f"parse_rule; compiled / plain {statistics.median(p[0] / p[1] for p in paired):.2f} "
-              f"(median of 5 paired rounds)")
-    headline("parse one 7-clause rule, cold" + (" (compiled)" if compiled else ""), full[0], "µs",
-             baseline="bare Lark parse, same grammar", ratio=full[0] / bare_cpu[0], goal="≤ 100 µs")
+            own_only, own_full = measure_a(repeats=9)
+            paired.append((own_only[0], own_full[0], *plain_python_figures()))
+        own_only, parse_full, plain_only, plain_full = (statistics.median(p[i] for p in paired) for i in range(4))
+        print(f"(a) paired: compiled {own_only:.1f} µs parser only, {parse_full:.1f} µs parse_rule; as plain Python "
+              f"(TXCL_PURE_PYTHON=1) {plain_only:.1f} µs, {plain_full:.1f} µs; compiled / plain "
+              f"{statistics.median(p[0] / p[2] for p in paired):.2f}, {statistics.median(p[1] / p[3] for p in paired):.2f}"
+              f" (medians of 5 paired rounds)")
+    headline("parse one 7-clause rule, cold" + (" (compiled)" if compiled else ""), parse_full, "µs",
+             baseline="bare Lark parse, same grammar", ratio=parse_full / bare_cpu[0], goal="≤ 100 µs")
     if compiled:
         headline("  the same, as plain Python", plain_full, "µs", baseline="bare Lark parse, same grammar",
                  ratio=plain_full / bare_cpu[0], goal="≤ 100 µs")
