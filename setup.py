@@ -14,6 +14,7 @@ optional compiled twins.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import shutil
 from pathlib import Path
@@ -22,10 +23,6 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
-TWINS = {  # the compiled module → its source (txcl.syntax.compiled.TWINS, the other way round)
-    "txcl.syntax._lexer_c": "txcl/syntax/lexer.py",
-    "txcl.syntax._parser_c": "txcl/syntax/parser.py",
-}
 STAMPED = Path("build") / "cython-sources"  # relative: setuptools wants relative source paths
 
 
@@ -53,6 +50,15 @@ def _stamped(module: str, source: str) -> str:
     return str(copy)
 
 
+def _twins() -> dict[str, str]:
+    """The compiled module → its source, from txcl/syntax/compiled.py (loaded as a file: it
+    needs only the standard library, and the package cannot be imported before it is built)."""
+    spec = importlib.util.spec_from_file_location("_txcl_compiled", ROOT / "txcl" / "syntax" / "compiled.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return {twin: name.replace(".", "/") + ".py" for name, twin in module.TWINS.items()}
+
+
 def compiled_twins() -> list:
     if os.environ.get("TXCL_PURE_PYTHON", "") not in ("", "0"):
         return []
@@ -62,7 +68,7 @@ def compiled_twins() -> list:
     except ImportError:
         return []
     os.chdir(ROOT)
-    modules = [Extension(module, [_stamped(module, source)]) for module, source in TWINS.items()]
+    modules = [Extension(module, [_stamped(module, source)]) for module, source in _twins().items()]
     # annotation_typing off: type hints stay hints, as in Python (no new TypeErrors)
     built = cythonize(modules, build_dir=str(STAMPED / "c"), quiet=True,
                       compiler_directives={"language_level": 3, "annotation_typing": False})

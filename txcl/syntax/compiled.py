@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 from types import ModuleType
 
-# module → its compiled twin (setup.py builds these names)
+# module → its compiled twin (setup.py reads this to build them; standard library only here)
 TWINS = {
     "txcl.syntax.lexer": "txcl.syntax._lexer_c",
     "txcl.syntax.parser": "txcl.syntax._parser_c",

@@ -167,8 +167,6 @@ class PostgresBackend(SqlBackend):
     def _check_reachable(self) -> None:
         """One direct connection first, so a server that is down or refuses us is reported with
         its own reason instead of a pool timeout."""
-        import psycopg
-
         try:
             with psycopg.connect(self.url, connect_timeout=max(1, int(self.connect_timeout_s)), autocommit=True) as conn:
                 read_only = _read_only(conn)
@@ -338,8 +336,6 @@ class PostgresBackend(SqlBackend):
         return not conn.closed and conn.info.transaction_status == TransactionStatus.IDLE
 
     def translate(self, exc: BaseException) -> StoreError | None:
-        import psycopg
-
         if not isinstance(exc, psycopg.Error):
             return None
         reason = " ".join(str(exc).split()) or type(exc).__name__
@@ -382,7 +378,6 @@ class PostgresBackend(SqlBackend):
 
     @staticmethod
     def _transient(exc: BaseException) -> bool:
-        import psycopg
         from psycopg import errors
 
         if isinstance(exc, (errors.SerializationFailure, errors.DeadlockDetected, errors.LockNotAvailable)):
@@ -419,8 +414,6 @@ class PostgresBackend(SqlBackend):
     def _listen(self) -> None:
         """Deliver other nodes' notices; after a reconnect, announce ``None`` (anything may
         have changed while we were not listening)."""
-        import psycopg
-
         first = True
         while not self._listen_stop.is_set():
             try:
