@@ -135,7 +135,7 @@ def test_v1_trace_tables_are_migrated(tmp_path):
     store = open_store(db)
     record = store.get_trace("old")
     assert record.request["status"] == "completed" and record.steps == [] and record.events == []
-    assert RawDb(store).execute("SELECT version FROM txcl_schema WHERE component = 'traces'")[0][0] == 6
+    assert RawDb(store).execute("SELECT version FROM txcl_schema WHERE component = 'traces'")[0][0] == 7
     store.close()
 
 
@@ -149,7 +149,7 @@ def test_v5_run_index_is_narrowed_to_durable_runs(tmp_path):
                                           "CREATE INDEX traces_run ON traces (run_id, started_ms)")
     assert raw.execute("SELECT sql FROM sqlite_master WHERE name = 'traces_run'")[0][0].endswith(
         "WHERE run_id IS NOT NULL")
-    assert raw.execute("SELECT version FROM txcl_schema WHERE component = 'traces'")[0][0] == 6
+    assert raw.execute("SELECT version FROM txcl_schema WHERE component = 'traces'")[0][0] == 7
     rec = TraceRecorder("summary", "seg-1", "callback", "s", run_id="run-1")
     rec.finish("completed", http_status=200, fuel_used=1)
     store.write_traces([rec.build()])
@@ -273,37 +273,117 @@ def test_a_record_waiting_for_its_group_commit_is_packed_and_reads_back_the_same
 
 
 def test_scope_events_are_stored_compact_and_read_back_whole(workspace, run_tree):
-    """`stage.enter`, `stage.merge` and the request's start, usage and end are stored as
-    `[seq, at_ms, code, values…]` arrays (no key names); every reader gets them back as
-    `{seq, at_ms, kind, data}` with the same data the walk recorded."""
+    """`stage.enter` and the request's start, usage and end are stored as `[seq, at_ms, code,
+    values…]` arrays (no key names); a scope of local rules is stored as its entry alone (code
+    6), its merge implied. Every reader gets the events back as `{seq, at_ms, kind, data}`,
+    the merges included, with the data the walk would have recorded for them."""
     ws = workspace({"OPS/s/0100/a.txcl": "EMIT .a = 1", "OPS/s/0100/b.txcl": "EMIT .b = 2",
                     "OPS/s/0200/c.txcl": "EMIT .c = 3"})
     outcome, store = run_tree(ws, {"x": 1})
-    _steps, events_json = _packed_trace_columns(store, outcome.rid)
+    steps_json, events_json = _packed_trace_columns(store, outcome.rid)
     stored = json.loads(events_json)
     assert all(isinstance(e[2], int) for e in stored)
-    assert [e[2] for e in stored] == [3, 1, 2, 1, 2, 4, 5]
+    assert [e[2] for e in stored] == [3, 6, 6, 4, 5]
+    assert [e[0] for e in stored] == [1, 2, 6, 9, 10]  # 3-4: the steps, 5 and 8: the merges
+    assert [s[0] for s in json.loads(steps_json)] == [3, 4, 7]
     assert stored[0][3:] == ["s", "api"] and stored[-2][3] == 20 and isinstance(stored[-2][4], int)
     assert stored[-1][3:5] == ["completed", stored[-1][4]] and len(stored[-1]) == 5  # no reason
     compact = stored[1:-2]
     assert compact[0][3:] == ["s/100", 10, compact[0][5]] and isinstance(compact[0][5], int)
-    assert compact[1][3:] == ["s/100", ["a", "b"]] and compact[3][3:] == ["s/200", ["c"]]
+    assert compact[1][3:5] == ["s/200", 20]
     assert '"stage"' not in events_json  # no key names stored for them
-    events = store.get_trace(outcome.rid).events
+    trace = store.get_trace(outcome.rid)
+    events = trace.events
+    assert [(e["seq"], e["kind"]) for e in events] == [
+        (1, "request.start"), (2, "stage.enter"), (5, "stage.merge"), (6, "stage.enter"),
+        (8, "stage.merge"), (9, "request.usage"), (10, "request.end")]
     enter, merge = events[1], events[2]
-    assert enter["kind"] == "stage.enter" and enter["data"] == {"stage": "s/100", "fuel_used": 10,
-                                                                "ttl": compact[0][5]}
-    assert merge["kind"] == "stage.merge" and merge["data"] == {"stage": "s/100", "ops": ["a", "b"]}
+    assert enter["data"] == {"stage": "s/100", "fuel_used": 10, "ttl": compact[0][5]}
+    assert merge["data"] == {"stage": "s/100", "ops": ["a", "b"]}
+    assert events[4]["data"] == {"stage": "s/200", "ops": ["c"]}
+    # an implied merge is stamped with the time of the scope's last step
+    finished = {s["seq"]: s["finished_ms"] for s in trace.steps}
+    assert merge["at_ms"] == finished[4] and events[4]["at_ms"] == finished[7]
     assert events[0]["kind"] == "request.start" and events[0]["data"] == {"stack": "s", "src": "api"}
     assert events[-2]["kind"] == "request.usage" and events[-2]["data"] == {
-        "fuel": 20, "bytes_out": store.get_trace(outcome.rid).request["bytes_out"]}
+        "fuel": 20, "bytes_out": trace.request["bytes_out"]}
     assert events[-1]["kind"] == "request.end" and events[-1]["data"] == {
         "status": "completed", "duration_ms": stored[-1][4]}
-    assert [e["seq"] for e in events] == sorted(e["seq"] for e in events)
     # stored as milliseconds after the trace's start, read back as epoch milliseconds
     assert 0 <= compact[0][1] < 60_000
-    assert enter["seq"] == compact[0][0] and enter["at_ms"] == compact[0][1] + store.get_trace(
-        outcome.rid).request["started_ms"]
+    assert enter["seq"] == compact[0][0] and enter["at_ms"] == compact[0][1] + trace.request["started_ms"]
+
+
+def _kinds_and_data(events):
+    """Events without their times (a walk's durations vary from run to run)."""
+    return [(e["seq"], e["kind"], {k: v for k, v in e["data"].items() if k != "duration_ms"})
+            for e in events]
+
+
+def test_a_fused_scope_reads_back_as_the_general_path_records_it(workspace, run_tree):
+    """The same walk with scopes run in one piece (merges implied) and through the general
+    path (every merge recorded) reads back the same events, numbers and data alike: a scope
+    whose rules all fail to match merges nothing, events recorded in a scope (a refused
+    delete, a dropped reserved write) come before its merge, and a jump after it."""
+    rules = {"OPS/s/0100/a.txcl": "EMIT .a = 1, @delete = [\"@rid\"]",
+             "OPS/s/0100/b.txcl": "WHEN .x == 1\nEMIT .b = 2",
+             "OPS/s/0200/none.txcl": "WHEN .x == 99\nEMIT .never = true",
+             "OPS/s/0300/c.txcl": "EMIT .c = 3, ._txc.goto = \"s/500\"",
+             "OPS/s/0400/skipped.txcl": "EMIT .skipped = true",
+             "OPS/s/0500/d.txcl": "EMIT .d = 4"}
+    ws = workspace(rules)
+    fused, store = run_tree(ws, {"x": 1})
+    fused_events = store.get_trace(fused.rid).events
+    stored = json.loads(_packed_trace_columns(store, fused.rid)[1])
+    assert 6 in [e[2] for e in stored] and 2 not in [e[2] for e in stored]
+
+    import txcl.runtime.walker as walker_module
+
+    original = walker_module.Walker.__init__
+
+    def general_only(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        self.fuse_local = False
+
+    walker_module.Walker.__init__ = general_only
+    try:
+        general, store2 = run_tree(ws, {"x": 1})
+    finally:
+        walker_module.Walker.__init__ = original
+    general_events = store2.get_trace(general.rid).events
+    assert 6 not in [e[2] for e in json.loads(_packed_trace_columns(store2, general.rid)[1])]
+    assert _kinds_and_data(fused_events) == _kinds_and_data(general_events)
+    merges = [e["data"] for e in fused_events if e["kind"] == "stage.merge"]
+    assert {"stage": "s/200", "ops": []} in merges
+    kinds = [e["kind"] for e in fused_events]
+    assert kinds.index("envelope.delete_refused") < kinds.index("stage.merge")
+    assert kinds.index("stage.jump") == kinds.index("stage.merge", kinds.index("stage.enter", 5)) + 1
+    assert fused.envelope["d"] == 4 and "skipped" not in fused.envelope
+
+
+def test_a_scope_that_never_merged_gets_no_merge_made_up():
+    """A scope entered as fused whose merge never happened (the walk ended inside it) leaves
+    no gap in the numbering, so readers add no merge; one that merged does."""
+    from txcl.store.records import STAGE_FUSED
+    from txcl.trace.recorder import TraceRecorder
+
+    def trace(merged: bool):
+        rec = TraceRecorder("summary", "r", "api", "s", clock_ms=lambda: 1_000)
+        rec.request_start("s", "api")
+        rec.stage_enter("s/100", 10, 500, STAGE_FUSED)
+        rec.local_step("s", 100, "a", None, "ok", rec.entered_ns, rec.entered_ns + 2_000_000)
+        if merged:
+            rec.seq += 1
+        rec.finish("failed" if not merged else "completed", http_status=200, fuel_used=10)
+        rec.request_done(10, 0, "completed", 0)
+        return rec.build()
+
+    assert [e[2] for e in trace(False).events] == ["request.start", "stage.enter", "request.usage",
+                                                   "request.end"]
+    merged = trace(True).events
+    assert [(e[0], e[2]) for e in merged] == [(1, "request.start"), (2, "stage.enter"),
+                                              (4, "stage.merge"), (5, "request.usage"), (6, "request.end")]
+    assert merged[2][3] == {"stage": "s/100", "ops": ["a"]}
 
 
 def test_events_stored_as_objects_still_read(tmp_path):
@@ -402,7 +482,8 @@ def test_times_are_stored_from_the_traces_start_and_read_back_as_epoch_milliseco
 
 def test_a_scope_of_local_rules_is_timed_from_its_entry(workspace, run_tree, monkeypatch):
     """The first local rule's step starts at the scope's entry (one clock reading for both);
-    the next starts where the previous ended. A clock that moves 5 ms per reading shows it."""
+    the next starts where the previous ended, and the scope's implied merge is stamped with
+    the last one's end (no reading of its own). A clock that moves 5 ms per reading shows it."""
     import itertools
 
     from txcl.runtime import walker
@@ -419,7 +500,7 @@ def test_a_scope_of_local_rules_is_timed_from_its_entry(workspace, run_tree, mon
     a, b = trace.steps
     assert a["started_ms"] == enter["at_ms"] and a["duration_ms"] == 5.0
     assert b["started_ms"] == a["finished_ms"] and b["duration_ms"] == 5.0
-    assert merge["at_ms"] == b["finished_ms"] + 5
+    assert merge["at_ms"] == b["finished_ms"]
 
 
 def test_the_last_two_events_share_one_reading():

@@ -38,6 +38,7 @@ from txcl.runtime.schemes.py import call_py
 from txcl.runtime.schemes.txco import call_builtin
 from txcl.runtime.state import Frame, OpOutcome, PreparedOp, Run
 from txcl.store.records import STEP_ROW_FIELDS
+from txcl.store.records import STAGE_ENTER, STAGE_FUSED
 from txcl.trace.recorder import TraceRecorder, _json_size
 from txcl.trace.redact import parse_path_list
 from txcl.values.coerce import bool_form, duration_to_ms
@@ -160,12 +161,13 @@ class Walker:
         """The next frame of `run` in one call when its scope holds only local, plain rules
         (`_local_rules`) and nothing else is due at its entry: the same budget charges,
         events, steps and merge as `step`, without a coroutine or a Frame. Returns False,
-        having changed nothing, when the frame needs `step` (the end of the stack, a stack's
-        first scope, a repeated transition, a join check or heartbeat due, rules that
-        dispatch). Call only when `local_steps(rec)`."""
+        having changed nothing, when the frame needs `step` (the end of the stack, a repeated
+        transition, a join check or heartbeat due, rules that dispatch). The scope is entered
+        as `STAGE_FUSED` in the trace: its merge is implied, not recorded. Call only when
+        `local_steps(rec)`."""
         stack = run.stack
         scope, stage = self._resolve(stack, run.requested_scope)
-        if scope is None or stack not in run.stacks_seen:
+        if scope is None:
             return False
         rules = self._locals.get((stack, scope), _UNKNOWN)
         if rules is _UNKNOWN:
@@ -176,8 +178,10 @@ class Walker:
             return False
         if self._exhausted(run, stage):
             return True
-        self._count_visit(run, stage, rec)
-        self._local_scope(run, stack, scope, stage, rules, rec, rec.entered_ns)
+        if stack not in run.stacks_seen:
+            self._first_entry(run, stack, rec)
+        self._count_visit(run, stage, rec, STAGE_FUSED)
+        self._local_scope(run, stack, scope, stage, rules, rec, rec.entered_ns, True)
         return True
 
     async def step(self, run: Run, rec: TraceRecorder) -> None:
@@ -243,10 +247,7 @@ class Walker:
             run.status = "completed"
             return None
         if stack not in run.stacks_seen:
-            run.stacks_seen.append(stack)
-            omit, redact = self.redaction_paths(stack)
-            if omit or redact:
-                rec.add_redactions(omit, redact)
+            self._first_entry(run, stack, rec)
         visit = self._count_visit(run, stage, rec)
         frame = Frame(stack, scope, stage, visit)
         if rec.full:
@@ -254,6 +255,13 @@ class Walker:
         if repeated and self.settings.op_repeat_penalty_ms:
             frame.penalty = self.settings.op_repeat_penalty_ms / 1000.0  # slept by dispatch_sync
         return frame
+
+    def _first_entry(self, run: Run, stack: str, rec: TraceRecorder) -> None:
+        """The walk enters `stack` for the first time: its redaction paths join the trace's."""
+        run.stacks_seen.append(stack)
+        omit, redact = self.redaction_paths(stack)
+        if omit or redact:
+            rec.add_redactions(omit, redact)
 
     @staticmethod
     def _exhausted(run: Run, stage: str) -> bool:
@@ -266,7 +274,7 @@ class Walker:
         return False
 
     @staticmethod
-    def _count_visit(run: Run, stage: str, rec: TraceRecorder) -> int:
+    def _count_visit(run: Run, stage: str, rec: TraceRecorder, code: int = STAGE_ENTER) -> int:
         """A scope entered: its visit counted, the budget written into `_txc`, the
         `stage.enter` event. Returns the visit's number."""
         visits = run.visits
@@ -275,7 +283,7 @@ class Walker:
         budget = run.budget
         budget.write_into(run.envelope)
         if rec.enabled:
-            rec.stage_enter(stage, budget.fuel_used, budget.ttl)
+            rec.stage_enter(stage, budget.fuel_used, budget.ttl, code)
         return visit
 
     def _resolve(self, stack: str, requested: int) -> tuple[int | None, str]:
@@ -618,13 +626,14 @@ class Walker:
         return found
 
     def _local_scope(self, run: Run, stack: str, scope: int, stage: str, rules: tuple[OpRule, ...],
-                     rec: TraceRecorder, start_ns: int = 0) -> None:
+                     rec: TraceRecorder, start_ns: int = 0, implied: bool = False) -> None:
         """A scope of local rules (`_local_rules`) from WHEN to the next position, fused:
         what `select_ops`, each op's tail and `complete_scope` do for ops without EXEC, WITH
         or LOOP, without the objects and calls that only ops which dispatch need. Each
         matched rule is run whole (`local_output`) before the next: the order cannot show,
         as each works on its own copy-on-write input and nothing reaches the envelope before
-        the merge. `start_ns`: when the scope was entered (`perf_counter_ns()`; 0: now)."""
+        the merge. `start_ns`: when the scope was entered (`perf_counter_ns()`; 0: now).
+        `implied`: the scope was entered as STAGE_FUSED, so its merge is not recorded."""
         e0 = run.envelope
         matched = self._matching(e0, rules)
         outputs: list[tuple[str, dict | None]] = []
@@ -657,7 +666,10 @@ class Walker:
         ran = self.merge_outputs(run, stage, outputs, matched, rec, owned=True)
         control = self._control(run, stack, rec)
         if rec.enabled:
-            rec.stage_merge(stage, [ran[0].name] if len(ran) == 1 else list(map(_by_name, ran)))
+            if implied:  # entered as STAGE_FUSED: the merge's number taken, the event implied
+                rec.seq += 1
+            else:
+                rec.stage_merge(stage, [ran[0].name] if len(ran) == 1 else list(map(_by_name, ran)))
         self._move_on(run, stack, scope, stage, control, rec)
 
     # ================================================================ end of scope

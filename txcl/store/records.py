@@ -574,8 +574,18 @@ COMPACT_EVENTS: dict[int, tuple[str, tuple[str, ...]]] = {
     3: ("request.start", ("stack", "src")),
     4: ("request.usage", ("fuel", "bytes_out")),
     5: ("request.end", ("status", "duration_ms", "reason")),  # reason left out when there is none
+    6: ("stage.enter", ("stage", "fuel_used", "ttl")),  # a scope whose merge is implied (below)
 }
-STAGE_ENTER, STAGE_MERGE, REQUEST_START, REQUEST_USAGE, REQUEST_END = 1, 2, 3, 4, 5
+STAGE_ENTER, STAGE_MERGE, REQUEST_START, REQUEST_USAGE, REQUEST_END, STAGE_FUSED = 1, 2, 3, 4, 5, 6
+
+# A scope of local rules only (no EXEC, WITH or LOOP) runs in one piece, and its `stage.merge`
+# would repeat what the trace already holds: the ops merged are the rules whose steps the
+# scope recorded, merged in name order, right after the last of them. So such a scope's entry
+# is recorded as `STAGE_FUSED` and its merge is not written: the recorder only takes the
+# merge's sequence number, which leaves the one gap in the scope's numbering, and readers put
+# the merge back there (`expand_events`), stamped with the time of the record before it. A
+# scope that ended without merging (the walk failed inside it) leaves no gap, so none is made
+# up. Every event and step of a segment's trace is numbered from 1 without other gaps.
 
 
 def event_tuple(event: Sequence[JsonValue], times_from: int = 0) -> tuple:
@@ -592,6 +602,57 @@ def event_tuple(event: Sequence[JsonValue], times_from: int = 0) -> tuple:
         return (event[0], at_ms, f"event.{code}", list(event[3:]))
     kind, fields = known
     return (event[0], at_ms, kind, dict(zip(fields, event[3:])))
+
+
+def expand_events(events: Sequence[Any], steps: Sequence[dict[str, JsonValue]],
+                  times_from: int = 0) -> list:
+    """A trace's recorded or stored events as readers see them: compact ones expanded (to
+    `(seq, at_ms, kind, data)`; events recorded as dicts stay dicts), times made epoch
+    milliseconds, and the implied merges of `STAGE_FUSED` scopes put back. `steps`: the same
+    trace's steps as dicts, their times in epoch milliseconds (`step_dict`)."""
+    expanded = [event_dict(e, times_from) if isinstance(e, dict) else event_tuple(e, times_from)
+                for e in events]
+    fused = [i for i, e in enumerate(events) if not isinstance(e, dict) and e[2] == STAGE_FUSED]
+    return _with_implied_merges(expanded, fused, steps) if fused else expanded
+
+
+def _with_implied_merges(expanded: list, fused: list[int], steps: Sequence[dict[str, JsonValue]]) -> list:
+    """`expanded` with a `stage.merge` made for each scope entered at `expanded[i]`, i in
+    `fused`, at the gap in its numbering (see `STAGE_FUSED`)."""
+    at_of: dict[Any, Any] = {}
+    for event in expanded:
+        if isinstance(event, dict):
+            at_of[event.get("seq")] = event.get("at_ms")
+        else:
+            at_of[event[0]] = event[1]
+    name_of: dict[Any, Any] = {}
+    for step in steps:
+        at_of[step.get("seq")] = step.get("finished_ms")
+        name_of[step.get("seq")] = step.get("name")
+    last = max((seq for seq in at_of if type(seq) is int), default=0)
+    merges = []
+    for i in fused:
+        seq, _at, _kind, data = expanded[i]
+        if type(seq) is not int:
+            continue
+        names = []
+        gap = seq + 1
+        while gap in at_of:
+            if gap in name_of:
+                names.append(name_of[gap])
+            gap += 1
+        if gap < last:  # something was recorded after the merge: the scope did merge
+            merges.append((gap, at_of[gap - 1], "stage.merge",
+                           {"stage": data.get("stage") if isinstance(data, dict) else None,
+                            "ops": sorted(names, key=str)}))
+    if not merges:
+        return expanded
+    return sorted(expanded + merges, key=_event_seq)
+
+
+def _event_seq(event: Any) -> int:
+    seq = event.get("seq") if isinstance(event, dict) else event[0]
+    return seq if type(seq) is int else 0
 
 
 def event_dict(event: Sequence[JsonValue] | dict, times_from: int = 0) -> dict[str, JsonValue]:
@@ -673,9 +734,7 @@ class TraceRecord:
             events = self._events
             if events is None:  # packed: decoded again
                 events = json.loads(self._packed[1])  # type: ignore[index]
-            since = self.times_from or 0
-            self._expanded = [event_dict(e, since) if isinstance(e, dict) else event_tuple(e, since)
-                              for e in events]
+            self._expanded = expand_events(events, self.steps, self.times_from or 0)
         return self._expanded
 
     def __eq__(self, other: object) -> bool:

@@ -36,7 +36,7 @@ class Component:
 
 TRACES = Component(
     "traces",
-    6,
+    7,
     (
         # One row per segment: steps and timeline events are packed as JSON arrays, so writing
         # a trace is one INSERT.
@@ -69,6 +69,10 @@ TRACES = Component(
         # v6: the run index holds only the segments of durable runs
         5: ("DROP INDEX IF EXISTS traces_run",
             "CREATE INDEX IF NOT EXISTS traces_run ON traces (run_id, started_ms) WHERE run_id IS NOT NULL"),
+        # v7: a scope of local rules is stored as one `stage.enter` of its own code and its
+        # merge left implied (see txcl.store.records.STAGE_FUSED); no change to the table, but
+        # an older txcl would show such scopes without their merge
+        6: (),
     },
 )
 

@@ -207,7 +207,7 @@ class TraceRecorder:
         # (seq, at_ms, kind, data), or compact (seq, at_ms, code, *values) (COMPACT_EVENTS),
         # at_ms counted from `times_from`: packed as arrays by the store
         self.events: list[tuple] = []
-        self._seq = 0
+        self.seq = 0  # the last sequence number given to an event or a step
         self.entered_ns = 0  # perf_counter_ns() as the current scope was entered (stage_enter)
         self._detailed = False  # a step holds bodies (full mode, WITH debug = true)
         self._step_dicts = False  # a step was recorded as a dict (`step`), not as a row
@@ -215,8 +215,8 @@ class TraceRecorder:
         self.redact: set[tuple[str, ...]] = set()
 
     def next_seq(self) -> int:
-        self._seq += 1
-        return self._seq
+        self.seq += 1
+        return self.seq
 
     def _at(self) -> int:
         """Now, in milliseconds after the trace's start. (The per-scope events below read the
@@ -227,44 +227,46 @@ class TraceRecorder:
 
     def event(self, kind: str, data: dict[str, Any] | None = None) -> None:
         if self.enabled:
-            self._seq += 1
-            self.events.append((self._seq, self._at(), kind, data))
+            self.seq += 1
+            self.events.append((self.seq, self._at(), kind, data))
 
     # The two commonest events, recorded compact (see `COMPACT_EVENTS`). One method each, not
     # one taking `*values`: they run twice per scope, and unpacking costs ~1% of a walk. The
     # walker calls them and `local_step` only when the recorder is enabled, so they do not
     # check again (~2% of summary tracing's cost): on a disabled recorder they fill lists
     # that `build()` never reads.
-    def stage_enter(self, stage: str, fuel_used: int, ttl: int) -> None:
+    def stage_enter(self, stage: str, fuel_used: int, ttl: int, code: int = STAGE_ENTER) -> None:
         """Also keeps its clock reading as `entered_ns`: the walker times the first local
-        rule's step from it."""
-        self._seq += 1
+        rule's step from it. `code` STAGE_FUSED: the scope's merge will not be recorded but
+        implied (see txcl.store.records.STAGE_FUSED); the walker then takes the merge's
+        sequence number (`seq += 1`) where it would have recorded it."""
+        self.seq += 1
         now = self.entered_ns = _perf_ns()
-        self.events.append((self._seq, (now - self._perf_start_ns) // 1_000_000
+        self.events.append((self.seq, (now - self._perf_start_ns) // 1_000_000
                             if self._wall_clock else self.clock_ms() - self.times_from,
-                            STAGE_ENTER, stage, fuel_used, ttl))
+                            code, stage, fuel_used, ttl))
 
     # A request's first and last events, compact too (once per trace each).
     def request_start(self, stack: str, src: str) -> None:
         if self.enabled:
-            self._seq += 1
-            self.events.append((self._seq, self._at(), REQUEST_START, stack, src))
+            self.seq += 1
+            self.events.append((self.seq, self._at(), REQUEST_START, stack, src))
 
     def request_done(self, fuel: int, bytes_out: int | None, status: str, duration_ms: int,
                      reason: str | None = None) -> None:
         """The request's last two events, `request.usage` and `request.end` (with the reason
         it ended, when there is one), stamped with one clock reading."""
         if self.enabled:
-            seq = self._seq
-            self._seq = seq + 2
+            seq = self.seq
+            self.seq = seq + 2
             at = self._at()
             self.events += ((seq + 1, at, REQUEST_USAGE, fuel, bytes_out),
                             (seq + 2, at, REQUEST_END, status, duration_ms, reason) if reason
                             else (seq + 2, at, REQUEST_END, status, duration_ms))
 
     def stage_merge(self, stage: str, ops: list[str]) -> None:
-        self._seq += 1
-        self.events.append((self._seq, (_perf_ns() - self._perf_start_ns) // 1_000_000
+        self.seq += 1
+        self.events.append((self.seq, (_perf_ns() - self._perf_start_ns) // 1_000_000
                             if self._wall_clock else self.clock_ms() - self.times_from,
                             STAGE_MERGE, stage, ops))
 
@@ -274,8 +276,8 @@ class TraceRecorder:
         kept in full mode or when `detail` (WITH debug = true)."""
         if not self.enabled:
             return
-        self._seq += 1
-        step["seq"] = self._seq
+        self.seq += 1
+        step["seq"] = self.seq
         self._step_dicts = True
         if self.full or detail:
             step["rule"] = rule
@@ -289,10 +291,10 @@ class TraceRecorder:
         """The summary row of a rule without EXEC, timed by `time.perf_counter_ns()` readings
         (milliseconds after the trace's start; the duration kept to the microsecond). Called
         only on an enabled recorder (see `stage_enter`)."""
-        self._seq += 1
+        self.seq += 1
         since = start_ns - self._perf_start_ns
         took = end_ns - start_ns
-        row = (self._seq, stack, scope, name, operation, "noop", status, since // 1_000_000,
+        row = (self.seq, stack, scope, name, operation, "noop", status, since // 1_000_000,
                (since + took) // 1_000_000, took // 1000 / 1000)
         self.steps.append(row if error is None else (*row, None, None, error))
 
@@ -302,8 +304,8 @@ class TraceRecorder:
         that are None left out, times counted from `times_from`. The same step `step()`
         records, without building a dict."""
         if self.enabled:
-            self._seq += 1
-            self.steps.append((self._seq, *row))
+            self.seq += 1
+            self.steps.append((self.seq, *row))
 
     def scope_entered(self, envelope: Any) -> Any:
         """Full mode: the envelope as a scope starts (given back to `scope_done`)."""
