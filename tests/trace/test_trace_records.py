@@ -185,6 +185,70 @@ def test_a_batch_of_traces_is_written_in_order_with_its_empty_columns_null(db_ur
     store.close()
 
 
+def _traced_walks(workspace, count: int) -> list:
+    """`count` summary traces of a 2-scope walk, as the interpreter builds them."""
+    from txcl.ops.tree import load_ops
+    from txcl.runtime.config import Settings
+    from txcl.runtime.interpreter import Interpreter
+
+    ws = workspace({"OPS/s/0100/a.txcl": "EMIT .a = 1", "OPS/s/0200/b.txcl": 'EXEC "txco://noop"'})
+    kept: list = []
+    interp = Interpreter(load_ops(ws), settings=Settings(trace_mode="summary"), trace_sink=kept.append)
+    for n in range(count):
+        interp.run_sync({"n": n}, "s")
+    interp.close()
+    return kept
+
+
+def test_a_large_batch_goes_out_in_multi_row_statements_and_reads_back_whole(workspace, db_url, monkeypatch):
+    """A batch of more traces than one multi-row INSERT holds is written as whole chunks
+    plus the rest row by row; every trace reads back exactly as built, on each backend."""
+    from txcl.store import open_store
+    from txcl.store.procedures import traces_kv
+
+    records = _traced_walks(workspace, 2 * traces_kv._CHUNK + 5)
+    expected = {r.request["rid"]: (dict(r.request), r.steps, r.events) for r in records}
+    store = open_store(db_url)
+    from txcl.store.backend import Tx
+
+    chunked: list[int] = []
+    original = Tx.send
+
+    def counted(self, sql, params=()):
+        if sql in traces_kv._CHUNKED.values():
+            chunked.append(len(params))
+        original(self, sql, params)
+
+    monkeypatch.setattr(Tx, "send", counted)
+    store.write_traces(records)
+    per_row = len(traces_kv._FILLED_COLUMNS) + 3  # and the steps, the events, times_from
+    assert chunked == [traces_kv._CHUNK * per_row] * 2  # two whole chunks; five rows one by one
+    for rid, (request, steps, events) in expected.items():
+        stored = store.get_trace(rid)
+        assert {k: stored.request[k] for k in ("status", "bytes_out", "fuel_used", "started_ms")} == {
+            k: request[k] for k in ("status", "bytes_out", "fuel_used", "started_ms")}
+        assert [{k: v for k, v in st.items() if v is not None} for st in stored.steps] == [
+            {k: v for k, v in st.items() if v is not None} for st in steps]
+        assert stored.events == [dict(zip(("seq", "at_ms", "kind", "data"), e)) for e in events]
+    assert RawDb(store).execute("SELECT count(*) FROM traces")[0][0] == len(expected)
+    store.close()
+
+
+def test_a_large_batch_with_a_trace_written_twice_keeps_the_later(workspace, db_url):
+    """A rid twice in a batch big enough for multi-row statements: written row by row, so
+    the later write wins (PostgreSQL would refuse one statement changing a row twice)."""
+    from txcl.store import open_store
+    from txcl.store.procedures import traces_kv
+
+    records = [_built_trace(f"r{n}") for n in range(traces_kv._CHUNK + 3)]
+    records.append(_built_trace("r1", run_id="run-1"))
+    store = open_store(db_url)
+    store.write_traces(records)
+    assert store.get_trace("r1").request["run_id"] == "run-1"
+    assert RawDb(store).execute("SELECT count(*) FROM traces")[0][0] == traces_kv._CHUNK + 3
+    store.close()
+
+
 def test_group_commit_writer(workspace, db_url):
     from txcl.ops.tree import load_ops
     from txcl.runtime.config import Settings

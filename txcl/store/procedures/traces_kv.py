@@ -9,6 +9,7 @@ arrays), written by ``write_traces`` for many segments in one transaction. Kv: t
 from __future__ import annotations
 
 import json
+from itertools import chain
 from operator import itemgetter
 
 from txcl.store.backend import SqlBackend, Tx
@@ -59,6 +60,35 @@ _WRITE_FILLED_TRACE = (
 )
 
 
+# A batch's traces go out `_CHUNK` rows per INSERT (one statement for many rows, not one per
+# row: on SQLite ~7 k instructions less per trace, a fifth of writing it), the rest row by row.
+# 48 rows of the widest statement bind 912 values, under the 999 older SQLite builds allow.
+_CHUNK = 48
+
+
+def _chunked(single_row_sql: str) -> str:
+    """`single_row_sql` (``INSERT … VALUES (…) ON CONFLICT …``) inserting `_CHUNK` rows."""
+    head, rest = single_row_sql.split(" VALUES (", 1)
+    values, upsert = rest.split(") ON CONFLICT ", 1)
+    return f"{head} VALUES {', '.join([f'({values})'] * _CHUNK)} ON CONFLICT {upsert}"
+
+
+_CHUNKED = {_WRITE_TRACE: _chunked(_WRITE_TRACE), _WRITE_FILLED_TRACE: _chunked(_WRITE_FILLED_TRACE)}
+
+
+def _write_rows(t: Tx, sql: str, rows: list[tuple]) -> None:
+    """`rows` written by `sql`, whole chunks of them by its chunked form. Not when a rid
+    repeats: the later of two writes of a trace wins, and PostgreSQL refuses one statement
+    that changes a row twice."""
+    whole = len(rows) - len(rows) % _CHUNK
+    if whole and len({row[0] for row in rows}) == len(rows):
+        chunked = _CHUNKED[sql]
+        for start in range(0, whole, _CHUNK):
+            t.send(chunked, tuple(chain.from_iterable(rows[start:start + _CHUNK])))
+        rows = rows[whole:]
+    t.many(sql, rows)
+
+
 def _json_dumps(value: JsonValue) -> str:
     from txcl.values.jsonio import dumps
 
@@ -88,11 +118,11 @@ class TraceProcedures:
                 usual = False
             wanted = _WRITE_FILLED_TRACE if usual else _WRITE_TRACE
             if wanted is not sql:
-                t.many(sql, rows)
+                _write_rows(t, sql, rows)
                 rows, sql = [], wanted
             values = _FILLED_ITEMS(request) if usual else _request_values(request)
             rows.append((*values, *trace.packed(pack_trace), trace.times_from))
-        t.many(sql, rows)
+        _write_rows(t, sql, rows)
 
     @read_procedure
     def get_trace(self, t: Tx, rid: str) -> TraceRecord | None:
