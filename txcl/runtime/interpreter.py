@@ -115,6 +115,8 @@ class Interpreter:
             self.trace_writer = TraceWriter(store, trace_batch, trace_batch_delay_s)
             trace_sink = self.trace_writer.submit
         self.trace_sink = trace_sink
+        # a sink that packs every record as it arrives gets it packed by the recorder
+        self._sink_packs = getattr(getattr(trace_sink, "__self__", trace_sink), "packs_records", False) is True
 
     # ------------------------------------------------------------ helpers
     def _pool(self) -> ThreadPoolExecutor:
@@ -256,7 +258,7 @@ class Interpreter:
         return Completed(envelope, run.rid, halted=run.status == "halted", fuel_used=run.budget.fuel_used)
 
     def _write_trace(self, rec: TraceRecorder) -> None:
-        record = rec.build()
+        record = rec.build(self._sink_packs)
         if record is None:
             return
         if self.trace_sink is not None:

@@ -30,6 +30,8 @@ MAX_BATCH = 500
 
 
 class TraceWriter:
+    packs_records = True  # each record is packed as it is queued (see TraceRecord.pack)
+
     def __init__(self, store: Any, linger_s: float = LINGER_S, max_batch: int = MAX_BATCH):
         self.store = store
         self.linger_s = linger_s

@@ -687,17 +687,20 @@ class TraceRecord:
 
     def __init__(self, request: dict[str, JsonValue], steps: list | None = None,
                  events: list[dict[str, JsonValue] | tuple] | None = None, times_from: int | None = None,
-                 rows_only: bool = False):
+                 rows_only: bool = False, packed: tuple[str, str] | None = None):
         """`rows_only`: every step is a summary row (the recorder knows; packing then converts
-        nothing)."""
+        nothing). `packed`: the record made packed, its steps and events given as those texts."""
         self.request = request
         self.times_from = times_from
         self.rows_only = rows_only
-        self._events: list | None = events if events is not None else []
-        self._raw_steps: list | None = steps if steps is not None else []
         self._steps: list[dict[str, JsonValue]] | None = None
         self._expanded: list | None = None
-        self._packed: tuple[str, str] | None = None
+        self._packed: tuple[str, str] | None = packed
+        if packed is None:
+            self._events: list | None = events if events is not None else []
+            self._raw_steps: list | None = steps if steps is not None else []
+        else:
+            self._events = self._raw_steps = None
 
     def packed(self, pack: Callable[[list, list, bool], tuple[str, str]]) -> tuple[str, str]:
         """(steps, events) as JSON texts, made by `pack(raw_steps, events, rows_only)` once."""

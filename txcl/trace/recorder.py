@@ -11,7 +11,7 @@ import time
 from typing import Any, Callable
 
 from txcl.store.records import REQUEST_END, REQUEST_START, REQUEST_USAGE, STAGE_ENTER, STAGE_MERGE, TraceRecord
-from txcl.trace.packing import _orjson
+from txcl.trace.packing import _orjson, pack_trace
 from txcl.trace.redact import ALWAYS_KEYS, Redactor
 from txcl.values.merge import deep_copy
 
@@ -344,7 +344,9 @@ class TraceRecorder:
         self.omit |= omit
         self.redact |= redact
 
-    def build(self) -> TraceRecord | None:
+    def build(self, packed: bool = False) -> TraceRecord | None:
+        """The segment's trace. `packed`: its steps and events as the two JSON texts the
+        store writes, made now (for a writer that would pack it at once anyway)."""
         if not self.enabled:
             return None
         red = Redactor(self.omit, self.redact) if self.full or self._detailed else None
@@ -373,8 +375,12 @@ class TraceRecorder:
                       for e in events]
         # Summary steps go out as recorded: keys holding None are left out when the store
         # packs them (txcl.trace.packing), as the readers treat a missing key as None.
+        rows_only = not self._step_dicts
+        if packed:
+            return TraceRecord(request, times_from=self.times_from, rows_only=rows_only,
+                               packed=pack_trace(steps, events, rows_only))
         return TraceRecord(request, list(steps), list(events), times_from=self.times_from,
-                           rows_only=not self._step_dicts)
+                           rows_only=rows_only)
 
     @staticmethod
     def _diff(change: _ScopeChange, red: Redactor, seen: dict[str, Any] | None = None) -> dict:

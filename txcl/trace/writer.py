@@ -20,6 +20,8 @@ from txcl.trace.packing import pack_trace
 class TraceWriter:
     """Group-commit writer over a TraceStore (thread-safe)."""
 
+    packs_records = True  # each record is packed as it is submitted (see TraceRecord.pack)
+
     def __init__(self, store: Any, max_batch: int = 1, max_delay_s: float = 0.05):
         self.store = store
         self.max_batch = max(1, max_batch)
