@@ -107,7 +107,7 @@ async def _serve_requests(trace_mode: str, n: int) -> None:
     from bench_serve import write_stack
 
     from txcl.runtime.config import Settings
-    from txcl.serve.app import build_state, create_app
+    from txcl.serve.app import build_state, create_app, freeze_startup_heap
 
     ws = Path(tempfile.mkdtemp())
     write_stack(ws)
@@ -115,6 +115,7 @@ async def _serve_requests(trace_mode: str, n: int) -> None:
     if state.trace_writer is not None:
         state.trace_writer.linger_s *= _SLOWDOWN
     app = create_app(state)
+    freeze_startup_heap()  # as `txcl serve` does once the app is built
     scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET",
              "scheme": "http", "path": "/", "raw_path": b"/", "query_string": b"", "root_path": "",
              "headers": [(b"host", b"127.0.0.1:8000"), (b"user-agent", b"bench"), (b"accept", b"*/*")],

@@ -418,3 +418,38 @@ def test_serve_works_on_the_pure_python_stack_and_the_fast_one(small_ws: Path, h
         server.should_exit = True
         thread.join(10)
         sock.close()
+
+
+@pytest.mark.parametrize("watch", [False, True])
+def test_txcl_serve_freezes_the_heap_it_starts_with_unless_watching(tmp_path, monkeypatch, watch):
+    """`run_server` (the process `txcl serve` runs) moves what is alive once the app is built
+    out of the collector's reach, before serving; not under --watch, whose reloads leave the
+    old tree to be collected. And `freeze_startup_heap` does freeze."""
+    import gc
+    import socket
+
+    from txcl.serve import server
+
+    (tmp_path / "OPS" / "s" / "0100").mkdir(parents=True)
+    (tmp_path / "OPS" / "s" / "0100" / "a.txcl").write_text("EMIT .a = 1\n")
+    state = build_state(tmp_path, Settings(watch=watch))
+    frozen: list[bool] = []
+    monkeypatch.setattr(server, "freeze_startup_heap", lambda: frozen.append(True))
+    monkeypatch.setattr(server.TxclServer, "run", lambda self, sockets=None: None)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    try:
+        assert server.run_server(state, sock) is True
+    finally:
+        sock.close()
+        asyncio.run(state.aclose())
+    assert frozen == ([] if watch else [True])
+
+    before = gc.get_freeze_count()
+    from txcl.serve.app import freeze_startup_heap
+
+    try:
+        freeze_startup_heap()
+        assert gc.get_freeze_count() > before
+    finally:
+        gc.unfreeze()

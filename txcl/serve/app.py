@@ -12,6 +12,7 @@ in through `extensions.py`.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 from pathlib import Path
 from typing import Any
@@ -395,6 +396,17 @@ class TxclApp(Starlette):
                 except Exception as exc:  # noqa: BLE001
                     log.warning("txcl: extension shutdown failed: %s: %s", type(exc).__name__, exc)
         await state.aclose()
+
+
+def freeze_startup_heap() -> None:
+    """Move everything alive once the server is built (modules, the OPS tree, compiled
+    rules) out of the garbage collector's reach: it lives as long as the process, and a
+    full collection would otherwise scan all of it again every few thousand requests (a
+    served request with summary tracing: ~4 k instructions less on average, and shorter
+    pauses). For a process that only serves (`txcl serve`), and not under --watch, where a
+    reload leaves the old tree to be collected."""
+    gc.collect()
+    gc.freeze()
 
 
 MCP_PATH = "/_txc/mcp"

@@ -18,7 +18,7 @@ from typing import Any, Iterator
 
 import uvicorn
 
-from txcl.serve.app import ServeState, create_app
+from txcl.serve.app import ServeState, create_app, freeze_startup_heap
 
 log = logging.getLogger("txcl.serve")
 
@@ -112,6 +112,8 @@ def run_server(state: ServeState, sock: socket.socket, *, log_level: str = "info
     (the reason is already logged)."""
     host, port = sock.getsockname()[:2]
     app = create_app(state)
+    if not state.settings.watch:
+        freeze_startup_heap()
     config = uvicorn_config(app, grace_s=state.settings.shutdown_grace / 1000.0, log_level=log_level)
     server = TxclServer(config, state, base_url(host, port))
     try:
