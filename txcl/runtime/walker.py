@@ -37,8 +37,7 @@ from txcl.runtime.schemes.goto import jump_output
 from txcl.runtime.schemes.py import call_py
 from txcl.runtime.schemes.txco import call_builtin
 from txcl.runtime.state import Frame, OpOutcome, PreparedOp, Run
-from txcl.store.records import STEP_ROW_FIELDS
-from txcl.store.records import STAGE_ENTER, STAGE_FUSED
+from txcl.store.records import STAGE_ENTER, STAGE_FUSED, STEP_ROW_FIELDS
 from txcl.trace.recorder import TraceRecorder, _json_size
 from txcl.trace.redact import parse_path_list
 from txcl.values.coerce import bool_form, duration_to_ms
