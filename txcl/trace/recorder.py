@@ -250,9 +250,7 @@ class TraceRecorder:
     def request_start(self, stack: str, src: str) -> None:
         if self.enabled:
             self.seq += 1
-            self.events.append((self.seq, (_perf_ns() - self._perf_start_ns) // 1_000_000
-                                if self._wall_clock else self.clock_ms() - self.times_from,
-                                REQUEST_START, stack, src))
+            self.events.append((self.seq, self._at(), REQUEST_START, stack, src))
 
     def request_done(self, fuel: int, bytes_out: int | None, status: str, duration_ms: int,
                      reason: str | None = None) -> None:
@@ -261,8 +259,7 @@ class TraceRecorder:
         if self.enabled:
             seq = self.seq
             self.seq = seq + 2
-            at = ((_perf_ns() - self._perf_start_ns) // 1_000_000 if self._wall_clock
-                  else self.clock_ms() - self.times_from)
+            at = self._at()
             self.events += ((seq + 1, at, REQUEST_USAGE, fuel, bytes_out),
                             (seq + 2, at, REQUEST_END, status, duration_ms, reason) if reason
                             else (seq + 2, at, REQUEST_END, status, duration_ms))
