@@ -163,13 +163,14 @@ def test_a_won_release_comes_back_with_its_resume_read(cycle):
     read at the resume, as before."""
     service, interp, sent = cycle
     lane_calls: list[str] = []
-    real_call = service.call
 
-    async def counting(fn, *args, **kwargs):
-        lane_calls.append(getattr(fn, "__name__", repr(fn)))
-        return await real_call(fn, *args, **kwargs)
+    def counted(real):
+        async def counting(fn, *args, **kwargs):
+            lane_calls.append(getattr(fn, "__name__", repr(fn)))
+            return await real(fn, *args, **kwargs)
+        return counting
 
-    service.call = counting
+    service.call, service.call_batched = counted(service.call), counted(service.call_batched)
 
     async def main() -> None:
         outcome, claim = await _won_release(service, interp, sent)

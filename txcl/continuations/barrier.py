@@ -41,7 +41,7 @@ async def park_barrier(service: "Services", walker: "OpRunner", run: Run, frame:
     members = sorted(classes, key=lambda pc: pc[0].name)
     specs = [build_unit(service.settings, frame, pop, c) for pop, c in members]
     try:
-        park = await service.call(
+        park = await service.call_batched(
             store.park_suspend, run_spec(run, service.snapshot_of(walker.tree)), fence_of(run), stage=frame.stage,
             kind="barrier", envelope=run.envelope, budgets=run_state(run, frame), units=specs)
     except RunLost as exc:

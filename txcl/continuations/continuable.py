@@ -114,7 +114,7 @@ async def run_continuable(service: "Services", walker: "OpRunner", run: "Run", f
     # promotion: the op outlived `continue_after`, the run is parked
     spec = base_spec(frame, pop, "local", [op_input], deadline_ms=start_ms + timeout)
     try:
-        park = await service.call(
+        park = await service.call_batched(
             service.store.park_suspend, run_spec(run, service.snapshot_of(walker.tree)), fence_of(run),
             stage=frame.stage, kind="promotion", envelope=run.envelope, budgets=run_state(run, frame), units=[spec])
     except RunLost as exc:
