@@ -276,3 +276,60 @@ def test_cycles_go_on_after_another_nodes_migration_widened_the_tables(cycle, db
     for i in range(2, 5):
         asyncio.run(one(i))
     assert store.backend.retry_count() - retries <= 10  # the pool's size: one per connection at most
+
+
+def test_parks_and_finishes_queued_together_share_one_commit(cycle, ack_delay):
+    """Runs that park (or finish) while the store's thread is busy share its next commit: each
+    park and each finish is one write transaction, so the lane runs those queued together as
+    savepoints of one transaction. The store's thread is held busy here until all sixteen
+    calls are queued, so the batch is the same on every run of the test."""
+    import threading
+
+    service, interp, sent = cycle
+    store, lane = service.store, service.lane
+    n = 16
+
+    async def with_lane_held(make: list) -> list:
+        """Start the coroutines while the lane's thread waits; let it go once `n` calls queue."""
+        taken, gate = threading.Event(), threading.Event()
+
+        def hold() -> None:
+            taken.set()
+            gate.wait(10)
+
+        held = lane.submit(hold, (), {}, False)
+        while not taken.is_set():
+            await asyncio.sleep(0.001)
+        tasks = [asyncio.ensure_future(c) for c in make]
+        for _ in range(5000):
+            if len(lane._jobs) >= n or all(t.done() for t in tasks):
+                break
+            await asyncio.sleep(0.002)
+        queued = len(lane._jobs)
+        gate.set()
+        await held
+        return [queued, *await asyncio.gather(*tasks)]
+
+    async def main() -> None:
+        start = store.commit_count()
+        queued, *outcomes = await with_lane_held([interp.run({"order": {"id": i, "amount": 10}}, "shop")
+                                                  for i in range(n)])
+        assert queued == n and all(isinstance(o, Suspended) for o in outcomes), outcomes
+        parked = store.commit_count()
+        # the parks: one commit; each drain check after the dispatch only reads; acks sent
+        # at once are marked in commits of their own (shared when they queue together too)
+        assert parked - start == 1 if ack_delay else 2 <= parked - start <= 1 + n
+        claims = []
+        for d in list(sent):
+            _, release = await service.complete(d.opc, "completed", {"bonus": 5}, source="callback", token=d.token)
+            assert release is not None and release.won
+            claims.append(release.claim)
+        sent.clear()
+        admitted = store.commit_count()
+        queued, *finals = await with_lane_held([service.drive_resume(c) for c in claims])
+        assert queued == n
+        assert all(isinstance(f, Completed) and f.envelope["total"] == 15 for f in finals), finals
+        assert store.commit_count() - admitted == 1  # sixteen finishes, one commit
+        assert {store.get_run(o.run_id).status for o in outcomes} == {"completed"}
+
+    asyncio.run(main())
