@@ -333,3 +333,32 @@ def test_parks_and_finishes_queued_together_share_one_commit(cycle, ack_delay):
         assert {store.get_run(o.run_id).status for o in outcomes} == {"completed"}
 
     asyncio.run(main())
+
+
+def test_a_cycle_hands_work_to_the_store_thread_three_times(cycle, ack_delay):
+    """The park, the callback's admission (with the resume's read), the finish — and the
+    worker's ack when it is written at once. A member whose call is out settles when that
+    call's outcome is admitted, so no drain check follows the dispatch."""
+    service, interp, sent = cycle
+    lane = service.lane
+    read_units: list[str] = []
+    real_get_unit = service.store.get_unit
+
+    def get_unit(unit_id):
+        read_units.append(unit_id)
+        return real_get_unit(unit_id)
+
+    service.store.get_unit = get_unit
+
+    async def main() -> list[int]:
+        trips = []
+        for i in range(3):
+            before = lane.trips
+            outcome, claim = await _won_release(service, interp, sent)
+            final = await service.drive_resume(claim)
+            assert isinstance(final, Completed) and final.envelope["total"] == 15
+            trips.append(lane.trips - before)
+        return trips
+
+    assert asyncio.run(main()) == [3 if ack_delay else 4] * 3
+    assert read_units == []

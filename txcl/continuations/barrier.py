@@ -83,7 +83,12 @@ async def park_barrier(service: "Services", walker: "OpRunner", run: Run, frame:
                 claims.extend(extra)
             drained = None
         else:
-            acks, claims, drained = await service.send_then(workers, origin, after=drain)
+            # A member with a call out settles when that call's outcome is admitted, and the
+            # admission tries the release itself; only a member that can settle with no outcome
+            # (zero items, or failed at dispatch) needs the drain now.
+            called = {d.unit_id for d in park.dispatches}
+            needs_drain = any(unit_id not in called for unit_id in member_ids)
+            acks, claims, drained = await service.send_then(workers, origin, after=drain if needs_drain else None)
         ack_by_opc = {a.opc: a for a in acks}
         for d in workers:
             pop = by_unit[d.unit_id][0]
