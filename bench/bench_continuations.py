@@ -3,11 +3,11 @@ backend, beside bare single-row commits of the same backend measured in the same
 
 One cycle = a request walks a 2-scope stack whose scope 100 holds a `mode = "async"` op:
 classify, park, dispatch (the worker's 202 is simulated in-process: no HTTP, so the figure is
-the engine and the store, not the loopback network), the ack held back, then the
-callback's admit (with the held ack) and release with a token, then the resume: claim, rebuild of the member op
-from the frozen snapshot, tail, merge, SET POST, the next scope and finish. Traces are off
-(`txcl serve` writes them off the request path). Store calls go through the lane's thread, as
-under `txcl serve`.
+the engine and the store, not the loopback network), the worker's ack held back, then the
+callback's admission (writing the held ack) and release with a token, then the resume: claim,
+rebuild of the member op from the frozen snapshot, tail, merge, SET POST, the next scope and
+finish. Traces are off (`txcl serve` writes them off the request path). Store calls go
+through the lane's thread, as under `txcl serve`.
 
 Printed per backend: cycles/s, CPU ms per cycle (this process), commits per cycle, trips to the
 store's thread per cycle (each a hand-off and a wake-up back), raw commits/s and cycles/s : raw

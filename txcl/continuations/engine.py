@@ -83,8 +83,8 @@ class ContinuationEngine:
             if run.status in ("completed", "halted"):
                 result = deep_copy(run.envelope)
                 strip_budget_fields(result)
-                await self.service.call_batched(store.finish_segment, run.run_id, fence_of(run), status="completed",
-                                        result=result)
+                await self.service.call_batched(store.finish_segment, run.run_id, fence_of(run),
+                                                status="completed", result=result)
             elif run.reason == "txcl_run_lost":
                 return
             else:
@@ -92,7 +92,7 @@ class ContinuationEngine:
                 if isinstance(error, dict) and isinstance(error.get("error"), dict) and len(error) == 1:
                     error = error["error"]
                 await self.service.call_batched(store.finish_segment, run.run_id, fence_of(run), status="failed",
-                                        error=error, fail_reason=run.reason or "failed")
+                                                error=error, fail_reason=run.reason or "failed")
         except RunLost as exc:
             log.warning("txcl: %s", exc)
             run_lost(run, exc)

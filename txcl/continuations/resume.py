@@ -142,8 +142,9 @@ async def _fail_resume(service: "Services", run: Run, claim: ClaimRecord, exc: E
     log.exception("txcl: the resume of %s failed", run.run_id)
     error = {"code": RESUME_FAILED, "message": f"the resume failed: {type(exc).__name__}: {exc}"}
     try:
-        await service.call_batched(service.store.finish_segment, claim.run_id, Fence(claim.segment_id, claim.claim_token),
-                           status="failed", error=error, fail_reason="resume_failed")
+        await service.call_batched(service.store.finish_segment, claim.run_id,
+                                   Fence(claim.segment_id, claim.claim_token),
+                                   status="failed", error=error, fail_reason="resume_failed")
     except (RunLost, StoreUnavailable) as lost:
         log.warning("txcl: could not record the failed resume of %s: %s", run.run_id, lost)
 
