@@ -1,12 +1,13 @@
 """Trace writing off the request path: the interpreter's trace sink queues each record, and
 the event loop writes what accumulated every LINGER_S in one transaction.
 
-Why on the loop and not in a writer thread: `write_traces` runs a dozen small statements per
-record and sqlite3 releases the GIL around each one, so a writer thread hands the GIL back
-and forth with the request loop thousands of times per batch. Measured on a loaded 2-core
-machine that cost ~430 µs of CPU per request, against ~150 µs when the same batches are
-written on the loop. The price is a pause of the loop while a batch commits (a few ms per
-50 ms of traffic), bounded by MAX_BATCH.
+Why on the loop and not in a writer thread: sqlite3 releases the GIL around every statement,
+and each time a writer thread takes it back from the busy request loop costs both threads
+CPU. When every trace was a statement of its own, that cost ~430 µs of CPU per request
+against ~150 µs on the loop; now that a batch goes out in a few multi-row INSERTs, a writer
+thread still costs ~4 µs per request more (about 116 against 112 µs in process, requests
+back to back, on a 2-core machine). The price of the loop is a pause while a batch commits
+(about a millisecond per 50 ms of traffic), bounded by MAX_BATCH.
 
 Records that arrive from another thread are handed to the loop, or written at once when no
 loop is running. `flush()` writes everything queued (tests, shutdown). Traces still queued
