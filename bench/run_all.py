@@ -130,11 +130,13 @@ def print_headlines(path: Path) -> None:
     if not rows:
         return
     print("\n== headlines (medians; ratio = the figure / its baseline, both measured in this run)")
-    print(f"   {'measure':<52} {'median':>20}  {'ratio':>6}  {'baseline':<36} goal")
+    wide = max(52, *(len(row["measure"]) for row in rows))  # columns as wide as their longest entry
+    base = max(36, *(len(row["baseline"]) for row in rows))
+    print(f"   {'measure':<{wide}} {'median':>20}  {'ratio':>6}  {'baseline':<{base}} goal")
     for row in rows:
         value = f"{row['value']:,.1f} {row['unit']}" if row["value"] < 100 else f"{row['value']:,.0f} {row['unit']}"
         ratio = f"{row['ratio']:.2f}" if row["ratio"] is not None else ""
-        print(f"   {row['measure']:<52} {value:>20}  {ratio:>6}  {row['baseline']:<36} {row['goal']}")
+        print(f"   {row['measure']:<{wide}} {value:>20}  {ratio:>6}  {row['baseline']:<{base}} {row['goal']}".rstrip())
 
 
 if __name__ == "__main__":
