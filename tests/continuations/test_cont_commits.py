@@ -84,20 +84,20 @@ def test_a_cycle_commits_three_times(cycle, ack_delay):
 
 
 def test_an_admission_commits_even_when_its_continuation_fails(cycle):
-    """Continuing raises inside the shared transaction: only its savepoint is rolled back,
-    the admission is durable, and a repeat of the callback continues the run."""
+    """Continuing raises inside the shared transaction: only what it wrote is rolled back
+    (the transaction runs again with a savepoint per call, and continuing fails again), the
+    admission is durable, and a repeat of the callback continues the run."""
     service, interp, sent = cycle
     store = service.store
-    calls = {"n": 0}
+    broken = {"yes": True}
     real = service.materialize
 
-    def failing_once(*args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == 1:
+    def failing(*args, **kwargs):
+        if broken["yes"]:
             raise RuntimeError("materialise went wrong")
         return real(*args, **kwargs)
 
-    service.materialize = failing_once
+    service.materialize = failing
 
     async def main() -> None:
         outcome = await interp.run({"order": {"id": 1, "amount": 10}}, "shop")
@@ -108,6 +108,7 @@ def test_an_admission_commits_even_when_its_continuation_fails(cycle):
         terminal = store.get_terminal(d.opc)
         assert terminal is not None and terminal.payload == {"bonus": 5}  # the admission committed
         assert store.get_run(outcome.run_id).status == "waiting"  # nothing was released
+        broken["yes"] = False
         admit, release = await service.complete(d.opc, "completed", {"bonus": 5}, source="callback", token=d.token)
         assert admit.outcome == "duplicate" and release is not None and release.won
         final = await service.drive_resume(release.claim)

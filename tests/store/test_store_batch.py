@@ -1,6 +1,7 @@
-"""Group commit (`run_batch`): several independent procedures in one write transaction, a
-savepoint each, one COMMIT; a call that fails is rolled back alone; fault points are marked
-only after the common commit; a broken transaction falls back to one transaction per call."""
+"""Group commit (`run_batch`): several independent procedures in one write transaction, one
+COMMIT; the calls run without savepoints until one raises, then the batch runs again with a
+savepoint each, so a call that fails is rolled back alone; fault points are marked only after
+the common commit; a broken transaction falls back to one transaction per call."""
 
 from __future__ import annotations
 
@@ -23,6 +24,82 @@ def store(db_url):
 
 def _admit(store, d, output):
     return functools.partial(store.admit_terminal, d.opc, "completed", output, source="callback", token=d.token)
+
+
+def _statements(store, monkeypatch) -> list[str]:
+    """Every statement the backend sends from now on (its first two words), once each (a
+    statement sent may go on to be executed)."""
+    seen: list[str] = []
+    inside = [False]
+    backend = store.backend
+    for name in ("_execute", "_send"):
+        real = getattr(backend, name)
+
+        def spy(conn, sql, params, _real=real):
+            if inside[0]:
+                return _real(conn, sql, params)
+            text = sql.decode() if isinstance(sql, bytes) else str(sql)
+            seen.append(" ".join(text.split()[:2]))
+            inside[0] = True
+            try:
+                return _real(conn, sql, params)
+            finally:
+                inside[0] = False
+
+        monkeypatch.setattr(backend, name, spy)
+    return seen
+
+
+def _kv_writer(store, key, *, fail: bool = False):
+    """A store call writing one kv row, then raising when `fail` (what it wrote must go)."""
+    def write(t):
+        t.run("INSERT INTO kv (ns, key, value_json, version, updated_ms) VALUES ('t', ?, '1', 1, 0)", (key,))
+        if fail:
+            raise ValueError(f"{key} refused")
+        return key
+
+    return functools.partial(store.backend.transact, write)
+
+
+def _kv_keys(store) -> list[str]:
+    return [r[0] for r in store.backend.read(lambda t: t.all("SELECT key FROM kv WHERE ns = 't' ORDER BY key"))]
+
+
+def test_a_batch_whose_calls_all_succeed_runs_without_savepoints(store, monkeypatch):
+    """A savepoint makes the database keep a copy of every page the call changes: a batch
+    takes them only once a call has raised."""
+    seen = _statements(store, monkeypatch)
+    outcomes = store.run_batch([_kv_writer(store, "a"), _kv_writer(store, "b"), _kv_writer(store, "c")])
+    assert outcomes == [(True, "a"), (True, "b"), (True, "c")]
+    assert not [s for s in seen if "SAVEPOINT" in s]
+    assert _kv_keys(store) == ["a", "b", "c"]
+
+
+def test_a_call_that_raises_sends_the_batch_round_again_with_a_savepoint_per_call(store, monkeypatch):
+    seen = _statements(store, monkeypatch)
+    before = store.commit_count()
+    outcomes = store.run_batch([_kv_writer(store, "a"), _kv_writer(store, "b", fail=True), _kv_writer(store, "c")])
+    assert outcomes[0] == (True, "a") and outcomes[2] == (True, "c")
+    assert not outcomes[1][0] and str(outcomes[1][1]) == "b refused"
+    assert store.commit_count() == before + 1  # the first attempt was rolled back, not committed
+    assert seen.count("SAVEPOINT txcl_call") == 3 and seen.count("ROLLBACK TO") == 1
+    assert _kv_keys(store) == ["a", "c"]  # what the failed call wrote is gone, the rest stands
+
+
+def test_calls_after_a_caught_failure_never_see_what_it_half_wrote(store):
+    """`run_together`: a call raises after writing and `fn` catches it; the next call must not
+    find that row — in the attempt without savepoints it is refused at once, and the attempt
+    with savepoints has rolled the failed call back before it runs."""
+    def fn():
+        _kv_writer(store, "a")()
+        try:
+            _kv_writer(store, "b", fail=True)()
+        except ValueError:
+            pass
+        return store.backend.transact(lambda t: t.one("SELECT count(*) FROM kv WHERE ns = 't' AND key = 'b'")[0])
+
+    assert store.run_together(fn) == 0
+    assert _kv_keys(store) == ["a"]
 
 
 def test_batch_admits_share_one_commit_and_a_failing_call_is_rolled_back_alone(store):

@@ -151,7 +151,7 @@ class ContinuationStore(Protocol):
         """The database clock (or the injected test clock), ms since the epoch."""
 
     def run_batch(self, calls: Sequence[Callable[[], object]]) -> list[tuple[bool, object]]:
-        """Independent calls as savepoints of one transaction (one commit)."""
+        """Independent calls in one transaction (one commit); a call that fails is undone alone."""
 
     def run_together(self, fn: Callable[[], T]) -> T:
         """``fn``'s store calls (each may read what the one before wrote) in one transaction."""

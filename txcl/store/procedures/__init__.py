@@ -1,8 +1,8 @@
 """The store's procedures, written once against :class:`txcl.store.backend.Tx`.
 
 A procedure is a method taking the transaction as its first argument after ``self``;
-``@write_procedure`` runs it in one write transaction of the store's backend (a savepoint when
-it is part of a batch), ``@read_procedure`` outside any. Callers never see the ``Tx``: they call
+``@write_procedure`` runs it in one write transaction of the store's backend (a part of the
+batch's transaction when it is in one), ``@read_procedure`` outside any. Callers never see the ``Tx``: they call
 ``store.mark_ack(acks)``.
 """
 

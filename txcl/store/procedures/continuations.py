@@ -163,7 +163,7 @@ class ContinuationProcedures:
         return self.backend.run_batch(calls)
 
     def run_together(self, fn: Callable[[], T]) -> T:
-        """``fn``'s store calls in one write transaction (each a savepoint, one commit)."""
+        """``fn``'s store calls in one write transaction (one commit; see ``SqlBackend.run_together``)."""
         return self.backend.run_together(fn)
 
     def admit_and_continue(self, opc: str, status: str, payload: JsonValue, *, source: str,
@@ -172,7 +172,7 @@ class ContinuationProcedures:
                            ) -> tuple[AdmitResult, ReleaseResult | Exception | None]:
         """``admit_terminal`` and, when it admits (or finds the same outcome already in),
         ``continue_release``, in one write transaction: one commit where there were two. The
-        admission never depends on the continuation: when continuing fails, its savepoint
+        admission never depends on the continuation: when continuing fails, what it wrote
         alone is rolled back, the admission commits, and the exception is returned in place
         of the release (the caller handles it as if the continuation had failed on its own)."""
         def both() -> tuple[AdmitResult, ReleaseResult | Exception | None]:
