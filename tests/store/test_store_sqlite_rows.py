@@ -1,6 +1,5 @@
-"""What is particular to the SQLite backend: None is bound through an adapter txcl registers
-(one dict lookup instead of sqlite3's failing attribute lookups; the value stored is still
-NULL and reads back as None); rows become dicts once; temporary files stay in memory."""
+"""SQLite binds None through an adapter txcl registers (one dict lookup instead of sqlite3's
+failing attribute lookups); the value stored is still NULL and reads back as None."""
 
 from __future__ import annotations
 
@@ -56,36 +55,3 @@ def test_record_builders_read_postgresql_rows_as_the_row_reads_them():
     row = _Row((10, 20, 30), index)
     assert columns(row) == {"a": row["a"], "b": row["b"]} == {"a": 20, "b": 30}
     assert columns(_Row((1, b"x"), {"n": 0, "blob": 1})) == {"n": 1, "blob": b"x"}
-
-
-def _temp_store(store) -> int:
-    return store.backend.connection().execute("PRAGMA temp_store").fetchone()[0]
-
-
-def test_temporary_files_are_kept_in_memory_but_vacuum_and_upgrades_write_theirs_to_disk(tmp_path):
-    """A batch's savepoints keep the pages they change in a sub-journal, which SQLite writes to a
-    temporary file past 64 KiB unless temporary files are kept in memory (2 = MEMORY); a
-    VACUUM copies the whole database into a temporary one, so it runs with them on disk (1)."""
-    import threading
-
-    from txcl.store import schema
-
-    store = open_store(tmp_path / "m.db")
-    try:
-        assert _temp_store(store) == 2
-        other: list[int] = []
-        thread = threading.Thread(target=lambda: other.append(_temp_store(store)))  # a connection per thread
-        thread.start()
-        thread.join()
-        assert other == [2]
-        seen: list[str] = []
-        store.backend.connection().set_trace_callback(seen.append)
-        store.vacuum()
-        schema.migrate(store.backend)
-        store.backend.connection().set_trace_callback(None)
-        pragmas = [s for s in seen if "temp_store" in s or s in ("VACUUM", "BEGIN IMMEDIATE")]
-        assert pragmas == ["PRAGMA temp_store = FILE", "VACUUM", "PRAGMA temp_store = MEMORY",
-                           "PRAGMA temp_store = FILE", "BEGIN IMMEDIATE", "PRAGMA temp_store = MEMORY"]
-        assert _temp_store(store) == 2
-    finally:
-        store.close()

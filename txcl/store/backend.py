@@ -29,7 +29,6 @@ differ between SQLite and PostgreSQL (placeholders, column types, the row-lock c
 
 from __future__ import annotations
 
-import contextlib
 import re
 import threading
 import time
@@ -628,11 +627,6 @@ class SqlBackend:
     def vacuum(self) -> None:
         """Return the space of deleted rows (after a purge) to the file system."""
         raise NotImplementedError
-
-    def bulk(self) -> contextlib.AbstractContextManager[None]:
-        """Around work on the whole database (a schema upgrade): whatever the backend needs
-        for it beyond a usual transaction (default: nothing)."""
-        return contextlib.nullcontext()
 
     def close(self) -> None:
         raise NotImplementedError

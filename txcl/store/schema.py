@@ -414,8 +414,7 @@ def migrate(backend: SqlBackend) -> list[ComponentStatus]:
                   (component.name, component.version))
         return found
 
-    with backend.bulk():  # an upgrade may index a table that already holds every row
-        return backend.transact(body)
+    return backend.transact(body)
 
 
 __all__ = ["Component", "ComponentStatus", "COMPONENTS", "migrate", "status", "check_current"]

@@ -1,7 +1,7 @@
 """The SQLite backend: one database file, WAL, durable commits, ``BEGIN IMMEDIATE``.
 
 Every thread uses its own connection (WAL mode, ``synchronous=FULL``, a busy timeout, foreign
-keys, temporary files in memory: see ``TEMP_IN_MEMORY``). Write transactions start with ``BEGIN IMMEDIATE``, which takes SQLite's write lock:
+keys). Write transactions start with ``BEGIN IMMEDIATE``, which takes SQLite's write lock:
 writers are serialised, which is the run lock every procedure asks for (``tx.lock_run`` is a
 plain read here) and makes deadlocks impossible. Several processes on one host may share the
 file. Inside one process, writers queue on a lock before ``BEGIN IMMEDIATE``: SQLite's own
@@ -10,12 +10,11 @@ busy handler polls with sleeps of 1–100 ms, far slower than the transactions t
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from txcl.datadir import make
 from txcl.store.backend import Dialect, SqlBackend
@@ -61,18 +60,6 @@ def sqlite_path(db: str | Path) -> Path:
 
 
 WAL_SIZE_LIMIT = 4 * 1024 * 1024  # bytes of WAL kept after a checkpoint
-
-# Temporary files in memory (``PRAGMA temp_store = MEMORY``). A batch of store calls (group
-# commit) runs each call in a savepoint, and SQLite keeps the pages a savepoint changes in a
-# sub-journal, which it writes out to a temporary file once it holds more than 64 KiB: a
-# call of the durable cycle touches ~18 pages, so every call of a batch created, wrote and
-# deleted a file — ~80 extra writes per cycle, ~14 % of a cycle's CPU with 16 clients at
-# once. Kept in memory, a sub-journal lives as long as its batch and is as large as what the
-# batch changes. The txcl store's other temporary files are sorts of one run's rows; only
-# whole-database work (VACUUM, which copies the database into a temporary one, and schema
-# upgrades that index an existing table) writes its temporary files to disk (``bulk``).
-TEMP_IN_MEMORY = "PRAGMA temp_store = MEMORY"
-TEMP_ON_DISK = "PRAGMA temp_store = FILE"
 
 
 class SqliteBackend(SqlBackend):
@@ -121,7 +108,6 @@ class SqliteBackend(SqlBackend):
                 conn.execute("PRAGMA journal_mode = WAL" if self.synchronous == "FULL" else "PRAGMA journal_mode = MEMORY")
                 conn.execute(f"PRAGMA synchronous = {self.synchronous}")
                 conn.execute("PRAGMA foreign_keys = ON")
-                conn.execute(TEMP_IN_MEMORY)
                 # after a checkpoint the WAL shrinks back to this size (it otherwise stays as
                 # large as the largest transaction ever written, e.g. one with a 20 MiB body)
                 conn.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT}")
@@ -152,24 +138,13 @@ class SqliteBackend(SqlBackend):
                 raise self.translate(exc) or StoreError(str(exc)) from exc
 
     def vacuum(self) -> None:
-        with self._write_lock, self.bulk():
+        with self._write_lock:
             try:
                 conn = self.connection()
                 conn.execute("VACUUM")
                 conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
             except sqlite3.Error as exc:
                 raise self.translate(exc) or StoreError(str(exc)) from exc
-
-    @contextlib.contextmanager
-    def bulk(self) -> Iterator[None]:
-        """Whole-database work on this thread's connection with its temporary files on disk
-        (see ``TEMP_IN_MEMORY``): a VACUUM's copy of the database, a new index's sort."""
-        conn = self.connection()
-        conn.execute(TEMP_ON_DISK)
-        try:
-            yield
-        finally:
-            conn.execute(TEMP_IN_MEMORY)
 
     # ------------------------------------------------------------------ primitives
     def _execute(self, conn: sqlite3.Connection, sql: str, params: tuple) -> Any:
