@@ -15,9 +15,10 @@ and is decoded as plain JSON, at no extra cost.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from typing import Any, Callable
+
+from txcl.store import jsoncols
 
 BLOB_MIN = 64 * 1024  # characters: strings this long are stored once per run
 _NUL = "\x00"
@@ -25,7 +26,7 @@ _REF = "\x00b:"
 _ESCAPED_NUL = "\\u0000"
 
 
-_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode  # one encoder, not one per call
+_dumps = jsoncols.dumps  # the text of every document column
 
 
 def pack(value: Any, blobs: dict[str, str]) -> str | None:
@@ -59,7 +60,7 @@ def unpack(text: str | None, fetch: Callable[[list[str]], dict[str, str]]) -> An
     texts) and escaped NULs restored."""
     if text is None:
         return None
-    value = json.loads(text)
+    value = jsoncols.loads(text)
     if _ESCAPED_NUL not in text:
         return value
     wanted: list[str] = []

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
+from txcl.store import jsoncols
 from txcl.store.blobs import needs_fetch, referenced_digests, unpack
 from txcl.store.records import (
     ChildRecord,
@@ -22,18 +22,9 @@ if TYPE_CHECKING:
 Row = Any  # a result row, readable by column name (sqlite3.Row, or the PostgreSQL backend's row)
 
 
-# one encoder and one decoder for every column (json.dumps with options builds an encoder
-# per call); the same texts as json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
-_decode = json.JSONDecoder().decode
-
-
-def dumps(value: JsonValue) -> str | None:
-    return None if value is None else _encode(value)
-
-
-def loads(text: str | None) -> JsonValue:
-    return None if text is None else _decode(text)
+# every document column's text, written and read the one way (see txcl.store.jsoncols)
+dumps = jsoncols.dumps
+loads = jsoncols.loads
 
 
 def load_doc(text: str | None, t: Tx | None, run_id: str) -> JsonValue:
