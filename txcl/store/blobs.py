@@ -18,7 +18,8 @@ import hashlib
 import re
 from typing import Any, Callable
 
-from txcl.store import jsoncols
+from txcl.store.jsoncols import dumps as _dumps
+from txcl.store.jsoncols import loads as _loads
 
 BLOB_MIN = 64 * 1024  # characters: strings this long are stored once per run
 _NUL = "\x00"
@@ -26,7 +27,6 @@ _REF = "\x00b:"
 _ESCAPED_NUL = "\\u0000"
 
 
-_dumps = jsoncols.dumps  # the text of every document column
 
 
 def pack(value: Any, blobs: dict[str, str]) -> str | None:
@@ -60,7 +60,7 @@ def unpack(text: str | None, fetch: Callable[[list[str]], dict[str, str]]) -> An
     texts) and escaped NULs restored."""
     if text is None:
         return None
-    value = jsoncols.loads(text)
+    value = _loads(text)
     if _ESCAPED_NUL not in text:
         return value
     wanted: list[str] = []

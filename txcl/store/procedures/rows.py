@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from txcl.store import jsoncols
 from txcl.store.blobs import needs_fetch, referenced_digests, unpack
+# every document column's text, written and read one way (the procedures import dumps from here)
+from txcl.store.jsoncols import dumps, loads  # noqa: F401
 from txcl.store.records import (
     ChildRecord,
     ClaimRecord,
@@ -22,9 +23,6 @@ if TYPE_CHECKING:
 Row = Any  # a result row, readable by column name (sqlite3.Row, or the PostgreSQL backend's row)
 
 
-# every document column's text, written and read the one way (see txcl.store.jsoncols)
-dumps = jsoncols.dumps
-loads = jsoncols.loads
 
 
 def load_doc(text: str | None, t: Tx | None, run_id: str) -> JsonValue:
