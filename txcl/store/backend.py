@@ -14,7 +14,7 @@ here turns those into
 - ``run_batch(calls)``: several independent procedures in one transaction (group commit). A
   call that raises is rolled back alone; should the transaction itself break, every call is
   run again on its own, exactly as without batching. The calls first run without savepoints
-  (a savepoint makes the database keep a copy of every page the call changes, ~10 % of a
+  (a savepoint makes the database keep a copy of every page the call changes: 5–10 % of a
   durable cycle's CPU): should one raise, the transaction is rolled back and the batch run
   again with a savepoint per call. Where writers run in parallel
   (PostgreSQL), a batch waits for a row lock only briefly (``_limit_lock_waits``): its calls
@@ -274,7 +274,7 @@ class SqlBackend:
 
     # ------------------------------------------------------------------ transactions
     def transact(self, fn: Callable[[Tx], T]) -> T:
-        """Run ``fn`` in one write transaction (a savepoint inside a batch) and commit."""
+        """Run ``fn`` in one write transaction and commit (inside a batch: in the batch's)."""
         batch = self._batch
         if batch.conn is not None:
             return self._in_bare_batch(batch, fn) if batch.bare else self._in_savepoint(batch, fn)
@@ -371,9 +371,10 @@ class SqlBackend:
         """Run `fn`, which makes several store calls in a row (each may use what the one before
         wrote), in ONE write transaction with one COMMIT. A call that raises rolls back its own
         writes only, so `fn` may catch it and the calls before it still commit (`fn` then runs
-        again with a savepoint per call: see ``run_batch``). Inside a batch it simply joins the batch. When the transaction cannot be
-        used (a retryable driver error, a lost connection), `fn` runs again with each call
-        committing on its own, as if it were not grouped."""
+        again with a savepoint per call: see ``run_batch``). Inside a batch it simply joins the
+        batch. When the transaction cannot be used (a retryable driver error, a lost
+        connection), `fn` runs again with each call committing on its own, as if it were not
+        grouped."""
         if self._batch.conn is not None:
             return fn()
         ok, value = self.run_batch([fn], together=True)[0]
