@@ -277,7 +277,7 @@ class SqlBackend:
         """Run ``fn`` in one write transaction and commit (inside a batch: in the batch's)."""
         batch = self._batch
         if batch.conn is not None:
-            return self._in_bare_batch(batch, fn) if batch.bare else self._in_savepoint(batch, fn)
+            return self._in_batch(batch, fn)
         attempt = 0
         while True:
             attempt += 1
@@ -317,13 +317,20 @@ class SqlBackend:
         transaction may be repeated. (A connection lost while committing may have committed.)"""
         return False
 
-    def _in_bare_batch(self, batch: _Batch, fn: Callable[[Tx], T]) -> T:
-        """A call of a batch without a savepoint: should it raise, what it wrote cannot be
-        undone alone, so the batch is marked to be run again with savepoints (or, after a
-        retryable driver error, call by call)."""
-        if batch.redo:  # an earlier call raised and `fn` caught it: this attempt is given up
+    def _in_batch(self, batch: _Batch, fn: Callable[[Tx], T]) -> T:
+        """A call of the batch open on this thread. Bare (``batch.bare``), it runs without a
+        savepoint: should it raise, what it wrote cannot be undone alone, so the batch is marked
+        to be run again with savepoints. Otherwise it runs in a savepoint of its own, rolled back
+        alone when it raises. After a retryable driver error the batch is redone call by call,
+        where the retry policy applies."""
+        bare = batch.bare
+        if bare and batch.redo:  # an earlier call raised and `fn` caught it: this attempt is given up
             raise _GivenUp("the batch runs again with savepoints")
         conn = batch.conn
+        if not bare:
+            # SAVEPOINT and RELEASE return nothing: sent without waiting for the answer where the
+            # backend can (PostgreSQL pipelines them: two round trips fewer per call of a batch)
+            self._send(conn, "SAVEPOINT txcl_call", ())
         tx = Tx(self, conn, self._tx_now(conn))
         try:
             result = fn(tx)
@@ -331,26 +338,9 @@ class SqlBackend:
             driver, _ = self._driver_error(exc)
             if driver is not None and self.retryable(driver):
                 batch.broken = True
-            batch.redo = True
-            raise
-        if batch.fired is not None:
-            batch.fired.extend(tx.fired)
-        if batch.notices is not None:
-            batch.notices.extend(tx.notices)
-        return result
-
-    def _in_savepoint(self, batch: _Batch, fn: Callable[[Tx], T]) -> T:
-        # SAVEPOINT and RELEASE return nothing: sent without waiting for the answer where the
-        # backend can (PostgreSQL pipelines them: two round trips fewer per call of a batch)
-        conn = batch.conn
-        self._send(conn, "SAVEPOINT txcl_call", ())
-        tx = Tx(self, conn, self._tx_now(conn))
-        try:
-            result = fn(tx)
-        except BaseException as exc:
-            driver, _ = self._driver_error(exc)
-            if driver is not None and self.retryable(driver):
-                batch.broken = True  # redo call by call, where the retry policy applies
+            if bare:
+                batch.redo = True
+                raise
             try:
                 if self._in_transaction(conn):
                     self._execute(conn, "ROLLBACK TO SAVEPOINT txcl_call", ())
@@ -360,7 +350,8 @@ class SqlBackend:
             except Exception:  # noqa: BLE001 - the transaction is gone: redo call by call
                 batch.broken = True
             raise
-        self._send(conn, "RELEASE SAVEPOINT txcl_call", ())
+        if not bare:
+            self._send(conn, "RELEASE SAVEPOINT txcl_call", ())
         if batch.fired is not None:
             batch.fired.extend(tx.fired)
         if batch.notices is not None:
