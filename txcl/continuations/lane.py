@@ -4,8 +4,8 @@ Store procedures block (a commit's fsync, another process's write lock, a round 
 PostgreSQL), so they never run on the event loop. The lane runs them in order on one thread of
 its own, and lets calls that queue up while it is busy share a commit: consecutive calls
 submitted as batchable run through ``store.run_batch`` (one write transaction, one COMMIT; a
-call that fails is undone alone) — unless the store has paused batching for now (PostgreSQL, after a batch
-gave way to another node's lock: ``store.batching_paused()``). A call's result is handed back
+call that fails is undone alone) — unless the store has paused batching for now (PostgreSQL,
+after a batch gave way to another node's lock: ``store.batching_paused()``). A call's result is handed back
 only after the commit that made it durable, so everything a caller does with it (answer a
 callback, send a worker POST, run the next step) happens after its own writes are durable. One-shot commands (``txcl run``, ``complete``,
 ``sweep``) run the calls inline instead (``inline=True``): they have no event loop to keep

@@ -27,8 +27,6 @@ _REF = "\x00b:"
 _ESCAPED_NUL = "\\u0000"
 
 
-
-
 def pack(value: Any, blobs: dict[str, str]) -> str | None:
     """JSON text of `value` with its big strings replaced by references; the strings go into
     `blobs` (digest -> text), shared by every document of one write."""

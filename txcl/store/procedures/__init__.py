@@ -2,8 +2,8 @@
 
 A procedure is a method taking the transaction as its first argument after ``self``;
 ``@write_procedure`` runs it in one write transaction of the store's backend (a part of the
-batch's transaction when it is in one), ``@read_procedure`` outside any. Callers never see the ``Tx``: they call
-``store.mark_ack(acks)``.
+batch's transaction when it is in one), ``@read_procedure`` outside any. Callers never see the
+``Tx``: they call ``store.mark_ack(acks)``.
 """
 
 from __future__ import annotations

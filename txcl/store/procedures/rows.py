@@ -23,8 +23,6 @@ if TYPE_CHECKING:
 Row = Any  # a result row, readable by column name (sqlite3.Row, or the PostgreSQL backend's row)
 
 
-
-
 def load_doc(text: str | None, t: Tx | None, run_id: str) -> JsonValue:
     """A document column that may hold references to the run's stored strings (see
     txcl.store.blobs): plain JSON when it holds none, the strings read back through `t` when
