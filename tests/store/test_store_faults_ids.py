@@ -254,3 +254,32 @@ def test_the_failed_children_of_a_unit_are_found_through_their_index(tmp_path):
                        "WHERE unit_id = 'u' AND status = 'failed' ORDER BY item_index LIMIT 1")
     assert "PRIMARY KEY" in " ".join(str(row[-1]) for row in bare)  # why the hint is there
     store.close()
+
+
+def test_a_forked_child_knows_its_own_pid_and_opens_its_own_connection(tmp_path):
+    """The store notices a fork without asking the kernel at every lookup: the cached pid
+    is renewed in the child, which then opens a connection of its own (never its parent's)."""
+    import os
+
+    from txcl.procid import current_pid
+    from txcl.store.backends.sqlite import SqliteBackend
+
+    backend = SqliteBackend(tmp_path / "fork.db")
+    parent_conn = backend.connection()
+    assert current_pid() == os.getpid()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            fresh = backend.connection() is not parent_conn
+            os.write(write, f"{current_pid()} {os.getpid()} {int(fresh)}".encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    said = os.read(read, 100).decode().split()
+    os.close(read)
+    os.waitpid(pid, 0)
+    assert said[0] == said[1] == str(pid)
+    assert said[2] == "1"
+    assert current_pid() == os.getpid() != pid
+    assert backend.connection() is parent_conn

@@ -18,9 +18,10 @@ from __future__ import annotations
 import asyncio
 import collections
 import functools
-import os
 import threading
 from typing import Any, Callable, TypeVar
+
+from txcl.procid import current_pid
 
 T = TypeVar("T")
 
@@ -76,9 +77,9 @@ class StoreLane:
             self._jobs.append((fn, args, kwargs, batchable, future, loop, then))
             self.trips += 1
             thread = self._thread
-            if thread is None or self._pid != os.getpid() or not thread.is_alive():
+            if thread is None or self._pid != current_pid() or not thread.is_alive():
                 self._closing = False
-                self._pid = os.getpid()
+                self._pid = current_pid()
                 self._thread = threading.Thread(target=self._work, name="txcl-store", daemon=True)
                 self._thread.start()
             else:

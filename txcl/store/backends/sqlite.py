@@ -10,13 +10,13 @@ busy handler polls with sleeps of 1–100 ms, far slower than the transactions t
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import threading
 from pathlib import Path
 from typing import Any, Callable
 
 from txcl.datadir import make
+from txcl.procid import current_pid
 from txcl.store.backend import Dialect, SqlBackend
 from txcl.store.errors import StoreError, StoreUnavailable
 
@@ -82,7 +82,7 @@ class SqliteBackend(SqlBackend):
         self.busy_timeout_ms = busy_timeout_ms
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
-        self._pid = os.getpid()
+        self._pid = current_pid()
         self._open_lock = threading.Lock()
         self._write_lock = threading.RLock()
         self.connection()  # open now: a bad path fails here, not at the first write
@@ -93,10 +93,10 @@ class SqliteBackend(SqlBackend):
     # ------------------------------------------------------------------ connections
     def connection(self) -> sqlite3.Connection:
         """The calling thread's connection (opened on first use; never the parent's after a fork)."""
-        if self._pid != os.getpid():
+        if self._pid != current_pid():
             self._local = threading.local()
             self._all = []
-            self._pid = os.getpid()
+            self._pid = current_pid()
             self._write_lock = threading.RLock()
         conn = getattr(self._local, "conn", None)
         if conn is None:
