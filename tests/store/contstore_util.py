@@ -67,6 +67,30 @@ def complete(store, dispatch, output: Any = None, status: str = "completed"):
     return admit, release
 
 
+def statements_sent(store, monkeypatch) -> list[str]:
+    """Every statement the backend sends from now on (its first two words), once each (a
+    statement sent may go on to be executed)."""
+    seen: list[str] = []
+    inside = [False]
+    backend = store.backend
+    for name in ("_execute", "_send"):
+        real = getattr(backend, name)
+
+        def spy(conn, sql, params, _real=real):
+            if inside[0]:
+                return _real(conn, sql, params)
+            text = sql.decode() if isinstance(sql, bytes) else str(sql)
+            seen.append(" ".join(text.split()[:2]) + (" MAX" if "MAX(" in text else ""))
+            inside[0] = True
+            try:
+                return _real(conn, sql, params)
+            finally:
+                inside[0] = False
+
+        monkeypatch.setattr(backend, name, spy)
+    return seen
+
+
 # ---------------------------------------------------------------- workers for multiprocessing (spawn)
 
 

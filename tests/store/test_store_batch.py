@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 
 import pytest
-from contstore_util import FakeClock, itemized, open_store, park_barrier
+from contstore_util import FakeClock, itemized, open_store, park_barrier, statements_sent
 
 from txcl.store.errors import RunLost
 from txcl.store.records import Fence
@@ -24,30 +24,6 @@ def store(db_url):
 
 def _admit(store, d, output):
     return functools.partial(store.admit_terminal, d.opc, "completed", output, source="callback", token=d.token)
-
-
-def _statements(store, monkeypatch) -> list[str]:
-    """Every statement the backend sends from now on (its first two words), once each (a
-    statement sent may go on to be executed)."""
-    seen: list[str] = []
-    inside = [False]
-    backend = store.backend
-    for name in ("_execute", "_send"):
-        real = getattr(backend, name)
-
-        def spy(conn, sql, params, _real=real):
-            if inside[0]:
-                return _real(conn, sql, params)
-            text = sql.decode() if isinstance(sql, bytes) else str(sql)
-            seen.append(" ".join(text.split()[:2]))
-            inside[0] = True
-            try:
-                return _real(conn, sql, params)
-            finally:
-                inside[0] = False
-
-        monkeypatch.setattr(backend, name, spy)
-    return seen
 
 
 def _kv_writer(store, key, *, fail: bool = False):
@@ -68,7 +44,7 @@ def _kv_keys(store) -> list[str]:
 def test_a_batch_whose_calls_all_succeed_runs_without_savepoints(store, monkeypatch):
     """A savepoint makes the database keep a copy of every page the call changes: a batch
     takes them only once a call has raised."""
-    seen = _statements(store, monkeypatch)
+    seen = statements_sent(store, monkeypatch)
     outcomes = store.run_batch([_kv_writer(store, "a"), _kv_writer(store, "b"), _kv_writer(store, "c")])
     assert outcomes == [(True, "a"), (True, "b"), (True, "c")]
     assert not [s for s in seen if "SAVEPOINT" in s]
@@ -76,7 +52,7 @@ def test_a_batch_whose_calls_all_succeed_runs_without_savepoints(store, monkeypa
 
 
 def test_a_call_that_raises_sends_the_batch_round_again_with_a_savepoint_per_call(store, monkeypatch):
-    seen = _statements(store, monkeypatch)
+    seen = statements_sent(store, monkeypatch)
     before = store.commit_count()
     outcomes = store.run_batch([_kv_writer(store, "a"), _kv_writer(store, "b", fail=True), _kv_writer(store, "c")])
     assert outcomes[0] == (True, "a") and outcomes[2] == (True, "c")

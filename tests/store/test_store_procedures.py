@@ -5,7 +5,7 @@ from __future__ import annotations
 from testtools import RawDb
 
 import pytest
-from contstore_util import join_at, complete, itemized, park_barrier, run_spec, unary
+from contstore_util import join_at, complete, itemized, park_barrier, run_spec, statements_sent, unary
 
 from txcl import ids
 from txcl.store.errors import RunLost
@@ -56,6 +56,76 @@ def test_park_writes_records_before_dispatch(store, clock):
         assert ids.is_opc(d.opc)
     assert run.expires_ms == clock.now + 60_000
     assert [e.event_key for e in store.list_run_events(run.run_id)] == ["created", "suspend:shop/100:1"]
+
+
+def _parked_state(store, park) -> dict:
+    """What a park left in the store, without the ids and tokens that differ between runs."""
+    import dataclasses
+
+    run_id = park.run.run_id
+    drop = {"run_id", "rcid", "origin_rid", "snapshot_id", "unit_id", "opc", "token_hash", "segment_id"}
+
+    def plain(record):
+        return {k: v for k, v in dataclasses.asdict(record).items() if k not in drop}
+
+    units = store.list_units(run_id)
+    suspend = plain(store.get_suspend(run_id, "shop/100", 1))
+    suspend["members"] = [role for _, role in suspend["members"]]
+    return {
+        "run": plain(store.get_run(run_id)),
+        "returned": plain(park.run),
+        "suspend": suspend,
+        "units": [plain(u) for u in units],
+        "interactions": [plain(i) for u in units for i in store.list_interactions(u.unit_id)],
+        "events": [(e.seq, e.kind, e.event_key, {k: v for k, v in (e.data or {}).items() if k not in ("origin_rid", "units")})
+                   for e in store.list_run_events(run_id)],
+        "park": (park.created, park.stage, park.visit, len(park.unit_ids), len(park.dispatches)),
+    }
+
+
+@pytest.mark.parametrize("units", [
+    [unary("a"), unary("b", budget_ms=90_000)],
+    [itemized(n=5, window=2)],
+    [UnitSpec(kind="sync", op_name="s", items=[{}], deadline_ms=1_800_000_123_456),
+     UnitSpec(kind="unary", op_name="bad", failed_error={"code": "E"}, budget_ms=999_999)],
+    [UnitSpec(kind="local", op_name="l", items=[{}])],  # no deadline at all
+    [],
+], ids=["unary", "itemized", "deadline-and-failed", "no-deadline", "no-units"])
+def test_a_park_that_creates_its_run_writes_what_create_then_park_writes(store, units, monkeypatch):
+    """The first park of a request inserts its run already parked (one statement fewer, its
+    events numbered without reading them back): every row and event must be what creating
+    the run and parking it in two steps writes."""
+    sent = statements_sent(store, monkeypatch)
+    direct = park_barrier(store, "rid-direct", units=units)
+    assert not [s for s in sent if s.startswith("UPDATE runs") or s.endswith("MAX")]
+    store.create_or_reuse_run(run_spec("rid-steps"))
+    stepped = store.park_suspend(store.get_run_by_origin("rid-steps").run_id, Fence("rid-steps"),
+                                 stage="shop/100", kind="barrier", envelope={"e": 0},
+                                 budgets={"ttl": 10, "fuel": 0}, units=units)
+    a, b = _parked_state(store, direct), _parked_state(store, stepped)
+    assert a["park"] == (True, "shop/100", 1, len(units), b["park"][4])
+    assert b["park"][0] is False  # (the two-step park found its run made already)
+    a["park"], b["park"] = a["park"][1:], b["park"][1:]
+    assert a == b
+    assert [e[:3] for e in a["events"]] == [(1, "run.created", "created"), (2, "stage.suspended", "suspend:shop/100:1")]
+
+
+def test_a_park_whose_run_another_request_made_parks_that_run(store):
+    """The request's run exists already (made by an earlier attempt of the same request): the
+    park finds it and parks it rather than making a second run."""
+    made = store.create_or_reuse_run(run_spec("rid-1"))
+    park = park_barrier(store, "rid-1")
+    assert not park.created and park.run.run_id == made.run.run_id
+    assert park.run.status == "waiting" and park.run.version == 1
+    assert [e.seq for e in store.list_run_events(made.run.run_id)] == [1, 2]
+
+
+def test_a_park_that_creates_its_run_under_a_claim_is_refused(store):
+    """Only a segment holding no claim can create its run by parking."""
+    with pytest.raises(RunLost):
+        store.park_suspend(run_spec("rid-1"), Fence("rid-1", "clm_stranger"), stage="shop/100", kind="barrier",
+                           envelope={}, budgets={}, units=[unary()])
+    assert store.get_run_by_origin("rid-1") is None
 
 
 def test_visit_counts_suspends_at_one_stage(store):

@@ -112,6 +112,23 @@ def _full_deadline(unit: Row, it: Row, dispatched_default: int) -> int | None:
     return (it["dispatch_ms"] or dispatched_default) + unit["budget_ms"]
 
 
+def _unit_deadline(spec: UnitSpec, now: int) -> int | None:
+    """When a call of a new unit sent now must have answered: the unit's fixed deadline, else
+    now plus its budget (None: no limit)."""
+    if spec.deadline_ms is not None:
+        return spec.deadline_ms
+    if spec.budget_ms is not None:
+        return now + spec.budget_ms
+    return None
+
+
+def _units_deadline(units: Sequence[UnitSpec], now: int) -> int | None:
+    """The latest deadline among new units' calls (a unit failed at dispatch has none)."""
+    found = [d for spec in units if spec.failed_error is None and spec.items
+             for d in (_unit_deadline(spec, now),) if d is not None]
+    return max(found) if found else None
+
+
 def _next_beat(deadline: int | None, every: int | None, now: int) -> int | None:
     """Under WITH heartbeat the deadline is one period away (never past `deadline`)."""
     if every is None:
@@ -223,8 +240,14 @@ class ContinuationProcedures:
         raise RunLost(f"segment {fence.segment_id} no longer owns run {run['run_id']} (run is {status})")
 
     @staticmethod
-    def _event(t: Tx, run_id: str, kind: str, key: str, data: JsonValue = None) -> None:
-        """A run event, once per key (a repeated repair records nothing new)."""
+    def _event(t: Tx, run_id: str, kind: str, key: str, data: JsonValue = None, *, seq: int | None = None) -> None:
+        """A run event, once per key (a repeated repair records nothing new). Events are
+        numbered 1, 2, … per run; `seq` is given only where the number is known without
+        reading the run's events (a run this transaction created)."""
+        if seq is not None:
+            t.send("INSERT INTO run_events (run_id, seq, event_key, kind, at_ms, data_json) "
+                   "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING", (run_id, seq, key, kind, t.now, dumps(data)))
+            return
         t.send(
             "INSERT INTO run_events (run_id, seq, event_key, kind, at_ms, data_json) "
             "SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ?, ? FROM run_events WHERE run_id = ? "
@@ -245,7 +268,7 @@ class ContinuationProcedures:
              segment_id, t.now, t.now),
         )
         if created:
-            self._event(t, run_id, "run.created", "created", {"origin_rid": spec.origin_rid, "status": status})
+            self._event(t, run_id, "run.created", "created", {"origin_rid": spec.origin_rid, "status": status}, seq=1)
             return created[0], True
         row = t.one("SELECT run_id FROM runs WHERE origin_rid = ?", (spec.origin_rid,))
         if row is None:  # the other request's run was purged in between
@@ -272,11 +295,11 @@ class ContinuationProcedures:
         self._check_fence(row, fence)
         return row, created
 
-    def _insert_units(self, t: Tx, run: Row, units: Sequence[UnitSpec], segment_id: str | None,
+    def _insert_units(self, t: Tx, run_id: str, seq: int, units: Sequence[UnitSpec], segment_id: str | None,
                       blobs: dict[str, str] | None = None) -> tuple[list[str], list[Dispatch], int | None, int]:
-        """Insert units and interactions (the first window ``dispatching``). Returns the unit
-        ids, the dispatches, the latest deadline and the run's next ``created_seq``."""
-        seq = run["next_seq"]
+        """Insert units and interactions (the first window ``dispatching``), numbered from
+        ``seq`` (the run's ``next_seq``). Returns the unit ids, the dispatches, the latest
+        deadline (:func:`_units_deadline`) and the run's next ``created_seq``."""
         node = self.node_id
         own_blobs = blobs if blobs is not None else {}
         unit_ids: list[str] = []
@@ -293,7 +316,7 @@ class ContinuationProcedures:
                 "on_item_error, into_path, exec_target, directives_json, input_view_json, error_json, fuel_used, "
                 "budget_ms, deadline_ms, join_deadline_ms, created_ms, closed_ms) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (unit_id, run["run_id"], seq, spec.kind, spec.op_name, spec.op_stack, spec.op_scope,
+                (unit_id, run_id, seq, spec.kind, spec.op_name, spec.op_stack, spec.op_scope,
                  spec.dispatch_stage, spec.dispatch_stack, spec.join_at_scope, segment_id,
                  "failed" if failed else "waiting", len(items), window, spec.on_item_error, spec.into,
                  spec.exec_target, dumps(spec.directives), pack(spec.input_view, own_blobs), dumps(spec.failed_error),
@@ -306,12 +329,7 @@ class ContinuationProcedures:
             if not items:
                 continue
             first = len(items) if spec.kind != "itemized" else min(window, len(items))
-            if spec.deadline_ms is not None:
-                deadline = spec.deadline_ms
-            elif spec.budget_ms is not None:
-                deadline = t.now + spec.budget_ms
-            else:
-                deadline = None
+            deadline = _unit_deadline(spec, t.now)
             every = self._policy().heartbeat_every_ms(spec.directives) if spec.tokened else None
             due = _next_beat(deadline, every, t.now)
             cancel_url = spec.cancel_url if spec.tokened else None
@@ -321,16 +339,16 @@ class ContinuationProcedures:
                 input_json = pack(item, own_blobs)
                 if i < first:  # the first window is promoted at once
                     token = new_token() if spec.tokened else None
-                    rows.append((opc, unit_id, i, run["run_id"], hash_token(token) if token else None,
+                    rows.append((opc, unit_id, i, run_id, hash_token(token) if token else None,
                                  "dispatching", 1, input_json, due, node, t.now, 1, t.now, cancel_url,
                                  token if cancel_url else None))
                     dispatches.append(Dispatch(
-                        opc=opc, token=token, run_id=run["run_id"], unit_id=unit_id, op_name=spec.op_name,
+                        opc=opc, token=token, run_id=run_id, unit_id=unit_id, op_name=spec.op_name,
                         op_stack=spec.op_stack, stage=spec.dispatch_stage, exec_target=spec.exec_target,
                         directives=spec.directives, item_index=i, item_count=len(items), kind=spec.kind,
                         input=item, deadline_ms=deadline, attempts=1))
                 else:
-                    rows.append((opc, unit_id, i, run["run_id"], None, "queued", 0, input_json, None, None,
+                    rows.append((opc, unit_id, i, run_id, None, "queued", 0, input_json, None, None,
                                  None, 0, t.now, None, None))
             t.many(
                 "INSERT INTO interactions (opc, unit_id, item_index, run_id, token_hash, status, version, "
@@ -341,7 +359,7 @@ class ContinuationProcedures:
             if deadline is not None:
                 max_deadline = deadline if max_deadline is None else max(max_deadline, deadline)
         if blobs is None:  # (a caller that passes `blobs` writes them with its own documents)
-            write_blobs(t, run["run_id"], own_blobs)
+            write_blobs(t, run_id, own_blobs)
         return unit_ids, dispatches, max_deadline, seq
 
     def _promote(self, t: Tx, unit_id: str) -> tuple[list[Dispatch], int | None]:
@@ -421,24 +439,9 @@ class ContinuationProcedures:
             )
         visit = 1 if fresh else t.one(
             "SELECT COALESCE(MAX(visit), 0) + 1 AS v FROM suspends WHERE run_id = ? AND stage = ?", (run_id, stage))["v"]
-        blobs: dict[str, str] = {}  # big strings of the documents below, stored once (txcl.store.blobs)
-        # dispatch_complete = 1 is written with the suspend: every member unit and interaction is
-        # inserted by this same transaction, so no reader can see the suspend without them
-        t.send(
-            "INSERT INTO suspends (run_id, stage, visit, kind, status, envelope_json, budget_json, segment_id, "
-            "dispatch_complete, suspended_ms) VALUES (?, ?, ?, ?, 'open', ?, ?, ?, 1, ?)",
-            (run_id, stage, visit, kind, pack(envelope, blobs), pack(budgets, blobs), fence.segment_id, t.now),
-        )
-        unit_ids, dispatches, deadline, next_seq = self._insert_units(t, run, units, fence.segment_id, blobs)
-        write_blobs(t, run_id, blobs)
-        rows = [(run_id, stage, visit, uid, spec.role or DEFAULT_ROLE.get(spec.kind, "op"))
-                for uid, spec in zip(unit_ids, units)]
-        rows += [(run_id, stage, visit, uid, role) for uid, role in members]
-        t.many(
-            "INSERT INTO suspend_members (run_id, stage, visit, unit_id, role) VALUES (?, ?, ?, ?, ?) "
-            "ON CONFLICT DO NOTHING",
-            rows,
-        )
+        unit_ids, dispatches, deadline, next_seq = self._write_suspend(
+            t, run_id, run["next_seq"], fence, stage=stage, visit=visit, kind=kind, envelope=envelope,
+            budgets=budgets, units=units, members=members)
         if fence.claim_token is not None:
             t.send("DELETE FROM resume_claims WHERE run_id = ? AND claim_token = ?", (run_id, fence.claim_token))
         expires = run["expires_ms"] if deadline is None else max(run["expires_ms"] or 0, deadline)
@@ -457,6 +460,64 @@ class ContinuationProcedures:
             run_record(run, t), status="waiting", cur_stage=stage, cur_visit=visit, claim_token=None, segment_id=None,
             version=run["version"] + 1, updated_ms=t.now, next_seq=next_seq, expires_ms=expires)
         return visit, unit_ids, dispatches, parked
+
+    def _park_new_run(self, t: Tx, spec: RunSpec, fence: Fence, *, stage: str, kind: str, envelope: JsonValue,
+                      budgets: JsonValue, units: Sequence[UnitSpec], members: Sequence[tuple[str, str]]
+                      ) -> tuple[list[str], list[Dispatch], RunRecord] | None:
+        """A request's first park when it creates its run: the run row is inserted already
+        parked (``waiting`` at visit 1, version 1), the same rows and events as creating it
+        ``active`` and then parking it, in one statement fewer. None when the request's run
+        exists already (another node's retry of the same request created it): the caller
+        parks that one the usual way."""
+        if spec.snapshot_body is not None and spec.snapshot_id:
+            self._put_snapshot(t, spec.snapshot_id, spec.snapshot_body)
+        run_id = new_run_id(t.now)
+        expires = _units_deadline(units, t.now)
+        after = 1 + len(units)  # the run's next created_seq once its units are in
+        created = t.returning(
+            "INSERT INTO runs (run_id, rcid, origin_rid, entry_stack, src, snapshot_id, status, version, "
+            "cur_stage, cur_visit, expires_ms, created_ms, updated_ms, next_seq) "
+            "VALUES (?, ?, ?, ?, ?, ?, 'waiting', 1, ?, 1, ?, ?, ?, ?) ON CONFLICT (origin_rid) DO NOTHING RETURNING *",
+            (run_id, new_rcid(), spec.origin_rid, spec.entry_stack, spec.src, spec.snapshot_id, stage, expires,
+             t.now, t.now, after),
+        )
+        if not created:
+            return None
+        self._event(t, run_id, "run.created", "created", {"origin_rid": spec.origin_rid, "status": "active"}, seq=1)
+        unit_ids, dispatches, deadline, next_seq = self._write_suspend(
+            t, run_id, 1, fence, stage=stage, visit=1, kind=kind, envelope=envelope, budgets=budgets, units=units,
+            members=members)
+        if (deadline, next_seq) != (expires, after):  # the run row was written from these in advance
+            raise StoreError(f"run {run_id}: its units' deadline or count changed while they were written")
+        self._event(t, run_id, "stage.suspended", f"suspend:{stage}:1",
+                    {"stage": stage, "visit": 1, "kind": kind, "units": unit_ids}, seq=2)
+        t.notify_run(run_id)
+        return unit_ids, dispatches, run_record(created[0], t)
+
+    def _write_suspend(self, t: Tx, run_id: str, seq: int, fence: Fence, *, stage: str, visit: int, kind: str,
+                       envelope: JsonValue, budgets: JsonValue, units: Sequence[UnitSpec],
+                       members: Sequence[tuple[str, str]]) -> tuple[list[str], list[Dispatch], int | None, int]:
+        """The suspend row, its new units (numbered from `seq`) and their interactions, and its
+        members. Returns what :meth:`_insert_units` returns."""
+        blobs: dict[str, str] = {}  # big strings of the documents below, stored once (txcl.store.blobs)
+        # dispatch_complete = 1 is written with the suspend: every member unit and interaction is
+        # inserted by this same transaction, so no reader can see the suspend without them
+        t.send(
+            "INSERT INTO suspends (run_id, stage, visit, kind, status, envelope_json, budget_json, segment_id, "
+            "dispatch_complete, suspended_ms) VALUES (?, ?, ?, ?, 'open', ?, ?, ?, 1, ?)",
+            (run_id, stage, visit, kind, pack(envelope, blobs), pack(budgets, blobs), fence.segment_id, t.now),
+        )
+        unit_ids, dispatches, deadline, next_seq = self._insert_units(t, run_id, seq, units, fence.segment_id, blobs)
+        write_blobs(t, run_id, blobs)
+        rows = [(run_id, stage, visit, uid, spec.role or DEFAULT_ROLE.get(spec.kind, "op"))
+                for uid, spec in zip(unit_ids, units)]
+        rows += [(run_id, stage, visit, uid, role) for uid, role in members]
+        t.many(
+            "INSERT INTO suspend_members (run_id, stage, visit, unit_id, role) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT DO NOTHING",
+            rows,
+        )
+        return unit_ids, dispatches, deadline, next_seq
 
     @staticmethod
     def _owe_cancels(t: Tx, where: str, params: tuple, reason: str) -> None:
@@ -770,7 +831,8 @@ class ContinuationProcedures:
         """A deferred op's dispatch: create or reuse the run, insert the units (first window
         ``dispatching``), raise the run's expiry — the flow goes on without waiting."""
         row, created = self._resolve_run(t, run, fence, "active")
-        unit_ids, dispatches, deadline, next_seq = self._insert_units(t, row, units, fence.segment_id)
+        unit_ids, dispatches, deadline, next_seq = self._insert_units(t, row["run_id"], row["next_seq"], units,
+                                                                      fence.segment_id)
         if units:
             t.send("UPDATE runs SET next_seq = ? WHERE run_id = ?", (next_seq, row["run_id"]))
         self._raise_expiry(t, row["run_id"], deadline)
@@ -784,10 +846,18 @@ class ContinuationProcedures:
                      member_unit_ids: Sequence[str] = ()) -> ParkResult:
         """Park the flow: the suspend, its units and interactions, the run ``waiting`` — all
         committed before anything is sent."""
+        members = [(u, "join") for u in member_unit_ids]
+        if isinstance(run, RunSpec) and fence.claim_token is None:
+            new = self._park_new_run(t, run, fence, stage=stage, kind=kind, envelope=envelope, budgets=budgets,
+                                     units=units, members=members)
+            if new is not None:
+                unit_ids, dispatches, parked = new
+                t.fault("promote" if kind == "promotion" else "park")
+                return ParkResult(parked, True, stage, 1, tuple(unit_ids), tuple(dispatches))
         row, created = self._resolve_run(t, run, fence, "active")
         visit, unit_ids, dispatches, parked = self._park(
             t, row, fence, stage=stage, kind=kind, envelope=envelope, budgets=budgets, units=units,
-            members=[(u, "join") for u in member_unit_ids], fresh=created,
+            members=members, fresh=created,
         )
         t.fault("promote" if kind == "promotion" else "park")
         return ParkResult(parked, created, stage, visit, tuple(unit_ids), tuple(dispatches))
