@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -67,9 +68,10 @@ def complete(store, dispatch, output: Any = None, status: str = "completed"):
     return admit, release
 
 
-def statements_sent(store, monkeypatch) -> list[str]:
-    """Every statement the backend sends from now on (its first two words), once each (a
-    statement sent may go on to be executed)."""
+def statements_sent(store, monkeypatch, *, whole: bool = False) -> list[str]:
+    """Every statement the backend sends from now on (its first two words, with " MAX" when
+    it reads a maximum; `whole`: its whole text), once each (a statement sent may go on to
+    be executed)."""
     seen: list[str] = []
     inside = [False]
     backend = store.backend
@@ -80,7 +82,8 @@ def statements_sent(store, monkeypatch) -> list[str]:
             if inside[0]:
                 return _real(conn, sql, params)
             text = sql.decode() if isinstance(sql, bytes) else str(sql)
-            seen.append(" ".join(text.split()[:2]) + (" MAX" if "MAX(" in text else ""))
+            words = re.sub(r"\$\d+", "?", text).split()  # (PostgreSQL's placeholders as SQLite's)
+            seen.append(" ".join(words) if whole else " ".join(words[:2]) + (" MAX" if "MAX(" in text else ""))
             inside[0] = True
             try:
                 return _real(conn, sql, params)

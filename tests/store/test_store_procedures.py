@@ -128,6 +128,25 @@ def test_a_park_that_creates_its_run_under_a_claim_is_refused(store):
     assert store.get_run_by_origin("rid-1") is None
 
 
+def test_each_completion_counts_once_and_the_last_settles_the_unit(store, monkeypatch):
+    """A completion's continuation raises the unit's count once (a repeat raises nothing) and
+    settles the unit from the count it just raised, reading the unit's row once."""
+    park = park_barrier(store, units=[itemized(n=3, window=3)])
+    unit_id = park.unit_ids[0]
+    for k, d in enumerate(park.dispatches, start=1):
+        admit = store.admit_terminal(d.opc, "completed", {"n": k}, source="callback", token=d.token)
+        sent = statements_sent(store, monkeypatch, whole=True)
+        release = store.continue_release(d.opc, child_version=admit.child_version)
+        monkeypatch.undo()
+        unit_reads = [s for s in sent if s.startswith("SELECT") and "FROM await_units WHERE unit_id = ?" in s]
+        assert len(unit_reads) == 0, unit_reads  # (read once, by the opening statement, through the opc)
+        assert release.unit_status == ("completed" if k == 3 else "waiting")
+        assert store.get_unit(unit_id).continuation_done == k
+        assert store.continue_release(d.opc).unit_status == release.unit_status  # a repeat counts nothing
+        assert store.get_unit(unit_id).continuation_done == k
+    assert release.won and store.get_unit(unit_id).output == [{"n": 1}, {"n": 2}, {"n": 3}]
+
+
 def test_visit_counts_suspends_at_one_stage(store):
     """/ R7: a run may park at one stage any number of times; each is its own visit."""
     park = park_barrier(store)

@@ -37,6 +37,7 @@ from txcl.store.procedures.rows import (
     Row,
     child_record,
     claim_record,
+    columns,
     dumps,
     interaction_record,
     lazy_unit_record,
@@ -633,27 +634,41 @@ class ContinuationProcedures:
             t.send(f"UPDATE await_units SET {column} = {column} + ? WHERE unit_id = ?", (count, unit_id))
 
     @staticmethod
-    def _fact(t: Tx, unit_id: str, kind: str, item_index: int) -> None:
+    def _fact(t: Tx, unit_id: str, kind: str, item_index: int, *, counted: bool = False) -> bool:
         """Record a provider or continuation fact (once per item) and count it on the unit.
         The count goes first, raised only while the fact is absent: under the run lock nobody
-        else inserts it in between, and neither statement needs to wait for an answer."""
+        else inserts it in between, and neither statement needs to wait for an answer —
+        unless `counted` asks whether the count went up (True: the fact is new; without
+        `counted`, always False)."""
         column = "provider_done" if kind == "provider" else "continuation_done"
-        t.send(f"UPDATE await_units SET {column} = {column} + 1 WHERE unit_id = ? AND NOT EXISTS "
-               "(SELECT 1 FROM continuation_facts WHERE unit_id = ? AND kind = ? AND item_index = ?)",
-               (unit_id, unit_id, kind, item_index))
+        count = (f"UPDATE await_units SET {column} = {column} + 1 WHERE unit_id = ? AND NOT EXISTS "
+                 "(SELECT 1 FROM continuation_facts WHERE unit_id = ? AND kind = ? AND item_index = ?)",
+                 (unit_id, unit_id, kind, item_index))
+        raised = False
+        if counted:
+            raised = t.run(*count) == 1
+        else:
+            t.send(*count)
         t.send("INSERT INTO continuation_facts (unit_id, kind, item_index, recorded_ms) VALUES (?, ?, ?, ?) "
                "ON CONFLICT DO NOTHING", (unit_id, kind, item_index, t.now))
+        return raised
 
-    def _record_continuation_fact(self, t: Tx, unit: Row, item_index: int, child_status: str | None) -> None:
-        """Only a succeeded child counts — or a failed one of a unit that does not fail fast."""
+    def _record_continuation_fact(self, t: Tx, unit: Row, item_index: int, child_status: str | None) -> Row:
+        """Only a succeeded child counts — or a failed one of a unit that does not fail fast.
+        Returns the unit's row as it now stands (`unit` with its continuation count raised
+        when the fact was new): nothing else writes the unit meanwhile, under the run lock."""
         ok = child_status == "succeeded" or (
             child_status == "failed" and not self._policy().fails_fast(unit["kind"], unit["on_item_error"]))
-        if ok and unit["status"] == "waiting":
-            self._fact(t, unit["unit_id"], "continuation", item_index)
+        if ok and unit["status"] == "waiting" and self._fact(t, unit["unit_id"], "continuation", item_index,
+                                                              counted=True):
+            unit = {**columns(unit), "continuation_done": unit["continuation_done"] + 1}
+        return unit
 
-    def _settle_unit(self, t: Tx, unit_id: str, *, reconcile: bool = False) -> str:
-        """Complete (or fail) a unit from its stored facts and children. Returns its status."""
-        unit = t.one("SELECT * FROM await_units WHERE unit_id = ?", (unit_id,))
+    def _settle_unit(self, t: Tx, unit_id: str, *, reconcile: bool = False, unit: Row | None = None) -> str:
+        """Complete (or fail) a unit from its stored facts and children. Returns its status.
+        `unit`: its current row, when the caller has it (else it is read)."""
+        if unit is None:
+            unit = t.one("SELECT * FROM await_units WHERE unit_id = ?", (unit_id,))
         if unit is None:
             return "gone"
         if unit["status"] != "waiting":
@@ -1082,8 +1097,8 @@ class ContinuationProcedures:
         it, unit = its[0], units[0]
         status = self._materialize_child(t, unit, opc, child_version, self._materializer(materialize), it,
                                          children[0] if children else None)
-        self._record_continuation_fact(t, unit, it["item_index"], status)
-        unit_status = self._settle_unit(t, it["unit_id"])
+        unit = self._record_continuation_fact(t, unit, it["item_index"], status)
+        unit_status = self._settle_unit(t, it["unit_id"], unit=unit)
         # a unit still waiting keeps its suspend parked: only a member's end can release it
         # (and each member's end tries), so the check is skipped for every item but the last
         claim = self._release(t, run_id) if unit_status != "waiting" else None
