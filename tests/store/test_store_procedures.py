@@ -414,6 +414,35 @@ def test_claim_resume_and_finish_with_terminal_parent_path(store):
         store.heartbeat(run.run_id, rel.claim.claim_token)
 
 
+def test_a_runs_events_are_numbered_in_order_and_a_repeat_takes_no_number(store, monkeypatch):
+    """Events are numbered 1, 2, … per run as they are written; one whose key is in already
+    (a repeated repair) writes nothing and takes no number. The number is read as a value's
+    subquery, never by `INSERT … SELECT` from run_events itself (SQLite copies such a
+    selection to a temporary table first)."""
+    park = park_barrier(store)
+    sent = statements_sent(store, monkeypatch, whole=True)
+    rel = complete(store, park.dispatches[0])[1]
+    fence = Fence(rel.claim.segment_id, rel.claim.claim_token)
+    store.claim_resume(park.run.run_id, rel.claim.claim_token)
+    store.finish_segment(park.run.run_id, fence, status="completed", result={"ok": 1})
+    written = [s for s in sent if s.startswith("INSERT INTO run_events")]
+    assert len(written) == 2 and all(" VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM run_events" in s
+                                     for s in written)
+    events = store.list_run_events(park.run.run_id)
+    assert [e.seq for e in events] == [1, 2, 3, 4]
+    assert [e.kind for e in events][:2] == ["run.created", "stage.suspended"]
+    store.settle_and_release(park.unit_ids[0])  # nothing to repair: no new event
+    from txcl.store.procedures.continuations import ContinuationProcedures
+
+    def two_events(t):
+        ContinuationProcedures._event(t, park.run.run_id, "run.created", "created", {"again": True})  # a repeat
+        ContinuationProcedures._event(t, park.run.run_id, "note", "note:1", None)
+
+    store.backend.transact(two_events)
+    assert [(e.seq, e.event_key) for e in store.list_run_events(park.run.run_id)][-2:] == [
+        (events[-1].seq, events[-1].event_key), (5, "note:1")]
+
+
 def test_finish_failed_cancels_everything_open(store):
     park = park_barrier(store)
     rel = complete(store, park.dispatches[0])[1]

@@ -249,11 +249,13 @@ class ContinuationProcedures:
             t.send("INSERT INTO run_events (run_id, seq, event_key, kind, at_ms, data_json) "
                    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING", (run_id, seq, key, kind, t.now, dumps(data)))
             return
+        # (the number as a value's subquery: `INSERT … SELECT` from the table it inserts into
+        # makes SQLite copy the selected rows to a temporary table first, twice the cost)
         t.send(
             "INSERT INTO run_events (run_id, seq, event_key, kind, at_ms, data_json) "
-            "SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ?, ? FROM run_events WHERE run_id = ? "
+            "VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM run_events WHERE run_id = ?), ?, ?, ?, ?) "
             "ON CONFLICT DO NOTHING",
-            (run_id, key, kind, t.now, dumps(data), run_id),
+            (run_id, run_id, key, kind, t.now, dumps(data)),
         )
 
     def _create_run(self, t: Tx, spec: RunSpec, status: str, segment_id: str | None) -> tuple[Row, bool]:
