@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from testtools import RawDb
 
 import pytest
@@ -188,6 +190,75 @@ def test_ack_moves_dispatching_only(store):
     assert store.mark_ack([(opc, {"job_id": "j-2"})]) == 0  # already dispatched: left alone
     complete(store, park.dispatches[0])
     assert store.mark_ack([(opc, {"job_id": "late"})]) == 0  # a late ack changes nothing
+
+
+_HELD_ACKS = {
+    "admitted": {"job_id": "j-1"},
+    "admitted-failure": {"job_id": "j-1"},
+    "no-body": None,
+    "already-acked": {"job_id": "j-2"},
+    "bad-token": {"job_id": "j-1"},
+    "expired": {"job_id": "j-1"},
+    "duplicate": {"job_id": "j-1"},
+    "cancel-url": {"job_id": "j-1", "cancel_url": "https://w.example/cancel/1"},
+}
+
+
+@pytest.mark.parametrize("case", list(_HELD_ACKS))
+def test_a_held_ack_written_by_the_admission_leaves_what_ack_then_admission_leaves(store, clock, case,
+                                                                                   monkeypatch):
+    """A worker's ack held back until its call's callback is written by the admission itself
+    — on an admitted outcome by the very statement that closes the call. Every outcome must
+    leave the rows that writing the ack first (`mark_ack`) and then admitting leaves."""
+    import dataclasses
+
+    def scenario(rid: str, together: bool):
+        park = park_barrier(store, rid)
+        d = park.dispatches[0]
+        if case == "already-acked":
+            store.mark_ack([(d.opc, {"job_id": "j-1"})])
+        if case == "duplicate":
+            complete(store, d)
+        if case == "expired":
+            clock.advance(61_000)
+        ack = (d.opc, _HELD_ACKS[case], "tok-1")
+        status, payload = ("failed", {"error": "no"}) if case == "admitted-failure" else ("completed", {"ok": 1})
+        token = "wrong" if case == "bad-token" else d.token
+        admit = functools.partial(store.admit_and_continue, d.opc, status, payload, source="callback", token=token)
+        sent = statements_sent(store, monkeypatch, whole=True)
+        if together:
+            admitted, release = admit(ack=ack)
+        else:  # the ack first, on its own, then the admission: in one transaction as before
+            admitted, release = store.run_together(lambda: (store.mark_ack([ack]), admit())[1])
+        monkeypatch.undo()
+        if case == "expired":
+            clock.advance(-61_000)
+        record = {k: v for k, v in dataclasses.asdict(store.get_interaction(d.opc)).items()
+                  if k not in ("opc", "unit_id", "run_id")}
+        unit = store.get_unit(park.unit_ids[0])
+        owed = store.backend.read(lambda t: t.all("SELECT url, token FROM cancel_calls WHERE opc = ?", (d.opc,)))
+        return (record, admitted.outcome, getattr(release, "outcome", None), unit.status, unit.continuation_done,
+                [tuple(r) for r in owed]), sent
+
+    before, _ = scenario("rid-ack-first", together=False)
+    after, sent = scenario("rid-ack-held", together=True)
+    assert after == before
+    acked_alone = [s for s in sent if s.startswith("UPDATE interactions SET status = 'dispatched'")]
+    if case in ("admitted", "admitted-failure", "no-body"):
+        assert not acked_alone  # (the ack and the close in one statement)
+        assert before[0]["version"] == 3 and before[0]["ack"] == (_HELD_ACKS[case] or {})
+    if case in ("bad-token", "expired", "cancel-url"):
+        assert len(acked_alone) == 1
+    if case == "bad-token":
+        assert before[1] == "bad_token" and before[0]["status"] == "dispatched"
+
+
+def test_an_ack_is_written_only_with_its_own_calls_outcome(store):
+    park = park_barrier(store, units=[unary("a"), unary("b")])
+    a, b = park.dispatches
+    with pytest.raises(ValueError, match="cannot be written"):
+        store.admit_and_continue(a.opc, "completed", {}, source="callback", token=a.token, ack=(b.opc, {}))
+    assert store.get_interaction(a.opc).status == "dispatching"
 
 
 # ---------------------------------------------------------------- `admit_terminal`

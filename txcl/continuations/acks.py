@@ -7,8 +7,8 @@ as well, and the only reader that cares is the sweeper, which resends a dispatch
 ``--ack-write-delay`` (20 ms) and then made for every ack that came in meanwhile, in one
 commit shared with the other store calls queued at that moment. When the interaction's
 callback reaches this process first — a fast worker — its ack is written in the admitting
-transaction instead, and the cycle commits three times (park, admission with release, finish)
-instead of four.
+transaction instead (by the statement that closes the call), and the cycle commits three
+times (park, admission with release, finish) instead of four.
 
 What a crash can cost: acks held back when the process dies are never written, so those
 interactions stay ``dispatching`` and the sweeper sends them again after ``--reconcile-after``
@@ -107,17 +107,13 @@ class PendingAcks:
             await asyncio.gather(*list(self._writes), return_exceptions=True)
 
 
-def mark_then(store: Any, ack: AckRow | None, admit: Callable[[], Any]) -> Any:
-    """``admit()`` (a store call of one write transaction) with the interaction's held-back ack
-    written first in the same transaction (without one, just ``admit()``)."""
+def mark_then(ack: AckRow | None, admit: Callable[..., Any]) -> Any:
+    """``admit()`` (``store.admit_and_continue`` with its arguments bound: one write
+    transaction) with the interaction's held-back ack written in the same transaction, by
+    the admission itself (``admit(ack=ack)``; without one, just ``admit()``)."""
     if ack is None:
         return admit()
-
-    def both() -> Any:
-        store.mark_ack([ack])
-        return admit()
-
-    return store.run_together(both)
+    return admit(ack=ack)
 
 
 __all__ = ["PendingAcks", "mark_then"]

@@ -248,7 +248,7 @@ class ContinuationService:
         is sent again later instead (outcome ``retrying``). A release won here comes back with
         its resume's bundle already read (in the same store-lane call, after the commit)."""
         admit, release = await self.call_admitting(
-            mark_then, self.store, self.take_ack(opc), functools.partial(
+            mark_then, self.take_ack(opc), functools.partial(
                 self.store.admit_and_continue, opc, status, payload, source=source, token=token,
                 best_effort=best_effort, transport=transport, retryable=retryable, materialize=self.materialize))
         return self.admitted(admit, release)

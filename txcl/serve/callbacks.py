@@ -148,7 +148,7 @@ def check_and_admit(store: Any, opc: str, token: str | None, body: bytes | None,
     admit = functools.partial(store.admit_and_continue, opc, "failed" if retryable else status, payload,
                               source="callback", token=token, retryable=retryable, materialize=materialize)
     # the worker's ack, when still held back by this process, is written in the same transaction
-    return mark_then(store, pending_acks.take(opc) if pending_acks is not None else None, admit)
+    return mark_then(pending_acks.take(opc) if pending_acks is not None else None, admit)
 
 
 def _rejection(outcome: str) -> Answer | None:

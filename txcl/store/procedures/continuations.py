@@ -130,6 +130,12 @@ def _units_deadline(units: Sequence[UnitSpec], now: int) -> int | None:
     return max(found) if found else None
 
 
+def _ack_cancel_url(ack: JsonValue) -> str | None:
+    """The cancel URL a worker's ack names (kept with the call's token), if any."""
+    url = ack.get("cancel_url") if isinstance(ack, dict) else None
+    return url if isinstance(url, str) else None
+
+
 def _next_beat(deadline: int | None, every: int | None, now: int) -> int | None:
     """Under WITH heartbeat the deadline is one period away (never past `deadline`)."""
     if every is None:
@@ -186,16 +192,18 @@ class ContinuationProcedures:
 
     def admit_and_continue(self, opc: str, status: str, payload: JsonValue, *, source: str,
                            token: str | None = None, best_effort: bool = False, transport: str | None = None,
-                           retryable: bool = False, materialize: Materializer | None = None
-                           ) -> tuple[AdmitResult, ReleaseResult | Exception | None]:
+                           retryable: bool = False, materialize: Materializer | None = None,
+                           ack: tuple | None = None) -> tuple[AdmitResult, ReleaseResult | Exception | None]:
         """``admit_terminal`` and, when it admits (or finds the same outcome already in),
         ``continue_release``, in one write transaction: one commit where there were two. The
         admission never depends on the continuation: when continuing fails, what it wrote
         alone is rolled back, the admission commits, and the exception is returned in place
-        of the release (the caller handles it as if the continuation had failed on its own)."""
+        of the release (the caller handles it as if the continuation had failed on its own).
+        ``ack``: the call's held-back worker ack, written with the admission (see
+        ``admit_terminal``)."""
         def both() -> tuple[AdmitResult, ReleaseResult | Exception | None]:
             admit = self.admit_terminal(opc, status, payload, source=source, token=token,
-                                        best_effort=best_effort, transport=transport, retryable=retryable)
+                                        best_effort=best_effort, transport=transport, retryable=retryable, ack=ack)
             if admit.outcome not in ("admitted", "duplicate"):
                 return admit, None
             version = admit.child_version if admit.outcome == "admitted" else None
@@ -884,31 +892,34 @@ class ContinuationProcedures:
         """Workers acknowledged these dispatches (``dispatching`` → ``dispatched``). A single
         compare-and-swap per row: no run lock is needed. An ack that names a ``cancel_url``
         keeps it with the call's token (the third element), which a cancellation presents."""
-        n = 0
-        for opc, ack, *rest in acks:
-            url = ack.get("cancel_url") if isinstance(ack, dict) else None
-            if isinstance(url, str):
-                token = rest[0] if rest else None
-                changed = t.run(
-                    "UPDATE interactions SET status = 'dispatched', ack_json = ?, cancel_url = ?, cancel_token = ?, "
-                    "version = version + 1 WHERE opc = ? AND status = 'dispatching'",
-                    (dumps(ack), url, token, opc),
-                )
-                n += changed
-                if not changed:  # the flow gave up before the ack arrived: the worker is told at once
-                    t.send("INSERT INTO cancel_calls (opc, run_id, url, token, reason, status, attempts, next_ms, "
-                           "created_ms) SELECT opc, run_id, ?, ?, 'cancelled', 'pending', 0, ?, ? FROM interactions "
-                           "WHERE opc = ? AND status IN ('cancelled', 'timed_out') ON CONFLICT DO NOTHING",
-                           (url, token, t.now, t.now, opc))
-                continue
-            n += t.run(
-                "UPDATE interactions SET status = 'dispatched', ack_json = ?, version = version + 1 "
-                "WHERE opc = ? AND status = 'dispatching'",
-                (dumps(ack if ack is not None else {}), opc),
-            )
+        n = sum(self._write_ack(t, ack) for ack in acks)
         if acks:
             t.fault("ack")
         return n
+
+    @staticmethod
+    def _write_ack(t: Tx, row: tuple) -> int:
+        """One ack of `mark_ack` (1: the call moved to ``dispatched``)."""
+        opc, ack, *rest = row
+        url = _ack_cancel_url(ack)
+        if url is not None:
+            token = rest[0] if rest else None
+            changed = t.run(
+                "UPDATE interactions SET status = 'dispatched', ack_json = ?, cancel_url = ?, cancel_token = ?, "
+                "version = version + 1 WHERE opc = ? AND status = 'dispatching'",
+                (dumps(ack), url, token, opc),
+            )
+            if not changed:  # the flow gave up before the ack arrived: the worker is told at once
+                t.send("INSERT INTO cancel_calls (opc, run_id, url, token, reason, status, attempts, next_ms, "
+                       "created_ms) SELECT opc, run_id, ?, ?, 'cancelled', 'pending', 0, ?, ? FROM interactions "
+                       "WHERE opc = ? AND status IN ('cancelled', 'timed_out') ON CONFLICT DO NOTHING",
+                       (url, token, t.now, t.now, opc))
+            return changed
+        return t.run(
+            "UPDATE interactions SET status = 'dispatched', ack_json = ?, version = version + 1 "
+            "WHERE opc = ? AND status = 'dispatching'",
+            (dumps(ack if ack is not None else {}), opc),
+        )
 
     @write_procedure
     def touch_dispatches(self, t: Tx, opcs: Sequence[str]) -> int:
@@ -974,35 +985,64 @@ class ContinuationProcedures:
     @write_procedure
     def admit_terminal(self, t: Tx, opc: str, status: str, payload: JsonValue, *, source: str,
                        token: str | None = None, best_effort: bool = False, transport: str | None = None,
-                       fuel_used: int = 0, retryable: bool = False) -> AdmitResult:
+                       fuel_used: int = 0, retryable: bool = False, ack: tuple | None = None) -> AdmitResult:
         """Record an interaction's terminal outcome, first write wins: a repeat of the same
         outcome is a ``duplicate``, a different one a ``conflict``; the item's provider fact
         and its queued child are written with it, and (itemized) the next queued items are
         promoted into the freed window slot.
 
         A ``retryable`` failure of a call in flight whose op has ``WITH retries`` left is no
-        terminal: the call waits to be sent again (``retrying``) with a fresh token."""
+        terminal: the call waits to be sent again (``retrying``) with a fresh token.
+
+        ``ack``: the worker's ack of this call, held back until now (a row as ``mark_ack``
+        takes it), written by this transaction exactly as ``mark_ack`` would write it first;
+        when the outcome is admitted, by the statement that closes the call (one statement
+        fewer per callback)."""
         if status not in ("completed", "failed"):
             raise ValueError(f"terminal status must be completed or failed, not {status!r}")
+        if ack is not None and ack[0] != opc:
+            raise ValueError(f"the ack of {ack[0]} cannot be written with the outcome of {opc}")
         run, (found,) = t.lock_run_of_reading("interactions", "opc", opc, (
             "SELECT i.*, u.kind AS unit_kind, u.on_item_error AS unit_policy FROM interactions i "
             "JOIN await_units u ON u.unit_id = i.unit_id WHERE i.opc = ?", (opc,)))
+        held = ack
+        if held is not None and (run is None or not found or _ack_cancel_url(held[1]) is not None):
+            # no call to close, or an ack naming a cancel URL (with its own cases): written now
+            self._write_ack(t, held)
+            t.fault("ack")
+            held = None
         if run is None or not found:
             return AdmitResult("unknown", opc)
         it = found[0]
+        if held is not None and it["status"] != "dispatching":
+            held = None  # `mark_ack` would change nothing (the ack moves only a call being dispatched)
+            t.fault("ack")
+
+        def held_ack_first() -> None:
+            """An outcome other than admitted: the held ack goes in first, on its own (the
+            rows read above stay good: an ack changes none of the columns read from them)."""
+            nonlocal held
+            if held is not None:
+                self._write_ack(t, held)
+                t.fault("ack")
+                held = None
+
         base = dict(opc=opc, run_id=it["run_id"], unit_id=it["unit_id"], item_index=it["item_index"])
         if source == "callback":
             problem = _token_problem(token, it)
             if problem is not None:
+                held_ack_first()
                 return AdmitResult(problem, **base)
         if it["status"] == "cancelled":
             return AdmitResult("cancelled", **base)
         if it["status"] == "timed_out":
             return AdmitResult("expired", **base)
         if it["status"] in INTERACTION_OPEN and it["deadline_ms"] is not None and it["deadline_ms"] < t.now:
+            held_ack_first()
             claim, _, promoted = self._time_out(t, it, self._policy().materialize)
             return AdmitResult("expired", claim=claim, dispatches=tuple(promoted), **base)
         if status == "failed" and retryable and it["status"] in INTERACTION_IN_FLIGHT:
+            held_ack_first()
             retry = self._schedule_retry(t, it, payload)
             if retry is not None:
                 return AdmitResult("retrying", dispatches=tuple(retry), **base)
@@ -1014,14 +1054,26 @@ class ContinuationProcedures:
              transport, fuel_used, t.now),
         )
         if not inserted:
+            held_ack_first()
             first = t.one("SELECT * FROM terminals WHERE opc = ?", (opc,))
             same = first["status"] == status and first["payload_sha256"] == sha
             return AdmitResult("duplicate" if same else "conflict", terminal=terminal_record(first), **base)
-        t.send(
-            f"UPDATE interactions SET status = ?, closed_ms = ?, version = version + 1 "
-            f"WHERE opc = ? AND status IN {_OPEN}",
-            (status, t.now, opc),
-        )
+        if held is not None:
+            # the ack and the close in one statement: the ack applies while the call is still
+            # being dispatched (as mark_ack's compare-and-swap), each change counts a version
+            t.send(
+                "UPDATE interactions SET ack_json = CASE WHEN status = 'dispatching' THEN ? ELSE ack_json END, "
+                "version = version + CASE WHEN status = 'dispatching' THEN 2 ELSE 1 END, status = ?, closed_ms = ? "
+                f"WHERE opc = ? AND status IN {_OPEN}",
+                (dumps(held[1] if held[1] is not None else {}), status, t.now, opc),
+            )
+            t.fault("ack")
+        else:
+            t.send(
+                f"UPDATE interactions SET status = ?, closed_ms = ?, version = version + 1 "
+                f"WHERE opc = ? AND status IN {_OPEN}",
+                (status, t.now, opc),
+            )
         unit_id, index = it["unit_id"], it["item_index"]
         self._fact(t, unit_id, "provider", index)
         made = t.returning(
