@@ -31,15 +31,17 @@ def beat(job, progress=None, token="<job>"):
 
 
 def test_heartbeats_keep_a_call_alive_and_carry_progress(serve, workspace, worker, store_at):
-    ws = workspace(tree(worker.url(), "1500ms"))
+    # (a period of 3 s: each check below, a `txcl runs show` process included, must fit in
+    # one period after the beat before it, also on a loaded machine)
+    ws = workspace(tree(worker.url(), "3s"))
     srv = serve(ws, *FLAGS)
     status, headers, _ = http_get(srv.url + "/go")
     assert status == 202
     job = worker.wait_job()
-    assert job.body["_txc"]["heartbeat_ms"] == 1500  # the worker is told how often
+    assert job.body["_txc"]["heartbeat_ms"] == 3000  # the worker is told how often
     store = store_at(ws / ".txcl-data" / "txcl.db")
     run_id = job.body["_txc"]["run_id"]
-    for done in (10, 20, 30, 42):  # 4 x 0.6 s: longer than one period, kept alive by the beats
+    for done in (10, 20, 30, 35, 40, 42):  # 6 x 0.6 s: longer than one period, kept alive by the beats
         assert beat(job, {"done": done, "total": 100}) == (200, {"status": "running", "cancelled": False})
         time.sleep(0.6)
     assert store.get_run(run_id).status == "waiting"  # a heartbeat is never a completion
@@ -50,9 +52,11 @@ def test_heartbeats_keep_a_call_alive_and_carry_progress(serve, workspace, worke
     assert data["progress"][0]["op"] == "shop/slow"
     status, _, page = http_get(srv.url + headers["location"], accept="text/html")
     assert status == 202 and b"shop/slow: 42 of 100 done" in page
+    assert beat(job, {"done": 42, "total": 100})[0] == 200
     shown = subprocess.run([TXCL, "runs", "show", run_id, "--db", db_of(ws / ".txcl-data" / "txcl.db"),
                             "--workspace", str(ws)], capture_output=True, text=True, timeout=60)
     assert "progress: 42 of 100 done" in shown.stdout, shown.stdout + shown.stderr
+    assert beat(job, {"done": 42, "total": 100})[0] == 200
     assert worker.callback(job, {"ok": 7}) == (200, {"status": "resumed"})
     run = wait_until(lambda: (r := store.get_run(run_id)) and r.status == "completed" and r)
     assert run.result["after"] == 7
