@@ -1019,8 +1019,9 @@ class ContinuationProcedures:
             t.fault("ack")
 
         def held_ack_first() -> None:
-            """An outcome other than admitted: the held ack goes in first, on its own (the
-            rows read above stay good: an ack changes none of the columns read from them)."""
+            """An outcome other than admitted: the held ack goes in first, on its own. (The
+            row read above stays good for what follows: the ack moves the call from
+            ``dispatching`` to ``dispatched``, which every check below treats alike.)"""
             nonlocal held
             if held is not None:
                 self._write_ack(t, held)
