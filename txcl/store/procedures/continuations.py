@@ -266,21 +266,28 @@ class ContinuationProcedures:
             (run_id, run_id, key, kind, t.now, dumps(data)),
         )
 
-    def _create_run(self, t: Tx, spec: RunSpec, status: str, segment_id: str | None) -> tuple[Row, bool]:
+    def _insert_run(self, t: Tx, spec: RunSpec, created_as: str, **columns: object) -> Row | None:
+        """Insert the request's run (its snapshot first) with `columns` besides those every new
+        run has, and its `run.created` event (the run was created `created_as`). The new row
+        comes back whole: inserted by this transaction, it is already locked by it. None when
+        the request's run exists already."""
         if spec.snapshot_body is not None and spec.snapshot_id:
             self._put_snapshot(t, spec.snapshot_id, spec.snapshot_body)
         run_id = new_run_id(t.now)
-        # the new row comes back whole: inserted by this transaction, it is already locked by it
+        values = dict(run_id=run_id, rcid=new_rcid(), origin_rid=spec.origin_rid, entry_stack=spec.entry_stack,
+                      src=spec.src, snapshot_id=spec.snapshot_id, created_ms=t.now, updated_ms=t.now, **columns)
         created = t.returning(
-            "INSERT INTO runs (run_id, rcid, origin_rid, entry_stack, src, snapshot_id, status, version, "
-            "segment_id, created_ms, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?) "
-            "ON CONFLICT (origin_rid) DO NOTHING RETURNING *",
-            (run_id, new_rcid(), spec.origin_rid, spec.entry_stack, spec.src, spec.snapshot_id, status,
-             segment_id, t.now, t.now),
-        )
-        if created:
-            self._event(t, run_id, "run.created", "created", {"origin_rid": spec.origin_rid, "status": status}, seq=1)
-            return created[0], True
+            f"INSERT INTO runs ({', '.join(values)}) VALUES ({placeholders(len(values))}) "
+            "ON CONFLICT (origin_rid) DO NOTHING RETURNING *", tuple(values.values()))
+        if not created:
+            return None
+        self._event(t, run_id, "run.created", "created", {"origin_rid": spec.origin_rid, "status": created_as}, seq=1)
+        return created[0]
+
+    def _create_run(self, t: Tx, spec: RunSpec, status: str, segment_id: str | None) -> tuple[Row, bool]:
+        created = self._insert_run(t, spec, status, status=status, version=0, segment_id=segment_id)
+        if created is not None:
+            return created, True
         row = t.one("SELECT run_id FROM runs WHERE origin_rid = ?", (spec.origin_rid,))
         if row is None:  # the other request's run was purged in between
             raise UnknownRun(spec.origin_rid)
@@ -480,21 +487,13 @@ class ContinuationProcedures:
         ``active`` and then parking it, in one statement fewer. None when the request's run
         exists already (another node's retry of the same request created it): the caller
         parks that one the usual way."""
-        if spec.snapshot_body is not None and spec.snapshot_id:
-            self._put_snapshot(t, spec.snapshot_id, spec.snapshot_body)
-        run_id = new_run_id(t.now)
         expires = _units_deadline(units, t.now)
         after = 1 + len(units)  # the run's next created_seq once its units are in
-        created = t.returning(
-            "INSERT INTO runs (run_id, rcid, origin_rid, entry_stack, src, snapshot_id, status, version, "
-            "cur_stage, cur_visit, expires_ms, created_ms, updated_ms, next_seq) "
-            "VALUES (?, ?, ?, ?, ?, ?, 'waiting', 1, ?, 1, ?, ?, ?, ?) ON CONFLICT (origin_rid) DO NOTHING RETURNING *",
-            (run_id, new_rcid(), spec.origin_rid, spec.entry_stack, spec.src, spec.snapshot_id, stage, expires,
-             t.now, t.now, after),
-        )
-        if not created:
+        created = self._insert_run(t, spec, "active", status="waiting", version=1, cur_stage=stage, cur_visit=1,
+                                   expires_ms=expires, next_seq=after)
+        if created is None:
             return None
-        self._event(t, run_id, "run.created", "created", {"origin_rid": spec.origin_rid, "status": "active"}, seq=1)
+        run_id = created["run_id"]
         unit_ids, dispatches, deadline, next_seq = self._write_suspend(
             t, run_id, 1, fence, stage=stage, visit=1, kind=kind, envelope=envelope, budgets=budgets, units=units,
             members=members)
@@ -503,7 +502,7 @@ class ContinuationProcedures:
         self._event(t, run_id, "stage.suspended", f"suspend:{stage}:1",
                     {"stage": stage, "visit": 1, "kind": kind, "units": unit_ids}, seq=2)
         t.notify_run(run_id)
-        return unit_ids, dispatches, run_record(created[0], t)
+        return unit_ids, dispatches, run_record(created, t)
 
     def _write_suspend(self, t: Tx, run_id: str, seq: int, fence: Fence, *, stage: str, visit: int, kind: str,
                        envelope: JsonValue, budgets: JsonValue, units: Sequence[UnitSpec],
@@ -1006,17 +1005,17 @@ class ContinuationProcedures:
             "SELECT i.*, u.kind AS unit_kind, u.on_item_error AS unit_policy FROM interactions i "
             "JOIN await_units u ON u.unit_id = i.unit_id WHERE i.opc = ?", (opc,)))
         held = ack
-        if held is not None and (run is None or not found or _ack_cancel_url(held[1]) is not None):
-            # no call to close, or an ack naming a cancel URL (with its own cases): written now
-            self._write_ack(t, held)
-            t.fault("ack")
-            held = None
+        if held is not None:
+            t.fault("ack")  # (reached as mark_ack reaches it, whichever statement writes the ack)
+            if run is None or not found or _ack_cancel_url(held[1]) is not None:
+                # no call to close, or an ack naming a cancel URL (with its own cases): written now
+                self._write_ack(t, held)
+                held = None
+            elif found[0]["status"] != "dispatching":
+                held = None  # `mark_ack` would change nothing (the ack moves only a call being dispatched)
         if run is None or not found:
             return AdmitResult("unknown", opc)
         it = found[0]
-        if held is not None and it["status"] != "dispatching":
-            held = None  # `mark_ack` would change nothing (the ack moves only a call being dispatched)
-            t.fault("ack")
 
         def held_ack_first() -> None:
             """An outcome other than admitted: the held ack goes in first, on its own. (The
@@ -1025,7 +1024,6 @@ class ContinuationProcedures:
             nonlocal held
             if held is not None:
                 self._write_ack(t, held)
-                t.fault("ack")
                 held = None
 
         base = dict(opc=opc, run_id=it["run_id"], unit_id=it["unit_id"], item_index=it["item_index"])
@@ -1068,7 +1066,6 @@ class ContinuationProcedures:
                 f"WHERE opc = ? AND status IN {_OPEN}",
                 (dumps(held[1] if held[1] is not None else {}), status, t.now, opc),
             )
-            t.fault("ack")
         else:
             t.send(
                 f"UPDATE interactions SET status = ?, closed_ms = ?, version = version + 1 "
