@@ -453,3 +453,56 @@ def test_txcl_serve_freezes_the_heap_it_starts_with_unless_watching(tmp_path, mo
         assert gc.get_freeze_count() > before
     finally:
         gc.unfreeze()
+
+
+def test_a_walk_that_never_waits_starts_no_disconnect_watch(tmp_path: Path, monkeypatch):
+    """The disconnect watcher's timer is set only for a walk that waits (an op awaiting
+    something); a walk of in-process rules only finishes without one, and both answer."""
+    (tmp_path / "OPS/s/0100").mkdir(parents=True)
+    (tmp_path / "OPS/s/0100/a.txcl").write_text('EMIT .a = 1')
+    (tmp_path / "OPS/s/0200").mkdir(parents=True)
+    (tmp_path / "OPS/s/0200/nap.txcl").write_text('WHEN @web.req.url.path == "/nap"\nEXEC "py://naps:nap"')
+    (tmp_path / "naps.py").write_text("import asyncio\n\nasync def nap(inp, ctx):\n"
+                                      "    await asyncio.sleep(0.01)\n    return {'napped': True}\n")
+    state = build_state(tmp_path, Settings(trace_mode="off"), extensions=[])
+    app = create_app(state)
+    watches: list[str] = []
+    real_call_later = asyncio.BaseEventLoop.call_later
+
+    def counting_call_later(self, delay, callback, *args, **kwargs):
+        if getattr(callback, "__name__", "") == "start_watch":
+            watches.append(callback.__name__)
+        return real_call_later(self, delay, callback, *args, **kwargs)
+
+    monkeypatch.setattr(asyncio.BaseEventLoop, "call_later", counting_call_later)
+
+    async def get(path: str) -> bytes:
+        sent: list[dict] = []
+
+        async def receive() -> dict:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message: dict) -> None:
+            sent.append(message)
+
+        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET",
+                 "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"",
+                 "root_path": "", "headers": [(b"host", b"127.0.0.1:8000")],
+                 "client": ("127.0.0.1", 5000), "server": ("127.0.0.1", 8000)}
+        await app(scope, receive, send)
+        assert sent[0]["status"] == 200
+        return sent[1]["body"]
+
+    async def both() -> tuple[bytes, int, bytes, int]:
+        quick = await get("/")
+        after_quick = len(watches)
+        napped = await get("/nap")
+        return quick, after_quick, napped, len(watches)
+
+    try:
+        quick, after_quick, napped, after_nap = asyncio.run(both())
+    finally:
+        state.interp.close()
+        state.store.close()
+    assert quick == b'{"a":1}' and after_quick == 0
+    assert napped == b'{"a":1,"napped":true}' and after_nap == 1

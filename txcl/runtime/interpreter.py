@@ -24,7 +24,8 @@ from txcl.runtime.config import Settings
 from txcl.runtime.hooks import WalkHooks
 from txcl.runtime.kv import Kv
 from txcl.runtime.state import Run
-from txcl.runtime.walker import Services, Walker, run_within
+from txcl.runtime.stepping import run_within
+from txcl.runtime.walker import Services, Walker
 from txcl.trace.recorder import TraceRecorder
 
 

@@ -37,6 +37,7 @@ from txcl.runtime.schemes.goto import jump_output
 from txcl.runtime.schemes.py import call_py
 from txcl.runtime.schemes.txco import call_builtin
 from txcl.runtime.state import Frame, OpOutcome, PreparedOp, Run
+from txcl.runtime.stepping import run_within
 from txcl.store.records import STAGE_ENTER, STAGE_FUSED, STEP_ROW_FIELDS
 from txcl.trace.recorder import TraceRecorder, _json_size
 from txcl.trace.redact import parse_path_list
@@ -53,52 +54,6 @@ _UNKNOWN: Any = object()
 GOTO_SEGMENTS = ("_txc", "goto")
 TTL_SEGMENTS = ("_txc", "ttl")
 _STACK_OK = re.compile(r"^[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*$")
-
-
-class _Resumed:
-    """Awaiting this goes on driving a coroutine whose first step has already run (the
-    `yield from` protocol by hand: values out, results and exceptions in)."""
-
-    __slots__ = ("coro", "first")
-
-    def __init__(self, coro: Any, first: Any):
-        self.coro = coro
-        self.first = first
-
-    def __await__(self):
-        coro = self.coro
-        value = self.first
-        while True:
-            try:
-                sent = yield value
-            except GeneratorExit:
-                coro.close()
-                raise
-            except BaseException as exc:  # noqa: BLE001 - handed to the coroutine, as `await` does
-                try:
-                    value = coro.throw(exc)
-                except StopIteration as stop:
-                    return stop.value
-            else:
-                try:
-                    value = coro.send(sent)
-                except StopIteration as stop:
-                    return stop.value
-
-
-async def run_within(coro: Any, when: float) -> Any:
-    """`await coro` under `asyncio.timeout_at(when)` (`when` in loop time), without the
-    timeout machinery when the coroutine finishes without suspending — most in-process ops
-    and whole walks do. A timeout only takes effect where the awaiting task suspends, so
-    the outcome is the same: the deadline was fixed before the first step, and a deadline
-    already past when the timeout is entered cancels at that first suspension, as the timer
-    would have."""
-    try:
-        first = coro.send(None)
-    except StopIteration as stop:
-        return stop.value
-    async with asyncio.timeout_at(when):
-        return await _Resumed(coro, first)
 
 
 @attrs.define(slots=False)

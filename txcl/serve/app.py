@@ -26,6 +26,7 @@ from starlette.routing import Mount
 from txcl.ops.tree import OpsTree
 from txcl.runtime.config import Settings
 from txcl.runtime.interpreter import Completed, Failed, Interpreter, Suspended, UnknownStack
+from txcl.runtime.stepping import Resumed, first_step
 from txcl.runtime.walker import Walker
 from txcl.serve import extensions as ext_mod
 from txcl.serve.inlet import (BodyTooLarge, ClientGone, RequestHead, build_envelope, declared_length,
@@ -224,8 +225,15 @@ class TxclHandler:
         """Run the walk; a client disconnect cancels it (in-flight ops see CancelledError).
         The trace counts the request body's bytes in and the answer's body bytes out.
 
-        The disconnect watcher starts only when the walk outlives DISCONNECT_WATCH_AFTER, so
-        quick requests pay one timer instead of a task."""
+        A walk that finishes without waiting once (every scope in-process) has nothing a
+        disconnect could cancel: it runs with no watch at all. Once it waits, the disconnect
+        watcher starts when the walk has waited DISCONNECT_WATCH_AFTER, so a quick wait pays
+        one timer instead of a task."""
+        walk = self.state.interp.run(envelope, stack, src="http", rid=rid, from_json=True,
+                                     bytes_in=bytes_in, respond=self._respond)
+        done, first = first_step(walk)
+        if done:
+            return first
         task = asyncio.current_task()
         loop = asyncio.get_running_loop()
         gone = False
@@ -247,8 +255,7 @@ class TxclHandler:
 
         timer = loop.call_later(DISCONNECT_WATCH_AFTER, start_watch)
         try:
-            return await self.state.interp.run(envelope, stack, src="http", rid=rid, from_json=True,
-                                               bytes_in=bytes_in, respond=self._respond)
+            return await Resumed(walk, first)
         except asyncio.CancelledError:
             if gone and task is not None:
                 task.uncancel()
