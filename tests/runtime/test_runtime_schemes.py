@@ -223,3 +223,28 @@ def test_async_mode_without_continuations_runs_sync(workspace, run_tree):
     })
     outcome, _ = run_tree(ws, {"m": "async"})
     assert outcome.envelope["ran"] == "async"
+
+
+def test_a_builtin_that_waits_is_awaited_under_its_timeout(workspace, run_tree, monkeypatch):
+    """Builtins are called directly; one that hands back an awaitable is awaited, and the
+    op's timeout ends a wait that outlasts it (a builtin that never waits cannot overrun)."""
+    import asyncio
+
+    from txcl.runtime.schemes import txco
+
+    async def _nap(op_input, directives, ctx):
+        await asyncio.sleep(float(directives.get("seconds", 0)))
+        return {"slept": directives.get("seconds")}
+
+    monkeypatch.setitem(txco.BUILTINS, "test-nap", _nap)
+    ws = workspace({
+        "OPS/s/0100/quick.txcl": 'WITH seconds = 0.01, into = "quick"\nEXEC "txco://test-nap"',
+        "OPS/s/0200/slow.txcl": 'WITH seconds = 5, timeout = "100ms", into = "slow"\nEXEC "txco://test-nap"',
+    })
+    outcome, store = run_tree(ws, {})
+    assert isinstance(outcome, Completed)
+    assert outcome.envelope["quick"] == {"slept": 0.01}
+    assert "slow" not in outcome.envelope
+    slow = _steps(store, outcome)["slow"]
+    assert slow["status"] == "timeout" and slow["error"] == "timeout after 100ms"
+    assert slow["duration_ms"] < 2000

@@ -35,7 +35,7 @@ from txcl.runtime.hooks import NoHooks, WalkHooks
 from txcl.runtime.kv import Kv
 from txcl.runtime.schemes.goto import jump_output
 from txcl.runtime.schemes.py import call_py
-from txcl.runtime.schemes.txco import call_builtin
+from txcl.runtime.schemes.txco import start_builtin
 from txcl.runtime.state import Frame, OpOutcome, PreparedOp, Run
 from txcl.runtime.stepping import run_within
 from txcl.store.records import STAGE_ENTER, STAGE_FUSED, STEP_ROW_FIELDS
@@ -144,7 +144,7 @@ class Walker:
         if frame is None or run.finished:
             return
         frame.rec = rec  # for the continuation hooks (trace steps and events)
-        if not self._plain_hooks:
+        if not self._plain_hooks and self.hooks.frame_checks_due(run):
             await self.hooks.join_check(self, run, frame)
             if run.finished:
                 return
@@ -376,10 +376,16 @@ class Walker:
             if answered is not None:
                 return answered, None
         ctx = self.op_context(run, frame, pop, directives, deadline)
-        when = asyncio.get_running_loop().time() + timeout_ms / 1000.0
         try:
             if kind == "builtin":
-                return await run_within(call_builtin(target.name, op_input, directives, ctx), when), None
+                # called directly: only a builtin that hands back an awaitable waits (under the
+                # op's timeout, counted from `deadline`, where a timer could ever fire)
+                raw = start_builtin(target.name, op_input, directives, ctx)
+                if hasattr(raw, "__await__"):
+                    loop = asyncio.get_running_loop()
+                    raw = await run_within(_awaited(raw), loop.time() + (deadline - time.monotonic()))
+                return raw, None
+            when = asyncio.get_running_loop().time() + timeout_ms / 1000.0
             if kind == "py":
                 func = pop.op.func
                 if func is None:
@@ -812,6 +818,11 @@ def _mask_hmac_keys(op: OpRule) -> str:
 # sort keys and the names of merged rules, read in C (no Python frame per rule)
 _by_name = attrgetter("name")
 _first = itemgetter(0)
+
+
+async def _awaited(awaitable: Any) -> Any:
+    """A coroutine awaiting `awaitable` (`run_within` drives coroutines, not any awaitable)."""
+    return await awaitable
 
 
 def _fmt_ms(ms: int) -> str:

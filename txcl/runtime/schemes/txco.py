@@ -37,11 +37,16 @@ def builtin(name: str) -> Callable[[Builtin], Builtin]:
     return deco
 
 
-async def call_builtin(name: str, op_input: dict, directives: dict, ctx: OpContext) -> Any:
+def start_builtin(name: str, op_input: dict, directives: dict, ctx: OpContext) -> Any:
+    """Call builtin `name`: its output, or for a builtin that waits, an awaitable of it."""
     fn = BUILTINS.get(name)
     if fn is None:
         raise OpError(f"op not found: txco://{name}")
-    result = fn(op_input, directives, ctx)
+    return fn(op_input, directives, ctx)
+
+
+async def call_builtin(name: str, op_input: dict, directives: dict, ctx: OpContext) -> Any:
+    result = start_builtin(name, op_input, directives, ctx)
     if hasattr(result, "__await__"):
         result = await result  # type: ignore[misc]
     return result
