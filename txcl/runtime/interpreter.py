@@ -145,7 +145,8 @@ class Interpreter:
             known = ", ".join(self.tree.known_stacks()) or "none"
             raise UnknownStack(f'unknown stack "{stack}" (stacks: {known})')
         rid = rid or new_rid()
-        envelope.setdefault("_ts", now_rfc3339())
+        if "_ts" not in envelope:  # (an inlet stamps it as the request arrives)
+            envelope["_ts"] = now_rfc3339()
         txc = envelope.get("_txc")
         if not isinstance(txc, dict):
             txc = {}
