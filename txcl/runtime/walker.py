@@ -35,9 +35,9 @@ from txcl.runtime.hooks import NoHooks, WalkHooks
 from txcl.runtime.kv import Kv
 from txcl.runtime.schemes.goto import jump_output
 from txcl.runtime.schemes.py import call_py
-from txcl.runtime.schemes.txco import start_builtin
+from txcl.runtime.schemes.txco import plain_builtin, start_builtin
 from txcl.runtime.state import Frame, OpOutcome, PreparedOp, Run
-from txcl.runtime.stepping import run_within
+from txcl.runtime.stepping import first_step, run_within
 from txcl.store.records import STAGE_ENTER, STAGE_FUSED, STEP_ROW_FIELDS
 from txcl.trace.recorder import TraceRecorder, _json_size
 from txcl.trace.redact import parse_path_list
@@ -94,6 +94,7 @@ class Walker:
         # (stack, scope) -> its rules when all are local and plain, else None (`_local_rules`)
         self._locals: dict[tuple[str, int], tuple[OpRule, ...] | None] = {}
         self.fuse_local = True  # off: every scope takes the general path (tests compare both)
+        self.call_in_place = True  # off: plain builtins are dispatched as tasks too (tests compare both)
         # `txcl test --coverage`: told which rules each entered scope considered and selected
         self.observer: Any = None
 
@@ -170,7 +171,10 @@ class Walker:
                     waits = True
                     break
         if waits:
-            await self.dispatch_sync(run, frame, ops, rec)
+            if self.call_in_place and not frame.penalty and self._in_place(run, ops):
+                self._dispatch_in_place(run, frame, ops, rec)
+            else:
+                await self.dispatch_sync(run, frame, ops, rec)
         else:
             self._dispatch_local(frame, ops, run, rec)
         self.complete_scope(run, frame, rec)
@@ -382,8 +386,10 @@ class Walker:
                 # op's timeout, counted from `deadline`, where a timer could ever fire)
                 raw = start_builtin(target.name, op_input, directives, ctx)
                 if hasattr(raw, "__await__"):
+                    if plain_builtin(target.name):  # as when called in place (`_call_in_place`)
+                        return _done_without_waiting(raw, target.text), None
                     loop = asyncio.get_running_loop()
-                    raw = await run_within(_awaited(raw), loop.time() + (deadline - time.monotonic()))
+                    raw = await run_within(raw, loop.time() + (deadline - time.monotonic()))
                 return raw, None
             when = asyncio.get_running_loop().time() + timeout_ms / 1000.0
             if kind == "py":
@@ -434,12 +440,8 @@ class Walker:
         mocked = self._is_mocked(run, op)
         transport = "mock" if mocked else target.transport
         trusted = False if mocked else target.trusted
-        timeout_ms, problem = self.op_timeout(pop.directives, self.settings.op_timeout)
-        if problem is not None and op.stack.startswith("_sys"):
-            # a shipped system rule (the poll handler asks for 60s) follows the operator's cap
-            timeout_ms, problem = self.settings.op_timeout_max, None
-        if problem is not None:
-            self.op_failed(run, frame, pop, OpError(problem), transport, started_wall, started, rec, None)
+        timeout_ms = self._dispatch_timeout(run, frame, pop, transport, started_wall, started, rec)
+        if timeout_ms is None:
             return
         run.budget.charge(DISPATCH_FUEL)
         op_input = self.stamped_input(frame, pop, target, pop.prepared.dispatched)
@@ -457,6 +459,65 @@ class Walker:
             raise
         self.finish_op(run, frame, pop, raw, trusted, transport, started_wall, started, rec,
                         input_value=op_input, http_info=http_info)
+
+    def _dispatch_timeout(self, run: Run, frame: Frame, pop: PreparedOp, transport: str, started_wall: float,
+                          started: float, rec: TraceRecorder) -> int | None:
+        """The op's timeout in ms; None when its WITH timeout is refused (the op has failed)."""
+        timeout_ms, problem = self.op_timeout(pop.directives, self.settings.op_timeout)
+        if problem is not None and pop.op.stack.startswith("_sys"):
+            # a shipped system rule (the poll handler asks for 60s) follows the operator's cap
+            timeout_ms, problem = self.settings.op_timeout_max, None
+        if problem is not None:
+            self.op_failed(run, frame, pop, OpError(problem), transport, started_wall, started, rec, None)
+            return None
+        return timeout_ms
+
+    def _in_place(self, run: Run, ops: list[PreparedOp]) -> bool:
+        """Whether every op of a frame that dispatches calls a plain builtin (a `def`, which
+        never waits) without LOOP, in a run that asks for no mocks: `_dispatch_in_place`
+        then does what `dispatch_sync` would, without a coroutine per op."""
+        if run.mocks:
+            return False
+        for pop in ops:
+            op = pop.op
+            target = op.target
+            if target is not None and (target.kind != "builtin" or op.rule.loop is not None
+                                       or not plain_builtin(target.name)):
+                return False
+        return True
+
+    def _dispatch_in_place(self, run: Run, frame: Frame, ops: list[PreparedOp], rec: TraceRecorder) -> None:
+        """`dispatch_sync` for ops that all call plain builtins (`_in_place`): rules without
+        EXEC get their tail, then each builtin is called and its tail applied, in the order
+        the ops are given — the order in which `dispatch_sync`'s tasks would finish, as none
+        of them waits."""
+        for pop in self._dispatch_local(frame, ops, run, rec):
+            self._call_in_place(run, frame, pop, rec)
+
+    def _call_in_place(self, run: Run, frame: Frame, pop: PreparedOp, rec: TraceRecorder) -> None:
+        """`run_op` for one op calling a plain builtin (not mocked, no LOOP), in one call."""
+        target: Target = pop.op.target
+        started_wall, started = time.time(), time.perf_counter()
+        transport = target.transport
+        timeout_ms = self._dispatch_timeout(run, frame, pop, transport, started_wall, started, rec)
+        if timeout_ms is None:
+            return
+        run.budget.charge(DISPATCH_FUEL)
+        op_input = self.stamped_input(frame, pop, target, pop.prepared.dispatched)
+        directives = pop.directives
+        stand_in = self.services.stand_in
+        try:
+            raw = stand_in(target, op_input) if stand_in is not None else None
+            if raw is None:
+                ctx = self.op_context(run, frame, pop, directives, time.monotonic() + timeout_ms / 1000.0)
+                raw = start_builtin(target.name, op_input, directives, ctx)
+                if hasattr(raw, "__await__"):
+                    raw = _done_without_waiting(raw, target.text)
+        except OpError as exc:
+            self.op_failed(run, frame, pop, exc, transport, started_wall, started, rec, op_input)
+            return
+        self.finish_op(run, frame, pop, raw, target.trusted, transport, started_wall, started, rec,
+                       input_value=op_input)
 
     # ================================================================ the per-op tail
     def tail(self, run: Run, frame: Frame, pop: PreparedOp, raw: Any, trusted: bool,
@@ -820,9 +881,16 @@ _by_name = attrgetter("name")
 _first = itemgetter(0)
 
 
-async def _awaited(awaitable: Any) -> Any:
-    """A coroutine awaiting `awaitable` (`run_within` drives coroutines, not any awaitable)."""
-    return await awaitable
+def _done_without_waiting(awaitable: Any, text: str) -> Any:
+    """The result of an awaitable a plain builtin handed back, when it has one without
+    waiting; an op error when it would wait (a builtin that waits is an `async def`)."""
+    if not asyncio.iscoroutine(awaitable):
+        raise OpError(f"{text} handed back an awaitable; a builtin that waits must be an async def")
+    done, value = first_step(awaitable)
+    if not done:
+        awaitable.close()
+        raise OpError(f"{text} waited; a builtin that waits must be an async def")
+    return value
 
 
 def _fmt_ms(ms: int) -> str:

@@ -1,7 +1,9 @@
 """`txco://` builtins: in-process functions (input, directives, ctx) → object.
 
 The registry is open: `register("name", fn)` adds a builtin (the continuations package
-registers `continuation-result`). An unknown name is an op error at dispatch.
+registers `continuation-result`). An unknown name is an op error at dispatch. A builtin
+defined with `def` returns its output and is called in place, inside the walk of its scope;
+one that waits for something is an `async def` and is awaited under the op's timeout.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import base64
 import functools
 import hashlib
 import hmac
+import inspect
 import mimetypes
 import os
 from pathlib import Path
@@ -35,6 +38,22 @@ def builtin(name: str) -> Callable[[Builtin], Builtin]:
         register(name, fn)
         return fn
     return deco
+
+
+_PLAIN: dict[str, tuple[Builtin, bool]] = {}  # name → (its function, whether a plain `def`)
+
+
+def plain_builtin(name: str | None) -> bool:
+    """Whether builtin `name` is registered and a plain function (not an `async def`), so a
+    walk may call it in place. Asked per call: the registry may change while a tree is
+    loaded (a builtin registered at startup, or replaced)."""
+    fn = BUILTINS.get(name) if name is not None else None
+    if fn is None:
+        return False
+    known = _PLAIN.get(name)  # type: ignore[arg-type]
+    if known is None or known[0] is not fn:
+        known = _PLAIN[name] = (fn, not inspect.iscoroutinefunction(fn))  # type: ignore[index]
+    return known[1]
 
 
 def start_builtin(name: str, op_input: dict, directives: dict, ctx: OpContext) -> Any:
