@@ -304,8 +304,8 @@ def test_a_completed_answer_is_encoded_once_and_the_trace_counts_the_bytes_sent(
 
     (small_ws / "OPS/s/0100/a.txcl").write_text('EMIT .a = 1, .name = "Zoë", ._private = "not sent"')
     encoded = []
-    real_dumps = shaping.dumps
-    monkeypatch.setattr(shaping, "dumps", lambda value, **kw: encoded.append(value) or real_dumps(value, **kw))
+    real_dumps = shaping.dumps_utf8
+    monkeypatch.setattr(shaping, "dumps_utf8", lambda value: encoded.append(value) or real_dumps(value))
     monkeypatch.setattr(recorder, "_json_size", lambda value: pytest.fail(f"encoded again to be measured: {value!r}"))
     state = build_state(small_ws, Settings(), extensions=[])
     with TestClient(create_app(state)) as c:

@@ -221,6 +221,15 @@ def test_the_compiled_writer_writes_exactly_what_the_careful_one_does(value, htm
     assert dumps(value, html_escape=html) == careful
 
 
+@settings(max_examples=300, deadline=None)
+@given(_values)
+def test_the_bytes_writer_writes_the_text_writer_s_utf8(value):
+    """`dumps_utf8` (response bodies, request contents) is `dumps` encoded, byte for byte."""
+    from txcl.values.jsonio import dumps_utf8
+
+    assert dumps_utf8(value) == dumps(value).encode("utf-8")
+
+
 def test_values_orjson_cannot_write_alike_take_the_careful_path():
     from txcl.values import jsonio
 
@@ -229,6 +238,8 @@ def test_values_orjson_cannot_write_alike_take_the_careful_path():
         assert not jsonio._orjson_writes_alike(value)
     assert dumps({"a": [2.0, 1e-5, 1e21]}) == '{"a":[2,0.00001,1e+21]}'
     assert dumps([2**64, "\ud800"]) == '[18446744073709551616,"\ud800"]'  # orjson refuses both
+    assert jsonio.dumps_utf8({"a": [2.0, "Zoë"]}) == '{"a":[2,"Zoë"]}'.encode()
+    assert jsonio.dumps_utf8([2**64]) == b"[18446744073709551616]"
 
 
 def test_a_value_that_contains_itself_is_refused_not_walked_forever():

@@ -55,10 +55,10 @@ def verdict(status: int | None, error: str | None) -> tuple[bool, bool]:
 async def post_cancel(client: httpx.AsyncClient, call: CancelCall) -> tuple[int | None, str | None]:
     """POST one cancellation; (HTTP status or None, error text or None). Never raises for
     worker problems, and never puts the token in an error."""
-    from txcl.values.jsonio import dumps
+    from txcl.values.jsonio import dumps_utf8
 
     try:
-        response = await client.post(call.url, content=dumps(cancel_body(call)).encode("utf-8"),
+        response = await client.post(call.url, content=dumps_utf8(cancel_body(call)),
                                      headers=cancel_headers(call), timeout=httpx.Timeout(TIMEOUT_S))
     except httpx.TimeoutException:
         return None, f"no answer within {TIMEOUT_S:g}s"

@@ -121,10 +121,10 @@ async def post_dispatch(client: Any, dispatch: Dispatch, *, base_url: str | None
 
     `client` is a :class:`DispatchClient` (plain `http://` URLs go over its own keep-alive
     connections, everything else through httpx) or an `httpx.AsyncClient`."""
-    from txcl.values.jsonio import dumps, loads
+    from txcl.values.jsonio import dumps_utf8, loads
 
     url = worker_url(dispatch)
-    body = dumps(dispatch_body(dispatch, base_url)).encode("utf-8")
+    body = dumps_utf8(dispatch_body(dispatch, base_url))
     headers = dispatch_headers(dispatch, origin_rid)
     seconds = ack_timeout_ms / 1000.0
     target = client.lean_target(url, headers) if isinstance(client, DispatchClient) else None

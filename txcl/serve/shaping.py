@@ -14,7 +14,7 @@ from typing import Any, Iterable
 
 import attrs
 
-from txcl.values.jsonio import dumps
+from txcl.values.jsonio import dumps_utf8
 
 JSON_TYPE = b"application/json"
 IGNORED_HEADERS = frozenset({"connection", "transfer-encoding", "content-length", "keep-alive", "upgrade",
@@ -134,7 +134,7 @@ def shape_completed(envelope: dict, *, private: bool = False) -> Answer:
                                            "message": "_txc.web.res.body is not valid base64"}}, 500)
         return Answer(status, headers, body)
     shown = envelope if private else strip_private(envelope)
-    body = dumps(shown).encode("utf-8")
+    body = dumps_utf8(shown)
     if not any(k == b"content-type" for k, _ in headers):
         headers.append((b"content-type", JSON_TYPE))
     return Answer(status, headers, body)
@@ -143,7 +143,7 @@ def shape_completed(envelope: dict, *, private: bool = False) -> Answer:
 def json_answer(status: int, payload: Any, extra: Iterable[tuple[str, str]] = ()) -> Answer:
     headers = [(b"content-type", JSON_TYPE)]
     headers.extend((k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in extra)
-    return Answer(status, headers, dumps(payload).encode("utf-8"))
+    return Answer(status, headers, dumps_utf8(payload))
 
 
 def error_answer(payload: dict, status: int) -> Answer:

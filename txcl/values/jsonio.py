@@ -210,6 +210,17 @@ def dumps(value: Any, *, sort_keys: bool = False, indent: int | None = None,
     return text
 
 
+def dumps_utf8(value: Any) -> bytes:
+    """`dumps(value)` as UTF-8 bytes — what a response body or a request's content is —
+    without the text in between when orjson writes it."""
+    if _orjson is not None and _orjson_writes_alike(value):
+        try:
+            return _orjson.dumps(value)
+        except (TypeError, ValueError):  # as in `dumps`: the careful way below
+            pass
+    return dumps(value).encode("utf-8")
+
+
 def _orjson_writes_alike(value: Any) -> bool:
     """Whether orjson writes `value` exactly as `_compact` does: it differs only on floats
     that are integral (`1.0` where JSON form is `1`) or outside [1e-4, 1e15) (exponent forms),

@@ -8,7 +8,7 @@ import httpx
 
 from txcl import __version__
 from txcl.runtime.dispatch import OpContext, OpError
-from txcl.values.jsonio import JsonError, dumps, loads
+from txcl.values.jsonio import JsonError, dumps_utf8, loads
 from txcl.values.paths import MISSING, PathError, read, split_path_string, write
 from txcl.values.utf8 import decode_lossy
 
@@ -62,7 +62,7 @@ async def call_http(client: httpx.AsyncClient, target_url: str, op_input: dict, 
             content = urlencode([(k, text_form(v)) for k, v in form.items()]).encode("utf-8")
             headers.setdefault("Content-Type", "application/x-www-form-urlencoded")
         else:
-            content = dumps(body_obj).encode("utf-8")
+            content = dumps_utf8(body_obj)
             headers.setdefault("Content-Type", "application/json")
         if len(content) > payload_max:
             raise OpError(f"http {url}: request body of {len(content)} bytes exceeds --op-payload-max ({payload_max})")
