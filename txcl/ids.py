@@ -52,28 +52,34 @@ def ulid(now_ms: int | None = None, rand: bytes | None = None) -> str:
 
 
 _POOL_SIZE = 4000  # 400 request ids per os.urandom call (one getrandom syscall costs ~50 µs here)
+# base32 (RFC 4648) digit → the Crockford digit of the same value
+_TO_CROCKFORD = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", _CROCKFORD.encode("ascii"))
+_RANDOM_DIGITS = 16  # 80 bits: a ULID's random part
 
 
 class _RandomPool:
-    """Bytes from os.urandom, fetched in blocks; thread-safe, and emptied in a forked child
-    (which would otherwise hand out the same bytes as its parent)."""
+    """Random ULID tails from os.urandom, fetched in blocks and encoded a block at a time
+    (every ten bytes are exactly sixteen base32 digits, so one C call encodes 400 tails);
+    thread-safe, and emptied in a forked child (which would otherwise hand out the same
+    tails as its parent)."""
 
     def __init__(self) -> None:
-        self._buf = b""
+        self._text = ""
         self._pos = 0
         self._lock = threading.Lock()
 
-    def take(self, n: int) -> bytes:
+    def take_digits(self) -> str:
+        """Sixteen Crockford base32 digits of fresh random bits (80 of them)."""
         with self._lock:
-            if self._pos + n > len(self._buf):
-                self._buf = os.urandom(_POOL_SIZE)
-                self._pos = 0
             start = self._pos
-            self._pos = start + n
-            return self._buf[start:start + n]
+            if start + _RANDOM_DIGITS > len(self._text):
+                self._text = base64.b32encode(os.urandom(_POOL_SIZE)).translate(_TO_CROCKFORD).decode("ascii")
+                start = 0
+            self._pos = start + _RANDOM_DIGITS
+            return self._text[start:start + _RANDOM_DIGITS]
 
     def forget(self) -> None:
-        self._buf = b""
+        self._text = ""
         self._pos = 0
         self._lock = threading.Lock()
 
@@ -82,11 +88,22 @@ _pool = _RandomPool()
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_pool.forget)
 
+_stamp: tuple[int, str] = (-1, "")  # the last millisecond a request id was minted in, and its digits
+
 
 def new_request_id() -> str:
-    """A request id: a ULID whose random bits come from a pool (one is minted per request).
-    Request ids name traces and runs; they are not secrets (tokens use `secrets` directly)."""
-    return ulid(rand=_pool.take(10))
+    """A request id: a ULID whose random part comes from a pool (one is minted per request),
+    its timestamp digits written once per millisecond. Request ids name traces and runs; they
+    are not secrets (tokens use `secrets` directly)."""
+    global _stamp
+    ms = time.time_ns() // 1_000_000
+    stamp = _stamp
+    if stamp[0] != ms:
+        p = _CROCKFORD_PAIRS
+        t = ms & ((1 << 48) - 1)
+        stamp = _stamp = (ms, "".join((p[t >> 40], p[(t >> 30) & 1023], p[(t >> 20) & 1023],
+                                       p[(t >> 10) & 1023], p[t & 1023])))
+    return stamp[1] + _pool.take_digits()
 
 
 _B58_PAIRS = [a + b for a in _B58 for b in _B58]  # two digits per divmod step

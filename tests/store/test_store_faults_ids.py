@@ -70,6 +70,24 @@ def test_ulid_encodes_the_millisecond_then_80_random_bits(monkeypatch):
     assert len(digits) == 32 and max(digits.values()) < 1.3 * min(digits.values())
 
 
+def test_pooled_request_id_tails_are_the_random_bytes_in_crockford_base32(monkeypatch):
+    """The pool encodes a block of random bytes at once: each id's last sixteen digits are
+    the next ten bytes as a ULID's 80 random bits, every digit equally likely."""
+    import collections
+
+    block = bytes((7 * i + 3) % 256 for i in range(4000))
+    monkeypatch.setattr(ids.os, "urandom", lambda n: block[:n])
+    monkeypatch.setattr(ids, "_pool", ids._RandomPool())
+    crockford = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+    for k in range(3):
+        tail = ids.new_request_id()[10:]
+        value = int.from_bytes(block[10 * k:10 * k + 10], "big")
+        assert tail == "".join(crockford[(value >> (5 * i)) & 31] for i in range(15, -1, -1))
+    monkeypatch.undo()
+    digits = collections.Counter(ch for _ in range(4000) for ch in ids.new_request_id()[10:])
+    assert len(digits) == 32 and max(digits.values()) < 1.3 * min(digits.values())
+
+
 def test_pooled_request_ids_differ_across_a_fork():
     """Request ids draw from a pool of random bytes; a forked child empties its copy, so it
     never mints the ids its parent mints next from the same pool."""
