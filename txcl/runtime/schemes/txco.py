@@ -64,13 +64,6 @@ def start_builtin(name: str, op_input: dict, directives: dict, ctx: OpContext) -
     return fn(op_input, directives, ctx)
 
 
-async def call_builtin(name: str, op_input: dict, directives: dict, ctx: OpContext) -> Any:
-    result = start_builtin(name, op_input, directives, ctx)
-    if hasattr(result, "__await__"):
-        result = await result  # type: ignore[misc]
-    return result
-
-
 def _path(value: Any, what: str, op: str) -> tuple[str, ...]:
     if not isinstance(value, str) or not value.strip():
         raise OpError(f"txco://{op}: WITH {what} (a path string) is required")
