@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from typing import Any
 
 import pytest
 
@@ -68,3 +69,22 @@ def rule_files(root, pattern: str = "*.txcl") -> list:
     from pathlib import Path
 
     return sorted(p for p in Path(root).rglob(pattern) if p.is_file() and not p.is_symlink())
+
+
+STEP_TIMES = ("started_ms", "finished_ms", "duration_ms")
+
+
+def walk_observed(outcome: Any, record: Any) -> tuple:
+    """What two walks of one envelope must agree on, whatever path each took: the outcome
+    (envelope, halt and fuel, or the failure) and the trace's steps and timeline events,
+    their times left out."""
+    from txcl.runtime.interpreter import Completed, Failed
+
+    if isinstance(outcome, Completed):
+        seen: tuple = ("completed", outcome.envelope, outcome.halted, outcome.fuel_used)
+    else:
+        assert isinstance(outcome, Failed)
+        seen = ("failed", outcome.payload, outcome.http_status)
+    steps = [{k: v for k, v in step.items() if k not in STEP_TIMES} for step in record.steps]
+    events = [(seq, kind, data) for seq, _at, kind, data in record.events]
+    return seen, steps, events

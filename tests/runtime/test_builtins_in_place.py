@@ -12,14 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from testtools import walk_observed
 
 from txcl.ops.tree import load_ops
 from txcl.runtime.config import Settings
-from txcl.runtime.interpreter import Completed, Failed, Interpreter
+from txcl.runtime.interpreter import Interpreter
 from txcl.runtime.schemes import txco
-
-_TIMES = ("started_ms", "finished_ms", "duration_ms")
-
 
 def _stable(value: Any) -> Any:
     """`value` with what differs between any two runs (the request id, the time) blanked,
@@ -53,15 +51,8 @@ def _observe(tree: Any, envelope: dict, in_place: bool) -> tuple[Any, int]:
         outcome = interp.run_sync(copy.deepcopy(envelope), "s")
     finally:
         interp.close()
-    if isinstance(outcome, Completed):
-        seen: tuple = ("completed", outcome.envelope, outcome.halted, outcome.fuel_used)
-    else:
-        assert isinstance(outcome, Failed)
-        seen = ("failed", outcome.payload, outcome.http_status)
     (record,) = kept
-    steps = [{k: v for k, v in step.items() if k not in _TIMES} for step in record.steps]
-    events = [(seq, kind, data) for seq, _at, kind, data in record.events]
-    return _stable((seen, steps, events)), tasks
+    return _stable(walk_observed(outcome, record)), tasks
 
 
 def _plain_but_returns_awaitable(op_input: dict, directives: dict, ctx: Any) -> Any:

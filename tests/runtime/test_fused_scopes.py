@@ -12,11 +12,12 @@ from typing import Any
 
 import pytest
 from corpus import corpus_rules, deterministic, envelopes_for, paths_read
+from testtools import walk_observed
 
 from txcl.errors import TxclError
 from txcl.ops.tree import load_ops
 from txcl.runtime.config import Settings
-from txcl.runtime.interpreter import Completed, Failed, Interpreter
+from txcl.runtime.interpreter import Completed, Interpreter
 from txcl.syntax import ast
 from txcl.syntax.printer import print_rule
 
@@ -67,16 +68,9 @@ def _observe(tree: Any, envelope: dict, fuse: bool, **settings: Any) -> tuple:
         outcome = interp.run_sync(copy.deepcopy(envelope), "s")
     finally:
         interp.close()
-    if isinstance(outcome, Completed):
-        seen: tuple = ("completed", outcome.envelope, outcome.halted, outcome.fuel_used)
-    else:
-        assert isinstance(outcome, Failed)
-        seen = ("failed", outcome.payload, outcome.http_status)
     (record,) = kept
-    steps = [{k: v for k, v in step.items() if k not in _TIMES} for step in record.steps]
-    events = [(seq, kind, data) for seq, _at, kind, data in record.events]
     fused = sum(1 for found in interp.walker._locals.values() if found is not None)
-    return _stable((seen, steps, events)), fused
+    return _stable(walk_observed(outcome, record)), fused
 
 
 def _compare(ws: Path, envelopes: list[dict], **settings: Any) -> int:
