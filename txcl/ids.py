@@ -36,19 +36,25 @@ RUN_ID_RE = re.compile(r"^run_[0-9A-HJKMNP-TV-Z]{26}$")
 _CROCKFORD_PAIRS = [a + b for a in _CROCKFORD for b in _CROCKFORD]  # ten bits per lookup
 
 
+def _stamp_digits(ms: int) -> str:
+    """The ten Crockford base32 digits of a ULID's 48-bit millisecond timestamp."""
+    p = _CROCKFORD_PAIRS
+    t = ms & ((1 << 48) - 1)
+    return "".join((p[t >> 40], p[(t >> 30) & 1023], p[(t >> 20) & 1023], p[(t >> 10) & 1023], p[t & 1023]))
+
+
 def ulid(now_ms: int | None = None, rand: bytes | None = None) -> str:
     """A 26-character ULID: 48-bit millisecond timestamp (10 characters) then 80 random
-    bits (16 characters), in Crockford's base32 (ten bits per table lookup, the pairs
-    joined in one step). `rand`: the ten random bytes when the caller has them (request
-    ids draw them from a pool, `new_request_id`)."""
-    ms = (time.time_ns() // 1_000_000 if now_ms is None else int(now_ms)) & ((1 << 48) - 1)
+    bits (16 characters), in Crockford's base32 (ten bits per table lookup). `rand`: the
+    ten random bytes when the caller has them."""
+    ms = time.time_ns() // 1_000_000 if now_ms is None else int(now_ms)
     if rand is None:
         rand = secrets.token_bytes(10)
     high, low = int.from_bytes(rand[:5], "big"), int.from_bytes(rand[5:], "big")
     p = _CROCKFORD_PAIRS
-    return "".join((p[ms >> 40], p[(ms >> 30) & 1023], p[(ms >> 20) & 1023], p[(ms >> 10) & 1023], p[ms & 1023],
-                    p[high >> 30], p[(high >> 20) & 1023], p[(high >> 10) & 1023], p[high & 1023],
-                    p[low >> 30], p[(low >> 20) & 1023], p[(low >> 10) & 1023], p[low & 1023]))
+    return _stamp_digits(ms) + "".join((p[high >> 30], p[(high >> 20) & 1023], p[(high >> 10) & 1023],
+                                        p[high & 1023], p[low >> 30], p[(low >> 20) & 1023],
+                                        p[(low >> 10) & 1023], p[low & 1023]))
 
 
 _POOL_SIZE = 4000  # 400 request ids per os.urandom call (one getrandom syscall costs ~50 µs here)
@@ -99,10 +105,7 @@ def new_request_id() -> str:
     ms = time.time_ns() // 1_000_000
     stamp = _stamp
     if stamp[0] != ms:
-        p = _CROCKFORD_PAIRS
-        t = ms & ((1 << 48) - 1)
-        stamp = _stamp = (ms, "".join((p[t >> 40], p[(t >> 30) & 1023], p[(t >> 20) & 1023],
-                                       p[(t >> 10) & 1023], p[t & 1023])))
+        stamp = _stamp = (ms, _stamp_digits(ms))
     return stamp[1] + _pool.take_digits()
 
 

@@ -440,11 +440,10 @@ class Walker:
         mocked = self._is_mocked(run, op)
         transport = "mock" if mocked else target.transport
         trusted = False if mocked else target.trusted
-        timeout_ms = self._dispatch_timeout(run, frame, pop, transport, started_wall, started, rec)
-        if timeout_ms is None:
+        started_op = self._dispatch_start(run, frame, pop, transport, started_wall, started, rec)
+        if started_op is None:
             return
-        run.budget.charge(DISPATCH_FUEL)
-        op_input = self.stamped_input(frame, pop, target, pop.prepared.dispatched)
+        timeout_ms, op_input = started_op
         try:
             if mocked:
                 raw, http_info = deep_copy(op.fixtures["mock-response.json"]), None
@@ -460,9 +459,10 @@ class Walker:
         self.finish_op(run, frame, pop, raw, trusted, transport, started_wall, started, rec,
                         input_value=op_input, http_info=http_info)
 
-    def _dispatch_timeout(self, run: Run, frame: Frame, pop: PreparedOp, transport: str, started_wall: float,
-                          started: float, rec: TraceRecorder) -> int | None:
-        """The op's timeout in ms; None when its WITH timeout is refused (the op has failed)."""
+    def _dispatch_start(self, run: Run, frame: Frame, pop: PreparedOp, transport: str, started_wall: float,
+                        started: float, rec: TraceRecorder) -> tuple[int, dict] | None:
+        """An op about to be dispatched: its timeout in ms and its stamped input, its fuel
+        charged; None when its WITH timeout is refused (the op has failed)."""
         timeout_ms, problem = self.op_timeout(pop.directives, self.settings.op_timeout)
         if problem is not None and pop.op.stack.startswith("_sys"):
             # a shipped system rule (the poll handler asks for 60s) follows the operator's cap
@@ -470,7 +470,8 @@ class Walker:
         if problem is not None:
             self.op_failed(run, frame, pop, OpError(problem), transport, started_wall, started, rec, None)
             return None
-        return timeout_ms
+        run.budget.charge(DISPATCH_FUEL)
+        return timeout_ms, self.stamped_input(frame, pop, pop.op.target, pop.prepared.dispatched)
 
     def _in_place(self, run: Run, ops: list[PreparedOp]) -> bool:
         """Whether every op of a frame that dispatches calls a plain builtin (a `def`, which
@@ -499,11 +500,10 @@ class Walker:
         target: Target = pop.op.target
         started_wall, started = time.time(), time.perf_counter()
         transport = target.transport
-        timeout_ms = self._dispatch_timeout(run, frame, pop, transport, started_wall, started, rec)
-        if timeout_ms is None:
+        started_op = self._dispatch_start(run, frame, pop, transport, started_wall, started, rec)
+        if started_op is None:
             return
-        run.budget.charge(DISPATCH_FUEL)
-        op_input = self.stamped_input(frame, pop, target, pop.prepared.dispatched)
+        timeout_ms, op_input = started_op
         directives = pop.directives
         stand_in = self.services.stand_in
         try:
