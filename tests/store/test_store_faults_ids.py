@@ -191,7 +191,7 @@ def test_one_database_holds_traces_kv_and_continuations(store):
     assert store.kv_set("ns", "k", {"v": 1}, now_ms=1) == 1
     components = {st.name: st.have for st in schema.status(store.backend)}
     assert components == {c.name: c.version for c in schema.COMPONENTS}
-    assert components["continuations"] == 8 and components["traces"] == 7
+    assert components["continuations"] == 8 and components["traces"] == 8
 
 
 def test_upgrade_from_v2_drops_the_fact_counter_trigger_and_counts_once(tmp_path):

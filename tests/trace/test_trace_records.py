@@ -135,7 +135,7 @@ def test_v1_trace_tables_are_migrated(tmp_path):
     store = open_store(db)
     record = store.get_trace("old")
     assert record.request["status"] == "completed" and record.steps == [] and record.events == []
-    assert RawDb(store).execute("SELECT version FROM txcl_schema WHERE component = 'traces'")[0][0] == 7
+    assert RawDb(store).execute("SELECT version FROM txcl_schema WHERE component = 'traces'")[0][0] == 8
     store.close()
 
 
@@ -149,7 +149,7 @@ def test_v5_run_index_is_narrowed_to_durable_runs(tmp_path):
                                           "CREATE INDEX traces_run ON traces (run_id, started_ms)")
     assert raw.execute("SELECT sql FROM sqlite_master WHERE name = 'traces_run'")[0][0].endswith(
         "WHERE run_id IS NOT NULL")
-    assert raw.execute("SELECT version FROM txcl_schema WHERE component = 'traces'")[0][0] == 7
+    assert raw.execute("SELECT version FROM txcl_schema WHERE component = 'traces'")[0][0] == 8
     rec = TraceRecorder("summary", "seg-1", "callback", "s", run_id="run-1")
     rec.finish("completed", http_status=200, fuel_used=1)
     store.write_traces([rec.build()])
@@ -273,11 +273,13 @@ def _packed_trace_columns(store, rid):
 def test_summary_steps_are_stored_as_compact_rows(workspace, run_tree):
     """A summary step is stored as an array in a fixed field order (trailing nulls left out)
     and reads back as the same step object as one stored whole."""
-    ws = workspace({"OPS/s/0100/a.txcl": 'EXEC "txco://noop"', "OPS/s/0200/b.txcl": "EMIT .b = 1"})
+    # b shares its scope with an EXEC, so it is not folded into a fused scope's entry
+    ws = workspace({"OPS/s/0100/a.txcl": 'EXEC "txco://noop"', "OPS/s/0200/b.txcl": "EMIT .b = 1",
+                    "OPS/s/0200/c.txcl": 'EXEC "txco://noop"'})
     outcome, store = run_tree(ws, {"x": 1})
     steps_json, _events = _packed_trace_columns(store, outcome.rid)
     rows = json.loads(steps_json)
-    assert [type(r) for r in rows] == [list, list]
+    assert [type(r) for r in rows] == [list, list, list]
     noop = rows[1]  # a rule without EXEC: no sizes, no error, so the row ends at its duration
     assert noop[:8] == [noop[0], "s", 200, "b", None, "noop", "ok", noop[7]] and len(noop) == 10
     step = store.get_trace(outcome.rid).steps[1]
@@ -339,22 +341,33 @@ def test_a_record_waiting_for_its_group_commit_is_packed_and_reads_back_the_same
 def test_scope_events_are_stored_compact_and_read_back_whole(workspace, run_tree):
     """`stage.enter` and the request's start, usage and end are stored as `[seq, at_ms, code,
     values…]` arrays (no key names); a scope of local rules is stored as its entry alone (code
-    6), its merge implied. Every reader gets the events back as `{seq, at_ms, kind, data}`,
-    the merges included, with the data the walk would have recorded for them."""
+    7), its rules' steps folded into it, its merge implied. Every reader gets the events back
+    as `{seq, at_ms, kind, data}`, the merges included, with the data the walk would have
+    recorded for them, and the folded steps as steps."""
     ws = workspace({"OPS/s/0100/a.txcl": "EMIT .a = 1", "OPS/s/0100/b.txcl": "EMIT .b = 2",
                     "OPS/s/0200/c.txcl": "EMIT .c = 3"})
     outcome, store = run_tree(ws, {"x": 1})
     steps_json, events_json = _packed_trace_columns(store, outcome.rid)
     stored = json.loads(events_json)
     assert all(isinstance(e[2], int) for e in stored)
-    assert [e[2] for e in stored] == [3, 6, 6, 4, 5]
-    assert [e[0] for e in stored] == [1, 2, 6, 9, 10]  # 3-4: the steps, 5 and 8: the merges
-    assert [s[0] for s in json.loads(steps_json)] == [3, 4, 7]
+    assert [e[2] for e in stored] == [3, 7, 7, 4, 5]
+    assert [e[0] for e in stored] == [1, 2, 6, 9, 10]  # 3-4 and 7: the steps, 5 and 8: the merges
+    assert json.loads(steps_json) == []  # every step folded into its scope's entry
     assert stored[0][3:] == ["s", "api"] and stored[-2][3] == 20 and isinstance(stored[-2][4], int)
     assert stored[-1][3:5] == ["completed", stored[-1][4]] and len(stored[-1]) == 5  # no reason
     compact = stored[1:-2]
-    assert compact[0][3:] == ["s/100", 10, compact[0][5]] and isinstance(compact[0][5], int)
+    assert compact[0][3:5] == ["s/100", 10] and isinstance(compact[0][5], int)
     assert compact[1][3:5] == ["s/200", 20]
+    # the entry's microseconds past its millisecond, then each rule's name and microseconds
+    assert 0 <= compact[0][6] < 1000 and [type(v) for v in compact[0][7]] == [str, int, str, int]
+    assert compact[0][7][::2] == ["a", "b"] and compact[1][7][::2] == ["c"]
+    steps = store.get_trace(outcome.rid).steps
+    assert [(s["seq"], s["stage"], s["name"], s["transport"], s["status"]) for s in steps] == [
+        (3, "s/100", "a", "noop", "ok"), (4, "s/100", "b", "noop", "ok"), (7, "s/200", "c", "noop", "ok")]
+    assert steps[0]["duration_ms"] == compact[0][7][1] / 1000 and steps[0]["operation"] is None
+    assert steps[1]["started_ms"] == (
+        compact[0][1] * 1000 + compact[0][6] + compact[0][7][1]) // 1000 + store.get_trace(outcome.rid).request[
+        "started_ms"]
     assert '"stage"' not in events_json  # no key names stored for them
     trace = store.get_trace(outcome.rid)
     events = trace.events
@@ -392,14 +405,26 @@ def test_a_fused_scope_reads_back_as_the_general_path_records_it(workspace, run_
     rules = {"OPS/s/0100/a.txcl": "EMIT .a = 1, @delete = [\"@rid\"]",
              "OPS/s/0100/b.txcl": "WHEN .x == 1\nEMIT .b = 2",
              "OPS/s/0200/none.txcl": "WHEN .x == 99\nEMIT .never = true",
-             "OPS/s/0300/c.txcl": "EMIT .c = 3, ._txc.goto = \"s/500\"",
+             "OPS/s/0300/c.txcl": "EMIT .c = 3, ._txc.goto = \"s/600\"",
              "OPS/s/0400/skipped.txcl": "EMIT .skipped = true",
-             "OPS/s/0500/d.txcl": "EMIT .d = 4"}
+             # a rule that drops a reserved write between two that do not: the scope's
+             # steps are folded up to it, then recorded on their own
+             "OPS/s/0600/e1.txcl": "EMIT .e1 = 1",
+             "OPS/s/0600/e2.txcl": "EMIT .e2 = 2, ._txc.rid = \"forged\"",
+             "OPS/s/0600/e3.txcl": "EMIT .e3 = 3",
+             "OPS/s/0700/d.txcl": "EMIT .d = 4"}
     ws = workspace(rules)
     fused, store = run_tree(ws, {"x": 1})
-    fused_events = store.get_trace(fused.rid).events
-    stored = json.loads(_packed_trace_columns(store, fused.rid)[1])
-    assert 6 in [e[2] for e in stored] and 2 not in [e[2] for e in stored]
+    fused_trace = store.get_trace(fused.rid)
+    fused_events = fused_trace.events
+    steps_json, events_json = _packed_trace_columns(store, fused.rid)
+    stored = json.loads(events_json)
+    assert 7 in [e[2] for e in stored] and 2 not in [e[2] for e in stored]
+    entries = {e[3]: e for e in stored if e[2] in (6, 7)}
+    assert entries["s/100"][2] == 7 and entries["s/100"][7][::2] == ["a", "b"]
+    assert entries["s/200"][2] == 6 and len(entries["s/200"]) == 6  # nothing matched: nothing folded
+    assert entries["s/600"][2] == 6  # unfolded: its steps stored as rows
+    assert [r[3] for r in json.loads(steps_json)] == ["e1", "e2", "e3"]
 
     import txcl.runtime.walker as walker_module
 
@@ -414,15 +439,48 @@ def test_a_fused_scope_reads_back_as_the_general_path_records_it(workspace, run_
         general, store2 = run_tree(ws, {"x": 1})
     finally:
         walker_module.Walker.__init__ = original
-    general_events = store2.get_trace(general.rid).events
-    assert 6 not in [e[2] for e in json.loads(_packed_trace_columns(store2, general.rid)[1])]
+    general_trace = store2.get_trace(general.rid)
+    general_events = general_trace.events
+    assert not {6, 7} & {e[2] for e in json.loads(_packed_trace_columns(store2, general.rid)[1])}
     assert _kinds_and_data(fused_events) == _kinds_and_data(general_events)
+
+    def untimed(steps):
+        return [{k: v for k, v in s.items() if k not in ("started_ms", "finished_ms", "duration_ms")}
+                for s in steps]
+
+    assert untimed(fused_trace.steps) == untimed(general_trace.steps) and len(fused_trace.steps) == 7
+    dropped = next(e for e in fused_events if e["kind"] == "envelope.reserved_write_dropped")
+    assert dropped["data"] == {"path": "._txc.rid", "op": "e2"}
+    e1, e2 = (next(s["seq"] for s in fused_trace.steps if s["name"] == n) for n in ("e1", "e2"))
+    assert e1 < dropped["seq"] < e2  # in the order the rules ran, as the general path records it
+    for step in fused_trace.steps:
+        assert step["started_ms"] <= step["finished_ms"] and step["duration_ms"] >= 0
+
+    # a recorder that does not fold (an injected clock) records fused scopes entry first
+    from txcl.trace import recorder as recorder_module
+
+    made = recorder_module.TraceRecorder.__init__
+
+    def unfolding(self, *args, **kwargs):
+        made(self, *args, **kwargs)
+        self.folds = False
+
+    recorder_module.TraceRecorder.__init__ = unfolding
+    try:
+        unfolded, store3 = run_tree(ws, {"x": 1})
+    finally:
+        recorder_module.TraceRecorder.__init__ = made
+    stored3 = json.loads(_packed_trace_columns(store3, unfolded.rid)[1])
+    assert 7 not in [e[2] for e in stored3] and [e[0] for e in stored3] == sorted(e[0] for e in stored3)
+    unfolded_trace = store3.get_trace(unfolded.rid)
+    assert _kinds_and_data(unfolded_trace.events) == _kinds_and_data(general_events)
+    assert untimed(unfolded_trace.steps) == untimed(general_trace.steps)
     merges = [e["data"] for e in fused_events if e["kind"] == "stage.merge"]
     assert {"stage": "s/200", "ops": []} in merges
     kinds = [e["kind"] for e in fused_events]
     assert kinds.index("envelope.delete_refused") < kinds.index("stage.merge")
     assert kinds.index("stage.jump") == kinds.index("stage.merge", kinds.index("stage.enter", 5)) + 1
-    assert fused.envelope["d"] == 4 and "skipped" not in fused.envelope
+    assert fused.envelope["d"] == 4 and "skipped" not in fused.envelope and fused.envelope["e3"] == 3
 
 
 def test_a_scope_that_never_merged_gets_no_merge_made_up():
@@ -448,6 +506,41 @@ def test_a_scope_that_never_merged_gets_no_merge_made_up():
     assert [(e[0], e[2]) for e in merged] == [(1, "request.start"), (2, "stage.enter"),
                                               (4, "stage.merge"), (5, "request.usage"), (6, "request.end")]
     assert merged[2][3] == {"stage": "s/100", "ops": ["a"]}
+
+
+def test_a_fused_entry_is_recorded_in_number_order_whatever_ends_its_scope():
+    """A fused scope's entry is written when its rules have run, yet always lands before
+    what the scope recorded: folded (steps inside), unfolded (entry, then the steps on their
+    own, rebuilt to the microsecond), or left pending by a walk that stopped inside the
+    scope (put back in its place when the trace is built). Under an injected clock nothing
+    is folded."""
+    from txcl.trace.recorder import TraceRecorder
+
+    rec = TraceRecorder("summary", "r", "api", "s")
+    rec.fused_enter("s/100", 10, 500)
+    entered = rec.entered_ns
+    rec.fused_done(["a", 1_500, "b", 250])
+    rec.seq += 1  # the implied merge
+    rec.fused_enter("s/200", 20, 499)
+    rec.unfold("s", 200, ["c", 2_000])
+    rec.event("envelope.reserved_write_dropped", {"path": "._txc.rid", "op": "d"})
+    rec.local_step("s", 200, "d", None, "ok", rec.entered_ns + 2_000_000, rec.entered_ns + 2_500_000)
+    rec.seq += 1
+    rec.fused_enter("s/300", 30, 498)
+    rec.event("stage.late", {})  # the walk stopped inside the scope
+    record = rec.build()
+    assert [(e[0], e[2]) for e in record.events] == [
+        (1, "stage.enter"), (4, "stage.merge"), (5, "stage.enter"), (7, "envelope.reserved_write_dropped"),
+        (9, "stage.merge"), (10, "stage.enter"), (11, "stage.late")]
+    assert [(s["seq"], s["name"], s["duration_ms"]) for s in record.steps] == [
+        (2, "a", 1.5), (3, "b", 0.25), (6, "c", 2.0), (8, "d", 0.5)]
+    a, b = record.steps[:2]
+    assert a["finished_ms"] == b["started_ms"] and b["stage"] == "s/100" and b["scope"] == 100
+    assert a["started_ms"] - record.request["started_ms"] == (entered - rec._perf_start_ns) // 1_000_000
+    assert [s[0] for s in record.raw_steps] == [6, 8]  # only the unfolded ones are rows
+
+    tested = TraceRecorder("summary", "r", "api", "s", clock_ms=lambda: 1_000)
+    assert tested.folds is False and TraceRecorder("summary", "r", "api", "s").folds is True
 
 
 def test_events_stored_as_objects_still_read(tmp_path):
@@ -529,9 +622,11 @@ def test_times_are_stored_from_the_traces_start_and_read_back_as_epoch_milliseco
     (times_from,), = RawDb(store).execute("SELECT times_from FROM traces WHERE rid = ?", (outcome.rid,))
     record = store.get_trace(outcome.rid)
     assert times_from == record.request["started_ms"] and before <= times_from <= after
-    stored_steps = json.loads(steps_json)
-    assert all(0 <= s[7] <= s[8] < 60_000 for s in stored_steps) and len(stored_steps) == 2
-    assert [s["started_ms"] for s in record.steps] == [times_from + s[7] for s in stored_steps]
+    stored_steps = json.loads(steps_json)  # a's step is folded into its scope's entry
+    assert all(0 <= s[7] <= s[8] < 60_000 for s in stored_steps) and len(stored_steps) == 1
+    assert [s["started_ms"] for s in record.steps][1:] == [times_from + s[7] for s in stored_steps]
+    folded = next(e for e in json.loads(events_json) if e[2] == 7)
+    assert record.steps[0]["started_ms"] == times_from + folded[1] and record.steps[0]["name"] == "a"
     assert all(before <= s["started_ms"] <= s["finished_ms"] <= after for s in record.steps)
     assert all(before <= e["at_ms"] <= after for e in record.events)
     assert all(0 <= e[1] < 60_000 for e in json.loads(events_json))

@@ -241,7 +241,10 @@ class Walker:
         budget = run.budget
         budget.write_into(run.envelope)
         if rec.enabled:
-            rec.stage_enter(stage, budget.fuel_used, budget.ttl, code)
+            if code == STAGE_FUSED:  # recorded once its rules have run (see `_local_scope`)
+                rec.fused_enter(stage, budget.fuel_used, budget.ttl)
+            else:
+                rec.stage_enter(stage, budget.fuel_used, budget.ttl, code)
         return visit
 
     def _resolve(self, stack: str, requested: int) -> tuple[int | None, str]:
@@ -654,10 +657,13 @@ class Walker:
         matched rule is run whole (`local_output`) before the next: the order cannot show,
         as each works on its own copy-on-write input and nothing reaches the envelope before
         the merge. `start_ns`: when the scope was entered (`perf_counter_ns()`; 0: now).
-        `implied`: the scope was entered as STAGE_FUSED, so its merge is not recorded."""
+        `implied`: the scope was entered as STAGE_FUSED (`TraceRecorder.fused_enter`): its
+        entry is recorded after its rules, their steps folded in while they end well, and
+        its merge is not recorded."""
         e0 = run.envelope
         matched = self._matching(e0, rules)
         outputs: list[tuple[str, dict | None]] = []
+        fold: list | None = None
         if matched:
             budget = run.budget
             ttl = budget.ttl if budget.max_ttl else None
@@ -666,23 +672,36 @@ class Walker:
             # scope's entry (matching the rules counts to it): one clock reading per rule
             if timed and not start_ns:
                 start_ns = perf_counter_ns()
+            if implied and timed:
+                if rec.folds:
+                    fold = []
+                else:  # the entry now, the steps on their own
+                    rec.unfold(stack, scope, [])
             for op in matched:
                 facts = op.facts
                 paths = facts.write_paths
                 output, error, dropped = local_output(op.rule, private_input(e0, paths) if paths else e0,
                                                       facts.plan, ttl)
                 name = op.name
+                if fold is not None and (dropped or output is None):
+                    rec.unfold(stack, scope, fold)  # this step is recorded on its own
+                    fold = None
                 if dropped and timed:
                     for path in dropped:
                         rec.event("envelope.reserved_write_dropped", {"path": path, "op": name})
                 outputs.append((name, None if output is None else _without_ttl(output)))
                 if timed:
                     end_ns = perf_counter_ns()
-                    rec.local_step(stack, scope, name, facts.operation, "error" if output is None else "ok",
-                                   start_ns, end_ns, error)
+                    if fold is not None:
+                        fold += (name, (end_ns - start_ns) // 1000)
+                    else:
+                        rec.local_step(stack, scope, name, facts.operation, "error" if output is None else "ok",
+                                       start_ns, end_ns, error)
                     start_ns = end_ns
                 if facts.writes_goto:
                     budget.charge(DISPATCH_FUEL)
+        if implied and rec.enabled:
+            rec.fused_done(fold)
         # every output was built by EMIT and is shared with nothing: moved, not copied
         ran = self.merge_outputs(run, stage, outputs, matched, rec, owned=True)
         control = self._control(run, stack, rec)

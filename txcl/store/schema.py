@@ -36,7 +36,7 @@ class Component:
 
 TRACES = Component(
     "traces",
-    7,
+    8,
     (
         # One row per segment: steps and timeline events are packed as JSON arrays, so writing
         # a trace is one INSERT.
@@ -73,6 +73,9 @@ TRACES = Component(
         # merge left implied (see txcl.store.records.STAGE_FUSED); no change to the table, but
         # an older txcl would show such scopes without their merge
         6: (),
+        # v8: such a scope's steps are folded into its entry (STAGE_RULES, same module) when
+        # its rules ended well; no change to the table, but an older txcl would not see them
+        7: (),
     },
 )
 

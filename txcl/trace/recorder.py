@@ -10,7 +10,8 @@ import json
 import time
 from typing import Any, Callable
 
-from txcl.store.records import REQUEST_END, REQUEST_START, REQUEST_USAGE, STAGE_ENTER, STAGE_MERGE, TraceRecord
+from txcl.store.records import (REQUEST_END, REQUEST_START, REQUEST_USAGE, STAGE_ENTER, STAGE_FUSED, STAGE_MERGE,
+                                STAGE_RULES, TraceRecord)
 from txcl.trace.packing import _orjson, pack_trace
 from txcl.trace.redact import ALWAYS_KEYS, Redactor
 from txcl.values.merge import deep_copy
@@ -213,6 +214,11 @@ class TraceRecorder:
         self._step_dicts = False  # a step was recorded as a dict (`step`), not as a row
         self.omit: set[tuple[str, ...]] = set()
         self.redact: set[tuple[str, ...]] = set()
+        # A fused scope's entry, held until its rules have run (`fused_enter`)
+        self._pending: tuple | None = None
+        # Whether a fused scope's steps may be folded into its entry (not under an injected
+        # clock: folded steps are timed from the entry's perf_counter reading)
+        self.folds = self._wall_clock
 
     def next_seq(self) -> int:
         self.seq += 1
@@ -245,6 +251,67 @@ class TraceRecorder:
         self.events.append((self.seq, (now - self._perf_start_ns) // 1_000_000
                             if self._wall_clock else self.clock_ms() - self.times_from,
                             code, stage, fuel_used, ttl))
+
+    # A scope of local rules run in one piece (the walker's fused path) is recorded as one
+    # event: its entry with the rules' steps folded in (`STAGE_RULES`, see
+    # txcl.store.records), made when its rules have run. Entering takes the entry's number
+    # and clock reading; each rule that ends well and records nothing else adds its name and
+    # duration to the walker's `fold` list; `fused_done` writes the event. Anything else in
+    # the scope (an error, a dropped reserved write) makes the walker `unfold`: the entry
+    # and the steps so far are recorded as they would be on their own, and the rest follow.
+    def fused_enter(self, stage: str, fuel_used: int, ttl: int) -> None:
+        """The fused scope `stage` entered (its entry recorded by `fused_done` or `unfold`);
+        keeps the clock reading as `entered_ns`. Called only on an enabled recorder."""
+        self.seq += 1
+        self.entered_ns = _perf_ns()
+        self._pending = (self.seq, stage, fuel_used, ttl)
+
+    def fused_done(self, fold: list | None) -> None:
+        """Record the pending fused entry, with `fold` ([name, microseconds, …]: its steps,
+        numbered after it) when there is one; nothing when the walker unfolded it."""
+        pending = self._pending
+        if pending is None:
+            return
+        self._pending = None
+        seq, stage, fuel_used, ttl = pending
+        since_us = (self.entered_ns - self._perf_start_ns) // 1000
+        if fold:
+            self.events.append((seq, since_us // 1000, STAGE_RULES, stage, fuel_used, ttl, since_us % 1000, fold))
+            self.seq += len(fold) >> 1
+        else:
+            self.events.append((seq, self._entry_at(), STAGE_FUSED, stage, fuel_used, ttl))
+
+    def unfold(self, stack: str, scope: int, fold: list) -> None:
+        """The pending fused entry and the steps of `fold` recorded on their own (a rule's
+        start and end rebuilt from the durations, to the microsecond)."""
+        pending = self._pending
+        if pending is None:
+            return
+        self._pending = None
+        seq, stage, fuel_used, ttl = pending
+        self.events.append((seq, self._entry_at(), STAGE_FUSED, stage, fuel_used, ttl))
+        start = self.entered_ns
+        for i in range(0, len(fold), 2):
+            end = start + fold[i + 1] * 1000
+            self.local_step(stack, scope, fold[i], None, "ok", start, end)
+            start = end
+
+    def _record_pending_entry(self) -> None:
+        """A fused entry left pending (the walk stopped inside the scope) recorded in its
+        place among the events by number."""
+        count = len(self.events)
+        self.fused_done(None)
+        entry = self.events.pop()
+        at = count
+        while at and self.events[at - 1][0] > entry[0]:
+            at -= 1
+        self.events.insert(at, entry)
+
+    def _entry_at(self) -> int:
+        """The time of the scope's entry, in milliseconds after the trace's start."""
+        if self._wall_clock:
+            return (self.entered_ns - self._perf_start_ns) // 1_000_000
+        return self.clock_ms() - self.times_from
 
     # A request's first and last events, compact too (once per trace each).
     def request_start(self, stack: str, src: str) -> None:
@@ -349,6 +416,8 @@ class TraceRecorder:
         store writes, made now (for a writer that would pack it at once anyway)."""
         if not self.enabled:
             return None
+        if self._pending is not None:  # the walk ended inside a fused scope's rules
+            self._record_pending_entry()
         red = Redactor(self.omit, self.redact) if self.full or self._detailed else None
         request = dict(self.request)
         if red is not None and self.full:

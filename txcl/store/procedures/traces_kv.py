@@ -15,7 +15,8 @@ from operator import itemgetter
 from txcl.store.backend import SqlBackend, Tx
 from txcl.store.errors import KvError
 from txcl.store.procedures import read_procedure, write_procedure
-from txcl.store.records import JsonValue, KvEntry, TraceRecord, event_dict, expand_events, shift_step, step_dict
+from txcl.store.records import (JsonValue, KvEntry, TraceRecord, event_dict, expand_events, shift_step, step_dict,
+                                with_folded_steps)
 from txcl.trace.packing import pack_trace
 
 STEP_FIELDS = ("seq", "stage", "stack", "scope", "name", "operation", "transport", "status",
@@ -132,9 +133,11 @@ class TraceProcedures:
         n = len(TRACE_COLUMNS)
         request = {c: row[i] for i, c in enumerate(TRACE_COLUMNS)}
         since = row[n + 2] or 0
-        steps = [_EMPTY_STEP | (step_dict(s, since) if isinstance(s, list) else shift_step(s, since))
-                 for s in json.loads(row[n])]
-        events = [event_dict(e) for e in expand_events(json.loads(row[n + 1]), steps, since)]
+        raw_events = json.loads(row[n + 1])
+        steps = [_EMPTY_STEP | step for step in with_folded_steps(
+            [step_dict(s, since) if isinstance(s, list) else shift_step(s, since) for s in json.loads(row[n])],
+            raw_events, since)]
+        events = [event_dict(e) for e in expand_events(raw_events, steps, since)]
         return TraceRecord(request, steps, events)
 
     @read_procedure
