@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -106,6 +107,14 @@ def measure(ws: Path, n: int, rounds: int) -> dict[str, list[tuple[float, float]
             stores[mode].close()
 
 
+def stored_trace_bytes(ws: Path, mode: str) -> float:
+    """The mean size of a trace row's steps and events as stored by `mode` (the disk a
+    request's trace takes, besides the row's fixed columns)."""
+    with sqlite3.connect(ws / ".txcl-data" / f"bench-{mode}.db") as conn:
+        (mean,), = conn.execute("SELECT avg(length(steps_json) + length(events_json)) FROM traces")
+    return float(mean or 0)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=3000, help="envelopes per round")
@@ -124,6 +133,8 @@ def main() -> None:
             cpu = results[mode] = statistics.median(r[1] for r in rates[mode])
             print(f"  trace {mode:<8} {cpu:7.0f} envelopes/s per CPU-second ({1e6 / cpu:4.0f} us each)"
                   f"   wall clock {wall:7.0f}/s")
+        print(f"  stored per trace (steps and events): summary {stored_trace_bytes(ws, 'summary'):.0f} bytes, "
+              f"full {stored_trace_bytes(ws, 'full'):.0f} bytes")
         paired = statistics.median(s[1] / o[1] for s, o in zip(rates["summary"], rates["off"]))
         print(f"  summary / off = {paired:.2f} (median of the rounds' ratios)   "
               f"full / summary = {results['full'] / results['summary']:.2f}")
