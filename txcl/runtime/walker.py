@@ -164,19 +164,8 @@ class Walker:
             ops = await self.hooks.dispatch_special(self, run, frame, ops)
             if run.finished:
                 return
-        waits = frame.penalty
-        if not waits:
-            for pop in ops:
-                if pop.op.target is not None:
-                    waits = True
-                    break
-        if waits:
-            if self.call_in_place and not frame.penalty and self._in_place(run, ops):
-                self._dispatch_in_place(run, frame, ops, rec)
-            else:
-                await self.dispatch_sync(run, frame, ops, rec)
-        else:
-            self._dispatch_local(frame, ops, run, rec)
+        if not self._dispatch_at_once(run, frame, ops, rec):
+            await self.dispatch_sync(run, frame, ops, rec)
         self.complete_scope(run, frame, rec)
 
     async def run_frame(self, run: Run, frame: Frame, rec: TraceRecorder) -> None:
@@ -188,8 +177,26 @@ class Walker:
             ops = await self.hooks.dispatch_special(self, run, frame, ops)
             if run.finished:
                 return
-        await self.dispatch_sync(run, frame, ops, rec)
+        if not self._dispatch_at_once(run, frame, ops, rec):
+            await self.dispatch_sync(run, frame, ops, rec)
         self.complete_scope(run, frame, rec)
+
+    def _dispatch_at_once(self, run: Run, frame: Frame, ops: list[PreparedOp], rec: TraceRecorder) -> bool:
+        """Dispatch `ops` when nothing needs awaiting — no op has an EXEC, or every EXEC calls
+        a plain builtin (`_in_place`) — and say so; False (nothing done) when `dispatch_sync`
+        must: an op waits, or the frame sleeps a repeated transition's penalty first."""
+        if frame.penalty:
+            return False
+        for pop in ops:
+            if pop.op.target is not None:
+                break
+        else:
+            self._dispatch_local(frame, ops, run, rec)
+            return True
+        if self.call_in_place and self._in_place(run, ops):
+            self._dispatch_in_place(run, frame, ops, rec)
+            return True
+        return False
 
     def enter(self, run: Run, rec: TraceRecorder) -> Frame | None:
         """Budget entry, then the scope. None when the stack has ended."""
