@@ -397,6 +397,21 @@ def _kinds_and_data(events):
             for e in events]
 
 
+def _walk_with(run_tree, ws, cls, attribute, value):
+    """`run_tree(ws, {"x": 1})` with `attribute` of every `cls` made meanwhile set to `value`."""
+    made = cls.__init__
+
+    def patched(self, *args, **kwargs):
+        made(self, *args, **kwargs)
+        setattr(self, attribute, value)
+
+    cls.__init__ = patched
+    try:
+        return run_tree(ws, {"x": 1})
+    finally:
+        cls.__init__ = made
+
+
 def test_a_fused_scope_reads_back_as_the_general_path_records_it(workspace, run_tree):
     """The same walk with scopes run in one piece (merges implied) and through the general
     path (every merge recorded) reads back the same events, numbers and data alike: a scope
@@ -426,19 +441,10 @@ def test_a_fused_scope_reads_back_as_the_general_path_records_it(workspace, run_
     assert entries["s/600"][2] == 6  # unfolded: its steps stored as rows
     assert [r[3] for r in json.loads(steps_json)] == ["e1", "e2", "e3"]
 
-    import txcl.runtime.walker as walker_module
+    from txcl.runtime.walker import Walker
+    from txcl.trace.recorder import TraceRecorder
 
-    original = walker_module.Walker.__init__
-
-    def general_only(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        self.fuse_local = False
-
-    walker_module.Walker.__init__ = general_only
-    try:
-        general, store2 = run_tree(ws, {"x": 1})
-    finally:
-        walker_module.Walker.__init__ = original
+    general, store2 = _walk_with(run_tree, ws, Walker, "fuse_local", False)
     general_trace = store2.get_trace(general.rid)
     general_events = general_trace.events
     assert not {6, 7} & {e[2] for e in json.loads(_packed_trace_columns(store2, general.rid)[1])}
@@ -457,19 +463,7 @@ def test_a_fused_scope_reads_back_as_the_general_path_records_it(workspace, run_
         assert step["started_ms"] <= step["finished_ms"] and step["duration_ms"] >= 0
 
     # a recorder that does not fold (an injected clock) records fused scopes entry first
-    from txcl.trace import recorder as recorder_module
-
-    made = recorder_module.TraceRecorder.__init__
-
-    def unfolding(self, *args, **kwargs):
-        made(self, *args, **kwargs)
-        self.folds = False
-
-    recorder_module.TraceRecorder.__init__ = unfolding
-    try:
-        unfolded, store3 = run_tree(ws, {"x": 1})
-    finally:
-        recorder_module.TraceRecorder.__init__ = made
+    unfolded, store3 = _walk_with(run_tree, ws, TraceRecorder, "folds", False)
     stored3 = json.loads(_packed_trace_columns(store3, unfolded.rid)[1])
     assert 7 not in [e[2] for e in stored3] and [e[0] for e in stored3] == sorted(e[0] for e in stored3)
     unfolded_trace = store3.get_trace(unfolded.rid)
