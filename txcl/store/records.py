@@ -575,7 +575,7 @@ COMPACT_EVENTS: dict[int, tuple[str, tuple[str, ...]]] = {
     4: ("request.usage", ("fuel", "bytes_out")),
     5: ("request.end", ("status", "duration_ms", "reason")),  # reason left out when there is none
     6: ("stage.enter", ("stage", "fuel_used", "ttl")),  # a scope whose merge is implied (below)
-    7: ("stage.enter", ("stage", "fuel_used", "ttl")),
+    7: ("stage.enter", ("stage", "fuel_used", "ttl")),  # the same, its rules' steps folded in (below)
 }
 STAGE_ENTER, STAGE_MERGE, REQUEST_START, REQUEST_USAGE, REQUEST_END, STAGE_FUSED, STAGE_RULES = 1, 2, 3, 4, 5, 6, 7
 
