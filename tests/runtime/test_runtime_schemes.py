@@ -248,3 +248,22 @@ def test_a_builtin_that_waits_is_awaited_under_its_timeout(workspace, run_tree, 
     slow = _steps(store, outcome)["slow"]
     assert slow["status"] == "timeout" and slow["error"] == "timeout after 100ms"
     assert slow["duration_ms"] < 2000
+
+
+def test_an_op_context_is_read_only_and_owns_its_fixtures():
+    """A builtin or `py://` function reads its call's context but cannot change it; contexts
+    made without fixtures never share one dict."""
+    import logging
+
+    import pytest
+
+    from txcl.runtime.dispatch import OpContext
+
+    args = ("r1", "s", 100, "op", {"timeout": "1s"}, 5.0, logging.getLogger("t"), None)
+    ctx, other = OpContext(*args), OpContext(*args, src="api", web_req={"method": "GET"})
+    assert (ctx.rid, ctx.scope, ctx.name, ctx.src, ctx.op_stack, ctx.workspace) == ("r1", 100, "op", "cli", "", None)
+    assert other.src == "api" and other.web_req == {"method": "GET"} and other.directives["timeout"] == "1s"
+    with pytest.raises(AttributeError):
+        ctx.name = "forged"
+    assert ctx.fixtures == {} and ctx.fixtures is not other.fixtures
+    assert repr(ctx).startswith("OpContext(rid='r1', stack='s', scope=100, name='op'")

@@ -12,7 +12,7 @@ import logging
 import re
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import attrs
 
@@ -118,10 +118,7 @@ def resolve_py_target(target: Target, workspace: Path | None) -> tuple[Callable[
 
 # ---------------------------------------------------------------- op context
 
-@attrs.frozen
-class OpContext:
-    """What a builtin or `py://` function may read about its call (read-only)."""
-
+class _OpContextFields(NamedTuple):
     rid: str
     stack: str
     scope: int
@@ -134,6 +131,24 @@ class OpContext:
     op_stack: str = ""  # the rule's own stack (may differ from `stack` under overlay)
     workspace: Path | None = None
     tree: Any = None
-    fixtures: dict = attrs.field(factory=dict)
+    fixtures: dict | None = None  # a fresh {} when not given
     envelope_stack: str = ""  # `_txc.stack`
     web_req: dict | None = None
+
+
+_tuple_new = tuple.__new__
+
+
+class OpContext(_OpContextFields):
+    """What a builtin or `py://` function may read about its call (read-only: its fields
+    cannot be set). A named tuple, as one is made for every dispatch: it is built in one
+    call (~1 µs), a frozen attrs class field by field (~3 µs)."""
+
+    __slots__ = ()
+
+    def __new__(cls, rid: str, stack: str, scope: int, name: str, directives: dict, deadline: float,
+                logger: logging.Logger, kv: Any, src: str = "cli", op_stack: str = "", workspace: Path | None = None,
+                tree: Any = None, fixtures: dict | None = None, envelope_stack: str = "",
+                web_req: dict | None = None) -> "OpContext":
+        return _tuple_new(cls, (rid, stack, scope, name, directives, deadline, logger, kv, src, op_stack, workspace,
+                                tree, {} if fixtures is None else fixtures, envelope_stack, web_req))

@@ -371,11 +371,9 @@ class Walker:
 
     def op_context(self, run: Run, frame: Frame, pop: PreparedOp, directives: dict, deadline: float) -> OpContext:
         op = pop.op
-        return OpContext(rid=run.rid, stack=frame.stack, scope=frame.scope, name=op.name,
-                         directives=directives, deadline=deadline, logger=log,
-                         kv=self.services.kv, src=run.src, op_stack=op.stack, workspace=self.tree.workspace,
-                         tree=self.tree, fixtures=op.fixtures, envelope_stack=run.entry_stack,
-                         web_req=run.web_req)
+        tree = self.tree
+        return OpContext(run.rid, frame.stack, frame.scope, op.name, directives, deadline, log, self.services.kv,
+                         run.src, op.stack, tree.workspace, tree, op.fixtures, run.entry_stack, run.web_req)
 
     async def call_target(self, run: Run, frame: Frame, pop: PreparedOp, target: Target, op_input: dict,
                           directives: dict, timeout_ms: int) -> tuple[Any, Any]:
