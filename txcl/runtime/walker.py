@@ -390,12 +390,10 @@ class Walker:
         ctx = self.op_context(run, frame, pop, directives, deadline)
         try:
             if kind == "builtin":
-                # called directly: only a builtin that hands back an awaitable waits (under the
-                # op's timeout, counted from `deadline`, where a timer could ever fire)
-                raw = start_builtin(target.name, op_input, directives, ctx)
+                # called directly: only an `async def` builtin waits (under the op's timeout,
+                # counted from `deadline`, where a timer could ever fire)
+                raw = _builtin_output(target, op_input, directives, ctx)
                 if hasattr(raw, "__await__"):
-                    if plain_builtin(target.name):  # as when called in place (`_call_in_place`)
-                        return _done_without_waiting(raw, target.text), None
                     loop = asyncio.get_running_loop()
                     raw = await run_within(raw, loop.time() + (deadline - time.monotonic()))
                 return raw, None
@@ -518,8 +516,8 @@ class Walker:
             raw = stand_in(target, op_input) if stand_in is not None else None
             if raw is None:
                 ctx = self.op_context(run, frame, pop, directives, time.monotonic() + timeout_ms / 1000.0)
-                raw = start_builtin(target.name, op_input, directives, ctx)
-                if hasattr(raw, "__await__"):
+                raw = _builtin_output(target, op_input, directives, ctx)
+                if hasattr(raw, "__await__"):  # made an `async def` since `_in_place` looked
                     raw = _done_without_waiting(raw, target.text)
         except OpError as exc:
             self.op_failed(run, frame, pop, exc, transport, started_wall, started, rec, op_input)
@@ -903,6 +901,15 @@ def _mask_hmac_keys(op: OpRule) -> str:
 # sort keys and the names of merged rules, read in C (no Python frame per rule)
 _by_name = attrgetter("name")
 _first = itemgetter(0)
+
+
+def _builtin_output(target: Target, op_input: dict, directives: dict, ctx: OpContext) -> Any:
+    """What the builtin of `target` gives back: its output (a plain `def` that hands back an
+    awaitable has it run to its end, or fails its op), or an awaitable of it (`async def`)."""
+    raw = start_builtin(target.name, op_input, directives, ctx)
+    if hasattr(raw, "__await__") and plain_builtin(target.name):
+        return _done_without_waiting(raw, target.text)
+    return raw
 
 
 def _done_without_waiting(awaitable: Any, text: str) -> Any:

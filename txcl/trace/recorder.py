@@ -270,48 +270,43 @@ class TraceRecorder:
         """Record the pending fused entry, with `fold` ([name, microseconds, …]: its steps,
         numbered after it) when there is one; nothing when the walker unfolded it."""
         pending = self._pending
-        if pending is None:
-            return
-        self._pending = None
-        seq, stage, fuel_used, ttl = pending
-        since_us = (self.entered_ns - self._perf_start_ns) // 1000
-        if fold:
+        if fold and pending is not None:
+            self._pending = None
+            seq, stage, fuel_used, ttl = pending
+            since_us = (self.entered_ns - self._perf_start_ns) // 1000
             self.events.append((seq, since_us // 1000, STAGE_RULES, stage, fuel_used, ttl, since_us % 1000, fold))
             self.seq += len(fold) >> 1
-        else:
-            self.events.append((seq, self._entry_at(), STAGE_FUSED, stage, fuel_used, ttl))
+            return
+        entry = self._take_entry()
+        if entry is not None:
+            self.events.append(entry)
 
     def unfold(self, stack: str, scope: int, fold: list) -> None:
         """The pending fused entry and the steps of `fold` recorded on their own (a rule's
         start and end rebuilt from the durations, to the microsecond)."""
-        pending = self._pending
-        if pending is None:
+        entry = self._take_entry()
+        if entry is None:
             return
-        self._pending = None
-        seq, stage, fuel_used, ttl = pending
-        self.events.append((seq, self._entry_at(), STAGE_FUSED, stage, fuel_used, ttl))
+        self.events.append(entry)
         start = self.entered_ns
         for i in range(0, len(fold), 2):
             end = start + fold[i + 1] * 1000
             self.local_step(stack, scope, fold[i], None, "ok", start, end)
             start = end
 
-    def _record_pending_entry(self) -> None:
-        """A fused entry left pending (the walk stopped inside the scope) recorded in its
-        place among the events by number."""
-        count = len(self.events)
-        self.fused_done(None)
-        entry = self.events.pop()
-        at = count
-        while at and self.events[at - 1][0] > entry[0]:
-            at -= 1
-        self.events.insert(at, entry)
-
-    def _entry_at(self) -> int:
-        """The time of the scope's entry, in milliseconds after the trace's start."""
+    def _take_entry(self) -> tuple | None:
+        """The pending fused entry as a `STAGE_FUSED` event (None when there is none), no
+        longer pending."""
+        pending = self._pending
+        if pending is None:
+            return None
+        self._pending = None
+        seq, stage, fuel_used, ttl = pending
         if self._wall_clock:
-            return (self.entered_ns - self._perf_start_ns) // 1_000_000
-        return self.clock_ms() - self.times_from
+            at = (self.entered_ns - self._perf_start_ns) // 1_000_000
+        else:
+            at = self.clock_ms() - self.times_from
+        return (seq, at, STAGE_FUSED, stage, fuel_used, ttl)
 
     # A request's first and last events, compact too (once per trace each).
     def request_start(self, stack: str, src: str) -> None:
@@ -416,8 +411,12 @@ class TraceRecorder:
         store writes, made now (for a writer that would pack it at once anyway)."""
         if not self.enabled:
             return None
-        if self._pending is not None:  # the walk ended inside a fused scope's rules
-            self._record_pending_entry()
+        entry = self._take_entry()
+        if entry is not None:  # the walk stopped inside a fused scope: its entry, in its place by number
+            at = len(self.events)
+            while at and self.events[at - 1][0] > entry[0]:
+                at -= 1
+            self.events.insert(at, entry)
         red = Redactor(self.omit, self.redact) if self.full or self._detailed else None
         request = dict(self.request)
         if red is not None and self.full:
