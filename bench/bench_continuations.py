@@ -16,16 +16,27 @@ commits/s (medians of paired rounds in alternating order).
 With several clients (`--clients 1,16`, the default), that many make cycles at once, each one
 after another: store calls that queue up while a commit is in progress share the next one.
 
+`--baseline REF` measures the same cycles with the code of a git revision of this repository
+in the same run (checked out into a temporary worktree, run in a child process, its rounds
+taking turns with this code's): the ratio to an earlier txcl on the same machine at the same
+minutes, which figures noted on another day cannot give. The revision's own benchmark is used,
+so it must have this file; one without multi-client support is compared at one client only.
+
 Run: python bench/bench_continuations.py [--backend sqlite|postgresql|both] [--cycles N] [--repeats R]
-     [--clients 1,16]
+     [--clients 1,16] [--baseline REF]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import contextvars
+import json
+import os
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -99,6 +110,63 @@ async def cycles(ws: Path, db: str, n: int, clients: int = 1) -> tuple[float, fl
 
 GOALS = {1: "≥ 3 × 223/s (SQLite)", 16: "≥ 3 × 328/s (SQLite)"}  # the cycles/s measured before this work
 
+# Run by the child process of `--baseline`, with the baseline's worktree first on sys.path:
+# that revision's txcl and its own `cycles`. Prints [cycles/s, CPU ms per cycle], or null when
+# that revision cannot make cycles with several clients at once.
+_BASELINE_CHILD = r"""
+import asyncio, inspect, json, sys, tempfile
+from pathlib import Path
+root, warm_db, db, n, clients = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+sys.path[:0] = [root, root + "/bench"]
+import txcl
+if not Path(txcl.__file__).resolve().is_relative_to(Path(root).resolve()):
+    sys.exit(f"the baseline imported txcl from {txcl.__file__}, not from {root}")
+import bench_continuations as bench
+several = "clients" in inspect.signature(bench.cycles).parameters
+if clients != 1 and not several:
+    print("null")
+    sys.exit(0)
+more = (clients,) if several else ()
+with tempfile.TemporaryDirectory() as tmp:
+    ws = bench.workspace(Path(tmp) / "ws")
+    asyncio.run(bench.cycles(ws, warm_db, 10, *more))
+    got = asyncio.run(bench.cycles(ws, db, n, *more))
+print(json.dumps([got[0], got[1]]))
+"""
+
+
+@contextlib.contextmanager
+def baseline_tree(ref: str):
+    """A temporary git worktree of `ref` (this repository's revision); removed afterwards."""
+    repo = Path(__file__).resolve().parent.parent
+    if shutil.which("git") is None:
+        raise SystemExit("--baseline needs git")
+    where = Path(tempfile.mkdtemp(prefix="txcl-baseline-")) / "tree"
+    made = subprocess.run(["git", "-C", str(repo), "worktree", "add", "--detach", "--quiet", str(where), ref],
+                          capture_output=True, text=True)
+    if made.returncode != 0:
+        shutil.rmtree(where.parent, ignore_errors=True)
+        raise SystemExit(f"--baseline {ref}: git could not check it out: {made.stderr.strip()}")
+    try:
+        if not (where / "bench" / "bench_continuations.py").exists():
+            raise SystemExit(f"--baseline {ref}: that revision has no bench/bench_continuations.py")
+        yield where
+    finally:
+        subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(where)], capture_output=True)
+        shutil.rmtree(where.parent, ignore_errors=True)
+
+
+def baseline_cycles(tree: Path, warm_db: str, db: str, n: int, clients: int) -> tuple[float, float] | None:
+    """(cycles/s, CPU ms per cycle) of the baseline's code in a child process (None: it cannot
+    run `clients` at once)."""
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    done = subprocess.run([sys.executable, "-c", _BASELINE_CHILD, str(tree), warm_db, db, str(n), str(clients)],
+                          capture_output=True, text=True, env=env)
+    if done.returncode != 0:
+        raise SystemExit(f"the baseline's cycles failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    return None if got is None else (float(got[0]), float(got[1]))
+
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
@@ -107,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=5, help="rounds; medians are printed (default 5)")
     ap.add_argument("--clients", default="1,16",
                     help="comma-separated numbers of clients making cycles at once (default 1,16)")
+    ap.add_argument("--baseline", metavar="REF", default=None,
+                    help="also measure the code of this git revision (e.g. a tag or commit) in the same run")
     args = ap.parse_args(argv)
     names = ["sqlite", "postgresql"] if args.backend == "both" else [args.backend]
     try:
@@ -115,32 +185,63 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--clients: comma-separated whole numbers, not {args.clients!r}")
     if any(c < 1 for c in client_counts):
         ap.error("--clients: each number must be at least 1")
-    print(f"{'backend':<11} {'clients':>7} {'cycles/s':>9} {'CPU ms/cycle':>12} {'commits/cycle':>13} "
-          f"{'lane trips':>10} {'raw commits/s':>13} {'cycles/raw':>10}")
-    with tempfile.TemporaryDirectory() as tmp, Backends(names) as backends:
+    header = (f"{'backend':<11} {'clients':>7} {'cycles/s':>9} {'CPU ms/cycle':>12} {'commits/cycle':>13} "
+              f"{'lane trips':>10} {'raw commits/s':>13} {'cycles/raw':>10}")
+    if args.baseline:
+        header += f" {'baseline/s':>10} {'base CPU ms':>11} {'× baseline':>10}"
+    with contextlib.ExitStack() as stack:
+        tree = stack.enter_context(baseline_tree(args.baseline)) if args.baseline else None
+        tmp = stack.enter_context(tempfile.TemporaryDirectory())
+        backends = stack.enter_context(Backends(names))
+        print(header)
         ws = workspace(Path(tmp) / "ws")
         for name, fresh in backends:
             asyncio.run(cycles(ws, fresh(), 10))
             for clients in client_counts:
                 n = max(args.cycles, clients)
-                rows = []
+                rows, based = [], []
+
+                def ours() -> tuple:
+                    return asyncio.run(cycles(ws, fresh(), n, clients))
+
+                def theirs() -> tuple[float, float] | None:
+                    return baseline_cycles(tree, fresh(), fresh(), n, clients) if tree is not None else None
+
                 for r in range(args.repeats):
+                    # the order changes every round, so a machine getting slower or faster
+                    # during the run is shared out evenly
                     if r % 2:
                         raw = raw_commits(name, fresh(), args.cycles * 4)
-                        got = asyncio.run(cycles(ws, fresh(), n, clients))
+                        base = theirs()
+                        got = ours()
                     else:
-                        got = asyncio.run(cycles(ws, fresh(), n, clients))
+                        got = ours()
+                        base = theirs()
                         raw = raw_commits(name, fresh(), args.cycles * 4)
                     rows.append((*got, raw))
+                    based.append(base)
                 med = [statistics.median(r[i] for r in rows) for i in range(5)]
                 ratio = statistics.median(r[0] / r[4] for r in rows)
-                print(f"{name:<11} {clients:>7} {med[0]:>9.1f} {med[1]:>12.2f} {med[2]:>13.2f} {med[3]:>10.2f} "
-                      f"{med[4]:>13.1f} {ratio:>10.1%}")
+                line = (f"{name:<11} {clients:>7} {med[0]:>9.1f} {med[1]:>12.2f} {med[2]:>13.2f} {med[3]:>10.2f} "
+                        f"{med[4]:>13.1f} {ratio:>10.1%}")
                 label = f"{name}" if clients == 1 else f"{name}, {clients} clients"
-                headline(f"suspend → callback → resume cycle, {label}", med[0], "cycles/s",
-                         baseline=f"raw {name} single-row commits/s", ratio=ratio, goal=GOALS.get(clients, ""))
+                if tree is not None and all(b is not None for b in based):
+                    times = statistics.median(r[0] / b[0] for r, b in zip(rows, based))
+                    line += (f" {statistics.median(b[0] for b in based):>10.1f} "
+                             f"{statistics.median(b[1] for b in based):>11.2f} {times:>9.2f}×")
+                    print(line)
+                    headline(f"suspend → callback → resume cycle, {label}", med[0], "cycles/s",
+                             baseline=f"the same cycles at {args.baseline}", ratio=times, goal="≥ 3 ×")
+                else:
+                    if tree is not None:
+                        line += f" {'n/a':>10} {'n/a':>11} {'n/a':>10}"
+                    print(line)
+                    headline(f"suspend → callback → resume cycle, {label}", med[0], "cycles/s",
+                             baseline=f"raw {name} single-row commits/s", ratio=ratio, goal=GOALS.get(clients, ""))
                 headline(f"  CPU per cycle, {label}", med[1], "ms", goal="≤ 1 ms")
                 headline(f"  commits per cycle, {label}", med[2], "commits", goal="≤ 3")
+        if tree is not None:
+            print(f"baseline: {args.baseline} (its own bench_continuations, run in a child process beside each round)")
     return 0
 
 
