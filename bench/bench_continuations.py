@@ -16,11 +16,12 @@ commits/s (medians of paired rounds in alternating order).
 With several clients (`--clients 1,16`, the default), that many make cycles at once, each one
 after another: store calls that queue up while a commit is in progress share the next one.
 
-`--baseline REF` measures the same cycles with the code of a git revision of this repository
-in the same run (checked out into a temporary worktree, run in a child process, its rounds
-taking turns with this code's): the ratio to an earlier txcl on the same machine at the same
-minutes, which figures noted on another day cannot give. The revision's own benchmark is used,
-so it must have this file; one without multi-client support is compared at one client only.
+`--baseline REF` makes the same cycles with the txcl of a git revision of this repository in
+the same run (checked out into a temporary worktree and driven by this file's `cycles` in a
+child process, its rounds taking turns with this code's): the ratio to an earlier txcl on the
+same machine at the same minutes, which figures noted on another day cannot give. The
+revision's continuation API must be the one this benchmark drives (it is from early December
+2026 on).
 
 Run: python bench/bench_continuations.py [--backend sqlite|postgresql|both] [--cycles N] [--repeats R]
      [--clients 1,16] [--baseline REF]
@@ -96,12 +97,13 @@ async def cycles(ws: Path, db: str, n: int, clients: int = 1) -> tuple[float, fl
             assert isinstance(final, Completed) and final.envelope["total"] == 15, final
 
     shares = [n // clients + (1 if k < n % clients else 0) for k in range(clients)]
-    c0, trips0 = store.commit_count(), service.lane.trips
+    lane = getattr(service, "lane", None)  # (an earlier txcl, driven by --baseline, may have none)
+    c0, trips0 = store.commit_count(), getattr(lane, "trips", 0)
     t0, cpu0 = time.perf_counter(), time.process_time()
     await asyncio.gather(*(client(sum(shares[:k]), shares[k]) for k in range(clients)))
     elapsed, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     per = (store.commit_count() - c0) / max(n, 1)
-    trips = (service.lane.trips - trips0) / max(n, 1)
+    trips = (getattr(lane, "trips", 0) - trips0) / max(n, 1)
     await service.aclose()
     interp.close()
     store.close()
@@ -110,27 +112,25 @@ async def cycles(ws: Path, db: str, n: int, clients: int = 1) -> tuple[float, fl
 
 GOALS = {1: "≥ 3 × 223/s (SQLite)", 16: "≥ 3 × 328/s (SQLite)"}  # the cycles/s measured before this work
 
-# Run by the child process of `--baseline`, with the baseline's worktree first on sys.path:
-# that revision's txcl and its own `cycles`. Prints [cycles/s, CPU ms per cycle], or null when
-# that revision cannot make cycles with several clients at once.
+# Run by the child process of `--baseline`: the revision's txcl (its worktree first on
+# sys.path) driven by this file's `cycles`, so both sides make exactly the same cycles.
+# Prints [cycles/s, CPU ms per cycle].
 _BASELINE_CHILD = r"""
-import asyncio, inspect, json, sys, tempfile
+import asyncio, importlib.util, json, sys, tempfile
 from pathlib import Path
-root, warm_db, db, n, clients = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
-sys.path[:0] = [root, root + "/bench"]
+root, bench_file, warm_db, db = sys.argv[1:5]
+n, clients = int(sys.argv[5]), int(sys.argv[6])
+sys.path.insert(0, root)
 import txcl
 if not Path(txcl.__file__).resolve().is_relative_to(Path(root).resolve()):
     sys.exit(f"the baseline imported txcl from {txcl.__file__}, not from {root}")
-import bench_continuations as bench
-several = "clients" in inspect.signature(bench.cycles).parameters
-if clients != 1 and not several:
-    print("null")
-    sys.exit(0)
-more = (clients,) if several else ()
+spec = importlib.util.spec_from_file_location("bench_cycles_driver", bench_file)
+bench = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bench)
 with tempfile.TemporaryDirectory() as tmp:
     ws = bench.workspace(Path(tmp) / "ws")
-    asyncio.run(bench.cycles(ws, warm_db, 10, *more))
-    got = asyncio.run(bench.cycles(ws, db, n, *more))
+    asyncio.run(bench.cycles(ws, warm_db, 10, clients))
+    got = asyncio.run(bench.cycles(ws, db, n, clients))
 print(json.dumps([got[0], got[1]]))
 """
 
@@ -148,24 +148,22 @@ def baseline_tree(ref: str):
         shutil.rmtree(where.parent, ignore_errors=True)
         raise SystemExit(f"--baseline {ref}: git could not check it out: {made.stderr.strip()}")
     try:
-        if not (where / "bench" / "bench_continuations.py").exists():
-            raise SystemExit(f"--baseline {ref}: that revision has no bench/bench_continuations.py")
         yield where
     finally:
         subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(where)], capture_output=True)
         shutil.rmtree(where.parent, ignore_errors=True)
 
 
-def baseline_cycles(tree: Path, warm_db: str, db: str, n: int, clients: int) -> tuple[float, float] | None:
-    """(cycles/s, CPU ms per cycle) of the baseline's code in a child process (None: it cannot
-    run `clients` at once)."""
+def baseline_cycles(tree: Path, warm_db: str, db: str, n: int, clients: int) -> tuple[float, float]:
+    """(cycles/s, CPU ms per cycle) of the baseline's txcl, in a child process."""
     env = dict(os.environ, PYTHONPATH=str(tree))
-    done = subprocess.run([sys.executable, "-c", _BASELINE_CHILD, str(tree), warm_db, db, str(n), str(clients)],
-                          capture_output=True, text=True, env=env)
+    done = subprocess.run([sys.executable, "-c", _BASELINE_CHILD, str(tree), str(Path(__file__).resolve()),
+                           warm_db, db, str(n), str(clients)], capture_output=True, text=True, env=env)
     if done.returncode != 0:
-        raise SystemExit(f"the baseline's cycles failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
+        raise SystemExit(f"the baseline's cycles failed (exit {done.returncode}; a revision whose continuation "
+                         f"API differs from this benchmark's cannot be driven by it):\n{done.stderr[-2000:]}")
     got = json.loads(done.stdout.strip().splitlines()[-1])
-    return None if got is None else (float(got[0]), float(got[1]))
+    return float(got[0]), float(got[1])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -225,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
                 line = (f"{name:<11} {clients:>7} {med[0]:>9.1f} {med[1]:>12.2f} {med[2]:>13.2f} {med[3]:>10.2f} "
                         f"{med[4]:>13.1f} {ratio:>10.1%}")
                 label = f"{name}" if clients == 1 else f"{name}, {clients} clients"
-                if tree is not None and all(b is not None for b in based):
+                if tree is not None:
                     times = statistics.median(r[0] / b[0] for r, b in zip(rows, based))
                     line += (f" {statistics.median(b[0] for b in based):>10.1f} "
                              f"{statistics.median(b[1] for b in based):>11.2f} {times:>9.2f}×")
@@ -233,15 +231,13 @@ def main(argv: list[str] | None = None) -> int:
                     headline(f"suspend → callback → resume cycle, {label}", med[0], "cycles/s",
                              baseline=f"the same cycles at {args.baseline}", ratio=times, goal="≥ 3 ×")
                 else:
-                    if tree is not None:
-                        line += f" {'n/a':>10} {'n/a':>11} {'n/a':>10}"
                     print(line)
                     headline(f"suspend → callback → resume cycle, {label}", med[0], "cycles/s",
                              baseline=f"raw {name} single-row commits/s", ratio=ratio, goal=GOALS.get(clients, ""))
                 headline(f"  CPU per cycle, {label}", med[1], "ms", goal="≤ 1 ms")
                 headline(f"  commits per cycle, {label}", med[2], "commits", goal="≤ 3")
         if tree is not None:
-            print(f"baseline: {args.baseline} (its own bench_continuations, run in a child process beside each round)")
+            print(f"baseline: {args.baseline} (its txcl making the same cycles in a child process beside each round)")
     return 0
 
 

@@ -7,7 +7,9 @@ parse of one rule with txcl's own grammar, and single-row durable SQLite commits
 from another day or machine can be read against the speed of the machine it came from. Then
 each benchmark runs in its own process (so one's warm caches and garbage do not bend the
 next) and prints its medians and its ratios against the baselines it measures itself (bare
-Starlette on uvicorn, raw commits of the same backend, …). At the end a table lists every
+Starlette on uvicorn, raw commits of the same backend, …); in a git clone, bench_continuations
+also makes its cycles with the txcl the cycle's speed work started from (`CYCLE_BASELINE`), so
+the cycle's goal — a multiple of that code's cycles/s — is read in the same run. At the end a table lists every
 benchmark with its time and exit status. `--quick` uses smaller sizes (a smoke run of a few
 minutes); the default sizes are the ones the notes report. Last comes the headline table:
 the figures the speed work is judged by (each benchmark writes its own lines through
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -57,6 +60,20 @@ BENCHMARKS: dict[str, tuple[list[str], list[str], bool]] = {
     "bench_ui": ([], ["2000"], False),
     "bench_instructions": ([], ["--n", "128"], False),
 }
+
+# bench_continuations measures the durable cycle beside the code it was sped up from (its goal
+# is a multiple of that code's cycles/s), when this is a git clone holding that revision.
+CYCLE_BASELINE = "b7bf330"  # December 2, 2026: before the work on the cycle's speed
+
+
+def has_revision(revision: str) -> bool:
+    """Whether git can check `revision` out of this repository."""
+    if shutil.which("git") is None:
+        return False
+    found = subprocess.run(["git", "-C", str(HERE.parent), "cat-file", "-e", f"{revision}^{{commit}}"],
+                           capture_output=True)
+    return found.returncode == 0
+
 
 ENVELOPE = {"order": {"id": 42, "items": [{"sku": f"sku-{i}", "qty": i, "price": 9.5 + i} for i in range(12)],
                       "customer": {"tier": "gold", "email": "a@example.com", "tags": ["x", "y", "z"]}},
@@ -114,6 +131,8 @@ def main() -> None:
         extra = list(quick if args.quick else full)
         if has_backend and args.backend:
             extra += ["--backend", args.backend]
+        if name == "bench_continuations" and has_revision(CYCLE_BASELINE):
+            extra += ["--baseline", CYCLE_BASELINE]
         print(f"\n== {name} {' '.join(extra)}", flush=True)
         started = time.perf_counter()
         code = subprocess.call([sys.executable, str(HERE / f"{name}.py"), *extra])
