@@ -21,7 +21,9 @@ the same run (checked out into a temporary worktree and driven by this file's `c
 child process, its rounds taking turns with this code's): the ratio to an earlier txcl on the
 same machine at the same minutes, which figures noted on another day cannot give. The
 revision's continuation API must be the one this benchmark drives (it is from early December
-2026 on).
+2026 on). Only the parser has compiled modules, built for the current checkout; the worktree's
+runs as plain Python, which the cycles do not use (their rules are parsed before the clock
+starts).
 
 Run: python bench/bench_continuations.py [--backend sqlite|postgresql|both] [--cycles N] [--repeats R]
      [--clients 1,16] [--baseline REF]
