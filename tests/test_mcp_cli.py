@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 
+from txcl.safecache import seal, unseal
 from txcl.testing.mcp_server import McpServerProcess
 
 TXCL = str(Path(sys.executable).parent / "txcl")
@@ -83,7 +84,8 @@ def test_check_mcp_schemas_reports_unknown_tools_and_missing_arguments(tmp_path,
     assert 'no "b"' in messages["TX251"] and '"ad"' in messages["TX250"]
     # the answers are cached for the next run
     cache = ws / ".txcl-data" / "cache" / "mcp-schemas.json"
-    assert "add" in json.loads(cache.read_text())[mcp_server.url]["tools"]
+    stored = json.loads(unseal(cache.read_bytes(), b"txcl mcp schemas"))
+    assert "a" in stored[mcp_server.url]["tools"]["add"]["input"]["properties"]
 
 
 def test_check_mcp_schemas_uses_the_cache_and_refresh_asks_again(tmp_path, mcp_server):
@@ -91,13 +93,30 @@ def test_check_mcp_schemas_uses_the_cache_and_refresh_asks_again(tmp_path, mcp_s
     (ws / "OPS/s/0100/down.txcl").unlink()
     assert txcl("check", "--mcp-schemas", cwd=ws).returncode == 1
     cache = ws / ".txcl-data" / "cache" / "mcp-schemas.json"
-    data = json.loads(cache.read_text())
-    data[mcp_server.url]["tools"]["ad"] = {"type": "object"}  # as if the server had listed it
-    cache.write_text(json.dumps(data))
+    data = json.loads(unseal(cache.read_bytes(), b"txcl mcp schemas"))
+    data[mcp_server.url]["tools"]["ad"] = {"input": {"type": "object"}}  # as if the server had listed it
+    cache.write_bytes(seal(json.dumps(data).encode(), b"txcl mcp schemas"))
     cached = txcl("check", "--mcp-schemas", "--output-format", "json", cwd=ws)
     assert "TX250" not in {d["code"] for d in json.loads(cached.stdout)}
     fresh = txcl("check", "--mcp-schemas-refresh", "--output-format", "json", cwd=ws)
     assert "TX250" in {d["code"] for d in json.loads(fresh.stdout)}
+
+
+def test_a_cache_file_someone_else_wrote_is_ignored(tmp_path, mcp_server):
+    """A repository can ship `.txcl-data/cache/mcp-schemas.json`: unsealed, or of the wrong
+    shape, it is ignored (the server is asked) and never crashes the check."""
+    ws = _tree(tmp_path, mcp_server.url)
+    (ws / "OPS/s/0100/down.txcl").unlink()
+    cache = ws / ".txcl-data" / "cache" / "mcp-schemas.json"
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    forged = {mcp_server.url: {"tools": {"ad": {"input": {}}}, "at": 9e18}}
+    for text in (json.dumps(forged).encode(),  # plain JSON: no seal
+                 seal(json.dumps({mcp_server.url: {"tools": ["ad"], "at": 1}}).encode(), b"txcl mcp schemas")):
+        cache.write_bytes(text)
+        done = txcl("check", "--mcp-schemas", "--output-format", "json", cwd=ws)
+        assert "Traceback" not in done.stderr
+        assert "TX250" in {d["code"] for d in json.loads(done.stdout)}  # "ad" is not a tool: the server said so
+        assert json.loads(unseal(cache.read_bytes(), b"txcl mcp schemas"))[mcp_server.url]["tools"].keys() >= {"add"}
 
 
 def test_noqa_for_an_mcp_code_is_not_unused_without_the_flag(tmp_path, mcp_server):

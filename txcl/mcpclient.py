@@ -64,6 +64,7 @@ class ToolInfo:
     name: str
     description: str | None
     input_schema: dict
+    output_schema: dict | None = None  # a tool's outputSchema, when its server declares one
 
 
 @attrs.frozen
@@ -317,7 +318,9 @@ async def probe(url: str, *, headers: dict[str, str] | None = None, timeout_s: f
             while True:
                 listed = await session.session.list_tools(cursor=cursor) if cursor else await session.session.list_tools()
                 for tool in listed.tools:
-                    tools.append(ToolInfo(tool.name, tool.description, dict(tool.inputSchema or {})))
+                    tools.append(ToolInfo(tool.name, tool.description, dict(tool.inputSchema or {}),
+                                          dict(out) if isinstance(out := getattr(tool, "outputSchema", None), dict)
+                                          else None))
                 cursor = getattr(listed, "nextCursor", None)
                 if not cursor:
                     break

@@ -1,25 +1,29 @@
 """Content-hash cache of per-file analyses.
 
 In process: a dict keyed by the SHA-1 of the file bytes (the LSP and the REPL re-check
-unchanged buffers for free). On disk: one pickle file `<dir>/.txcl-data/cache/check-v1.pickle`
-holding `{key: Analysis tuple}` plus a fingerprint of the txcl version and the checker's
-own sources, so an upgraded checker never reads stale results. Writes are atomic
-(temporary file + rename); an unreadable cache is ignored.
+unchanged buffers for free). On disk: one JSON file `<dir>/.txcl-data/cache/check-v2.json`
+holding `{key: [diagnostics, facts]}` plus a fingerprint of the txcl version and the checker's
+own sources, so an upgraded checker never reads stale results. The file is plain data sealed
+with this user's cache key (txcl.safecache): a file anyone else wrote — one a repository
+ships, say — fails the seal and is ignored, as is a damaged one or one of another shape, and
+it is written anew. Nothing in it is ever executed. Writes are atomic (temporary file +
+rename).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import pickle
 from pathlib import Path
 
 from txcl.check.analyze import Analysis
 from txcl.datadir import data_dir, make
+from txcl.safecache import CacheDataError, decode_plain, encode_plain, seal, unseal
 
 _MEMORY: dict[bytes, Analysis] = {}
 _MEMORY_LIMIT = 20000
-CACHE_NAME = "check-v1.pickle"
+CACHE_NAME = "check-v2.json"
+_PURPOSE = b"txcl check cache"
 
 
 def key_of(data: bytes, system_stack: bool = False) -> bytes:
@@ -75,18 +79,24 @@ class AnalysisCache:
     def _load(self) -> None:
         try:
             with open(self.path, "rb") as fh:
-                stored = pickle.load(fh)
-        except Exception:
+                data = fh.read(_MAX_FILE_BYTES + 1)
+        except OSError:
             return
+        if len(data) > _MAX_FILE_BYTES:
+            return
+        try:
+            stored = decode_plain(unseal(data, _PURPOSE))
+        except CacheDataError:
+            return  # another's, damaged or foreign: ignored, and written anew by save()
         if isinstance(stored, dict) and stored.get("fingerprint") == fingerprint():
-            self.disk = stored.get("entries", {})
+            self.disk = _valid_entries(stored.get("entries"))
 
     def get(self, key: bytes) -> Analysis | None:
         hit = _MEMORY.get(key)
         if hit is not None:
             self.used.add(key)
             return hit
-        raw = self.disk.get(key)
+        raw = self.disk.get(key.hex())
         if raw is None:
             return None
         analysis = Analysis(raw[0], raw[1])
@@ -98,7 +108,7 @@ class AnalysisCache:
         _remember(key, analysis)
         self.used.add(key)
         if self.path is not None:
-            self.disk[key] = (analysis.diagnostics, analysis.facts)
+            self.disk[key.hex()] = (tuple(analysis.diagnostics), analysis.facts)
             self.dirty = True
 
     def save(self) -> None:
@@ -107,20 +117,46 @@ class AnalysisCache:
             return
         if not self.dirty and len(self.used) == len(self.disk):
             return
-        entries = {k: v for k, v in self.disk.items() if k in self.used}
+        used = {k.hex() for k in self.used}
+        entries = {k: v for k, v in self.disk.items() if k in used}
+        try:
+            data = seal(encode_plain({"fingerprint": fingerprint(), "entries": entries}), _PURPOSE)
+        except CacheDataError:  # a fact that is not plain data: not kept
+            return
         try:
             make(self.path.parent.parent)
             self.path.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.path.with_suffix(f".tmp{os.getpid()}")
             with open(tmp, "wb") as fh:
-                pickle.dump({"fingerprint": fingerprint(), "entries": entries}, fh,
-                            protocol=pickle.HIGHEST_PROTOCOL)
+                fh.write(data)
             os.replace(tmp, self.path)
             gitignore = self.path.parent / ".gitignore"
             if not gitignore.exists():
                 gitignore.write_text("*\n", encoding="utf-8")
         except OSError:
             pass
+
+
+_MAX_FILE_BYTES = 256 * 1024 * 1024
+
+
+def _valid_diagnostic(d: object) -> bool:
+    return (type(d) is tuple and len(d) == 5 and type(d[0]) is str and type(d[1]) is str
+            and type(d[2]) is tuple and len(d[2]) == 6 and all(type(n) is int for n in d[2])
+            and (d[3] is None or type(d[3]) is str) and d[4] in ("error", "warning", "info"))
+
+
+def _valid_entries(entries: object) -> dict[str, tuple]:
+    """The entries of a read cache that have the shape txcl writes (others are dropped)."""
+    if type(entries) is not dict:
+        return {}
+    out = {}
+    for key, value in entries.items():
+        if (type(value) is tuple and len(value) == 2 and type(value[0]) is tuple
+                and all(_valid_diagnostic(d) for d in value[0])
+                and (value[1] is None or type(value[1]) is dict)):
+            out[key] = value
+    return out
 
 
 def _remember(key: bytes, analysis: Analysis) -> None:

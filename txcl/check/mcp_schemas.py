@@ -10,13 +10,13 @@ For every rule whose EXEC is `mcp+http(s)://…#tool`:
 
 Servers are asked once per run through the official SDK (`initialize`, `tools/list`); the
 answers are kept in `.txcl-data/cache/mcp-schemas.json` for an hour, so a second check does not
-ask again (`--mcp-schemas-refresh` always asks).
+ask again (`--mcp-schemas-refresh` always asks). The file is plain JSON sealed with this user's
+cache key (txcl.safecache) and validated when read: one that someone else wrote is ignored.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import time
 from pathlib import Path
@@ -52,25 +52,55 @@ def _mcp_ops(sources: dict[str, str]) -> list[tuple[str, Any, Any, str]]:
     return found
 
 
+_PURPOSE = b"txcl mcp schemas"
+_MAX_CACHE_BYTES = 64 * 1024 * 1024
+
+
+def _valid_entry(entry: Any) -> bool:
+    """A cached server answer of the shape txcl writes: tools by name, each with its schemas."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("tools"), dict):
+        return False
+    if not isinstance(entry.get("at"), (int, float)) or isinstance(entry.get("at"), bool):
+        return False
+    for name, tool in entry["tools"].items():
+        if not isinstance(name, str) or not isinstance(tool, dict):
+            return False
+        if not all(isinstance(tool.get(k, {}), dict) for k in ("input", "output")):
+            return False
+    return True
+
+
 def _load_cache(path: Path | None) -> dict:
+    """The cached answers by server URL (only entries of the right shape; {} for a file that is
+    missing, damaged or not this user's)."""
+    from txcl.safecache import CacheDataError, loads, unseal
+
     if path is None or not path.exists():
         return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        with open(path, "rb") as fh:
+            raw = fh.read(_MAX_CACHE_BYTES + 1)
+        if len(raw) > _MAX_CACHE_BYTES:
+            return {}
+        data = loads(unseal(raw, _PURPOSE))
+    except (OSError, ValueError, CacheDataError):
         return {}
-    return data if isinstance(data, dict) else {}
+    if not isinstance(data, dict):
+        return {}
+    return {url: entry for url, entry in data.items() if isinstance(url, str) and _valid_entry(entry)}
 
 
 def _save_cache(path: Path | None, data: dict) -> None:
+    from txcl.safecache import dumps, seal
+
     if path is None:
         return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
+        tmp.write_bytes(seal(dumps(data), _PURPOSE))
         os.replace(tmp, path)
-    except OSError:
+    except (OSError, TypeError, ValueError):
         pass  # a cache that cannot be written is only slower next time
 
 
@@ -86,13 +116,23 @@ async def _ask_all(urls: Iterable[str]) -> dict[str, dict]:
             return url, {"error": message[len(prefix):] if message.startswith(prefix) else message}
         except Exception as exc:  # noqa: BLE001 - reported as TX252
             return url, {"error": f"{type(exc).__name__}: {exc}"}
-        return url, {"tools": {t.name: t.input_schema for t in info.tools}}
+        return url, {"tools": {t.name: _tool_schemas(t) for t in info.tools}}
 
     return dict(await asyncio.gather(*(ask(u) for u in urls)))
 
 
+def _tool_schemas(tool: Any) -> dict:
+    """A listed tool's input and output schemas ({} where it gives none or not an object)."""
+    schemas = {}
+    for key, attr in (("input", "input_schema"), ("output", "output_schema")):
+        value = getattr(tool, attr, None)
+        schemas[key] = value if isinstance(value, dict) else {}
+    return schemas
+
+
 def server_tools(urls: set[str], cache_path: Path | None, *, refresh: bool = False) -> dict[str, dict]:
-    """{url: {"tools": {name: input schema}} or {"error": reason}}, from the cache when fresh."""
+    """{url: {"tools": {name: {"input": schema, "output": schema}}} or {"error": reason}}, from the
+    cache when fresh."""
     cache = _load_cache(cache_path)
     now = time.time()
     answers: dict[str, dict] = {}
@@ -152,7 +192,7 @@ def mcp_findings(sources: dict[str, str], cache_dir: Path | None, *, refresh: bo
                                   shown, span, hint=hint, source=source))
             continue
         provided = _provided(rule)
-        schema = tools[target.tool] if isinstance(tools[target.tool], dict) else {}
+        schema = tools[target.tool].get("input", {})
         required = [r for r in schema.get("required", []) if isinstance(r, str)]
         if provided is None:
             continue

@@ -1,8 +1,9 @@
 """A compact form of a parse result (a `Rule`, or the diagnostics of a text that does not
 parse), for the parse cache on disk (txcl.syntax.diskcache).
 
-`encode` turns the result into nested lists, tuples and scalars written with `marshal`;
-`decode` builds the same objects back, several times quicker than parsing the text again:
+`encode` turns the result into nested arrays and scalars written as JSON (never a format
+whose reader can run code or crash on crafted bytes: the cache file is outside txcl's
+control); `decode` builds the same objects back, several times quicker than parsing the text again:
 nodes are made by straight-line field stores (no attrs `__init__`), spans are shared,
 and regular expressions are left to be compiled where they are first used. The file name and
 the text are not stored: the caller gives them back, so one entry serves a text under any
@@ -13,16 +14,16 @@ so a change to the AST makes old entries unreadable instead of wrong.
 from __future__ import annotations
 
 import hashlib
-import marshal
 from typing import Any
 
 import attrs
 
 from txcl.errors import NO_SPAN, Diagnostic, Span
+from txcl.safecache import dumps, loads
 from txcl.syntax import ast
 
 #: Bump when the encoding changes in a way SCHEMA does not show.
-CODEC_VERSION = 2  # 2: spans stored as their six integers
+CODEC_VERSION = 3  # 2: spans stored as their six integers; 3: JSON, tuples tagged
 
 _NODE_CLASSES: tuple[type, ...] = (
     ast.Path, ast.IntLit, ast.FloatLit, ast.StringLit, ast.BoolLit, ast.NullLit, ast.ArrayLit,
@@ -31,7 +32,7 @@ _NODE_CLASSES: tuple[type, ...] = (
     ast.ClauseMark, ast.Loop, ast.Comment, ast.Rule, Diagnostic,
 )
 # tags below 0 are not classes
-_SPAN, _ENUM, _FILE, _TEXT = -1, -2, -3, -4
+_SPAN, _ENUM, _FILE, _TEXT, _TUPLE = -1, -2, -3, -4, -5
 
 _FIELDS: dict[type, tuple[str, ...]] = {cls: tuple(f.name for f in attrs.fields(cls)) for cls in _NODE_CLASSES}
 _TAG: dict[type, int] = {cls: i for i, cls in enumerate(_NODE_CLASSES)}
@@ -55,6 +56,8 @@ _SPAN_FIELDS: dict[type, tuple[bool, ...]] = {
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
+# what the encoder writes without a look: floats are looked at (JSON holds no infinity)
+_STORED_AS_IS = frozenset({str, int, bool, type(None)})
 
 
 def _node_encoder(cls: type) -> Any:
@@ -62,7 +65,7 @@ def _node_encoder(cls: type) -> Any:
     as span numbers, nested values encoded only when they are not scalars."""
     names = _FIELDS[cls]
     lines = ["def encode_node(o, enc, span, filename, text):"]
-    scope: dict[str, Any] = {"SCALARS": _SCALARS, "type": type, "FILE": _FILE, "TEXT": _TEXT}
+    scope: dict[str, Any] = {"SCALARS": _STORED_AS_IS, "type": type, "FILE": _FILE, "TEXT": _TEXT}
     out = [str(_TAG[cls])]
     for i, (name, is_span) in enumerate(zip(names, _SPAN_FIELDS[cls]), 1):
         if is_span:
@@ -105,7 +108,11 @@ def encode(result: ast.Rule | list[Diagnostic], text: str, filename: str) -> byt
     def enc(value: Any) -> Any:
         kind = type(value)
         if kind is tuple:
-            return tuple([item if type(item) in _SCALARS else enc(item) for item in value])
+            return [_TUPLE, *[item if type(item) in _STORED_AS_IS else enc(item) for item in value]]
+        if kind is float:
+            if value != value or value in (float("inf"), float("-inf")):
+                raise ValueError("JSON holds no infinity or NaN")
+            return value
         if kind is ast.CmpOp:
             return [_ENUM, value.value]
         encoder = encoders.get(kind)
@@ -116,7 +123,7 @@ def encode(result: ast.Rule | list[Diagnostic], text: str, filename: str) -> byt
         return encoder(value, enc, span, filename, text)
 
     tree = enc(tuple(result)) if isinstance(result, list) else enc(result)
-    return marshal.dumps((tuple(flat_spans), tree))
+    return dumps([flat_spans, tree])
 
 
 # ---------------------------------------------------------------- decode
@@ -131,7 +138,7 @@ def _node_decoder(cls: type) -> Any:
     names = _FIELDS[cls]
     frozen = cls.__setattr__ is not object.__setattr__
     lines = ["def build(v, dec, spans):", "    o = new(cls)"]
-    scope: dict[str, Any] = {"new": _new, "cls": cls, "list": list, "tuple": tuple, "type": type}
+    scope: dict[str, Any] = {"new": _new, "cls": cls, "list": list, "type": type}
     for i, (name, is_span) in enumerate(zip(names, _SPAN_FIELDS[cls]), 1):
         if frozen:
             scope[f"set{i}"] = cls.__dict__[name].__set__
@@ -142,28 +149,35 @@ def _node_decoder(cls: type) -> Any:
             lines.append("    " + store.format(f"spans[v[{i}]]"))
         else:
             lines.append(f"    x = v[{i}]")
-            lines.append("    " + store.format("dec(x) if type(x) is list or type(x) is tuple else x"))
+            lines.append("    " + store.format("dec(x) if type(x) is list else x"))
     lines.append("    return o")
     exec(compile("\n".join(lines), f"<txcl codec {cls.__name__}>", "exec"), scope)  # noqa: S102 - our own text
     return scope["build"]
 
 
 _BUILDERS = tuple(_node_decoder(cls) for cls in _NODE_CLASSES)
+_WIDTH = tuple(len(_FIELDS[cls]) + 1 for cls in _NODE_CLASSES)
 
 
 def decode(data: bytes, text: str, filename: str) -> ast.Rule | list[Diagnostic]:
     """The parse result `encode` stored, for `text` under `filename`. Raises ValueError (or
     another exception) on damaged data; the caller then parses the text instead."""
-    flat_spans, tree = marshal.loads(data)
+    flat_spans, tree = loads(data)
+    if type(flat_spans) is not list or len(flat_spans) % 6 or not all(type(n) is int for n in flat_spans):
+        raise ValueError("damaged spans")
     new_tuple = tuple.__new__
     spans = [new_tuple(Span, flat_spans[i:i + 6]) for i in range(0, len(flat_spans), 6)]
     builders = _BUILDERS
 
     def dec(value: Any) -> Any:
-        if type(value) is tuple:
-            return tuple([dec(item) if type(item) is list or type(item) is tuple else item for item in value])
         tag = value[0]
+        if tag == _TUPLE:
+            return tuple([dec(item) if type(item) is list else item for item in value[1:]])
+        if type(tag) is not int:
+            raise ValueError("damaged entry")
         if tag >= 0:
+            if len(value) != _WIDTH[tag]:
+                raise ValueError("damaged node")
             return builders[tag](value, dec, spans)
         if tag == _ENUM:
             return ast.CmpOp(value[1])

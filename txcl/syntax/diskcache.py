@@ -11,6 +11,10 @@ shortcut:
 - **versioned**: the key also holds a version made of the grammar, the AST's classes and
   fields, the built-in functions (their names decide TX101/TX102) and the txcl and Python
   versions, so an upgrade never reads an entry made by another version;
+- **plain data, sealed**: an entry is JSON (never a format whose reader can run code), sealed
+  with this user's cache key (txcl.safecache); an entry anyone else wrote — a cache file
+  copied from elsewhere, `TXCL_PARSE_CACHE` pointing into a repository — fails the seal and
+  is parsed again instead;
 - **safe to delete** at any time, also while txcl runs; a damaged, locked or unwritable file
   turns the cache off for that process (parsing goes on as without it).
 
@@ -30,6 +34,8 @@ import sqlite3
 import sys
 import threading
 from pathlib import Path
+
+from txcl.safecache import CacheDataError, seal, unseal
 
 log = logging.getLogger("txcl.syntax")
 
@@ -129,15 +135,21 @@ class ParseCache:
         if row is None:
             self.misses += 1
             return None
+        try:
+            data = unseal(bytes(row[0]), key.encode("ascii"))
+        except (CacheDataError, TypeError):
+            self.misses += 1
+            return None  # not this user's: parsed again, and replaced
         self.hits += 1
-        return bytes(row[0])
+        return data
 
     def put(self, text: str, data: bytes) -> None:
         """Keep `data` for `text` (written with the next batch)."""
         if len(text) < _MIN_TEXT or self.broken:
             return
         with self._lock:
-            self._pending.append((self.key(text), data))
+            key = self.key(text)
+            self._pending.append((key, seal(data, key.encode("ascii"))))
             if len(self._pending) >= _BATCH:
                 self._write()
 

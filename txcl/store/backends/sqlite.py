@@ -108,6 +108,9 @@ class SqliteBackend(SqlBackend):
                 conn.execute("PRAGMA journal_mode = WAL" if self.synchronous == "FULL" else "PRAGMA journal_mode = MEMORY")
                 conn.execute(f"PRAGMA synchronous = {self.synchronous}")
                 conn.execute("PRAGMA foreign_keys = ON")
+                # a database file can come from anywhere (a workspace's .txcl-data/): its
+                # schema's triggers and views may not call functions with side effects
+                conn.execute("PRAGMA trusted_schema = OFF")
                 # after a checkpoint the WAL shrinks back to this size (it otherwise stays as
                 # large as the largest transaction ever written, e.g. one with a 20 MiB body)
                 conn.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT}")
