@@ -1,12 +1,15 @@
-# Sourced by .ci/run: external tools the tests use, installed when missing.
+# Sourced by ./run-tests (which .ci/run calls): external tools the tests use, installed with
+# apt-get when missing.
 # - chromium: the continuation wait page in a real headless browser (tests/continuations, T29)
 # - vim: the vim syntax file is checked by running real vim (tests/editors)
+# - neovim: a real LSP client for `txcl lsp` (tests/test_nothing_read_runs.py, tests/lsp)
 # - postgresql: the server binaries (initdb, pg_ctl) for the tests on PostgreSQL; the suite
 #   starts a throwaway server from them (txcl/testing/postgres.py)
 # node and npm come with the machine; the VS Code grammar tests run `npm ci` themselves.
 missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v vim >/dev/null 2>&1 || missing+=(vim)
+command -v nvim >/dev/null 2>&1 || missing+=(neovim)
 compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 \
   || missing+=(postgresql)
 if [ "${#missing[@]}" -gt 0 ]; then
