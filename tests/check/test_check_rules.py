@@ -60,6 +60,12 @@ TREE_FIXTURES = {
     "TX231": [("OPS/s/0100/a.txcl", "TX231", 1, 1)],
     "TX232": [("OPS/shop/0100/go.txcl", "TX232", 1, 6), ("OPS/shop/0200/guarded.txcl", "TX232", 2, 1)],
     "TX240": [("OPS/shop/0100/check.txcl.bak", "TX240", 1, 1), ("OPS/shop/0100/rule.TXCL", "TX240", 1, 1)],
+    # typed envelopes: a stack schema with an op schema (shop), and a broken stack schema
+    "typed": [("OPS/broken/schema.json", "TX260", 1, 30), ("OPS/shop/0100_a/d.txcl", "TX261", 2, 6),
+              ("OPS/shop/0100_a/d.txcl", "TX263", 2, 27), ("OPS/shop/0100_a/early.txcl", "TX262", 2, 6),
+              ("OPS/shop/0200_b/e.txcl", "TX263", 1, 6), ("OPS/shop/0200_b/e.txcl", "TX264", 2, 6),
+              ("OPS/shop/0200_b/e.txcl", "TX267", 2, 30), ("OPS/shop/0300_c/score.txcl", "TX266", 1, 1),
+              ("OPS/shop/0300_c/score.txcl", "TX268", 1, 33), ("OPS/shop/schema.json", "TX265", 21, 20)],
 }
 
 
@@ -207,3 +213,23 @@ def test_cancel_url_needs_async() -> None:
     rule = 'WITH cancel_url = "https://w.example/c"\nEXEC "https://w.example/x"\n'
     assert [(d.code, d.message) for d in check_source(rule, "t.txcl")] == [
         ("TX209", 'cancel_url has no effect without mode = "async"')]
+
+
+def _layout_codes(layout: str, root) -> set[str]:
+    for line in layout.splitlines():
+        path, _, text = line.partition(": ")
+        file = root / path
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_text(text + "\n", encoding="utf-8")
+    return {d.code for d in run_check([str(root)], cache_dir=False).diagnostics}
+
+
+@pytest.mark.parametrize("code", sorted(c for c, doc in __import__("txcl.check.docs", fromlist=["DOCS"]).DOCS.items()
+                                        if doc.layout))
+def test_layout_docs_examples_trigger_their_codes(code, tmp_path) -> None:
+    """The bad layout of each tree-level code reports that code; the good one does not."""
+    from txcl.check.docs import DOCS
+
+    doc = DOCS[code]
+    assert code in _layout_codes(doc.bad, tmp_path / "bad")
+    assert code not in _layout_codes(doc.good, tmp_path / "good")

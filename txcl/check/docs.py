@@ -228,7 +228,7 @@ tool itself, durably) can run asynchronously.""",
         nothing yet. The scopes are those after the op in order and any a literal `@goto` or
         stage-jump EXEC in the same stack reaches before the join.""",
        'OPS/s/0100/job.txcl: WITH mode = "async", join_at_scope = 300, into = "job" EXEC "https://w.example.net/job"\n'
-       'OPS/s/0200/use.txcl: WHEN .job.ok == true',
+       'OPS/s/0200/use.txcl: WHEN .job.ok == true\nOPS/s/0300/next.txcl: EMIT .x = 1',
        'OPS/s/0100/job.txcl: WITH mode = "async", join_at_scope = 300, into = "job" EXEC "https://w.example.net/job"\n'
        'OPS/s/0300/use.txcl: WHEN .job.ok == true', layout=True),
     _d("TX223", """The join scope also holds its own async op. This works here (suspends are keyed
@@ -236,7 +236,8 @@ tool itself, durably) can run asynchronously.""",
        'OPS/s/0100/a.txcl: WITH mode = "async", join_at_scope = 300 EXEC "https://w.example.net/a"\n'
        'OPS/s/0300/b.txcl: WITH mode = "async" EXEC "https://w.example.net/b"',
        'OPS/s/0100/a.txcl: WITH mode = "async", join_at_scope = 300 EXEC "https://w.example.net/a"\n'
-       'OPS/s/0400/b.txcl: WITH mode = "async" EXEC "https://w.example.net/b"', layout=True),
+       'OPS/s/0300/c.txcl: EMIT .x = 1\nOPS/s/0400/b.txcl: WITH mode = "async" EXEC "https://w.example.net/b"',
+       layout=True),
     _d("TX224", """A join option (`join_deadline`, `on_join_deadline`, `join_wait`) on an op that does
         not defer its join does nothing; so does `on_join_deadline` without `join_deadline`, and a
         `join_wait` as long as the deadline never ends before it.""",
@@ -260,6 +261,76 @@ tool itself, durably) can run asynchronously.""",
         mock-response.json), a .md file nor a FILES/ asset. Extra patterns can be allowed with
         `allow` in the configuration.""",
        'OPS/shop/0100/check.txcl.bak', 'OPS/shop/0100/check.txcl', layout=True),
+    _d("TX260", """A schema file of the OPS tree — a stack's `OPS/<stack>/schema.json` or an op's
+        `<name>.schema.json` beside `<name>.txcl` — cannot be used: it cannot be read, is not JSON,
+        is not a valid JSON Schema (2020-12), holds a `$ref` that leads nowhere (only references
+        inside the file and to sibling files of the tree are followed; nothing is fetched), or (a
+        stack's) lacks `$defs.input`. The finding points at the line and column of the problem.""",
+       'OPS/shop/schema.json: {"$defs": {"input": {"type": "objet"}}}\nOPS/shop/0100/a.txcl: EMIT .a = 1',
+       'OPS/shop/schema.json: {"$defs": {"input": {"type": "object"}}}\nOPS/shop/0100/a.txcl: EMIT .a = 1',
+       layout=True),
+    _d("TX261", """In a typed stack (one with a schema.json, its own or an ancestor's), a path is
+        read that nothing provides on any walk: the stack's `$defs.input` does not declare it,
+        no op's `$defs.output` answers it and no rule writes it. A missing path reads as the zero
+        value, so such a condition is silently false forever — usually a misspelling. An object
+        schema that lists `properties` and omits `additionalProperties` counts as closed;
+        `additionalProperties: true` (or a schema), `patternProperties`, an object schema that
+        lists nothing, and an op without a schema accept any path below them.""",
+       'OPS/shop/schema.json: {"$defs": {"input": {"type": "object", "properties": {"order": {"type": "object", "properties": {"total": {"type": "number"}, "status": {"enum": ["new", "paid", "shipped"]}}, "required": ["total", "status"]}}, "required": ["order"]}, "output": {"type": "object", "properties": {"discount": {"type": "integer"}, "label": {"type": "string"}}, "required": ["label"]}}}' + '\nOPS/shop/0100/d.txcl: WHEN .ordr.total > 100 EMIT .label = "big"',
+       'OPS/shop/schema.json: {"$defs": {"input": {"type": "object", "properties": {"order": {"type": "object", "properties": {"total": {"type": "number"}, "status": {"enum": ["new", "paid", "shipped"]}}, "required": ["total", "status"]}}, "required": ["order"]}, "output": {"type": "object", "properties": {"discount": {"type": "integer"}, "label": {"type": "string"}}, "required": ["label"]}}}' + '\nOPS/shop/0100/d.txcl: WHEN .order.total > 100 EMIT .label = "big"\nOPS/shop/0100/e.txcl: EMIT .label = "std"',
+       layout=True),
+    _d("TX262", """In a typed stack, a path is read before anything provides it on every walk that
+        reaches the read: it is written at a later scope, or answered by a deferred op that has
+        not joined yet. Rules of one scope see the envelope as the scope began; what they write
+        is there from the next scope on.""",
+       'OPS/shop/schema.json: {"$defs": {"input": {"type": "object", "properties": {"order": {"type": "object", "properties": {"total": {"type": "number"}, "status": {"enum": ["new", "paid", "shipped"]}}, "required": ["total", "status"]}}, "required": ["order"]}, "output": {"type": "object", "properties": {"discount": {"type": "integer"}, "label": {"type": "string"}}, "required": ["label"]}}}' + '\nOPS/shop/0100/a.txcl: WHEN .vip == true EMIT .label = "vip"\nOPS/shop/0100/b.txcl: EMIT .label = "std"\nOPS/shop/0200/b.txcl: EMIT .vip = true',
+       'OPS/shop/schema.json: {"$defs": {"input": {"type": "object", "properties": {"order": {"type": "object", "properties": {"total": {"type": "number"}, "status": {"enum": ["new", "paid", "shipped"]}}, "required": ["total", "status"]}}, "required": ["order"]}, "output": {"type": "object", "properties": {"discount": {"type": "integer"}, "label": {"type": "string"}}, "required": ["label"]}}}' + '\nOPS/shop/0100/b.txcl: EMIT .vip = true, .label = "std"\nOPS/shop/0200/a.txcl: WHEN .vip == true EMIT .label = "vip"',
+       layout=True),
+    _d("TX263", """In a typed stack, a comparison can never be true (or never false) for the values
+        the path can hold, under TXCL's coercions (the literal on the right decides): a string
+        against a number that no number's text can equal, a value outside the path's `enum`, a
+        number against a boolean, a regex against an object or array, `<` on an object.""",
+       'OPS/shop/schema.json: {"$defs": {"input": {"type": "object", "properties": {"order": {"type": "object", "properties": {"total": {"type": "number"}, "status": {"enum": ["new", "paid", "shipped"]}}, "required": ["total", "status"]}}, "required": ["order"]}, "output": {"type": "object", "properties": {"discount": {"type": "integer"}, "label": {"type": "string"}}, "required": ["label"]}}}' + '\nOPS/shop/0100/d.txcl: WHEN .order.status == "shiped" EMIT .label = "sent"\nOPS/shop/0100/e.txcl: EMIT .label = "std"',
+       'OPS/shop/schema.json: {"$defs": {"input": {"type": "object", "properties": {"order": {"type": "object", "properties": {"total": {"type": "number"}, "status": {"enum": ["new", "paid", "shipped"]}}, "required": ["total", "status"]}}, "required": ["order"]}, "output": {"type": "object", "properties": {"discount": {"type": "integer"}, "label": {"type": "string"}}, "required": ["label"]}}}' + '\nOPS/shop/0100/d.txcl: WHEN .order.status == "shipped" EMIT .label = "sent"\nOPS/shop/0100/e.txcl: EMIT .label = "std"',
+       layout=True),
+    _d("TX264", """In a typed stack, a write (EMIT, SET POST, a SELECT destination) puts a value at a
+        path whose declared type — by the stack's `$defs.output`, or `$defs.input` when there is
+        no output schema — the value can never have, or a literal outside its `enum`.""",
+       'OPS/shop/schema.json: {"$defs": {"input": {"type": "object", "properties": {"order": {"type": "object", "properties": {"total": {"type": "number"}, "status": {"enum": ["new", "paid", "shipped"]}}, "required": ["total", "status"]}}, "required": ["order"]}, "output": {"type": "object", "properties": {"discount": {"type": "integer"}, "label": {"type": "string"}}, "required": ["label"]}}}' + '\nOPS/shop/0100/d.txcl: EMIT .discount = "ten", .label = "x"',
+       'OPS/shop/schema.json: {"$defs": {"input": {"type": "object", "properties": {"order": {"type": "object", "properties": {"total": {"type": "number"}, "status": {"enum": ["new", "paid", "shipped"]}}, "required": ["total", "status"]}}, "required": ["order"]}, "output": {"type": "object", "properties": {"discount": {"type": "integer"}, "label": {"type": "string"}}, "required": ["label"]}}}' + '\nOPS/shop/0100/d.txcl: EMIT .discount = 10, .label = "x"',
+       layout=True),
+    _d("TX265", """A member the stack's `$defs.output` requires can be missing when a walk ends:
+        some walk through the stack writes it only under a condition, or not at all. The
+        finding points at the `required` entry in schema.json.""",
+       'OPS/shop/schema.json: {"$defs": {"input": {"type": "object", "properties": {"order": {"type": "object", "properties": {"total": {"type": "number"}, "status": {"enum": ["new", "paid", "shipped"]}}, "required": ["total", "status"]}}, "required": ["order"]}, "output": {"type": "object", "properties": {"discount": {"type": "integer"}, "label": {"type": "string"}}, "required": ["label"]}}}' + '\nOPS/shop/0100/d.txcl: WHEN .order.total > 100 EMIT .label = "big"',
+       'OPS/shop/schema.json: {"$defs": {"input": {"type": "object", "properties": {"order": {"type": "object", "properties": {"total": {"type": "number"}, "status": {"enum": ["new", "paid", "shipped"]}}, "required": ["total", "status"]}}, "required": ["order"]}, "output": {"type": "object", "properties": {"discount": {"type": "integer"}, "label": {"type": "string"}}, "required": ["label"]}}}' + '\nOPS/shop/0100/d.txcl: WHEN .order.total > 100 EMIT .label = "big"\nOPS/shop/0200/z.txcl: SELECT * SET .label = "std"',
+       layout=True),
+    _d("TX266", """An op's `<name>.schema.json` declares its `$defs.input`, and the rule's SELECT
+        never gives a member it requires, or gives one a type it requires differently. Without
+        SELECT (or with `SELECT *`) the op is sent the whole envelope, which is checked instead.""",
+       'OPS/s/schema.json: {"$defs": {"input": {"type": "object", "properties": {"id": {"type": "string"}}}}}\n'
+       'OPS/s/0100/score.schema.json: {"$defs": {"input": {"type": "object", "properties": {"customer": {"type": "string"}}, "required": ["customer"]}}}\n'
+       'OPS/s/0100/score.txcl: SELECT .id AS .client EXEC "https://score.example.net/"',
+       'OPS/s/schema.json: {"$defs": {"input": {"type": "object", "properties": {"id": {"type": "string"}}}}}\n'
+       'OPS/s/0100/score.schema.json: {"$defs": {"input": {"type": "object", "properties": {"customer": {"type": "string"}}, "required": ["customer"]}}}\n'
+       'OPS/s/0100/score.txcl: SELECT .id AS .customer EXEC "https://score.example.net/"',
+       layout=True),
+    _d("TX267", """In a typed stack, a function gets an argument of a type it never accepts, so the
+        call always fails (and its clause with it): `&len` of a number, `&sha256` of an object,
+        `&add` of an array.""",
+       'OPS/shop/schema.json: {"$defs": {"input": {"type": "object", "properties": {"order": {"type": "object", "properties": {"total": {"type": "number"}, "status": {"enum": ["new", "paid", "shipped"]}}, "required": ["total", "status"]}}, "required": ["order"]}, "output": {"type": "object", "properties": {"discount": {"type": "integer"}, "label": {"type": "string"}}, "required": ["label"]}}}' + '\nOPS/shop/0100/d.txcl: EMIT .label = &concat("n", &len(.order.total))',
+       'OPS/shop/schema.json: {"$defs": {"input": {"type": "object", "properties": {"order": {"type": "object", "properties": {"total": {"type": "number"}, "status": {"enum": ["new", "paid", "shipped"]}}, "required": ["total", "status"]}}, "required": ["order"]}, "output": {"type": "object", "properties": {"discount": {"type": "integer"}, "label": {"type": "string"}}, "required": ["label"]}}}' + '\nOPS/shop/0100/d.txcl: EMIT .label = &concat("n", &len(.order.status))',
+       layout=True),
+    _d("TX268", """A SELECT item writes a path the op's own answer provides (its schema's
+        `$defs.output`, or its `into`). SELECT's values are written over the answer (a missing
+        source gives `""`), so the answer's value is lost.""",
+       'OPS/s/schema.json: {"$defs": {"input": {"type": "object", "properties": {"id": {"type": "string"}}}}}\n'
+       'OPS/s/0100/score.schema.json: {"$defs": {"output": {"type": "object", "properties": {"score": {"type": "number"}}}}}\n'
+       'OPS/s/0100/score.txcl: SELECT .id, .score EXEC "https://score.example.net/"',
+       'OPS/s/schema.json: {"$defs": {"input": {"type": "object", "properties": {"id": {"type": "string"}}}}}\n'
+       'OPS/s/0100/score.schema.json: {"$defs": {"output": {"type": "object", "properties": {"score": {"type": "number"}}}}}\n'
+       'OPS/s/0100/score.txcl: SELECT .id EXEC "https://score.example.net/"',
+       layout=True),
     _d("TX250", """Reported by `txcl check --mcp-schemas`, which asks each MCP server named by an
         `mcp+` target for its tools: the server does not list the tool after `#`. `txcl mcp doctor
         <endpoint>` prints the tools it has.""",

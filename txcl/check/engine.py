@@ -260,6 +260,12 @@ def run_check(paths: list[str | Path], config: CheckConfig | None = None, *,
             for d in registered.fn(tree):
                 if d.file in wanted:
                     per_file.setdefault(d.file, []).append(d)
+        for d in _typed_findings(tree, scan, config):
+            if d.file in wanted or (d.file not in complete_of and job.wants(_abs(d.file))):
+                per_file.setdefault(d.file, []).append(d)
+                if d.source is not None:
+                    result.sources.setdefault(d.file, d.source)
+                reported.add(d.file)
 
     if extra is not None:
         checked = {shown: result.sources[shown] for shown in reported if shown in result.sources}
@@ -278,6 +284,17 @@ def run_check(paths: list[str | Path], config: CheckConfig | None = None, *,
                                            inactive=frozenset() if extra is not None else _OPT_IN_CODES))
     result.diagnostics.sort(key=lambda d: (d.file, d.line, d.column, d.code))
     return result
+
+
+def _typed_findings(tree: TreeContext, scan: Any, config: CheckConfig) -> list[Diagnostic]:
+    """The typed-envelope findings (TX260–TX268) of one tree; none for an untyped tree."""
+    from txcl.types.findings import CODES, typed_findings
+
+    if not (scan.stack_schemas or scan.op_schemas) or not any(config.enabled(c) for c in CODES):
+        return []
+    found, _ = typed_findings(tree, scan.ops_dir, scan.stack_schemas, scan.op_schemas,
+                              lambda p: display_path(p))
+    return found
 
 
 def _abs(shown: str) -> str:
@@ -394,4 +411,5 @@ def buffer_tree_findings(path: Path, text: str, config: CheckConfig | None = Non
     for registered in _base.TREE_RULES:
         if any(config.enabled(c) for c in registered.codes):
             found.extend(d for d in registered.fn(tree) if d.file == shown_target)
+    found.extend(d for d in _typed_findings(tree, scan, config) if d.file == shown_target)
     return found  # (unfiltered: `check_source` applies the configuration and noqa with the file's own)

@@ -14,6 +14,7 @@ from txcl.check.rules.base import (is_literal, is_unconditional, literal_value, 
                                    truthy_literal, with_map)
 from txcl.errors import Span
 from txcl.syntax import ast
+from txcl.types.rulefacts import flow_facts
 
 SpanT = tuple[int, int, int, int, int, int]
 _new_tuple = tuple.__new__
@@ -117,4 +118,6 @@ def extract(rule: ast.Rule) -> dict[str, Any]:
         "reads": [(p.segments, p.at_sugar, span_t(p.span)) for p in read_paths(rule)],
         # what the op's EMIT and SET POST write (merged with a deferred op's result at its join)
         "writes": [a.target.segments for a in (*rule.emit, *rule.set_post) if not a.target.at_sugar],
+        # what the typed-envelope checker follows (txcl.types.rulefacts)
+        "flow": flow_facts(rule),
     }

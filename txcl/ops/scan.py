@@ -16,6 +16,8 @@ from txcl.errors import Diagnostic
 from txcl.ops.layout import numbered_value, stage_name_problems
 
 FIXTURE_NAMES = ("mock-request.json", "mock-response.json")
+STACK_SCHEMA = "schema.json"  # OPS/<stack>/schema.json: the stack's input and output
+OP_SCHEMA_SUFFIX = ".schema.json"  # <name>.schema.json beside <name>.txcl: the op's input and output
 
 
 @attrs.frozen
@@ -53,6 +55,9 @@ class ScanResult:
     # `.txcl` files that a layout error (TX120–TX123) keeps out of the tree: not loaded, but
     # `txcl check` still parses them so their syntax errors are reported too.
     unplaced: list[Path] = attrs.field(factory=list)
+    # typed envelopes: stack -> its schema.json; rule file -> its <name>.schema.json
+    stack_schemas: dict[str, Path] = attrs.field(factory=dict)
+    op_schemas: dict[Path, Path] = attrs.field(factory=dict)
 
 
 def display_path(path: Path) -> str:
@@ -70,6 +75,7 @@ def scan_ops(ops_dir: str | Path) -> ScanResult:
     result = ScanResult(root, [], {}, {}, [], [])
     _walk(root, [], result)
     _check_duplicates(result)
+    _pair_op_schemas(result)
     result.entries.sort(key=lambda e: (e.stack, e.scope, e.name))
     return result
 
@@ -115,6 +121,12 @@ def _classify_file(path: Path, segments: list[str], name: str, rel: str, inside_
         else:
             result.unplaced.append(path)
         return
+    if name == STACK_SCHEMA and segments and not inside_scope and "FILES" not in segments:
+        result.stack_schemas["/".join(segments)] = path
+        return
+    if name.endswith(OP_SCHEMA_SUFFIX) and inside_scope and "FILES" not in segments:
+        result.op_schemas[path] = path  # paired with its rule file by _pair_op_schemas
+        return
     if name in FIXTURE_NAMES:
         if inside_scope:
             result.fixtures.setdefault("/".join(segments), {})[name] = path
@@ -155,6 +167,21 @@ def _rule_entry(path: Path, segments: list[str], name: str, rel: str, shown: str
     scope = numbered_value(segments[inner])
     assert scope is not None
     return RuleEntry(path, rel, shown, "/".join(stack_segments), scope, op_name, "/".join(segments))
+
+
+def _pair_op_schemas(result: ScanResult) -> None:
+    """Key each `<name>.schema.json` by the rule file beside it; one with no rule is a stray."""
+    found = list(result.op_schemas)
+    result.op_schemas.clear()
+    placed = {entry.path.parent / entry.path.name: entry for entry in result.entries}
+    for path in sorted(found):
+        rule = path.with_name(path.name[: -len(OP_SCHEMA_SUFFIX)] + ".txcl")
+        if rule in placed:
+            result.op_schemas[rule] = path
+        else:
+            rel = os.path.relpath(path, result.ops_dir).replace(os.sep, "/")
+            result.skipped.append(SkippedFile(path, rel, display_path(path), "stray",
+                                              f"an op schema needs its rule beside it ({rule.name})"))
 
 
 def _check_duplicates(result: ScanResult) -> None:
