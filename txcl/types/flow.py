@@ -388,6 +388,9 @@ def _with_txc(shape: Shape) -> Shape:
     txc = attrs.evolve(ANY, certain=True, types=frozenset({"object"}), origins=frozenset({"the runtime's facts"}))
     props = shape.prop_map
     props.setdefault("_txc", txc)
+    # the arrival time every inlet stamps on the envelope
+    props.setdefault("_ts", Shape(frozenset({"string"}), True, None, (), False, None,
+                                  "when the request arrived (RFC 3339)", frozenset({"the runtime"})))
     return attrs.evolve(shape, props=tuple(sorted(props.items())),
                         types=shape.types & frozenset({"object"}) or frozenset({"object"}))
 
