@@ -75,11 +75,16 @@ def open_store(settings: Any, workspace: Path):
 @click.option("--wait", "wait", is_flag=False, flag_value="10m", default=None, metavar="[DURATION]",
               help="When the run suspends, wait for its result (default 10m); exit 3 if still running.")
 @click.option("--callback-base-url", default=None, help="Base URL workers call back to (a txcl serve).")
+@click.option("--validate-input", is_flag=True,
+              help="Check the input against the stack's schema.json $defs.input first; exit 2 on a violation.")
+@click.option("--validate-output", "validate_output", is_flag=False, flag_value="log", default=None,
+              type=click.Choice(["log", "strict"]), metavar="[strict]",
+              help="Check the answer against $defs.output: report a violation on stderr (strict: fail, exit 1).")
 @color_option
 def command(directory: str, stack: str | None, input_: str | None, mock_request: str | None,
             mocks: tuple[str, ...], compact: bool, private: bool | None, show_trace: bool,
             trace_mode: str | None, db: str | None, workspace: str | None, wait: str | None,
-            callback_base_url: str | None, color: str) -> None:
+            callback_base_url: str | None, validate_input: bool, validate_output: str | None, color: str) -> None:
     """Walk one stack of the OPS tree with an input envelope and print the result."""
     from txcl.runtime.interpreter import Completed, Failed, UnknownStack
     from txcl.values.jsonio import dumps
@@ -107,6 +112,9 @@ def command(directory: str, stack: str | None, input_: str | None, mock_request:
             fail(f"--wait: {exc}")
     from txcl.cli.durable import run_command_walk
 
+    schemas = _schemas(ws) if (validate_input or validate_output) else None
+    if validate_input:
+        _check_input(schemas, _stack_of(tree, stack), envelope)
     try:
         outcome, finished = run_command_walk(tree, store, settings, ws, envelope, stack,
                                              list(mocks) if mocks else None, wait_ms)
@@ -121,6 +129,10 @@ def command(directory: str, stack: str | None, input_: str | None, mock_request:
             store.close()
             sys.exit(EXIT_OK)
         click.echo(dumps(error_payload(finished), indent=indent))
+        store.close()
+        sys.exit(EXIT_FAILED)
+    if isinstance(outcome, Completed) and validate_output and not _output_ok(
+            schemas, outcome, validate_output, indent):
         store.close()
         sys.exit(EXIT_FAILED)
     if isinstance(outcome, Completed):
@@ -141,3 +153,60 @@ def command(directory: str, stack: str | None, input_: str | None, mock_request:
             click.echo(format_trace(record), err=True)
     store.close()
     sys.exit(code)
+
+
+def _schemas(ws: Any) -> Any:
+    from txcl.types.validate import TreeSchemas
+
+    return TreeSchemas(ws / "OPS")
+
+
+def _stack_of(tree: Any, stack: str | None) -> str | None:
+    if stack is not None:
+        return stack
+    stacks = tree.user_stacks()
+    return stacks[0] if len(stacks) == 1 else None
+
+
+def _check_input(schemas: Any, stack: str | None, envelope: dict) -> None:
+    """--validate-input: one line per violation on stderr and exit 2."""
+    from txcl.types.validate import SchemaProblem
+
+    if stack is None:
+        return  # the walk says which stack is missing
+    try:
+        validator = schemas.validator(stack, "input")
+    except SchemaProblem as exc:
+        fail(f"--validate-input: the schema of stack {stack}: {exc}")
+    if validator is None:
+        fail(f"--validate-input: stack {stack} has no schema.json with $defs.input")
+    errors = validator.errors({k: v for k, v in envelope.items() if k != "_txc"})
+    if errors:
+        for error in errors:
+            click.echo(f"txcl: invalid input at {error['pointer'] or '/'}: {error['message']}", err=True)
+        sys.exit(2)
+
+
+def _output_ok(schemas: Any, outcome: Any, mode: str, indent: int | None) -> bool:
+    """--validate-output: report a violation; False when strict (the error is printed)."""
+    from txcl.types.validate import SchemaProblem, answer_document
+    from txcl.values.jsonio import dumps
+
+    stack = outcome.envelope.get("_txc", {}).get("stack") if isinstance(outcome.envelope.get("_txc"), dict) else None
+    try:
+        validator = schemas.validator(stack, "output") if stack else None
+    except SchemaProblem as exc:
+        fail(f"--validate-output: the schema of stack {stack}: {exc}")
+    if validator is None:
+        return True
+    errors = validator.errors(answer_document(outcome.envelope))
+    if not errors:
+        return True
+    for error in errors:
+        click.echo(f"txcl: {'invalid' if mode == 'strict' else 'warning: invalid'} output at "
+                   f"{error['pointer'] or '/'}: {error['message']}", err=True)
+    if mode != "strict":
+        return True
+    click.echo(dumps({"error": {"code": "txcl_invalid_output", "message": "the answer does not match the stack's "
+                                "$defs.output", "errors": errors}}, indent=indent))
+    return False

@@ -16,7 +16,8 @@ import click
 
 from txcl.cli.common import DB_HELP, fail, print_error, require_extra
 
-_BOOL_KEYS = {"watch", "trust_request_id", "web_mock_header", "private", "mcp", "ui"}
+_BOOL_KEYS = {"watch", "trust_request_id", "web_mock_header", "private", "mcp", "ui", "validate_input"}
+_ON_BY_DEFAULT = {"web_json_body"}  # a --x/--no-x pair
 _SKIP_KEYS = {"workspace"}
 _HELP = {"db": DB_HELP}
 
@@ -29,6 +30,11 @@ def _settings_options(func: Any) -> Any:
         help_text = _HELP.get(key) or setting_help(key)
         if key in _BOOL_KEYS:
             option = click.option(flag, key, is_flag=True, default=None, help=help_text)
+        elif key in _ON_BY_DEFAULT:
+            option = click.option(f"{flag}/--no-{flag[2:]}", key, default=None, help=help_text)
+        elif key == "validate_output":
+            option = click.option(flag, key, is_flag=False, flag_value="log", default=None, metavar="[strict]",
+                                  type=click.Choice(["off", "log", "strict"]), help=help_text)
         else:
             unit = SETTING_HELP.get(key, ("", ""))[0]
             metavar = {"duration": "DURATION", "size": "SIZE", "count": "N"}.get(unit, "TEXT")

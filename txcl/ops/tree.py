@@ -55,6 +55,23 @@ class OpRule:
     target: Any = None  # txcl.syntax.targets.ExecTarget or None (no EXEC)
     func: Callable[..., Any] | None = None  # resolved py:// callable
     facts: Any = attrs.field(default=None, eq=False, repr=False)  # the walker's per-rule cache
+    # the text of the op's <name>.schema.json (typed envelopes; WITH validate = true reads it)
+    schema_text: str | None = attrs.field(default=None, eq=False, repr=False)
+    _validator: Any = attrs.field(default=None, eq=False, repr=False, init=False)
+
+    def output_problem(self, answer: Any) -> str | None:
+        """Why `answer` breaks the op's `$defs.output` (None: it does not); for `WITH validate`."""
+        if self._validator is None:
+            object.__setattr__(self, "_validator", _answer_validator(self))  # compiled once
+        validator = self._validator
+        if isinstance(validator, str):
+            return validator
+        errors = validator.errors(answer)
+        if not errors:
+            return None
+        shown = "; ".join(f"{e['pointer'] or '/'}: {e['message']}" for e in errors[:3])
+        more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
+        return f"the answer does not match {self.name}.schema.json $defs.output: {shown}{more}"
 
     @property
     def key(self) -> str:
@@ -63,6 +80,24 @@ class OpRule:
     @property
     def exec_text(self) -> str | None:
         return self.rule.exec.target if self.rule.exec is not None else None
+
+
+def _answer_validator(op: OpRule) -> Any:
+    """The compiled `$defs.output` of an op, or the reason there is none (a string)."""
+    from txcl.types.validate import SchemaProblem, compile_definition
+
+    if op.schema_text is None:
+        return f"WITH validate = true, but {op.name} has no {op.name}.schema.json beside its rule"
+    try:
+        doc = json.loads(op.schema_text)
+        base = Path(op.file[: -len(".txcl")] + ".schema.json" if op.file.endswith(".txcl") else op.file)
+        validator = compile_definition(doc, "output", base if base.is_absolute() else Path.cwd() / base,
+                                       lambda path: json.loads(path.read_text(encoding="utf-8")))
+    except (ValueError, SchemaProblem) as exc:
+        return f"{op.name}.schema.json cannot be used: {exc}"
+    if validator is None:
+        return f"WITH validate = true, but {op.name}.schema.json has no $defs.output"
+    return validator
 
 
 class OpsTree:
@@ -152,7 +187,8 @@ class OpsTree:
             "version": 1,
             "rules": [
                 {"stack": op.stack, "scope": op.scope, "name": op.name, "file": op.file,
-                 "text": op.source, "fixtures": dict(sorted(op.fixture_text.items()))}
+                 "text": op.source, "fixtures": dict(sorted(op.fixture_text.items())),
+                 **({"schema": op.schema_text} if op.schema_text is not None else {})}
                 for op in self.all_rules()
             ],
         }
@@ -163,7 +199,8 @@ class OpsTree:
         if self._snapshot_id is None:
             rows = sorted(
                 (op.stack, op.scope, op.name, op.source,
-                 [[k, base64.b64encode(v.encode("utf-8")).decode("ascii")] for k, v in sorted(op.fixture_text.items())])
+                 [[k, base64.b64encode(v.encode("utf-8")).decode("ascii")] for k, v in sorted(op.fixture_text.items())],
+                 *((op.schema_text,) if op.schema_text is not None else ()))
                 for op in self.all_rules()
             )
             blob = json.dumps(rows, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
@@ -196,6 +233,12 @@ def build_tree(scan: ScanResult, workspace: Path, *, import_python: bool = True)
             op = _compile_rule(entry.stack, entry.scope, entry.name, data, entry.display, fx_objects, fx_text,
                                workspace, import_python, diagnostics)
             if op is not None:
+                schema = scan.op_schemas.get(entry.path)
+                if schema is not None:
+                    try:
+                        op = attrs.evolve(op, schema_text=schema.read_text(encoding="utf-8"))
+                    except (OSError, UnicodeDecodeError):
+                        pass  # txcl check reports it (TX260); WITH validate then says there is none
                 rules.append(op)
     if diagnostics:
         raise TxclLoadError(_sorted(diagnostics))
@@ -215,6 +258,8 @@ def tree_from_snapshot(body: dict[str, Any], workspace: Path | None = None, *,
                                row.get("file", row["name"]), fx_objects, fx_text, workspace, import_python,
                                diagnostics)
             if op is not None:
+                if isinstance(row.get("schema"), str):
+                    op = attrs.evolve(op, schema_text=row["schema"])
                 rules.append(op)
     if diagnostics:
         raise TxclLoadError(_sorted(diagnostics))

@@ -127,6 +127,17 @@ def _trace_mode(value: Any) -> str:
     return text
 
 
+def _validate_mode(value: Any) -> str:
+    if value is True:
+        return "log"
+    if value is False:
+        return "off"
+    text = str(value).strip().lower()
+    if text not in ("off", "log", "strict"):
+        raise ValueError("must be off, log or strict")
+    return text
+
+
 def _nonneg_int(value: Any) -> int:
     v = _int(value)
     if v < 0:
@@ -173,6 +184,9 @@ _FIELDS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "web_max_body_bytes": (parse_size, 30 * 1024 * 1024),
     "trust_request_id": (_bool, False),
     "web_mock_header": (_bool, False),
+    "web_json_body": (_bool, True),
+    "validate_input": (_bool, False),
+    "validate_output": (_validate_mode, "off"),
     "private": (_bool, False),
     "trace_mode": (_trace_mode, "summary"),
     "trace_body_cap_bytes": (parse_size, 65_536),
@@ -300,6 +314,9 @@ SETTING_HELP: dict[str, tuple[str, str]] = {
     'web_max_body_bytes': ('size', 'Largest request body; a larger one is answered 413.'),
     'trust_request_id': ('', 'Use a well-formed client X-Request-ID as the request id.'),
     'web_mock_header': ('', 'Accept X-Txco-Mocks (globs of ops answered by their mock-response.json).'),
+    'web_json_body': ('', "Merge a JSON object request body into the envelope's root, as txcl run --input does (the raw body stays in @web.req.body); --no-web-json-body turns it off."),
+    'validate_input': ('', "Check each request's input document (the JSON body) against its stack's schema.json $defs.input before the walk; a violation is answered 422 txcl_invalid_input."),
+    'validate_output': ('', "Check each answer against the stack's $defs.output: log a violation (log, the flag alone), or answer it 500 txcl_invalid_output (strict); off by default."),
     'private': ('', "Keep top-level '_' keys in JSON answers and in what txcl run prints."),
     'trace_mode': ('', 'Tracing: off, summary or full.'),
     'trace_body_cap_bytes': ('size', 'Largest body kept per step in full traces.'),

@@ -536,6 +536,10 @@ class Walker:
         prepared: Prepared = pop.prepared
         dropped: list[str] = []
         directives = prepared.directives
+        if directives and directives.get("validate") is True:
+            problem = pop.op.output_problem(raw)
+            if problem is not None:
+                return None, problem, dropped
         if directives and "into" in directives:
             raw, dropped_into = nest_into(directives, raw)
             if dropped_into:

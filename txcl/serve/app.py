@@ -29,7 +29,7 @@ from txcl.runtime.interpreter import Completed, Failed, Interpreter, Suspended, 
 from txcl.runtime.stepping import Resumed, first_step
 from txcl.runtime.walker import Walker
 from txcl.serve import extensions as ext_mod
-from txcl.serve.inlet import (BodyTooLarge, ClientGone, RequestHead, build_envelope, declared_length,
+from txcl.serve.inlet import (BodyTooLarge, ClientGone, RequestHead, build_envelope, declared_length, json_body,
                               read_body, request_head, request_id)
 from txcl.serve.mount import load_serve_tree
 from txcl.serve.routing import Route, Router, parse_routes
@@ -145,7 +145,69 @@ class TxclHandler:
     def _respond(self, outcome: Completed) -> Answer:
         """The answer of a completed walk, made before its trace is finished (the trace's
         `bytes_out` is this body's length; the envelope is encoded once)."""
+        if self.state.settings.validate_output != "off":
+            refused = self._invalid_output(outcome)
+            if refused is not None:
+                return refused
         return shape_completed(outcome.envelope, private=self.state.settings.private)
+
+    def _schemas(self) -> Any:
+        from txcl.types.validate import TreeSchemas
+
+        tree = self.state.interp.tree
+        schemas = getattr(self, "_tree_schemas", None)
+        if schemas is None or schemas[0] is not tree:
+            schemas = (tree, TreeSchemas(Path(tree.workspace) / "OPS"))
+            self._tree_schemas = schemas
+        return schemas[1]
+
+    def _invalid_input(self, stack: str | None, document: dict | None, not_json: str | None) -> Answer | None:
+        """--validate-input: 422 txcl_invalid_input when the body breaks the stack's $defs.input."""
+        from txcl.types.validate import SchemaProblem
+
+        try:
+            stack = stack or self.state.interp.default_stack()
+            validator = self._schemas().validator(stack, "input")
+        except UnknownStack:
+            return None  # the walk answers it
+        except SchemaProblem as exc:
+            log.error("txcl: --validate-input: stack %s: %s", stack, exc)
+            return error_answer(error_payload("txcl_internal_error", "the stack's schema cannot be used; see the "
+                                              "server log"), 500)
+        if validator is None:
+            return None
+        if not_json is not None:
+            errors = [{"pointer": "", "message": not_json}]
+        else:
+            errors = validator.errors(document if document is not None else {})
+        if not errors:
+            return None
+        return error_answer(error_payload("txcl_invalid_input", f"the input does not match the $defs.input of "
+                                          f"stack {stack} ({len(errors)} problem{'s' if len(errors) != 1 else ''})",
+                                          errors=errors), 422)
+
+    def _invalid_output(self, outcome: Completed) -> Answer | None:
+        """--validate-output: log a violation of $defs.output; strict: answer 500 instead."""
+        from txcl.types.validate import SchemaProblem, answer_document
+
+        txc = outcome.envelope.get("_txc") if isinstance(outcome.envelope.get("_txc"), dict) else {}
+        stack = txc.get("stack")
+        try:
+            validator = self._schemas().validator(stack, "output") if isinstance(stack, str) else None
+        except SchemaProblem as exc:
+            log.error("txcl: --validate-output: stack %s: %s", stack, exc)
+            return None
+        if validator is None:
+            return None
+        errors = validator.errors(answer_document(outcome.envelope))
+        if not errors:
+            return None
+        log.warning("txcl: request %s: the answer does not match the $defs.output of stack %s: %s", txc.get("rid"),
+                    stack, "; ".join(f"{e['pointer'] or '/'}: {e['message']}" for e in errors))
+        if self.state.settings.validate_output != "strict":
+            return None
+        return error_answer(error_payload("txcl_invalid_output", f"the answer does not match the $defs.output of "
+                                          f"stack {stack}", errors=errors), 500)
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -198,7 +260,14 @@ class TxclHandler:
                 limit=settings.web_max_body_bytes), 413)
         except ClientGone:
             return None
-        envelope = build_envelope(scope, head, body, rid, mock_header=settings.web_mock_header)
+        document, not_json = json_body(head, body) if (settings.web_json_body or settings.validate_input) \
+            else (None, None)
+        if settings.validate_input:
+            refused = self._invalid_input(decision.stack, document, not_json)
+            if refused is not None:
+                return refused
+        envelope = build_envelope(scope, head, body, rid, mock_header=settings.web_mock_header,
+                                  document=document if settings.web_json_body else None)
         accept = head.first("accept")
         try:
             outcome = await self._walk(envelope, decision.stack, rid, receive, len(body))

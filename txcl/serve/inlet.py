@@ -157,9 +157,30 @@ def request_head(scope: dict[str, Any]) -> RequestHead:
     return RequestHead(scope["method"].upper(), host, scope["path"], raw_query, parse_query(raw_query), headers)
 
 
+def json_body(head: RequestHead, body: bytes) -> tuple[dict | None, str | None]:
+    """A JSON object body, as `txcl run --input` reads its document: (the object, None), or
+    (None, why not) when the content type says JSON but the body is not a JSON object, or
+    (None, None) when it is not JSON at all."""
+    values = head.headers.get("content-type") or [""]
+    media = values[0].split(";", 1)[0].strip().lower()
+    if not body or not (media == "application/json" or (media.startswith("application/") and media.endswith("+json"))):
+        return None, None
+    from txcl.values.jsonio import JsonError, loads
+
+    try:
+        document = loads(body)
+    except (JsonError, ValueError) as exc:
+        return None, f"the body is not valid JSON: {exc}"
+    if not isinstance(document, dict):
+        return None, "the body is JSON but not an object"
+    return document, None
+
+
 def build_envelope(scope: dict[str, Any], head: RequestHead, body: bytes, rid: str, *,
-                   mock_header: bool = False) -> dict:
-    """The starting envelope of an HTTP request; the interpreter stamps `_txc.stack`."""
+                   mock_header: bool = False, document: dict | None = None) -> dict:
+    """The starting envelope of an HTTP request; the interpreter stamps `_txc.stack`.
+    `document`: the JSON object body, merged into the root (reserved `_txc` and `_ts` keys
+    dropped, as for any untrusted input)."""
     headers = head.headers
     host = head.host
     hostname, port = split_host(host)
@@ -188,4 +209,9 @@ def build_envelope(scope: dict[str, Any], head: RequestHead, body: bytes, rid: s
     if mock_header and "x-txco-mocks" in headers:
         globs = [g.strip() for v in headers["x-txco-mocks"] for g in v.split(",")]
         txc["mocks"] = [g for g in globs if g]
-    return {"_ts": now_rfc3339(), "_txc": txc}
+    envelope: dict[str, Any] = {}
+    if document:
+        envelope.update((k, v) for k, v in document.items() if k not in ("_txc", "_ts"))
+    envelope["_ts"] = now_rfc3339()
+    envelope["_txc"] = txc
+    return envelope
