@@ -76,8 +76,10 @@ RULE_PAGES = sorted({*DOCS.glob("*.md"), REPO / "README.md", *REPO.glob("example
 def _blocks(text: str) -> list[tuple[str, str, str]]:
     """(marker comment before the block, language, body) of every fenced block."""
     out = []
-    for m in re.finditer(r"(?:<!-- (?P<marker>[^>]*) -->\n)?```(?P<lang>[a-z]*)\n(?P<body>.*?)```", text, re.S):
-        out.append(((m.group("marker") or "").strip(), m.group("lang"), m.group("body")))
+    for m in re.finditer(r'(?:<!-- (?P<marker>[^>]*) -->\n)?```(?P<lang>[a-z]*)(?: title="(?P<title>[^"]+)")?\n'
+                         r"(?P<body>.*?)```", text, re.S):
+        marker = f"file: {m.group('title')}" if m.group("title") else (m.group("marker") or "").strip()
+        out.append((marker, m.group("lang"), m.group("body")))
     return out
 
 
@@ -90,7 +92,7 @@ def test_the_rules_shown_in_the_docs_parse() -> None:
             # a block may show several files, each under its `# OPS/…` header line
             for body in re.split(r"\n(?=# OPS/)", block):
                 lines = [ln for ln in body.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
-                if lang or not lines or not re.match(r"(WHEN|SET|SELECT|WITH|EXEC|EMIT|LOOP|PRIORITY)\b", lines[0]):
+                if (lang and lang != "txcl") or not lines or not re.match(r"(WHEN|SET|SELECT|WITH|EXEC|EMIT|LOOP|PRIORITY)\b", lines[0]):
                     continue
                 parse_rule(body, f"{page.name}.txcl")  # raises on a mistake
                 checked += 1
@@ -122,7 +124,7 @@ def test_the_getting_started_commands_print_what_the_page_shows(tmp_path: Path) 
                                   timeout=60, env={**os.environ, "NO_COLOR": "1", "PATH": path})
             assert _varying("\n".join(expected)) == _varying(proc.stdout.rstrip("\n")), f"{command}\n{proc.stderr}"
             runs += 1
-    assert runs == 7
+    assert runs == 9
 
 
 def _free_port() -> int:

@@ -196,3 +196,58 @@ async def test_a_deferred_ops_output_read_before_its_join_is_shown(client: Langu
         text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
         content_changes=[types.TextDocumentContentChangeWholeDocument(text='WHEN .other > 5\nEMIT @goto = "s/50"\n')]))
     assert [d for d in await _diagnostics(client, uri) if d.code == "TX222"] == []
+
+
+def _typed_tree(tmp_path: Path) -> Path:
+    import shutil
+
+    tree = tmp_path / "typed"
+    shutil.copytree(Path(__file__).parents[1] / "check" / "fixtures" / "trees" / "typed", tree)
+    return tree
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_typed_paths_complete_hover_and_lead_to_their_definition(client: LanguageClient, tmp_path: Path) -> None:
+    """In a typed stack, completion offers every path the envelope can hold at the rule's
+    scope (with its type and description), hover says where a path comes from, and
+    go-to-definition opens the schema property and the rules that write it."""
+    tree = _typed_tree(tmp_path)
+    path = tree / "OPS" / "shop" / "0200_b" / "e.txcl"
+    uri = path.as_uri()
+    text = "WHEN .order.\nEMIT .x = 1\n"
+    _open(client, uri, text)
+    await _diagnostics(client, uri)
+    result = await client.text_document_completion_async(types.CompletionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(0, 12)))
+    items = {i.label: i for i in (result.items if isinstance(result, types.CompletionList) else result)}
+    assert ".order.total" in items and ".order.status" in items  # from the schema, not the document
+    assert "number" in (items[".order.total"].detail or "") and "total in cents" in items[".order.total"].detail
+    hover_text = "WHEN .order.total > 1\nEMIT .x = .discount\n"
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=hover_text)]))
+    await _diagnostics(client, uri)
+    hovered = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(0, 8)))
+    assert "number" in hovered.contents.value and "schema.json" in hovered.contents.value
+    hovered = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(1, 12)))
+    assert "maybe missing" in hovered.contents.value and "d.txcl" in hovered.contents.value
+    places = await client.text_document_definition_async(types.DefinitionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(0, 8)))
+    assert [p.uri.rsplit("/", 1)[-1] for p in places] == ["schema.json"]
+    assert places[0].range.start.line == 8  # "total" in OPS/shop/schema.json
+    places = await client.text_document_definition_async(types.DefinitionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(1, 12)))
+    assert {p.uri.rsplit("/", 1)[-1] for p in places} == {"schema.json", "d.txcl"}
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_a_schema_file_gets_live_diagnostics(client: LanguageClient, tmp_path: Path) -> None:
+    tree = _typed_tree(tmp_path)
+    path = tree / "OPS" / "shop" / "schema.json"
+    uri = path.as_uri()
+    _open(client, uri, path.read_text().replace('"type": "number"', '"type": "numbr"'))
+    diags = await _diagnostics(client, uri)
+    assert [d.code for d in diags if d.code == "TX260"] == ["TX260"]
+    assert "did you mean" in diags[0].message or any("numbr" in d.message for d in diags)

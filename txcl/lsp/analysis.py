@@ -93,6 +93,10 @@ def diagnostics_for(text: str, path: str | None = None) -> list[Diagnostic]:
 
     if path is not None and path.endswith(SUFFIXES):
         return test_file_diagnostics(text, path)
+    if path is not None and path.endswith("schema.json"):
+        from txcl.types.workspace import schema_file_diagnostics
+
+        return schema_file_diagnostics(path, text)
     try:
         from txcl.check import check_source
     except ImportError:
@@ -153,11 +157,32 @@ class Hover:
     span: Span
 
 
-def hover(text: str, offset: int) -> Hover | None:
+def _typed_view(path: str | None, text: str) -> Any:
+    """What the checker computed for the scope of the rule file at `path` (None: untyped)."""
+    if path is None or not path.endswith(".txcl"):
+        return None
+    from txcl.types.workspace import scope_view
+
+    try:
+        return scope_view(path, text)
+    except Exception:  # noqa: BLE001 - a broken tree must not break hover or completion
+        log.exception("typed envelope analysis of %s failed", path)
+        return None
+
+
+def hover(text: str, offset: int, path: str | None = None) -> Hover | None:
     tok = token_at(text, offset)
     if tok is None:
         return None
     span = span_of(text, tok.start, tok.end)
+    if tok.type in Name.Variable and not tok.type in Name.Variable.Magic and path is not None:
+        view = _typed_view(path, text)
+        if view is not None:
+            from txcl.types.workspace import hover_markdown
+
+            found = hover_markdown(view, _segments(tok.value), tok.value)
+            if found is not None:
+                return Hover(found, span)
     if tok.type in Name.Function:
         info = vocabulary.function_info(tok.value[1:])
         if info is None:
@@ -204,11 +229,55 @@ def _segments(path: str) -> tuple[str, ...]:
     return head + tuple(q or plain for q, plain in parts)
 
 
-def completions(text: str, offset: int) -> list[Candidate]:
+def completions(text: str, offset: int, path: str | None = None) -> list[Candidate]:
+    """Candidates at `offset`: paths of the document, and (in a typed stack) every path the
+    envelope can hold at this rule's scope, with its type and description."""
     before = text[:offset]
-    found = complete(before, _document_paths(text[:offset] + " " + text[offset:]), meta=False)
-    # the word being typed is in the document too: offering it back completes nothing
-    return [c for c in found if not (c.kind == "path" and before.endswith(c.text))]
+    skeleton = _document_paths(text[:offset] + " " + text[offset:])
+    typed: dict[str, str] = {}
+    view = _typed_view(path, text) if re.search(r"[.@][A-Za-z0-9_\-.\"]*$", before) else None
+    if view is not None:
+        from txcl.types.shape import lookup
+        from txcl.types.workspace import describe, path_entries
+        from txcl.values.paths import PathError, has, write
+
+        for segments, shape in path_entries(view.shape):
+            found = lookup(view.shape, segments)
+            text_of = ast_path_text(segments)
+            typed[text_of] = describe(shape, found.certain) + (f" — {shape.description}" if shape.description else "")
+            if not has(skeleton, segments):
+                try:
+                    skeleton = write(skeleton, segments, {})
+                except PathError:
+                    continue
+    found = complete(before, skeleton, meta=False)
+    out = []
+    for c in found:
+        if c.kind == "path" and before.endswith(c.text):
+            continue  # the word being typed is in the document too: offering it back completes nothing
+        if c.kind == "path" and c.text in typed:
+            c = attrs.evolve(c, meta=typed[c.text])
+        out.append(c)
+    return out
+
+
+def ast_path_text(segments: tuple[str, ...]) -> str:
+    from txcl.syntax import ast
+
+    return ast.Path(tuple(segments)).source_text
+
+
+def definition(text: str, offset: int, path: str | None) -> list[tuple[str, Span]]:
+    """Where the path under the cursor comes from (schema property, writing rules)."""
+    tok = token_at(text, offset)
+    if tok is None or tok.type not in Name.Variable or tok.type in Name.Variable.Magic:
+        return []
+    view = _typed_view(path, text)
+    if view is None:
+        return []
+    from txcl.types.workspace import definitions
+
+    return definitions(view, _segments(tok.value))
 
 
 # ---------------------------------------------------------------- outline

@@ -10,6 +10,7 @@ encoding, UTF-16 by default) and LSP types.
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
@@ -144,7 +145,7 @@ def did_close(ls: TxclLanguageServer, params: types.DidCloseTextDocumentParams) 
 @_guarded(None)
 def hover(ls: TxclLanguageServer, params: types.HoverParams) -> types.Hover | None:
     text = ls.workspace.get_text_document(params.text_document.uri).source
-    found = analysis.hover(text, ls.offset(text, params.position))
+    found = analysis.hover(text, ls.offset(text, params.position), _path(params.text_document.uri))
     if found is None:
         return None
     return types.Hover(
@@ -161,7 +162,7 @@ def completion(ls: TxclLanguageServer, params: types.CompletionParams) -> types.
     offset = ls.offset(text, params.position)
     index = positions.LineIndex(text)
     items = []
-    for cand in analysis.completions(text, offset):
+    for cand in analysis.completions(text, offset, _path(params.text_document.uri)):
         start = analysis.position_at(text, offset + cand.start)
         end = analysis.position_at(text, offset)
         edit_range = ls.lsp_range(index, Span(start, end))
@@ -190,6 +191,25 @@ def completion(ls: TxclLanguageServer, params: types.CompletionParams) -> types.
                 item.documentation = key.doc
         items.append(item)
     return types.CompletionList(is_incomplete=False, items=items)
+
+
+@server.feature(types.TEXT_DOCUMENT_DEFINITION)
+@_guarded(None)
+def definition(ls: TxclLanguageServer, params: types.DefinitionParams) -> list[types.Location] | None:
+    """Go to where a path comes from: its property in the stack's schema.json, and the rules
+    that write it (typed stacks)."""
+    text = ls.workspace.get_text_document(params.text_document.uri).source
+    found = analysis.definition(text, ls.offset(text, params.position), _path(params.text_document.uri))
+    if not found:
+        return None
+    out = []
+    for file, span in found:
+        try:
+            target = Path(file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        out.append(types.Location(uri=Path(file).as_uri(), range=ls.lsp_range(positions.LineIndex(target), span)))
+    return out or None
 
 
 def _symbol(ls: TxclLanguageServer, index: positions.LineIndex, sym: analysis.Symbol) -> types.DocumentSymbol:

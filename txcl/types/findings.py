@@ -28,9 +28,10 @@ _FLOAT_TEXT = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?")
 
 def typed_findings(tree: TreeContext, ops_dir: Path, stack_schemas: dict[str, Path], op_schemas: dict[Path, Path],
                    show: Callable[[Path], str], mcp_tools: Callable[[str], OpTypes | None] | None = None,
-                   ) -> tuple[list[Diagnostic], Flow | None]:
-    """Every TX26x finding of one tree, and the flow analysis (None when nothing is typed)."""
-    schemas = SchemaSet(ops_dir, show)
+                   schema_texts: dict[Path, str] | None = None) -> tuple[list[Diagnostic], Flow | None]:
+    """Every TX26x finding of one tree, and the flow analysis (None when nothing is typed).
+    `schema_texts`: editor buffers standing in for schema files."""
+    schemas = SchemaSet(ops_dir, show, schema_texts)
     found: list[Diagnostic] = []
     for stack, path in sorted(stack_schemas.items()):
         file = schemas.load(path)

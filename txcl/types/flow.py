@@ -94,6 +94,7 @@ class Flow:
         self.exit: dict[tuple[str, int], State] = {}
         self.ends: dict[str, list[State]] = {}
         self.converged = True
+        self._by_file: dict[str, Member] | None = None
 
     # ------------------------------------------------------------ declared types
 
@@ -191,6 +192,7 @@ class Flow:
                 state = incoming.get(node)
                 if state is None:
                     continue  # no walk reaches it (yet)
+                state = self.joined(node[0], node[1], state)
                 if self.entry.get(node) != state:
                     self.entry[node] = state
                     changed = True
@@ -215,16 +217,23 @@ class Flow:
 
     # ------------------------------------------------------------ one scope
 
-    def transfer(self, stack: str, scope: int, members: list[Member], state: State) -> State:
+    def joined(self, stack: str, scope: int, state: State) -> State:
+        """`state` with the answers of the deferred ops that join at this scope merged in."""
+        if not state.pending:
+            return state
         shape = state.shape
         pending = set()
         for file, join_scope in state.pending:
-            if join_scope <= scope:
-                member = self._member(file)
-                if member is not None:
-                    shape = self.merge_answer(shape, member, certain=False)
+            member = self._member(file)
+            if join_scope <= scope and member is not None and member.stack in lineage(stack):
+                shape = self.merge_answer(shape, member, certain=False)
             else:
                 pending.add((file, join_scope))
+        return State(shape, frozenset(pending))
+
+    def transfer(self, stack: str, scope: int, members: list[Member], state: State) -> State:
+        shape = state.shape
+        pending = set(state.pending)
         filtered = any(m.facts.get("flow", {}).get("priority", 0) > 0 for m in members)
         merged = shape
         for m in members:
@@ -242,10 +251,9 @@ class Flow:
         return State(merged, frozenset(pending))
 
     def _member(self, file: str) -> Member | None:
-        for m in self.tree.members:
-            if m.file == file:
-                return m
-        return None
+        if self._by_file is None:
+            self._by_file = {m.file: m for m in self.tree.members}
+        return self._by_file.get(file)
 
     # ------------------------------------------------------------ an op
 

@@ -59,11 +59,15 @@ class SchemaFile:
         return node
 
 
-def read_schema_file(path: Path, shown: str) -> tuple[SchemaFile | None, list[Diagnostic]]:
-    """Read and check one schema file: (the file, []) or (None or the file, findings)."""
+def read_schema_file(path: Path, shown: str, text: str | None = None) -> tuple[SchemaFile | None, list[Diagnostic]]:
+    """Read and check one schema file (`text`: an editor's buffer standing in for it): (the
+    file, []) or (None or the file, findings)."""
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_SCHEMA_BYTES + 1)
+        if text is not None:
+            data = text.encode("utf-8", "surrogatepass")
+        else:
+            with open(path, "rb") as fh:
+                data = fh.read(MAX_SCHEMA_BYTES + 1)
     except OSError as exc:
         return None, [Diagnostic(CODE, f"cannot read the schema: {exc.strerror or exc}", file=shown)]
     if len(data) > MAX_SCHEMA_BYTES:
@@ -138,16 +142,17 @@ _META_2020_12 = {"$ref": "https://json-schema.org/draft/2020-12/schema"}
 class SchemaSet:
     """The schema files of one OPS tree, read once, and `$ref` resolution between them."""
 
-    def __init__(self, ops_dir: Path, show: Callable[[Path], str]) -> None:
+    def __init__(self, ops_dir: Path, show: Callable[[Path], str], overrides: dict[Path, str] | None = None) -> None:
         self.ops_dir = ops_dir.resolve()
         self.show = show
+        self.overrides = {Path(p).resolve(): t for p, t in (overrides or {}).items()}
         self.files: dict[Path, SchemaFile | None] = {}
         self.diagnostics: list[Diagnostic] = []
 
     def load(self, path: Path) -> SchemaFile | None:
         path = path.resolve()
         if path not in self.files:
-            file, diags = read_schema_file(path, self.show(path))
+            file, diags = read_schema_file(path, self.show(path), self.overrides.get(path))
             self.files[path] = file
             self.diagnostics.extend(diags)
             if file is not None:

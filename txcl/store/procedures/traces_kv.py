@@ -147,6 +147,14 @@ class TraceProcedures:
         return row[0] if row else None
 
     @read_procedure
+    def trace_documents(self, t: Tx, stack: str, limit: int = 1000) -> list[tuple[str | None, str | None]]:
+        """(input JSON, answer JSON) of the newest full traces of requests that entered
+        `stack` (what `txcl schema infer --from-traces` learns from)."""
+        return [(r[0], r[1]) for r in t.all(
+            "SELECT in_json, out_json FROM traces WHERE entry_stack = ? AND in_json IS NOT NULL "
+            "ORDER BY started_ms DESC LIMIT ?", (stack, limit))]
+
+    @read_procedure
     def trace_rids_for_run(self, t: Tx, run_id: str) -> list[str]:
         order = self.backend.dialect.seq_order
         return [r[0] for r in t.all(f"SELECT rid FROM traces WHERE run_id = ? ORDER BY started_ms, {order}",
