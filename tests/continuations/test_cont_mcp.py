@@ -436,11 +436,12 @@ def _client_calls(url: str, calls: list[tuple[str, dict, bool]]) -> tuple[Any, l
 
 def test_stacks_served_as_mcp_tools(serve, workspace, mcp_server):
     files = site_files(mcp_server.url)
-    files["OPS/barrier/schema.json"] = json.dumps({
-        "description": "Adds a and b with a slow friend.",
-        "properties": {"in": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
-                              "required": ["a", "b"]}},
-        "required": ["in"]})
+    files["OPS/barrier/schema.json"] = json.dumps({"$defs": {
+        "input": {"description": "Adds a and b with a slow friend.",
+                  "properties": {"in": {"$ref": "#/$defs/pair"}}, "required": ["in"]},
+        "pair": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                 "required": ["a", "b"]},
+        "output": {"type": "object", "properties": {"after": {"type": "integer"}}}}})
     ws = workspace(files)
     srv = serve(ws, "--mcp", "--mcp-tools", "barrier,deferred,items,failing", "--continuation-longpoll-ms", "1500",
                 "--poll-retry-after", "300ms")
@@ -456,6 +457,9 @@ def test_stacks_served_as_mcp_tools(serve, workspace, mcp_server):
     assert set(listed) == {"barrier", "deferred", "items", "failing"}
     assert listed["barrier"].description == "Adds a and b with a slow friend."
     assert listed["barrier"].inputSchema["required"] == ["in"]
+    assert listed["barrier"].inputSchema["$defs"]["pair"]["required"] == ["a", "b"]  # refs resolve
+    assert listed["barrier"].outputSchema["properties"]["after"] == {"type": "integer"}
+    assert listed["deferred"].outputSchema is None
     quick, deferred, items, slow, failing, invalid = results
     # a suspending flow (the barrier's async mcp+ op) is waited for; the answer is the envelope
     assert not quick.isError and quick.structuredContent["after"] == 42
@@ -492,7 +496,11 @@ def test_mcp_endpoint_is_off_unless_asked_and_checks_its_configuration(serve, wo
         done = subprocess.run([TXCL, "serve", str(ws), "--port", "0", *flags], capture_output=True, text=True,
                               timeout=60)
         assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr
-    (ws / "OPS/barrier/schema.json").write_text('{"type": "array"}')
+    (ws / "OPS/barrier/schema.json").write_text('{"$defs": {"input": {"type": "array"}}}')
     done = subprocess.run([TXCL, "serve", str(ws), "--port", "0", "--mcp", "--mcp-tools", "barrier"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "must describe an object" in done.stderr
+    (ws / "OPS/barrier/schema.json").write_text('{"type": "object"}')
+    done = subprocess.run([TXCL, "serve", str(ws), "--port", "0", "--mcp", "--mcp-tools", "barrier"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "needs $defs.input" in done.stderr

@@ -7,6 +7,7 @@ Exit status: 0 every case passed, 1 a case failed (or coverage is under --fail-u
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -36,11 +37,16 @@ from txcl.cli.common import color_option, fail, use_color
               help="Also run each op's mock-request.json / mock-response.json pair as a case.")
 @click.option("--workspace", type=click.Path(file_okay=False), default=None,
               help="The workspace (the folder holding OPS/); default: found from the first path or here.")
+@click.option("--generate", "generate", type=click.IntRange(1, 100_000), metavar="N", default=None,
+              help="Instead of the test files: walk each typed stack (one with a schema.json) over N inputs "
+                   "generated from its $defs.input, its ops answered from their $defs.output; print the "
+                   "smallest failing input as a ready-to-paste case.")
+@click.option("--seed", type=int, default=0, show_default=True, help="With --generate: the random seed.")
 @color_option
 def command(paths: tuple[str, ...], select: str | None, stop_first: bool, output_format: str,
             output_file: str | None, coverage: bool, coverage_report: str, coverage_file: str | None,
             fail_under: float | None, update: bool, allow_network: bool, ops_fixtures: bool,
-            workspace: str | None, color: str) -> None:
+            workspace: str | None, generate: int | None, seed: int, color: str) -> None:
     """Run rule tests: each case runs a stack over its input with mocked ops and simulated
     workers on a virtual clock, and checks the outcome."""
     from txcl.errors import TxclLoadError
@@ -68,6 +74,8 @@ def command(paths: tuple[str, ...], select: str | None, stop_first: bool, output
         print_error(exc, color)
         fail(f"the OPS tree failed to load ({len(exc.diagnostics)} error{'s' if len(exc.diagnostics) != 1 else ''})")
     targets = list(paths) or [str(root)]
+    if generate is not None:
+        _generate(tree, settings, root, targets, generate, seed)
     from txcl.ruletest.spec import discover
 
     from txcl.ruletest.fixtures import fixture_ops
@@ -115,3 +123,43 @@ def command(paths: tuple[str, ...], select: str | None, stop_first: bool, output
             click.echo(f"txcl: coverage {total:.1f}% is under --fail-under {fail_under:g}%", err=True)
             code = 1
     raise SystemExit(code)
+
+
+def _generate(tree: Any, settings: Any, root: Path, targets: list[str], count: int, seed: int) -> None:
+    """`--generate N`: property-based runs of each typed stack under the targets; exit 1 on a failure."""
+    from txcl.cli.common import require_extra
+    from txcl.ops.scan import scan_ops
+    from txcl.ruletest.generate import generate_stack
+    from txcl.ruletest.runner import run_case
+
+    require_extra("generate", "txcl test --generate")
+    schemas = scan_ops(root / "OPS").stack_schemas
+    wanted = [Path(t).resolve() for t in targets]
+    stacks = []
+    for stack in tree.user_stacks():
+        owner = next((s for s in _lineage(stack) if s in schemas), None)
+        if owner is None:
+            continue
+        stack_dir = (root / "OPS" / stack).resolve()
+        if any(w == stack_dir or w in stack_dir.parents or stack_dir in w.parents for w in wanted):
+            stacks.append((stack, schemas[owner]))
+    if not stacks:
+        fail("no typed stack (one with OPS/<stack>/schema.json) under " + ", ".join(targets))
+    failed = 0
+    for stack, schema in stacks:
+        result = generate_stack(tree, settings, root, stack, schema, count, seed, run_case)
+        if result.failure is None:
+            click.echo(f"{stack}: {result.runs} generated runs passed")
+            continue
+        failed += 1
+        click.echo(f"{stack}: FAILED: {result.failure}")
+        if result.case_yaml:
+            click.echo(f"the smallest failing case (paste it under `cases:` of a test file of stack {stack}):")
+            click.echo(result.case_yaml)
+    raise SystemExit(1 if failed else 0)
+
+
+def _lineage(stack: str) -> list[str]:
+    from txcl.ops.layout import lineage
+
+    return lineage(stack)

@@ -23,6 +23,7 @@ EXTRAS = {
     "postgres": ("psycopg", "psycopg_pool"),
     "mcp": ("mcp",),
     "ui": ("starlette", "uvicorn", "jinja2"),
+    "generate": ("hypothesis",),
 }
 
 

@@ -3,9 +3,9 @@
     txcl serve --mcp --mcp-tools research,summarize
 
 Each stack named by --mcp-tools is one tool (its name: the stack, `/` written as `.`). Its
-description and input schema come from `OPS/<stack>/schema.json` when that file exists (a
-JSON Schema of an object; its `description` becomes the tool's description), else any object
-is accepted. A call runs the stack with the arguments as the envelope (`_txc.src` is `mcp`):
+input and output schemas are the `$defs.input` and `$defs.output` of `OPS/<stack>/schema.json`
+when that file exists (the description of `$defs.input`, or of the document, becomes the
+tool's description), else any object is accepted. A call runs the stack with the arguments as the envelope (`_txc.src` is `mcp`):
 
 - the flow completes → the result is the final envelope (without its top-level `_` keys),
   as structured content and as JSON text;
@@ -45,6 +45,7 @@ class StackTool:
     stack: str
     description: str
     input_schema: dict
+    output_schema: dict | None = None
 
 
 def tool_name(stack: str) -> str:
@@ -62,20 +63,41 @@ def stack_tools(tree: Any, stacks: tuple[str, ...], workspace: Path) -> list[Sta
             close = did_you_mean(stack, sorted(s for s in known if not s.startswith("_")))
             hint = f" (did you mean {close!r}?)" if close else ""
             raise ConfigError(f"mcp-tools: no stack {stack!r} in the OPS tree{hint}")
-        schema, description = ANY_OBJECT, f"Runs the TXCL stack {stack!r} with the arguments as its envelope."
+        schema, output, description = ANY_OBJECT, None, f"Runs the TXCL stack {stack!r} with the arguments as its envelope."
         path = workspace / "OPS" / Path(*stack.split("/")) / SCHEMA_FILE
         if path.is_file():
-            try:
-                loaded = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError) as exc:
-                raise ConfigError(f"{path}: not a JSON Schema: {exc}") from None
-            if not isinstance(loaded, dict) or loaded.get("type", "object") != "object":
-                raise ConfigError(f"{path}: the input schema of a tool must describe an object")
-            schema = {"type": "object", **loaded}
-            if isinstance(loaded.get("description"), str) and loaded["description"].strip():
-                description = loaded["description"].strip()
-        tools.append(StackTool(tool_name(stack), stack, description, schema))
+            schema, output, described = _tool_schemas(path)
+            description = described or description
+        tools.append(StackTool(tool_name(stack), stack, description, schema, output))
+        continue
     return tools
+
+
+def _tool_schemas(path: Path) -> tuple[dict, dict | None, str | None]:
+    """(inputSchema, outputSchema, description) of a stack tool from the stack's schema.json:
+    `$defs.input` and `$defs.output` (with the file's `$defs` beside each, so `#/$defs/…`
+    references resolve), the description of `$defs.input` or of the document."""
+    try:
+        loaded = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{path}: not a JSON Schema: {exc}") from None
+    defs = loaded.get("$defs") if isinstance(loaded, dict) else None
+    if not isinstance(defs, dict) or not isinstance(defs.get("input"), dict):
+        raise ConfigError(f"{path}: a stack's schema.json needs $defs.input (the tool's arguments) — "
+                          "see txcl check (TX260)")
+    def with_defs(definition: dict) -> dict:
+        return {**definition, "$defs": defs} if len(defs) > 1 or "$ref" in json.dumps(definition) else dict(definition)
+
+    given = defs["input"]
+    if given.get("type", "object") != "object":
+        raise ConfigError(f"{path}: $defs.input, the input schema of a tool, must describe an object")
+    schema = {"type": "object", **with_defs(given)}
+    output = defs.get("output")
+    output_schema = {"type": "object", **with_defs(output)} if isinstance(output, dict) and \
+        output.get("type", "object") == "object" else None
+    description = next((d.strip() for d in (given.get("description"), loaded.get("description"))
+                        if isinstance(d, str) and d.strip()), None)
+    return schema, output_schema, description
 
 
 class _QuietClosedStreams(logging.Filter):
@@ -129,7 +151,8 @@ class McpEndpoint:
 
         @server.list_tools()
         async def list_tools() -> list[types.Tool]:
-            return [types.Tool(name=t.name, description=t.description, inputSchema=t.input_schema)
+            return [types.Tool(name=t.name, description=t.description, inputSchema=t.input_schema,
+                               **({"outputSchema": t.output_schema} if t.output_schema else {}))
                     for t in self.tools.values()]
 
         @server.call_tool()

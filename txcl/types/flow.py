@@ -244,6 +244,8 @@ class Flow:
                 pending.add((m.file, join_scope))  # its answer (and EMIT) arrive at the join
                 continue
             merged = self.merge_answer(merged, m, certain, entry=shape)
+        if not filtered:
+            merged = _complementary_writes(merged, members)
         for m in members:
             flow = m.facts.get("flow") or {}
             certain = not flow.get("conditional") and not filtered
@@ -372,6 +374,33 @@ class Flow:
             default = self.value_shape(value[2], inp, None, inp, depth + 1) if value[2] else literal("")
             return join(source, default)
         return attrs.evolve(ANY, certain=True)
+
+
+_OPPOSITE = {"==": "!=", "!=": "==", "<": ">=", ">=": "<", ">": "<=", "<=": ">"}
+
+
+def _complementary_writes(shape: Shape, members: list[Member]) -> Shape:
+    """Two rules of one scope whose WHENs are one comparison each, opposite on the same path
+    and literal (`== true` / `!= true`): one of them runs on every walk, so what both write
+    without an op (EMIT of a rule without EXEC) is certainly there."""
+    singles = []
+    for m in members:
+        flow = m.facts.get("flow") or {}
+        if flow.get("when_single") and m.facts.get("exec") is None:
+            singles.append((tuple(flow["when_single"]), m))
+    for i, (a, ma) in enumerate(singles):
+        for b, mb in singles[i + 1:]:
+            if a[0] == b[0] and a[2:] == b[2:] and _OPPOSITE.get(a[1]) == b[1] and not (
+                    a[2] == "float" and a[1] not in ("==", "!=")):  # NaN is neither < nor >=
+                both = _emitted(ma) & _emitted(mb)
+                for segments in both:
+                    shape = ensure_present(shape, segments)
+    return shape
+
+
+def _emitted(m: Member) -> set[tuple[str, ...]]:
+    flow = m.facts.get("flow") or {}
+    return {tuple(w[1]) for w in flow.get("writes", ()) if w[0] in ("emit", "select") and w[1] and w[1][0] != "_txc"}
 
 
 def _read_value(doc: Shape, segments: tuple[str, ...]) -> Shape:

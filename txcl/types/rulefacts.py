@@ -148,6 +148,11 @@ def flow_facts(rule: ast.Rule) -> dict[str, Any]:
         c.value(a.value, "post")
         writes.append(("post", tuple(a.target.segments), _span(a.target), value_descriptor(a.value, "post")))
     conditional = rule.when is not None and not isinstance(rule.when.condition, ast.Star)
+    single = None  # a WHEN of one comparison with a literal (complementary pairs cover every walk)
+    if conditional and isinstance(rule.when.condition, ast.Comparison):
+        kind, value = _comparison_kind(rule.when.condition.right)
+        if kind in ("int", "float", "string", "bool", "null"):
+            single = (tuple(rule.when.condition.left.segments), rule.when.condition.op.value, kind, value)
     dyn_goto = any(a.target.segments == ("_txc", "goto") and not isinstance(a.value, (ast.StringLit, ast.IntLit))
                    for a in (*rule.emit, *rule.set_post))
     with_keys = {".".join(p.key): p for p in rule.with_}
@@ -161,6 +166,7 @@ def flow_facts(rule: ast.Rule) -> dict[str, Any]:
         "exec_span": _span(rule.exec) if rule.exec is not None else None,
         "priority": rule.priority.value if rule.priority is not None else 0,
         "conditional": conditional,
+        "when_single": single,
         "dyn_goto": dyn_goto,
         "each": "each" in with_keys,
         "validate": isinstance(validate.value, ast.BoolLit) and validate.value.value if validate else False,
