@@ -102,6 +102,22 @@ def test_check_mcp_schemas_uses_the_cache_and_refresh_asks_again(tmp_path, mcp_s
     assert "TX250" in {d["code"] for d in json.loads(fresh.stdout)}
 
 
+def test_a_typed_stack_checks_mcp_ops_against_the_cached_tool_schemas(tmp_path, mcp_server):
+    """With the tools cached by --mcp-schemas, a typed stack's plain `txcl check` (nothing is
+    asked) checks each mcp+ op's SELECT against the tool's inputSchema (TX266)."""
+    ws = _tree(tmp_path, mcp_server.url)
+    (ws / "OPS/s/0100/down.txcl").unlink()
+    (ws / "OPS/s/0100/typo.txcl").unlink()
+    (ws / "OPS/s/schema.json").write_text(json.dumps({"$defs": {"input": {"type": "object", "properties": {
+        "x": {"type": "integer"}, "a": {"type": "integer"}, "b": {"type": "integer"}}}}}))
+    before = txcl("check", "--output-format", "json", cwd=ws)
+    assert "TX266" not in {d["code"] for d in json.loads(before.stdout)}  # no cache yet: nothing known
+    txcl("check", "--mcp-schemas", cwd=ws)
+    after = txcl("check", "--output-format", "json", cwd=ws)
+    found = {(Path(d["file"]).name, d["code"]) for d in json.loads(after.stdout)}
+    assert ("missing.txcl", "TX266") in found and ("fine.txcl", "TX266") not in found
+
+
 def test_a_cache_file_someone_else_wrote_is_ignored(tmp_path, mcp_server):
     """A repository can ship `.txcl-data/cache/mcp-schemas.json`: unsealed, or of the wrong
     shape, it is ignored (the server is asked) and never crashes the check."""

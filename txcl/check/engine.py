@@ -293,8 +293,27 @@ def _typed_findings(tree: TreeContext, scan: Any, config: CheckConfig) -> list[D
     if not (scan.stack_schemas or scan.op_schemas) or not any(config.enabled(c) for c in CODES):
         return []
     found, _ = typed_findings(tree, scan.ops_dir, scan.stack_schemas, scan.op_schemas,
-                              lambda p: display_path(p))
+                              lambda p: display_path(p), mcp_tools=_cached_mcp_tools(scan.ops_dir.parent))
     return found
+
+
+def _cached_mcp_tools(workspace: Path) -> Any:
+    """The input and output schemas of MCP tools as `txcl check --mcp-schemas` cached them
+    (nothing is asked: the typed checks are static)."""
+    from txcl.check.mcp_schemas import CACHE_NAME, _load_cache
+    from txcl.datadir import data_dir
+
+    cache = _load_cache(data_dir(workspace) / "cache" / CACHE_NAME)
+    if not cache:
+        return None
+    from txcl.types.flow import tool_types
+
+    def lookup(target: str) -> Any:
+        url, _, tool = target[len("mcp+"):].partition("#")
+        entry = cache.get(url)
+        schemas = entry["tools"].get(tool) if entry else None
+        return tool_types(url, tool, schemas) if schemas else None
+    return lookup
 
 
 def _abs(shown: str) -> str:

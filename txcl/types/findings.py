@@ -374,29 +374,38 @@ def _required(schema: dict, pointer: str, prefix: tuple[str, ...] = (), depth: i
             yield from _required(sub, f"{pointer}/properties/{escape_pointer(name)}", (*prefix, name), depth + 1)
 
 
+def _compare(op: str, kind: str, literal: Any, value: Any) -> bool:
+    """A WHEN comparison of `value` with a literal, as the runtime decides it (the literal's
+    kind picks the form; `_MISSING` reads like null)."""
+    from txcl.values.coerce import bool_form, float_form, int_form, text_form
+
+    if value is _MISSING:
+        value = None
+    if kind == "bool":
+        if op not in ("==", "!="):
+            return False
+        return (bool_form(value) == literal) == (op == "==")
+    if kind == "int":
+        left, right = int_form(value), literal
+    elif kind == "float":
+        left, right = float_form(value), literal
+    else:  # string or null: text form
+        left, right = text_form(value), "" if kind == "null" else literal
+    return {"==": left == right, "!=": left != right, "<": left < right, "<=": left <= right,
+            ">": left > right, ">=": left >= right}[op]
+
+
 def _outcomes(op: str, kind: str, literal: Any, types: set[str], enum: frozenset[str] | None) -> set[bool]:
     """The results a comparison can have for a value of `types` (or exactly `enum`)."""
-    from txcl.evaluate.when import condition_matches
-    from txcl.syntax import ast
-
-    if kind not in ("int", "float", "string", "null", "bool"):
+    if kind not in ("int", "float", "string", "null", "bool") or (kind == "string" and literal is None):
         return {True, False}
-    right: Any = {"int": lambda: ast.IntLit(literal, str(literal)), "float": lambda: ast.FloatLit(literal, repr(literal)),
-                  "string": lambda: ast.StringLit(literal), "null": lambda: ast.NullLit(),
-                  "bool": lambda: ast.BoolLit(literal)}[kind]()
-    if kind == "string" and literal is None:
-        return {True, False}
-    node = ast.Comparison(ast.Path(("v",)), ast.CmpOp(op), right)
     out: set[bool] = set()
     if enum is not None:
-        for value in enum_values(enum):
-            out.add(bool(condition_matches(node, {"v": value})))
-        return out
+        return {_compare(op, kind, literal, value) for value in enum_values(enum)}
     for t in types:
-        for sample in _samples(t, kind, literal):
-            out.add(bool(condition_matches(node, {"v": sample} if sample is not _MISSING else {})))
         if _free(t, kind, op, literal):
             return {True, False}
+        out.update(_compare(op, kind, literal, sample) for sample in _samples(t, kind, literal))
     return out
 
 

@@ -74,8 +74,17 @@ def opened(shape: Shape, depth: int = 0) -> Shape:
     members it does not list (types of known members are kept)."""
     if depth > _OPEN_DEPTH:
         return shape
-    props = tuple((name, opened(child, depth + 1)) for name, child in shape.props)
-    return attrs.evolve(shape, props=props, open=True if "object" in shape.types else shape.open)
+    changed = False
+    props = []
+    for name, child in shape.props:
+        now = opened(child, depth + 1)
+        changed = changed or now is not child
+        props.append((name, now))
+    open_ = True if "object" in shape.types else shape.open
+    if not changed and open_ == shape.open:
+        return shape
+    return Shape(shape.types, shape.certain, shape.enum, tuple(props) if changed else shape.props, open_,
+                 shape.items, shape.description, shape.origins)
 
 
 class Flow:
@@ -95,6 +104,7 @@ class Flow:
         self.ends: dict[str, list[State]] = {}
         self.converged = True
         self._by_file: dict[str, Member] | None = None
+        self._inputs: dict[tuple[str, int], tuple[Shape, Shape]] = {}
 
     # ------------------------------------------------------------ declared types
 
@@ -236,6 +246,7 @@ class Flow:
         pending = set(state.pending)
         filtered = any(m.facts.get("flow", {}).get("priority", 0) > 0 for m in members)
         merged = shape
+        opaque = False
         for m in members:
             flow = m.facts.get("flow") or {}
             certain = not flow.get("conditional") and not filtered
@@ -243,11 +254,16 @@ class Flow:
             if m.facts.get("mode") == "async" and isinstance(join_scope, int) and join_scope > scope:
                 pending.add((m.file, join_scope))  # its answer (and EMIT) arrive at the join
                 continue
-            merged = self.merge_answer(merged, m, certain, entry=shape)
+            merged, unknown = self._merge_answer(merged, m, certain, shape)
+            opaque = opaque or unknown
+        if opaque:  # an answer nobody described merged: any member may now be there
+            merged = opened(merged)
         if not filtered:
             merged = _complementary_writes(merged, members)
         for m in members:
             flow = m.facts.get("flow") or {}
+            if not any(w[0] == "post" for w in flow.get("writes", ())):
+                continue
             certain = not flow.get("conditional") and not filtered
             merged = self._apply_writes(merged, m, merged, ("post",), certain, answer=None)
         return State(merged, frozenset(pending))
@@ -278,6 +294,10 @@ class Flow:
 
     def input_shape(self, m: Member, entry: Shape) -> Shape:
         """The op's input: the entry envelope with SET PRE (where missing) and SELECT writes."""
+        key = (m.file, id(entry))
+        hit = self._inputs.get(key)
+        if hit is not None and hit[0] is entry:
+            return hit[1]
         shape = entry
         flow = m.facts.get("flow") or {}
         for kind, segments, _span, value in flow.get("writes", ()):
@@ -287,29 +307,35 @@ class Flow:
                     shape = write(shape, segments, self.value_shape(value, shape, None, shape), False)
             elif kind == "select":
                 shape = write(shape, segments, self.value_shape(value, shape, None, shape), True)
+        if len(self._inputs) > 4096:
+            self._inputs.clear()
+        self._inputs[key] = (entry, shape)  # the entry kept alive: its id is not reused meanwhile
         return shape
 
     def output_shape(self, m: Member, entry: Shape) -> Shape | None:
         """The op's answer after its synthetic SELECT entries and EMIT (None: unknown)."""
         answer = self.answer(m)
+        if answer is None:
+            return None
         inp = self.input_shape(m, entry)
-        base = answer if answer is not None else attrs.evolve(ANY, certain=True, types=frozenset({"object"}))
-        out = base
+        out = answer
         flow = m.facts.get("flow") or {}
         for kind, segments, _span, value in flow.get("writes", ()):
             if kind in ("select", "emit"):
-                out = write(out, segments, self.value_shape(value, inp, base if answer is not None else None, inp),
-                            True)
-        return out if answer is not None else None
+                out = write(out, segments, self.value_shape(value, inp, answer, inp), True)
+        return out
 
     def merge_answer(self, envelope: Shape, m: Member, certain: bool, entry: Shape | None = None) -> Shape:
-        entry = envelope if entry is None else entry
+        merged, unknown = self._merge_answer(envelope, m, certain, envelope if entry is None else entry)
+        return opened(merged) if unknown else merged
+
+    def _merge_answer(self, envelope: Shape, m: Member, certain: bool, entry: Shape) -> tuple[Shape, bool]:
+        """The envelope with `m`'s answer merged, and whether that answer is unknown (the
+        caller then opens the envelope: anything may have come with it)."""
         out = self.output_shape(m, entry)
         if out is None:
-            # an answer nobody described: whatever its EMIT writes, plus anything
-            written = self._apply_writes(envelope, m, entry, ("select", "emit"), certain, answer=None)
-            return opened(written)
-        return write(envelope, (), out, certain)
+            return self._apply_writes(envelope, m, entry, ("select", "emit"), certain, answer=None), True
+        return write(envelope, (), out, certain), False
 
     def _apply_writes(self, envelope: Shape, m: Member, read_from: Shape, kinds: tuple[str, ...],
                       certain: bool, answer: Shape | None) -> Shape:
@@ -403,6 +429,30 @@ def _emitted(m: Member) -> set[tuple[str, ...]]:
     return {tuple(w[1]) for w in flow.get("writes", ()) if w[0] in ("emit", "select") and w[1] and w[1][0] != "_txc"}
 
 
+def tool_types(url: str, tool: str, schemas: dict) -> OpTypes | None:
+    """The declared input and output of an MCP tool (its inputSchema and outputSchema)."""
+    import json
+
+    from txcl.types.jsonpos import parse
+    from txcl.types.schema import SchemaFile
+
+    shapes = []
+    for key in ("input", "output"):
+        schema = schemas.get(key)
+        if not isinstance(schema, dict) or not schema:
+            shapes.append(None)
+            continue
+        text = json.dumps(schema)
+        doc, positions = parse(text)
+        file = SchemaFile(Path(f"/mcp-tool/{tool}.json"), f"{url}#{tool}", text, doc, positions)
+        holder = SchemaSet(Path("/mcp-tool"), lambda p: str(p))
+        shape = to_shape(doc, file, holder, f"MCP tool {tool} {key}Schema")
+        shapes.append(attrs.evolve(shape, certain=True) if key == "output" else shape)
+    if shapes == [None, None]:
+        return None
+    return OpTypes(None, shapes[0], shapes[1])
+
+
 def _read_value(doc: Shape, segments: tuple[str, ...]) -> Shape:
     """The value a path read gives: a copy of what is there, null when it may be missing."""
     found = lookup(doc, segments)
@@ -410,7 +460,7 @@ def _read_value(doc: Shape, segments: tuple[str, ...]) -> Shape:
         return attrs.evolve(ANY, certain=True)
     if found.status != KNOWN:
         return literal(None)
-    got = attrs.evolve(found.shape, certain=True)
+    got = found.shape.present()
     return got if found.certain else join(got, literal(None))
 
 

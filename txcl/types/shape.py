@@ -9,6 +9,7 @@ knows nothing: an object an untyped op answered, an explicitly open schema objec
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any, Iterable, Iterator
 
@@ -73,7 +74,13 @@ class Shape:
         return attrs.evolve(self, props=tuple(sorted(props.items())))
 
     def maybe(self) -> "Shape":
-        return self if not self.certain else attrs.evolve(self, certain=False)
+        return self if not self.certain else Shape(self.types, False, self.enum, self.props, self.open, self.items,
+                                                   self.description, self.origins)
+
+    def present(self) -> "Shape":
+        """This shape, certainly there."""
+        return self if self.certain else Shape(self.types, True, self.enum, self.props, self.open, self.items,
+                                               self.description, self.origins)
 
 
 ANY = Shape()
@@ -82,6 +89,8 @@ ANY_PRESENT = Shape(certain=True)
 
 def literal(value: Any, origin: str | None = None) -> Shape:
     """The shape of one known JSON value."""
+    if origin is None and (value is None or type(value) in (str, int, float, bool)):
+        return _scalar(type(value), value)
     kind = type_of(value)
     origins = frozenset({origin}) if origin else frozenset()
     if kind == "object":
@@ -93,6 +102,11 @@ def literal(value: Any, origin: str | None = None) -> Shape:
             items = literal(item, origin) if items is None else join(items, literal(item, origin))
         return Shape(frozenset({"array"}), True, None, (), False, items or Shape(frozenset(), True), None, origins)
     return Shape(frozenset({kind}), True, frozenset({enum_key(value)}), (), False, None, None, origins)
+
+
+@functools.lru_cache(maxsize=4096)
+def _scalar(kind: type, value: Any) -> Shape:
+    return Shape(frozenset({type_of(value)}), True, frozenset({enum_key(value)}), (), False)
 
 
 def of_types(types: Iterable[str], origin: str | None = None, certain: bool = True) -> Shape:
@@ -214,7 +228,7 @@ def write(root: Shape, segments: tuple[str, ...], value: Shape, certain: bool) -
     new = write(old if old is not None else _EMPTY, rest, value, certain) if rest else (
         _merge(old, value) if old is not None else value)
     if certain:
-        new = attrs.evolve(new, certain=True)
+        new = new.present()
     else:
         new = join(old, new) if old is not None else new.maybe()
     props = root.prop_map if is_object else {}
@@ -241,8 +255,8 @@ def _merge(old: Shape, new: Shape) -> Shape:
                      None, new.description or old.description, old.origins | new.origins)
     if new.types <= {"array"} and "array" in new.types and "array" in old.types:
         items = None if old.items is None or new.items is None else join(old.items, new.items)
-        return attrs.evolve(new, items=items, enum=None, certain=True)
-    return attrs.evolve(new, certain=True)
+        return Shape(new.types, True, None, new.props, new.open, items, new.description, new.origins)
+    return new.present()
 
 
 def ensure_present(root: Shape, segments: tuple[str, ...]) -> Shape:
