@@ -15,7 +15,10 @@ BODY_MIB = 3
 
 
 def _post(url: str, data: bytes) -> tuple[int, dict, bytes]:
-    req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"}, method="POST")
+    # not sent as application/json: a JSON body is also merged into the envelope's root (its
+    # parsed copy then travels in every document); this test is about the raw body
+    req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/octet-stream"},
+                                 method="POST")
     try:
         with urllib.request.urlopen(req, timeout=60) as resp:
             return resp.status, {k.lower(): v for k, v in resp.headers.items()}, resp.read()

@@ -97,3 +97,22 @@ def test_word_scanner_is_linear_on_unclosed_quotes():
     line = 'WHEN .h."x" == "a"' + ' || .b == "c"' * 13 + "\nEMIT ."
     assert completion._WORD.search(line).group() == "."
     assert completion._WORD.search('SET .a."b').group() == '.a."b'
+
+
+def test_paths_complete_from_the_stack_schema_as_well(tmp_path):
+    """With a typed tree loaded, path completion offers what `$defs.input` declares, before any
+    of it is in the working envelope; the envelope's own paths stay."""
+    import json
+
+    from txcl.repl.session import ReplSession
+
+    (tmp_path / "OPS/shop/0100").mkdir(parents=True)
+    (tmp_path / "OPS/shop/0100/a.txcl").write_text("EMIT .a = 1\n")
+    (tmp_path / "OPS/shop/schema.json").write_text(json.dumps({"$defs": {"input": {"type": "object", "properties": {
+        "order": {"type": "object", "properties": {"total": {"type": "number"}, "status": {"type": "string"}}}}}}}))
+    session = ReplSession({"note": "x"}, tmp_path)
+    envelope = session.completion_envelope()
+    assert [c.text for c in complete(".order.", envelope)] == [".order.status", ".order.total"]
+    assert ".note" in [c.text for c in complete(".", envelope)]
+    plain = ReplSession({"note": "x"})
+    assert complete(".order.", plain.completion_envelope()) == []

@@ -310,11 +310,12 @@ def test_a_completed_answer_is_encoded_once_and_the_trace_counts_the_bytes_sent(
     state = build_state(small_ws, Settings(), extensions=[])
     with TestClient(create_app(state)) as c:
         r = c.post("/", content=b'{"order": 12}', headers={"content-type": "application/json"})
-        assert r.status_code == 200 and r.json() == {"a": 1, "name": "Zoë"}
+        # the JSON body is the envelope's root (merged), so the answer holds it too
+        assert r.status_code == 200 and r.json() == {"order": 12, "a": 1, "name": "Zoë"}
         state.trace_writer.flush(10)
         record = state.store.get_trace(r.headers["x-request-id"])
     assert len(encoded) == 1  # the response body, once
-    assert record.request["bytes_out"] == len(r.content) == len('{"a":1,"name":"Zoë"}'.encode())
+    assert record.request["bytes_out"] == len(r.content) == len('{"order":12,"a":1,"name":"Zoë"}'.encode())
     assert record.request["bytes_in"] == len(b'{"order": 12}')
     usage = [e for e in record.events if e["kind"] == "request.usage"]
     assert usage and usage[0]["data"]["bytes_out"] == len(r.content)
@@ -412,7 +413,7 @@ def test_serve_works_on_the_pure_python_stack_and_the_fast_one(small_ws: Path, h
         for _ in range(2):  # twice on one kept-alive connection
             conn.request("POST", "/", body=b'{"b": 2}', headers={"Content-Type": "application/json"})
             response = conn.getresponse()
-            assert response.status == 200 and json.loads(response.read()) == {"a": 1}
+            assert response.status == 200 and json.loads(response.read()) == {"b": 2, "a": 1}  # body merged
         conn.close()
     finally:
         server.should_exit = True

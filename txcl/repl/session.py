@@ -46,6 +46,7 @@ class ReplSession:
         self.ops_dir = ops_dir
         self.ops: Any = None
         self.ops_error: str | None = None
+        self._schema_paths: dict | None = None
         if ops_dir is not None:
             self._load_ops(ops_dir, ops_loader)
 
@@ -60,6 +61,17 @@ class ReplSession:
             self.ops_error = str(exc)
         except ImportError as exc:  # the loader is not available in this build
             self.ops_error = f"cannot load OPS trees here: {exc}"
+
+    def completion_envelope(self) -> dict:
+        """What path completion offers: the working envelope, and every path the loaded tree's
+        stack schemas declare in `$defs.input` (typed envelopes)."""
+        if self._schema_paths is None:
+            self._schema_paths = _schema_paths(self.ops)
+        if not self._schema_paths:
+            return self.envelope
+        from txcl.values.merge import merge
+
+        return merge(self._schema_paths, self.envelope) if isinstance(self.envelope, dict) else self.envelope
 
     def stacks(self) -> list[str]:
         """Stack names of the loaded OPS tree (for `.run` completion)."""
@@ -310,6 +322,29 @@ class ReplSession:
             return Reply(self._paint(f"failed (HTTP {status})", "red") + "\n"
                          + render.json_text(payload), ok=False)
         return Reply(self._paint(f"{kind}", "yellow") + f": {outcome!r}")
+
+
+def _schema_paths(tree: Any) -> dict:
+    """A skeleton envelope of the paths the tree's stack schemas declare (empty: none)."""
+    workspace = getattr(tree, "workspace", None)
+    if workspace is None:
+        return {}
+    try:
+        from txcl.types.workspace import analyze, path_entries
+        from txcl.values.paths import PathError, write
+
+        analyzed = analyze(Path(workspace) / "OPS")
+        flow = analyzed.flow
+        skeleton: dict = {}
+        for stack in flow.typed_stacks() if flow is not None else ():
+            for segments, _shape in path_entries(flow.stack_types(stack).input):
+                try:
+                    skeleton = write(skeleton, segments, {})
+                except PathError:
+                    continue
+        return skeleton
+    except Exception:  # noqa: BLE001 - completion must never fail the REPL
+        return {}
 
 
 def _shift(diag: Diagnostic, text: str, by: int) -> Diagnostic:
