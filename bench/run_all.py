@@ -43,6 +43,8 @@ BENCHMARKS: dict[str, tuple[list[str], list[str], bool]] = {
     "bench_growth": ([], [], False),
     "bench_scaling": ([], ["--quick", "--rounds", "3"], False),
     "bench_check": ([], ["--files", "200", "--runs", "3"], False),
+    "bench_typed_check": ([], ["--sizes", "500,1000", "--runs", "2"], False),
+    "bench_validate": ([], ["--requests", "1000", "--rounds", "3"], False),
     "bench_tooling": ([], [], False),
     "bench_ruletest": ([], [], False),
     "bench_serve": ([], ["--seconds", "2", "--rounds", "1"], False),

@@ -39,6 +39,7 @@ from txcl.serve.traces import TraceWriter
 from txcl.store.errors import StoreUnavailable
 
 log = logging.getLogger("txcl.serve")
+_NOT_LOOKED_UP = object()
 
 DISCONNECT_WATCH_AFTER = 0.05  # seconds
 
@@ -142,6 +143,8 @@ class TxclHandler:
         self._idle = asyncio.Event()
         self._idle.set()
 
+    _input_validators: tuple[Any, dict] = (None, {})
+
     def _respond(self, outcome: Completed) -> Answer:
         """The answer of a completed walk, made before its trace is finished (the trace's
         `bytes_out` is this body's length; the envelope is encoded once)."""
@@ -163,17 +166,16 @@ class TxclHandler:
 
     def _invalid_input(self, stack: str | None, document: dict | None, not_json: str | None) -> Answer | None:
         """--validate-input: 422 txcl_invalid_input when the body breaks the stack's $defs.input."""
-        from txcl.types.validate import SchemaProblem
-
-        try:
-            stack = stack or self.state.interp.default_stack()
-            validator = self._schemas().validator(stack, "input")
-        except UnknownStack:
-            return None  # the walk answers it
-        except SchemaProblem as exc:
-            log.error("txcl: --validate-input: stack %s: %s", stack, exc)
-            return error_answer(error_payload("txcl_internal_error", "the stack's schema cannot be used; see the "
-                                              "server log"), 500)
+        tree = self.state.interp.tree
+        known = self._input_validators
+        if known[0] is not tree:  # a --watch reload: compiled again on use
+            known = self._input_validators = (tree, {})
+        validator = known[1].get(stack, _NOT_LOOKED_UP)
+        if validator is _NOT_LOOKED_UP:
+            validator = self._input_validator(stack)
+            if isinstance(validator, Answer):
+                return validator
+            known[1][stack] = validator
         if validator is None:
             return None
         if not_json is not None:
@@ -182,9 +184,23 @@ class TxclHandler:
             errors = validator.errors(document if document is not None else {})
         if not errors:
             return None
+        name = stack or self.state.interp.default_stack()
         return error_answer(error_payload("txcl_invalid_input", f"the input does not match the $defs.input of "
-                                          f"stack {stack} ({len(errors)} problem{'s' if len(errors) != 1 else ''})",
+                                          f"stack {name} ({len(errors)} problem{'s' if len(errors) != 1 else ''})",
                                           errors=errors), 422)
+
+    def _input_validator(self, stack: str | None) -> Any:
+        """The compiled $defs.input of the request's stack (None: none; an Answer: unusable)."""
+        from txcl.types.validate import SchemaProblem
+
+        try:
+            return self._schemas().validator(stack or self.state.interp.default_stack(), "input")
+        except UnknownStack:
+            return None  # the walk answers it
+        except SchemaProblem as exc:
+            log.error("txcl: --validate-input: stack %s: %s", stack, exc)
+            return error_answer(error_payload("txcl_internal_error", "the stack's schema cannot be used; see the "
+                                              "server log"), 500)
 
     def _invalid_output(self, outcome: Completed) -> Answer | None:
         """--validate-output: log a violation of $defs.output; strict: answer 500 instead."""

@@ -18,6 +18,7 @@ from urllib.parse import unquote, urlsplit
 from txcl.ops.layout import lineage
 
 MAX_ERRORS = 20
+_UNSET = object()
 _DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
 
@@ -37,6 +38,8 @@ class Validator:
 
     def errors(self, value: Any) -> list[dict[str, str]]:
         """[{"pointer", "message"}] of what in `value` the definition refuses (at most 20)."""
+        if self._compiled.is_valid(value):  # the common case, without building error objects
+            return []
         out = []
         for error in self._compiled.iter_errors(value):
             out.append({"pointer": _pointer(error.instance_path), "message": error.message})
@@ -90,6 +93,7 @@ class TreeSchemas:
         self.files = scan_ops(ops_dir).stack_schemas
         self._lock = threading.Lock()
         self._compiled: dict[tuple[str, str], Validator | None] = {}
+        self._by_stack: dict[tuple[str, str], Validator | None] = {}  # (stack, name): read without the lock
 
     def owner(self, stack: str) -> str | None:
         """The stack whose schema.json `stack` walks under (itself or its nearest ancestor)."""
@@ -97,6 +101,14 @@ class TreeSchemas:
 
     def validator(self, stack: str, name: str) -> Validator | None:
         """`$defs.<name>` of the stack's schema (None: no schema, or no such definition)."""
+        found = self._by_stack.get((stack, name), _UNSET)
+        if found is not _UNSET:
+            return found
+        found = self._validator(stack, name)
+        self._by_stack[(stack, name)] = found
+        return found
+
+    def _validator(self, stack: str, name: str) -> Validator | None:
         owner = self.owner(stack)
         if owner is None:
             return None
