@@ -148,6 +148,34 @@ def test_playground_shows_when_per_condition_and_a_diagnostic_code(serve, worksp
     assert worker.jobs == []
 
 
+def test_the_stacks_page_and_the_playground_use_the_stack_schema(serve, workspace, worker, page):
+    """Typed envelopes in the browser: the Stacks page lists each stack's input and output paths
+    with their types and descriptions; in stack mode the playground's envelope box completes a
+    key from the chosen stack's $defs.input, and picking one inserts it."""
+    files = ui_tree(worker.url())
+    files["OPS/shop/schema.json"] = json.dumps({"$defs": {
+        "input": {"type": "object", "properties": {"order": {"type": "object", "properties": {
+            "total": {"type": "number", "description": "the order's total"}, "id": {"type": "string"}}}}},
+        "output": {"type": "object", "properties": {"total": {"type": "integer"}}}}})
+    srv = serve(workspace(files), "--ui")
+    page.goto(srv.url + "/_txc/ui/stacks")
+    shop = page.locator("section.stack", has=page.locator("h2", has_text="shop"))
+    rows = shop.locator("table.schema").first.locator("tbody tr").all_inner_texts()
+    assert any(".order.total" in r and "number" in r and "the order's total" in r for r in rows)
+    assert "No schema" in page.locator("section.stack", has=page.locator("h2", has_text="fan")).inner_text()
+    page.goto(srv.url + "/_txc/ui/playground")
+    page.check('input[value="stack"]')
+    page.select_option("#stack", "shop")
+    page.wait_for_function("!document.getElementById('envelope-hint').hidden")
+    page.fill("#envelope", "")
+    page.type("#envelope", '{"order": {"to')
+    page.wait_for_selector("#envelope-suggest li")
+    options = page.locator("#envelope-suggest li").all_inner_texts()
+    assert len(options) == 1 and options[0].startswith("total") and "number" in options[0]
+    page.locator("#envelope-suggest li").first.dispatch_event("mousedown")
+    assert page.input_value("#envelope") == '{"order": {"total": '
+
+
 def test_without_the_token_nothing_is_shown(serve, workspace, worker, page):
     srv = serve(workspace(ui_tree(worker.url())), "--ui", "--admin-token", TOKEN)
     status, _ = post(srv.url + "/", {"order": 8})

@@ -49,7 +49,9 @@ class Dashboard:
             Route("/runs/{run_id}/cancel", self.cancel_run, methods=["POST"]),
             Route("/runs/{run_id}/retry", self.retry_run, methods=["POST"]),
             Route("/traces/{rid}", self.trace_page),
+            Route("/stacks", self.stacks_page),
             Route("/playground", self.playground_page),
+            Route("/playground/paths", self.playground_paths),
             Route("/playground/rule", self.playground_rule, methods=["POST"]),
             Route("/playground/stack", self.playground_stack, methods=["POST"]),
             Route("/login", self.login, methods=["GET", "POST"]),
@@ -180,6 +182,17 @@ class Dashboard:
         except Exception:  # noqa: BLE001 - a stack no longer in the tree: the default rules
             return None
         return Redactor(omit, redact)
+
+    async def stacks_page(self, request: Request) -> Response:
+        """Each stack's schema (typed envelopes): what a request brings and what it answers."""
+        stacks = await asyncio.to_thread(views.stacks_view, self.tree)
+        return self._page(request, "stacks.html", {"stacks": stacks, "title": "Stacks"})
+
+    async def playground_paths(self, request: Request) -> Response:
+        """The paths a stack's `$defs.input` declares (the envelope box completes them)."""
+        stack = request.query_params.get("stack", "")
+        paths = await asyncio.to_thread(views.schema_paths, self.tree, stack)
+        return JSONResponse({"stack": stack, "paths": paths})
 
     async def playground_page(self, request: Request) -> Response:
         stacks = self.tree.user_stacks() if self.tree is not None else []

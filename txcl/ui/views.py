@@ -287,3 +287,59 @@ def _pretty(text: str | None) -> str:
 
 
 __all__ = ["runs_view", "run_view", "trace_view", "span", "clock", "STATES", "PAGE_SIZE"]
+
+
+# ---------------------------------------------------------------- stack schemas (typed envelopes)
+
+def _analyzed(tree: Any) -> Any:
+    from pathlib import Path
+
+    from txcl.types.workspace import analyze
+
+    workspace = getattr(tree, "workspace", None)
+    if workspace is None or not (Path(workspace) / "OPS").is_dir():
+        return None
+    try:
+        return analyze(Path(workspace) / "OPS")
+    except Exception:  # noqa: BLE001 - a page must not fail on a tree that does not analyse
+        return None
+
+
+def _rows(shape: Any) -> list[dict]:
+    from txcl.types.shape import lookup
+    from txcl.types.workspace import describe, path_entries
+
+    rows = []
+    for segments, node in path_entries(shape):
+        if segments[0] == "_ts":
+            continue
+        found = lookup(shape, segments)
+        rows.append({"path": "." + ".".join(segments), "segments": list(segments), "depth": len(segments) - 1,
+                     "type": describe(node, found.certain), "description": node.description or ""})
+    return rows
+
+
+def stacks_view(tree: Any) -> list[dict]:
+    """Every user stack with its schema: the input and output as rows of paths, and the file."""
+    analyzed = _analyzed(tree)
+    flow = analyzed.flow if analyzed is not None else None
+    out = []
+    for stack in (tree.user_stacks() if tree is not None else []):
+        types = flow.stack_types(stack) if flow is not None else None
+        if types is None:
+            out.append({"name": stack, "typed": False})
+            continue
+        out.append({"name": stack, "typed": True, "file": types.file.shown, "owner": types.stack,
+                    "text": types.file.text, "input": _rows(types.input),
+                    "output": _rows(types.output) if types.output is not None else None})
+    return out
+
+
+def schema_paths(tree: Any, stack: str) -> list[dict]:
+    """The paths `$defs.input` of `stack` declares: [{segments, type, description}]."""
+    analyzed = _analyzed(tree)
+    flow = analyzed.flow if analyzed is not None else None
+    types = flow.stack_types(stack) if flow is not None and stack else None
+    if types is None:
+        return []
+    return [{"segments": r["segments"], "type": r["type"], "description": r["description"]} for r in _rows(types.input)]

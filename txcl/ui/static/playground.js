@@ -93,21 +93,103 @@
 
   function soon() { window.clearTimeout(timer); timer = window.setTimeout(run, 250); }
 
+  // ---- completion of keys in the envelope box, from the chosen stack's schema ($defs.input)
+  var schemaPaths = [], suggest = $("envelope-suggest");
+
+  function loadPaths() {
+    schemaPaths = [];
+    var select = $("stack");
+    if (!select || mode() !== "stack") { hideSuggest(); $("envelope-hint").hidden = true; return; }
+    fetch(base + "/playground/paths?stack=" + encodeURIComponent(select.value), { credentials: "same-origin" })
+      .then(function (res) { return res.json(); })
+      .then(function (data) { schemaPaths = data.paths || []; $("envelope-hint").hidden = !schemaPaths.length; });
+  }
+
+  // The object path at the caret and the key being typed there, when the caret is inside a
+  // key string of an object (else null): a small scan of the JSON text before the caret.
+  function keyContext(text) {
+    var frames = [], key = null, expectKey = false, i = 0, n = text.length;
+    while (i < n) {
+      var c = text[i];
+      if (c === '"') {
+        var j = i + 1, s = "";
+        while (j < n && text[j] !== '"') { if (text[j] === "\\") { j++; } s += text[j] || ""; j++; }
+        if (j >= n) {
+          if (!expectKey) { return null; }
+          return { path: frames.slice(1).map(function (f) { return f.segment; }), partial: s };
+        }
+        if (expectKey) { key = s; }
+        i = j + 1; continue;
+      }
+      if (c === "{" || c === "[") {
+        var parent = frames[frames.length - 1];
+        frames.push({ obj: c === "{", segment: parent && !parent.obj ? "0" : key });
+        key = null; expectKey = c === "{";
+      } else if (c === "}" || c === "]") { frames.pop(); expectKey = false; }
+      else if (c === ":") { expectKey = false; }
+      else if (c === ",") { var top = frames[frames.length - 1]; expectKey = !!(top && top.obj); }
+      i++;
+    }
+    return null;
+  }
+
+  function hideSuggest() { suggest.hidden = true; suggest.innerHTML = ""; }
+
+  function offerKeys() {
+    if (!schemaPaths.length) { return; }
+    var caret = envelope.selectionStart;
+    var ctx = keyContext(envelope.value.slice(0, caret));
+    if (!ctx) { hideSuggest(); return; }
+    var seen = {}, items = [];
+    schemaPaths.forEach(function (p) {
+      var segs = p.segments;
+      if (segs.length !== ctx.path.length + 1) { return; }
+      for (var k = 0; k < ctx.path.length; k++) { if (segs[k] !== ctx.path[k]) { return; } }
+      var name = segs[segs.length - 1];
+      if (name.indexOf(ctx.partial) !== 0 || seen[name]) { return; }
+      seen[name] = true;
+      items.push({ name: name, type: p.type, description: p.description });
+    });
+    suggest.innerHTML = "";
+    items.forEach(function (item) {
+      var li = document.createElement("li");
+      li.setAttribute("role", "option");
+      li.dataset.key = item.name;
+      var code = document.createElement("code");
+      code.textContent = item.name;
+      li.appendChild(code);
+      li.appendChild(document.createTextNode(" " + item.type + (item.description ? " — " + item.description : "")));
+      li.addEventListener("mousedown", function (ev) {
+        ev.preventDefault();
+        var before = envelope.value.slice(0, caret - ctx.partial.length), after = envelope.value.slice(caret);
+        var inserted = item.name + '": ';
+        envelope.value = before + inserted + after.replace(/^"/, "");  // a closing quote typed already
+        envelope.selectionStart = envelope.selectionEnd = before.length + inserted.length;
+        hideSuggest();
+        soon();
+      });
+      suggest.appendChild(li);
+    });
+    suggest.hidden = !items.length;
+  }
+
   function switchMode() {
     var stack = mode() === "stack";
     $("rule-box").hidden = stack;
     $("output-box").hidden = stack;
     $("stack-box").hidden = !stack;
     $("stack-result").hidden = !stack;
+    loadPaths();
     run();
   }
 
   rule.addEventListener("input", soon);
   rule.addEventListener("scroll", syncScroll);
-  envelope.addEventListener("input", soon);
+  envelope.addEventListener("input", function () { offerKeys(); soon(); });
+  envelope.addEventListener("blur", function () { window.setTimeout(hideSuggest, 200); });
   output.addEventListener("input", soon);
   var stackSelect = $("stack");
-  if (stackSelect) { stackSelect.addEventListener("change", run); }
+  if (stackSelect) { stackSelect.addEventListener("change", function () { loadPaths(); run(); }); }
   Array.prototype.forEach.call(document.querySelectorAll('input[name="mode"]'), function (r) {
     r.addEventListener("change", switchMode);
   });
