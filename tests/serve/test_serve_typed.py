@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 
 import httpx
 
@@ -72,6 +73,16 @@ def test_validate_output_logs_and_strict_refuses(workspace, serve):
     answer = httpx.post(logged.url + "/", json={"order": {"total": 5}})
     assert answer.status_code == 200  # .big is required but not written: logged only
     logged.wait_for(r"does not match the \$defs.output of stack shop: /: \"big\" is a required property")
+    events: list = []
+    deadline = time.monotonic() + 20
+    while not events and time.monotonic() < deadline:  # traces are written in batches, off the request
+        traced = subprocess.run([sys.executable, "-m", "txcl", "trace", "last", "--json"], cwd=ws,
+                                capture_output=True, text=True, timeout=60)
+        if traced.returncode == 0:
+            events = [e for e in json.loads(traced.stdout)["events"] if e["kind"] == "output.invalid"]
+        if not events:
+            time.sleep(0.2)
+    assert events and events[0]["data"]["errors"][0]["pointer"] == ""  # the violation is in the trace too
     strict = serve(workspace(FILES), "--validate-output", "strict")
     refused = httpx.post(strict.url + "/", json={"order": {"total": 5}})
     assert refused.status_code == 500 and refused.json()["error"]["code"] == "txcl_invalid_output"

@@ -104,7 +104,8 @@ def test_a_deferred_answer_arrives_at_its_join_scope(tmp_path, monkeypatch):
         "OPS/s/0200/early.txcl": "WHEN .job.ok == true\nEMIT .early = 1\n",
         "OPS/s/0300/late.txcl": "WHEN .job.ok == true && .job.okk == true\nEMIT .late = 1\n",
     })
-    found = [f for f in _codes(tmp_path, monkeypatch) if f[1].startswith("TX26")]
+    found = [f for f in _codes(tmp_path, monkeypatch) if f[1].startswith(("TX26", "TX222"))]
+    # (the untyped TX222 for the same early read is left out: TX262 says it, with types)
     assert found == [("OPS/s/0200/early.txcl", "TX262", 1, 6), ("OPS/s/0300/late.txcl", "TX261", 1, 25)]
 
 

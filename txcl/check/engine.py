@@ -260,7 +260,9 @@ def run_check(paths: list[str | Path], config: CheckConfig | None = None, *,
             for d in registered.fn(tree):
                 if d.file in wanted:
                     per_file.setdefault(d.file, []).append(d)
-        for d in _typed_findings(tree, scan, config):
+        typed = _typed_findings(tree, scan, config)
+        _drop_covered(per_file, typed)
+        for d in typed:
             if d.file in wanted or (d.file not in complete_of and job.wants(_abs(d.file))):
                 per_file.setdefault(d.file, []).append(d)
                 if d.source is not None:
@@ -284,6 +286,16 @@ def run_check(paths: list[str | Path], config: CheckConfig | None = None, *,
                                            inactive=frozenset() if extra is not None else _OPT_IN_CODES))
     result.diagnostics.sort(key=lambda d: (d.file, d.line, d.column, d.code))
     return result
+
+
+def _drop_covered(per_file: dict[str, list[Diagnostic]], typed: list[Diagnostic]) -> None:
+    """In a typed stack, a read of a deferred op's answer before its join is TX262 (with the
+    answer's types known); the untyped TX222 at the same place is then left out."""
+    early = {(d.file, tuple(d.span)) for d in typed if d.code == "TX262"}
+    if not early:
+        return
+    for file, diags in per_file.items():
+        diags[:] = [d for d in diags if not (d.code == "TX222" and (file, tuple(d.span)) in early)]
 
 
 def _typed_findings(tree: TreeContext, scan: Any, config: CheckConfig) -> list[Diagnostic]:

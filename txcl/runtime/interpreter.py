@@ -226,6 +226,9 @@ class Interpreter:
             if answer is not None:
                 bytes_out = len(answer.body)
                 answer_status = getattr(answer, "status", None)
+                note = getattr(answer, "trace_event", None)  # e.g. an answer that broke $defs.output
+                if note is not None and rec.enabled:
+                    rec.event(note[0], note[1])
         duration = int((time.perf_counter() - started) * 1000)
         if rec.enabled:
             http_status = run.http_status

@@ -149,9 +149,11 @@ class TxclHandler:
         """The answer of a completed walk, made before its trace is finished (the trace's
         `bytes_out` is this body's length; the envelope is encoded once)."""
         if self.state.settings.validate_output != "off":
-            refused = self._invalid_output(outcome)
-            if refused is not None:
-                return refused
+            refused, note = self._invalid_output(outcome)
+            answer = refused if refused is not None else shape_completed(outcome.envelope,
+                                                                         private=self.state.settings.private)
+            answer.trace_event = note
+            return answer
         return shape_completed(outcome.envelope, private=self.state.settings.private)
 
     def _schemas(self) -> Any:
@@ -202,8 +204,9 @@ class TxclHandler:
             return error_answer(error_payload("txcl_internal_error", "the stack's schema cannot be used; see the "
                                               "server log"), 500)
 
-    def _invalid_output(self, outcome: Completed) -> Answer | None:
-        """--validate-output: log a violation of $defs.output; strict: answer 500 instead."""
+    def _invalid_output(self, outcome: Completed) -> tuple[Answer | None, Any]:
+        """--validate-output: (500 answer when strict, else None; the trace event) when the
+        answer breaks the stack's $defs.output; (None, None) when it does not."""
         from txcl.types.validate import SchemaProblem, answer_document
 
         txc = outcome.envelope.get("_txc") if isinstance(outcome.envelope.get("_txc"), dict) else {}
@@ -212,18 +215,20 @@ class TxclHandler:
             validator = self._schemas().validator(stack, "output") if isinstance(stack, str) else None
         except SchemaProblem as exc:
             log.error("txcl: --validate-output: stack %s: %s", stack, exc)
-            return None
+            return None, None
         if validator is None:
-            return None
+            return None, None
         errors = validator.errors(answer_document(outcome.envelope))
         if not errors:
-            return None
+            return None, None
         log.warning("txcl: request %s: the answer does not match the $defs.output of stack %s: %s", txc.get("rid"),
                     stack, "; ".join(f"{e['pointer'] or '/'}: {e['message']}" for e in errors))
+        note = ("output.invalid", {"stack": stack, "errors": errors, "strict": self.state.settings.validate_output
+                                   == "strict"})
         if self.state.settings.validate_output != "strict":
-            return None
+            return None, note
         return error_answer(error_payload("txcl_invalid_output", f"the answer does not match the $defs.output of "
-                                          f"stack {stack}", errors=errors), 500)
+                                          f"stack {stack}", errors=errors), 500), note
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":

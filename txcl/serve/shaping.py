@@ -28,6 +28,7 @@ class Answer:
     status: int
     headers: list[tuple[bytes, bytes]]
     body: bytes = b""
+    trace_event: Any = None  # (kind, data) the request's trace records with this answer
 
     def header(self, name: str) -> str | None:
         key = name.lower().encode("latin-1")
