@@ -170,3 +170,73 @@ def test_txcl_playground_serves_the_playground_alone(tmp_path):
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def _request(url: str, path: str, host: str | None, method: str = "GET", data: bytes | None = None,
+             headers: dict | None = None) -> tuple[int, str]:
+    import http.client
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+    all_headers = {"X-Txcl-UI": "1", "Content-Type": "application/json", **(headers or {})}
+    if host is not None:
+        all_headers["Host"] = host
+    conn.request(method, path, body=data, headers=all_headers)
+    response = conn.getresponse()
+    body = response.read().decode("utf-8", "replace")
+    conn.close()
+    return response.status, body
+
+
+PAGES = [("GET", "/_txc/ui/", None), ("GET", "/_txc/ui/runs/run_01M951964H4FCNH28J6P3MJX20", None),
+         ("GET", "/_txc/ui/traces/01M951964H4FCNH28J6P3MJX20", None), ("GET", "/_txc/ui/playground", None),
+         ("GET", "/_txc/ui/stacks", None), ("GET", "/_txc/ui/playground/paths?stack=s", None),
+         ("POST", "/_txc/ui/runs/run_01M951964H4FCNH28J6P3MJX20/cancel", b""),
+         ("POST", "/_txc/ui/runs/run_01M951964H4FCNH28J6P3MJX20/retry", b""),
+         ("POST", "/_txc/ui/playground/rule", b'{"rule": "EMIT .a = 1", "envelope": "{}"}'),
+         ("POST", "/_txc/ui/playground/stack", b'{"stack": "s", "envelope": "{}"}')]
+
+
+def test_a_host_that_is_not_this_server_is_refused_421(workspace, serve):
+    """DNS rebinding: a page on evil.example that resolves to 127.0.0.1 sends Host: evil.example;
+    without --admin-token every page and action answers 421 and shows nothing."""
+    ws = workspace({"OPS/s/0100/a.txcl": "EMIT .a = 1"})
+    server = serve(ws, "--ui")
+    port = server.url.rsplit(":", 1)[1]
+    for method, path, data in PAGES:
+        status, body = _request(server.url, path, f"evil.example:{port}", method, data)
+        assert status == 421, (path, status)
+        assert "txcl_misdirected_request" in body and "Playground" not in body
+    for host in (None, f"127.0.0.1:{port}", f"localhost:{port}", f"LOCALHOST:{port}"):
+        status, _ = _request(server.url, "/_txc/ui/playground", host)
+        assert status == 200, host
+    status, _ = _request(server.url, "/_txc/ui/logout", None)  # a link cannot log anyone out
+    assert status == 405
+    allowed = serve(ws, "--ui", "--ui-allowed-hosts", "txcl.internal")
+    assert _request(allowed.url, "/_txc/ui/playground", "txcl.internal")[0] == 200
+    assert _request(allowed.url, "/_txc/ui/playground", "evil.example")[0] == 421
+    token = serve(ws, "--ui", "--admin-token", TOKEN)  # the token protects: any name, then the login form
+    assert _request(token.url, "/_txc/ui/", "dash.example.com")[0] == 401
+
+
+def test_the_playground_alone_refuses_another_host(tmp_path):
+    (tmp_path / "OPS/s/0100").mkdir(parents=True)
+    (tmp_path / "OPS/s/0100/a.txcl").write_text('EXEC "https://pricing.example.net/x"\n')
+    txcl = str(Path(sys.executable).parent / "txcl")
+    proc = subprocess.Popen([txcl, "playground", str(tmp_path), "--port", "0"], stderr=subprocess.PIPE, text=True)
+    try:
+        url = re.search(r"(http://127\.0\.0\.1:\d+)", proc.stderr.readline()).group(1)
+        for _ in range(100):
+            try:
+                status, _ = _request(url, "/_txc/ui/playground", None)
+                break
+            except OSError:
+                time.sleep(0.1)
+        assert status == 200
+        status, body = _request(url, "/_txc/ui/playground/stack", "rebound.example", "POST",
+                                b'{"stack": "s", "envelope": "{}"}')
+        assert status == 421 and "pricing.example.net" not in body
+    finally:
+        proc.terminate()
+        proc.wait(10)

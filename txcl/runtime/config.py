@@ -199,6 +199,7 @@ _FIELDS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "admin_token": (_opt_str, None),
     "mcp": (_bool, False),
     "mcp_tools": (_name_list, ()),
+    "ui_allowed_hosts": (_name_list, ()),
 }
 
 
@@ -329,6 +330,7 @@ SETTING_HELP: dict[str, tuple[str, str]] = {
     'admin_token': ('', 'Token that opens the dashboard to any client (Authorization: Bearer, or its login form); keep it secret.'),
     'mcp': ('', 'Serve the stacks named by --mcp-tools as Model Context Protocol tools on /_txc/mcp.'),
     'mcp_tools': ('', 'Stacks to offer as MCP tools with --mcp, separated by commas (a TOML array in the file).'),
+    'ui_allowed_hosts': ('', 'Host names the dashboard and playground answer besides loopback and the bound address (without --admin-token).'),
 }
 
 

@@ -53,6 +53,30 @@ def _cookie(scope: dict, name: str) -> str | None:
     return None
 
 
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+def host_name(scope: dict) -> str:
+    """The host name the client asked for (the Host header without its port), lower-case."""
+    host = (_header(scope, b"host") or "").strip().lower()
+    if host.startswith("["):  # an IPv6 literal: [::1]:8080
+        return host[1:host.find("]")] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def host_allowed(scope: dict, allowed: tuple[str, ...] = ()) -> bool:
+    """Whether the Host header names this server: a loopback name, the address it is bound
+    to, or a host the operator allowed. A page whose name an attacker controls (DNS
+    rebinding: evil.example resolving to 127.0.0.1) is refused, so it never becomes
+    same-origin with the dashboard."""
+    name = host_name(scope)
+    if not name:
+        return False
+    server = scope.get("server")
+    bound = str(server[0]).lower() if server else ""
+    return name in LOOPBACK_NAMES or name == bound or name in {a.lower() for a in allowed}
+
+
 def decide(scope: dict, token: str | None) -> str:
     """"ok", "login" (a token is set and this client has not shown it) or "loopback-only"."""
     if token is None:
@@ -74,5 +98,5 @@ def logout_cookie_header() -> str:
     return f"{COOKIE}=; Path={PREFIX}; HttpOnly; SameSite=Strict; Max-Age=0"
 
 
-__all__ = ["decide", "session_value", "token_matches", "cookie_header", "logout_cookie_header", "COOKIE", "PREFIX",
+__all__ = ["host_allowed", "host_name", "decide", "session_value", "token_matches", "cookie_header", "logout_cookie_header", "COOKIE", "PREFIX",
            "is_loopback_client"]

@@ -55,7 +55,7 @@ class Dashboard:
             Route("/playground/rule", self.playground_rule, methods=["POST"]),
             Route("/playground/stack", self.playground_stack, methods=["POST"]),
             Route("/login", self.login, methods=["GET", "POST"]),
-            Route("/logout", self.logout, methods=["POST", "GET"]),
+            Route("/logout", self.logout, methods=["POST"]),  # not GET: a cross-site link cannot log out
             Mount("/static", app=StaticFiles(directory=str(HERE / "static")), name="static"),
         ]
         self.app = Starlette(routes=routes)
@@ -73,6 +73,14 @@ class Dashboard:
             return
         path = scope["path"]
         sub = path[len(access.PREFIX):] or "/"
+        if self.settings.admin_token is None and not access.host_allowed(scope, self.settings.ui_allowed_hosts):
+            # without a token, a loopback client is all the dashboard checks: a page served
+            # under another name (DNS rebinding) must not reach it as same-origin
+            await JSONResponse({"error": {"code": "txcl_misdirected_request", "message":
+                                          f"this dashboard does not answer for the host {access.host_name(scope)!r}; "
+                                          "use the address it serves (or allow the name with --ui-allowed-hosts)"}},
+                               status_code=421, headers={"Cache-Control": "no-store"})(scope, receive, send)
+            return
         verdict = access.decide(scope, self.settings.admin_token)
         open_paths = sub in ("/login", "/logout") or sub.startswith("/static/")
         if verdict == "loopback-only":
