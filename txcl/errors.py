@@ -302,6 +302,15 @@ def check_depth(value, limit: int = 256, what: str = "value") -> None:
 class TxclEvalError(TxclError):
     """A strict function call or value resolution failed at run time."""
 
+    code: str | None = None  # a stable code, where the failure has one
+
     def __init__(self, message: str):
         self.message = message
         super().__init__(message)
+
+
+class TxclValueTooDeepError(TxclEvalError):
+    """A value a rule builds would nest arrays and objects deeper than the limit every value
+    of an envelope keeps (so it can always be stored, answered and polled as JSON)."""
+
+    code = "txcl_value_too_deep"

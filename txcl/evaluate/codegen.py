@@ -36,7 +36,7 @@ from txcl.functions.registry import (
 from txcl.functions.registry import call as call_function
 from txcl.syntax import ast
 from txcl.values.coerce import bool_form, float_form, int_form, text_form
-from txcl.values.merge import deep_copy
+from txcl.values.merge import copy_value, deep_copy
 from txcl.values.paths import MISSING, read
 
 # Python's compiler gives up on very deep expressions (SyntaxError "too many nested
@@ -65,7 +65,7 @@ class _Source:
     def __init__(self) -> None:
         self.constants: dict[str, Any] = {
             "M": MISSING, "_step": _step, "_int": int_form, "_float": float_form, "_text": text_form,
-            "_bool": bool_form, "_deep": deep_copy, "_call": call_function, "_read": read,
+            "_bool": bool_form, "_deep": copy_value, "_call": call_function, "_read": read,
             "_EvalError": TxclEvalError, "_failure": call_failure, "_growth": check_growth, "_G": CHECK_GROWTH_FROM,
         }
         self._names = itertools.count()

@@ -111,8 +111,9 @@ def fresh_emit_function(emit: tuple) -> Callable[[Any], Any] | None:
     src.constants["TxclEvalError"] = TxclEvalError
     body = ["o = {}", "try:"]
     body += [f"    v{i} = {src.constant(entry[1], 'f')}(o, view)" for i, entry in enumerate(emit)]
+    # (copies inside the try: a value too deep to copy is the slow path's error to report)
+    body += [f"    if isinstance(v{i}, (dict, list)): v{i} = _deep(v{i})" for i in range(len(emit))]
     body += ["except TxclEvalError:", "    return None"]
-    body += [f"if isinstance(v{i}, (dict, list)): v{i} = _deep(v{i})" for i in range(len(emit))]
     body.append(f"return {literal(trie)}")
     try:
         return src.build("emit", "view", body)

@@ -10,22 +10,22 @@ from typing import Any, Iterable
 
 import attrs
 
-from txcl.errors import TxclEvalError, depth_guarded
+from txcl.errors import TxclValueTooDeepError, TxclEvalError, depth_guarded
 from txcl.evaluate.cow import private_input, write_paths
 from txcl.evaluate.plan import EMIT_DROPPED, EMIT_TTL, RulePlan, emit_kind, is_dropped_target, rule_plan
 from txcl.evaluate.values import compile_value
 from txcl.evaluate.when import when_matches
 from txcl.syntax import ast
 from txcl.values.coerce import parse_go_float
-from txcl.values.merge import deep_copy, merge
+from txcl.values.merge import copy_value, deep_copy, merge
 from txcl.values.paths import MISSING, PathError, has, read, split_path_string, write
 from txcl.values.reserved import path_text
 
 TXC = "_txc"
 
 
-def _error_object(message: str) -> dict:
-    return {"error": {"message": message}}
+def _error_object(message: str, code: str | None = None) -> dict:
+    return {"error": {"message": message, "code": code}} if code else {"error": {"message": message}}
 
 
 @attrs.define(slots=True)
@@ -91,7 +91,7 @@ def _select(rule: ast.Rule, op_input: dict) -> tuple[dict, dict, list]:
                 except TxclEvalError:
                     value = ""
         else:
-            value = deep_copy(found) if isinstance(found, (dict, list)) else found
+            value = copy_value(found) if isinstance(found, (dict, list)) else found  # TxclValueTooDeepError
         dest = item.target.segments
         try:
             op_input = _as_object(write(op_input, dest, value))
@@ -121,7 +121,12 @@ def prepare(rule: ast.Rule, op_input: dict, keep_pre_input: bool = False,
                 error = str(exc)
                 op_input = _error_object(error)
     pre_input = deep_copy(op_input) if keep_pre_input else None
-    op_input, dispatched, synthetic = _select(rule, op_input)
+    try:
+        op_input, dispatched, synthetic = _select(rule, op_input)
+    except TxclValueTooDeepError as exc:  # a selected value nests too deeply to move
+        error = error or f"select: {exc}"
+        op_input = dispatched = _error_object(f"select: {exc}", exc.code)
+        synthetic = []
     return Prepared(op_input, directives, dispatched, synthetic, error, pre_input)
 
 
@@ -184,7 +189,7 @@ def finish_output(
         try:
             entries.append((segments, value_fn(output, view), kind))
         except TxclEvalError as exc:
-            return Finished(_error_object(f"overlay {text}: {exc}"), None, dropped, None)
+            return Finished(_error_object(f"overlay {text}: {exc}", exc.code), None, dropped, None)
     new_ttl: int | None = None
     for segments, value, kind in entries:
         if kind == EMIT_TTL:
@@ -198,10 +203,12 @@ def finish_output(
             continue
         try:
             if isinstance(value, (dict, list)):
-                value = deep_copy(value)
+                value = copy_value(value)
             output = _as_object(write(output, segments, value))
         except PathError as exc:
             return Finished(_error_object(f"overlay {path_text(segments)}: {exc}"), None, dropped, None)
+        except TxclEvalError as exc:
+            return Finished(_error_object(f"overlay {path_text(segments)}: {exc}", exc.code), None, dropped, None)
     return Finished(output, None, dropped, new_ttl)
 
 
@@ -231,14 +238,16 @@ def _emit_plain(emits: tuple, output: dict, view: dict, dropped: list[str]) -> F
         try:
             values.append(value_fn(output, view))
         except TxclEvalError as exc:
-            return Finished(_error_object(f"overlay {text}: {exc}"), None, dropped, None)
+            return Finished(_error_object(f"overlay {text}: {exc}", exc.code), None, dropped, None)
     for (segments, _fn, _text, _kind, put), value in zip(emits, values):
-        if isinstance(value, (dict, list)):
-            value = deep_copy(value)
         try:
+            if isinstance(value, (dict, list)):
+                value = copy_value(value)
             output = _as_object(put(output, segments, value))
         except PathError as exc:
             return Finished(_error_object(f"overlay {path_text(segments)}: {exc}"), None, dropped, None)
+        except TxclEvalError as exc:
+            return Finished(_error_object(f"overlay {path_text(segments)}: {exc}", exc.code), None, dropped, None)
     return Finished(output, None, dropped, None)
 
 

@@ -17,7 +17,7 @@ from txcl.evaluate.codegen import value_function
 from txcl.evaluate.nodecache import NodeCache
 from txcl.functions.registry import call as call_function
 from txcl.syntax import ast
-from txcl.values.merge import deep_copy
+from txcl.values.merge import copy_value, deep_copy
 from txcl.values.paths import MISSING, read
 
 ValueFn = Callable[[Any, Any], Any]
@@ -71,7 +71,7 @@ def _compile_path(segments: tuple[str, ...]) -> ValueFn:
         if found is MISSING:
             return None
         if isinstance(found, (dict, list)):
-            return deep_copy(found)
+            return copy_value(found)
         return found
 
     return read_path

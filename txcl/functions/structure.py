@@ -6,7 +6,7 @@ from typing import Any
 
 from txcl.functions.helpers import describe, err, walkable, want_str
 from txcl.functions.registry import function
-from txcl.values.merge import deep_copy
+from txcl.values.merge import copy_value, deep_copy
 from txcl.values.paths import MISSING, PathError, read, split_path_string, split_set_path, write
 
 
@@ -38,10 +38,10 @@ def _set(args: list) -> Any:
     if path == "":
         raise err("set", "empty path")
     obj = args[0]
-    doc = walkable("set", obj) if isinstance(obj, str) else deep_copy(obj)
+    doc = walkable("set", obj) if isinstance(obj, str) else copy_value(obj)
     segments, forced = split_set_path(path)
     try:
-        return write(doc, segments, deep_copy(args[2]), force_key=forced)
+        return write(doc, segments, copy_value(args[2]), force_key=forced)
     except PathError as exc:
         raise err("set", str(exc)) from None
 

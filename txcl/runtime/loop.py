@@ -21,7 +21,7 @@ from txcl.evaluate.values import resolve
 from txcl.evaluate.when import condition_matches
 from txcl.runtime.budget import DISPATCH_FUEL
 from txcl.runtime.dispatch import OpError
-from txcl.values.merge import deep_copy, merge_into
+from txcl.values.merge import copy_value, deep_copy, merge_into
 from txcl.values.paths import PathError, write
 from txcl.values.reserved import sanitize_untrusted
 
@@ -178,9 +178,10 @@ def _apply_loop_set(loop: Any, view: dict, pass_input: dict) -> dict:
             continue
         try:
             value = resolve(assignment.value, view)
+            copied = copy_value(value) if not same else None
         except TxclEvalError as exc:
             raise TxclEvalError(f"LOOP SET {assignment.target.text}: {exc}") from None
         write(view, segments, value)
         if not same:
-            pass_input = write(pass_input, segments, deep_copy(value))
+            pass_input = write(pass_input, segments, copied)
     return pass_input

@@ -7,9 +7,10 @@ lets the output value take the place of the existing one.
 
 from __future__ import annotations
 
+
 from typing import Any
 
-from txcl.errors import depth_guarded
+from txcl.errors import TxclValueTooDeepError, depth_guarded
 
 __all__ = ["merge", "merge_into", "deep_copy"]
 
@@ -33,6 +34,36 @@ def _copy(value: Any) -> Any:
     if type(value) is dict:
         return {k: (v if type(v) not in _CONTAINERS else _copy(v)) for k, v in value.items()}
     return [(v if type(v) not in _CONTAINERS else _copy(v)) for v in value]
+
+
+# How deep a value the rules build or move may nest (every such value is copied through
+# `copy_value`): below the 256 levels request bodies and callbacks may have, leaving room for
+# the path it is written at, so an envelope the rules grow can always be encoded, stored,
+# answered and polled as JSON.
+MAX_VALUE_DEPTH = 200
+
+
+def copy_value(value: Any) -> Any:
+    """`deep_copy` for a value a rule writes (EMIT, SET, SELECT, LOOP SET, a path read into
+    a value, &set): one nested deeper than MAX_VALUE_DEPTH raises TxclValueTooDeepError, the
+    rule's error with the code `txcl_value_too_deep`."""
+    t = type(value)
+    if t is dict:
+        return {k: (v if type(v) not in _CONTAINERS else _limited(v, 2)) for k, v in value.items()}
+    if t is list:
+        return [(v if type(v) not in _CONTAINERS else _limited(v, 2)) for v in value]
+    if isinstance(value, (dict, list, tuple)):
+        return copy_value(deep_copy(value))
+    return value
+
+
+def _limited(value: Any, depth: int) -> Any:
+    if depth > MAX_VALUE_DEPTH:
+        raise TxclValueTooDeepError(f"the value nests arrays and objects deeper than {MAX_VALUE_DEPTH} levels")
+    below = depth + 1
+    if type(value) is dict:
+        return {k: (v if type(v) not in _CONTAINERS else _limited(v, below)) for k, v in value.items()}
+    return [(v if type(v) not in _CONTAINERS else _limited(v, below)) for v in value]
 
 
 _CONTAINERS = frozenset({dict, list})
