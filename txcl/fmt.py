@@ -15,7 +15,12 @@ from txcl.errors import Diagnostic, TxclError, TxclSyntaxError
 
 
 class FormatError(TxclError):
-    """The formatter refused a file (its output would not round-trip)."""
+    """The formatter refused a file; `code` says why (the codes docs/check.md lists):
+    `fmt-invalid-output`, `fmt-changes-rule`, `fmt-moves-noqa`."""
+
+    def __init__(self, message: str, code: str) -> None:
+        self.code = code
+        super().__init__(f"{message} [{code}]")
 
 
 @attrs.frozen
@@ -86,13 +91,14 @@ def format_text(text: str, filename: str = "<string>") -> str:
         again = _parse(new, filename)
     except TxclSyntaxError as exc:
         raise FormatError(f"{filename}: formatting would produce invalid text ({exc.diagnostics[0].message}); "
-                          "the file was left unchanged") from None
+                          "the file was left unchanged", "fmt-invalid-output") from None
     if _fingerprint(again) != _fingerprint(rule):
-        raise FormatError(f"{filename}: formatting would change the rule; the file was left unchanged")
+        raise FormatError(f"{filename}: formatting would change the rule; the file was left unchanged",
+                          "fmt-changes-rule")
     if any("noqa" in c.text.lower() for c in rule.comments) and _findings(new, filename) != _findings(text, filename):
         raise FormatError(f"{filename}: formatting would move a `# noqa` comment away from the finding it "
                           "suppresses; put the comment at the end of the line of the item it is for. "
-                          "The file was left unchanged")
+                          "The file was left unchanged", "fmt-moves-noqa")
     if crlf:
         converted = new.replace("\n", "\r\n")
         try:

@@ -240,3 +240,21 @@ def test_apply_rule_leaves_the_envelope_untouched_and_shares_nothing_with_it(tex
     snapshot = copy.deepcopy(result.envelope)
     result.op_input.setdefault("a", {})["changed"] = True
     assert result.envelope == snapshot and json.dumps(envelope, sort_keys=True) == before
+
+
+def test_a_write_the_output_cannot_take_is_the_rules_error_not_an_exception():
+    """Only txcl's own errors leave the API: an op output whose `_txc` is an array cannot take
+    the TTL an EMIT lowers; the EMIT fails as an overlay error (what the playground shows)."""
+    import txcl
+    from txcl.values.paths import PathError
+
+    result = txcl.apply_rule(txcl.parse_rule("EMIT @ttl = 5"), {}, {"_txc": [1]})
+    assert result.output["error"]["message"].startswith("overlay ._txc.ttl: cannot use key")
+    assert issubclass(PathError, txcl.TxclError)
+
+
+def test_the_playground_answers_the_same_shape_without_raising():
+    from txcl.ui.playground import evaluate_rule
+
+    answer = evaluate_rule("EMIT @ttl = 5", "{}", '{"_txc": [1]}')
+    assert "cannot use key" in answer["envelope"]["error"]["message"]

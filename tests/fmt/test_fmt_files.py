@@ -165,3 +165,18 @@ def test_a_leading_comment_block_stays_leading() -> None:
     once = format_text(text)
     assert once == "# about this rule\n# second line\nSELECT .a\nWITH timeout = \"5s\"\nEXEC \"txco://echo\"\n"
     assert format_text(once) == once
+
+
+def test_a_refusal_names_its_code(tmp_path):
+    """The formatter leaves a file it cannot format safely unchanged, and says why with a code
+    docs/check.md lists."""
+    import subprocess
+    import sys
+
+    rule = tmp_path / "r.txcl"
+    text = 'EMIT .a = 012, .a  # EXEC "goto://s/100"\n= 013  # noqa\n'
+    rule.write_text(text)
+    done = subprocess.run([sys.executable, "-m", "txcl", "fmt", str(rule)], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2 and "[fmt-moves-noqa]" in done.stderr and "Traceback" not in done.stderr
+    assert rule.read_text() == text

@@ -116,3 +116,8 @@ def test_paths_complete_from_the_stack_schema_as_well(tmp_path):
     assert ".note" in [c.text for c in complete(".", envelope)]
     plain = ReplSession({"note": "x"})
     assert complete(".order.", plain.completion_envelope()) == []
+
+
+def test_a_lone_surrogate_in_the_text_does_not_break_completion():
+    found = complete('EMIT .a = "\ud800"\nEMIT .b = .', {"b": 1})
+    assert [c.text for c in found] == [".b"]

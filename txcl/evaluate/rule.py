@@ -196,7 +196,10 @@ def finish_output(
             lowered = _lower_ttl(value, ttl if new_ttl is None else new_ttl)
             if lowered is not None:
                 new_ttl = lowered
-                output = _as_object(write(output, segments, lowered))
+                try:
+                    output = _as_object(write(output, segments, lowered))
+                except PathError as exc:
+                    return Finished(_error_object(f"overlay {path_text(segments)}: {exc}"), None, dropped, None)
             continue
         if kind == EMIT_DROPPED:
             dropped.append(path_text(segments))

@@ -24,6 +24,7 @@ from txcl.repl.render import iter_paths, path_text
 # pattern took exponential time on unclosed quotes (`."a"a"a…`), freezing the language server.
 _WORD = re2.compile(r'(?:[.@](?:[A-Za-z0-9_-]|"[^"\n]*"?|\.)*|&[A-Za-z0-9_]*|[A-Za-z_][A-Za-z0-9_]*)$')
 _CLAUSE = re.compile(r"(?i)\b(WHEN|SET|SELECT|WITH|PRIORITY|EXEC|LOOP|EMIT)\b")
+_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 _STRING_OR_COMMENT = re.compile(r'"(?:\\.|[^"\\])*"|#[^\n]*')
 
 
@@ -137,6 +138,9 @@ def complete(before: str, envelope: Any = None, stacks: Iterable[str] = (),
     """Candidates for the word that ends at the cursor; `before` is the text before it.
     `meta` offers meta-commands when the entry is a single word starting with `.`."""
     envelope = envelope if envelope is not None else {}
+    # a lone surrogate (an editor can send one) cannot be matched by RE2: the same character
+    # count, with the replacement character in its place
+    before = _LONE_SURROGATE.sub("\ufffd", before)
     line_start = before.rfind("\n") + 1
     line = before[line_start:]
     if line_start == 0 and meta:

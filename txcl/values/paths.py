@@ -6,6 +6,8 @@ ASCII digits (leading zeros allowed); only numeric segments index arrays.
 
 from __future__ import annotations
 
+from txcl.errors import TxclError
+
 from typing import Any, Collection, Sequence
 
 __all__ = [
@@ -46,8 +48,9 @@ class _Missing:
 MISSING: Any = _Missing()
 
 
-class PathError(Exception):
-    """A write that cannot be made (a key on an array, too much padding)."""
+class PathError(TxclError):
+    """A write that cannot be made (a key on an array, too much padding). A TxclError: what
+    reaches a caller of txcl's API is always one of txcl's own errors."""
 
 
 def is_numeric(segment: str) -> bool:
