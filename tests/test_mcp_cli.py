@@ -142,3 +142,31 @@ def test_noqa_for_an_mcp_code_is_not_unused_without_the_flag(tmp_path, mcp_serve
     assert txcl("check", cwd=tmp_path).returncode == 0
     done = txcl("check", "--mcp-schemas", "--output-format", "json", cwd=tmp_path)
     assert done.returncode == 0 and json.loads(done.stdout) == []
+
+
+def test_doctor_says_a_plain_json_service_is_not_an_mcp_endpoint():
+    import http.server
+    import threading
+
+    class Plain(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 - http.server naming
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            body = b'{"ok": true}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Plain)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        done = txcl("mcp", "doctor", f"http://127.0.0.1:{server.server_address[1]}/mcp", "--timeout", "20s")
+    finally:
+        server.shutdown()
+    assert done.returncode == 1
+    assert "not an MCP endpoint" in done.stderr and "Traceback" not in done.stderr
+    assert "ValidationError" not in done.stderr and "within" not in done.stderr

@@ -20,6 +20,7 @@ Used by `mcp+` ops (txcl.runtime.schemes.mcp), `txcl mcp doctor` and `txcl check
 from __future__ import annotations
 
 import asyncio
+import json
 import datetime as _dt
 import logging
 from typing import Any
@@ -83,11 +84,33 @@ def _client_info() -> Any:
     return Implementation(name="txcl", version=__version__)
 
 
-def _http_client(headers: dict[str, str], timeout_s: float) -> Any:
+def _http_client(headers: dict[str, str], timeout_s: float, on_response: Any = None) -> Any:
     import httpx
 
+    hooks = {"response": [on_response]} if on_response is not None else {}
     return httpx.AsyncClient(headers={"User-Agent": f"txcl/{__version__}", **headers}, follow_redirects=False,
-                             timeout=httpx.Timeout(timeout_s, read=max(timeout_s, 300.0)))
+                             timeout=httpx.Timeout(timeout_s, read=max(timeout_s, 300.0)), event_hooks=hooks)
+
+
+def _is_jsonrpc(value: Any) -> bool:
+    if isinstance(value, list):
+        return bool(value) and all(_is_jsonrpc(v) for v in value)
+    return isinstance(value, dict) and value.get("jsonrpc") == "2.0"
+
+
+class _QuietSdkParseErrors(logging.Filter):
+    """The SDK logs a traceback for an answer that is not JSON-RPC; txcl reports it itself
+    ("not an MCP endpoint"), in one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not (exc is not None and type(exc).__name__ == "ValidationError")
+
+
+def _quiet_sdk() -> None:
+    sdk_log = logging.getLogger("mcp.client.streamable_http")
+    if not any(isinstance(f, _QuietSdkParseErrors) for f in sdk_log.filters):
+        sdk_log.addFilter(_QuietSdkParseErrors())
 
 
 class McpSession:
@@ -127,8 +150,26 @@ class McpSession:
         ClientSession, streamable_http_client, McpError = _sdk()
         ready = self._ready
         assert ready is not None
+        _quiet_sdk()
+
+        async def check_answer(response: Any) -> None:
+            """Before the session is up: an answer in JSON that is not JSON-RPC means the URL is
+            some other JSON service, not an MCP endpoint (the SDK would wait for ever)."""
+            if ready.done() or response.request.method != "POST":
+                return
+            kind = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+            if kind != "application/json" or not 200 <= response.status_code < 300:
+                return
+            try:
+                body = json.loads(await response.aread() or b"null")
+            except ValueError:
+                body = None
+            if not _is_jsonrpc(body):
+                _fail(ready, McpCallError(f"mcp {self.url}: not an MCP endpoint: it answered initialize with "
+                                          "JSON that is not a JSON-RPC message"))
+
         try:
-            async with _http_client(self.headers, CONNECT_TIMEOUT_S) as http:
+            async with _http_client(self.headers, CONNECT_TIMEOUT_S, check_answer) as http:
                 async with streamable_http_client(self.url, http_client=http) as (read, write, _):
                     async with ClientSession(read, write, client_info=_client_info()) as session:
                         self.init_result = await session.initialize()

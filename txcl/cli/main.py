@@ -85,11 +85,34 @@ def cli() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point; mistakes in user input exit 1 or 2 with a message, never a traceback."""
+    """Entry point; mistakes in user input exit 1 or 2 with a message, never a traceback.
+
+    Whatever a command does not handle itself is caught here by its class: a file or folder
+    that cannot be read or made (a `--db` under a missing folder, a path without permission)
+    is the user's to fix and exits 2 with what the system said; anything else is txcl's bug
+    and exits 70 with a one-line report (`TXCL_DEBUG=1` prints the traceback too)."""
     try:
         cli.main(args=argv, prog_name="txcl", standalone_mode=True)
     except SystemExit as exc:
         return int(exc.code or 0) if not isinstance(exc.code, str) else 2
+    except KeyboardInterrupt:
+        return 130
+    except OSError as exc:
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        click.echo(f"txcl: error: {where}{exc.strerror or exc}", err=True)
+        return 2
+    except RecursionError:
+        click.echo("txcl: error: the input nests too deeply to process", err=True)
+        return 2
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: no traceback for users
+        import os
+        import traceback
+
+        if os.environ.get("TXCL_DEBUG"):
+            traceback.print_exc()
+        click.echo(f"txcl: internal error ({type(exc).__name__}: {exc}); this is a bug in txcl — please "
+                   "report it with the command you ran (TXCL_DEBUG=1 shows the traceback)", err=True)
+        return 70
     return 0
 
 
