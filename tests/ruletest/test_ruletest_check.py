@@ -54,8 +54,12 @@ def test_the_language_server_reports_test_file_problems(ws) -> None:
     path = str(root / "x.test.yaml")
     found = diagnostics_for("stack: shpo\ncases:\n  - name: a\n    clock: soon\n", path)
     assert sorted(d.code for d in found) == ["TX405"]  # a shape error stops before the tree checks
-    found = diagnostics_for("stack: shpo\ncases:\n  - name: a\n", path)
-    assert [(d.code, d.line) for d in found] == [("TX403", 3)]
+    found = diagnostics_for("stack: shpo\ncases:\n  - name: a\n  - name: b\n", path)
+    assert [(d.code, d.line) for d in found] == [("TX403", 1)]  # the file's stack: once, where it is written
+    found = diagnostics_for("stack: shop\ncases:\n  - name: a\n    expect:\n      not_ran: [shop/100/b, shop/100/aa]\n",
+                            path)
+    assert [(d.code, d.line) for d in found] == [("TX408", 4), ("TX408", 4)]
+    assert found[1].hint == "did you mean shop/100/a?"
 
 
 def test_the_schema_knows_exactly_the_keys_the_reader_knows() -> None:

@@ -212,6 +212,11 @@ tool itself, durably) can run asynchronously.""",
        'OPS/s/0100/stop.txcl: EMIT @halt = true',
        'OPS/s/0100/poll.txcl: EXEC "https://api.example.net/poll" LOOP UNTIL .done == true\n'
        'OPS/s/0200/stop.txcl: EMIT @halt = true', layout=True),
+    _d("TX214", """A WITH key that the runtime does not read, one or two edits away from one it
+        does. Keys the runtime does not consume go to the op as its own settings, so a misspelled
+        `join_at_scope` turns a deferred op into a plain async one, and nothing fails.""",
+       'WITH mode = "async", join_at_scop = 400\nEXEC "https://w.example.net/job"',
+       'WITH mode = "async", join_at_scope = 400\nEXEC "https://w.example.net/job"'),
     _d("TX220", """join_at_scope at or below the op's own scope does not defer anything: the op
         behaves as a plain async op and suspends at its own scope.""",
        'OPS/s/0300/job.txcl: WITH mode = "async", join_at_scope = 200 EXEC "https://w.example.net/job"',
@@ -385,6 +390,9 @@ tool itself, durably) can run asynchronously.""",
         answers nothing, so the EXEC string it is meant for is probably written differently.""",
        'mocks:\n  "https://pricing.example.net/discounts": {output: {}}',
        'mocks:\n  "https://pricing.example.net/discount": {output: {}}', test_file=True),
+    _d("TX408", """A case expects an op in `ran` or `not_ran` that the OPS tree does not have (an op
+        is `<stack>/<scope>/<op name>`): a `not_ran` of a misspelled op passes whatever runs.""",
+       'expect:\n  not_ran: [orders/500/chrage]', 'expect:\n  not_ran: [orders/500/charge]', test_file=True),
 )
 
 DOCS: dict[str, RuleDoc] = {entry.code: entry for entry in _ENTRIES}

@@ -83,9 +83,27 @@ def _tree_problems(tree: Any, test_file: TestFile) -> list[Diagnostic]:
     out: list[Diagnostic] = []
     targets = target_texts(tree)
     known = tree.known_stacks()
+    ops = {op.key for op in tree.all_rules()}
+    if test_file.stack and not tree.has_stack(test_file.stack):  # the file's own stack: said once
+        guess = did_you_mean(test_file.stack, known)
+        out.append(Diagnostic("TX403", f"no stack {test_file.stack!r} in the OPS tree", str(test_file.path),
+                              _top_key_span(test_file.text, "stack"),
+                              f"did you mean {guess!r}?" if guess else f"stacks: {', '.join(known)}",
+                              source=test_file.text))
     for case in test_file.cases:
         stack = case_stack(tree, test_file, case)
         span = case.spans.get("stack") or case.spans.get("name")
+        for field in ("ran", "not_ran"):
+            for key in getattr(case.expect, field):
+                if key not in ops:
+                    guess = did_you_mean(key, sorted(ops))
+                    out.append(Diagnostic("TX408", f"case {case.name!r}: expect.{field} names {key}, which is not an "
+                                          "op of the OPS tree (<stack>/<scope>/<op name>)", str(test_file.path),
+                                          case.spans.get("expect") or span,
+                                          f"did you mean {guess}?" if guess else "txcl test --coverage lists the ops",
+                                          source=test_file.text))
+        if stack is not None and not case.stack and test_file.stack == stack and not tree.has_stack(stack):
+            continue  # reported once above
         if stack is None:
             out.append(Diagnostic("TX403", f"case {case.name!r} names no stack and the workspace has several "
                                   f"({', '.join(tree.user_stacks())})", str(test_file.path), span,
@@ -104,6 +122,20 @@ def _tree_problems(tree: Any, test_file: TestFile) -> list[Diagnostic]:
                                           "check the EXEC string of the rule it is meant for",
                                           source=test_file.text))
     return out
+
+
+def _top_key_span(text: str, key: str) -> Any:
+    """The span of a top-level `key:` in a YAML test file (its first line when not found)."""
+    import re
+
+    from txcl.errors import Position, Span
+
+    offset = 0
+    for number, line in enumerate(text.splitlines(keepends=True), 1):
+        if re.match(rf"{re.escape(key)}\s*:", line):
+            return Span(Position(number, 1, offset), Position(number, len(key) + 1, offset + len(key)))
+        offset += len(line)
+    return Span(Position(1, 1, 0), Position(1, 2, 1))
 
 
 def run_session(paths: Iterable[str | Path], *, workspace: Path, tree: Any, settings: Any,

@@ -158,3 +158,29 @@ def invalid_with_value(ctx: FileContext) -> Iterator[Diagnostic]:
         if problem is not None:
             yield ctx.diag("TX209", pair.value.span, problem,
                            hint="the runtime ignores this value (or uses it literally)")
+
+
+def _runtime_keys() -> tuple[str, ...]:
+    from txcl.lsp.vocabulary import WITH_KEY_DOCS
+
+    return tuple(WITH_KEY_DOCS)
+
+
+@file_rule("TX214")
+def with_key_near_miss(ctx: FileContext) -> Iterator[Diagnostic]:
+    """A WITH key the runtime does not consume but that is one or two edits from one it does
+    (`join_at_scop`): the op silently goes without the setting."""
+    from txcl.suggest import edit_distance
+
+    known = _runtime_keys()
+    for pair in ctx.rule.with_:
+        key = pair.key_text
+        head = key.split(".")[0]
+        if head in known or key in known:
+            continue
+        close = sorted((edit_distance(head, k), k) for k in known if "." not in k)
+        if close and close[0][0] <= (1 if len(head) <= 4 else 2):
+            yield ctx.diag("TX214", pair.key_span,
+                           f'WITH {key} is not a key the runtime reads; did you mean {close[0][1]}?',
+                           hint=f"the op receives {key} as its own setting and the runtime uses the default "
+                                f"for {close[0][1]}")
