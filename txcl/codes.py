@@ -91,6 +91,7 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ('TX230', 'unconditional-self-loop', 'warning', 'a rule with no condition and no literal truthy `@halt` jumps to its own stage by a literal `@goto` (EMIT or SET POST) or a stage-jump EXEC'),
     ('TX231', 'unconditional-two-stage-cycle', 'warning', 'two stages each hold an unconditional rule that jumps to the other; reported once per pair'),
     ('TX232', 'cross-stack-goto', 'warning', 'a literal `@goto` or stage-jump EXEC into another stack (guarded rules too): `_txc.stack` is not changed, and outstanding deferred joins resolve at the first scope of the new stack'),
+    ('TX233', 'goto-unknown-stack', 'error', 'a literal `@goto` or stage-jump EXEC into a stack the OPS tree does not have: the request fails there'),
     ('TX240', 'stray-file', 'warning', 'a file in the OPS tree that is neither a rule nor an allowed companion'),
     ('TX250', 'mcp-unknown-tool', 'error', 'the MCP server of an `mcp+` target does not list its tool (`txcl check --mcp-schemas`)'),
     ('TX251', 'mcp-missing-argument', 'error', "the SELECT of an `mcp+` op gives none of an argument the tool's input schema requires (`--mcp-schemas`)"),

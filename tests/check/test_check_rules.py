@@ -60,6 +60,7 @@ TREE_FIXTURES = {
     "TX230": [("OPS/s/0100/again.txcl", "TX230", 1, 6), ("OPS/s/0200/jump.txcl", "TX230", 1, 1)],
     "TX231": [("OPS/s/0100/a.txcl", "TX231", 1, 1)],
     "TX232": [("OPS/shop/0100/go.txcl", "TX232", 1, 6), ("OPS/shop/0200/guarded.txcl", "TX232", 2, 1)],
+    "TX233": [("OPS/shop/0100/go.txcl", "TX233", 1, 6)],
     "TX240": [("OPS/shop/0100/check.txcl.bak", "TX240", 1, 1), ("OPS/shop/0100/rule.TXCL", "TX240", 1, 1)],
     # typed envelopes: a stack schema with an op schema (shop), and a broken stack schema
     "typed": [("OPS/broken/schema.json", "TX260", 1, 30), ("OPS/shop/0100_a/d.txcl", "TX261", 2, 6),

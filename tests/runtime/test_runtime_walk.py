@@ -149,12 +149,12 @@ def test_goto_into_system_stack_forbidden(workspace, run_tree):
     assert isinstance(outcome, Failed) and outcome.code == "txcl_goto_forbidden"
 
 
-def test_goto_into_empty_stack_finishes_and_is_charged(workspace, run_tree):
+def test_goto_into_a_stack_that_does_not_exist_fails_the_request(workspace, run_tree):
     ws = workspace({"OPS/s/0100/a.txcl": "EMIT @goto = \"nowhere/100\", .x = 1"})
     outcome, _ = run_tree(ws, {})
-    assert isinstance(outcome, Completed) and outcome.envelope["x"] == 1
-    # 2 frame entries (10 each) + 25 for a rule without EXEC whose EMIT writes @goto
-    assert outcome.fuel_used == 45
+    assert isinstance(outcome, Failed)
+    assert outcome.payload["error"]["code"] == "txcl_bad_goto"
+    assert 'there is no stack "nowhere"' in outcome.payload["error"]["message"]
 
 
 def test_stage_jump_exec(workspace, run_tree):

@@ -260,8 +260,12 @@ tool itself, durably) can run asynchronously.""",
        layout=True),
     _d("TX232", """A jump into another stack does not change _txc.stack, and outstanding deferred
         joins resolve at the first scope of the new stack.""",
-       'OPS/shop/0100/go.txcl: EMIT @goto = "billing/100"',
-       'OPS/shop/0100/go.txcl: EMIT @goto = "shop/300"', layout=True),
+       'OPS/shop/0100/go.txcl: EMIT @goto = "billing/100"\nOPS/billing/0100/bill.txcl: EMIT .billed = true',
+       'OPS/shop/0100/go.txcl: EMIT @goto = "shop/300"\nOPS/shop/0300/next.txcl: EMIT .x = 1', layout=True),
+    _d("TX233", """A literal `@goto` or stage-jump EXEC names a stack the OPS tree does not have. At
+        run time such a jump fails the request (`txcl_bad_goto`).""",
+       'OPS/shop/0100/go.txcl: EMIT @goto = "shp/200"\nOPS/shop/0200/next.txcl: EMIT .x = 1',
+       'OPS/shop/0100/go.txcl: EMIT @goto = "shop/200"\nOPS/shop/0200/next.txcl: EMIT .x = 1', layout=True),
     _d("TX240", """A file in the OPS tree that is neither a rule, a fixture (mock-request.json,
         mock-response.json), a .md file nor a FILES/ asset. Extra patterns can be allowed with
         `allow` in the configuration.""",

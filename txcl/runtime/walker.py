@@ -797,6 +797,11 @@ class Walker:
                 run.fail({"error": {"code": "txcl_bad_goto", "message": f'invalid @goto target "{value}"'}}, 500,
                          reason="txcl_bad_goto")
                 return
+            if not self.tree.has_stack(to_stack):
+                run.fail({"error": {"code": "txcl_bad_goto",
+                                    "message": f'@goto target "{to_stack}/{to_scope}": there is no stack "{to_stack}"'}},
+                         500, reason="txcl_bad_goto")
+                return
             if is_system_stack(to_stack) and to_stack != stack:
                 run.fail({"error": {"code": "txcl_goto_forbidden",
                                     "message": f'@goto into system stack "{to_stack}" is not allowed'}}, 500,

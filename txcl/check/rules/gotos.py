@@ -1,5 +1,5 @@
 """Stage jumps: TX230 unconditional-self-loop,
-TX231 unconditional-two-stage-cycle, TX232 cross-stack-goto."""
+TX231 unconditional-two-stage-cycle, TX232 cross-stack-goto, TX233 goto-unknown-stack."""
 
 from __future__ import annotations
 
@@ -51,11 +51,25 @@ def two_stage_cycle(tree) -> Iterator[Diagnostic]:
                         hint="guard one of the jumps with a WHEN condition")
 
 
+@tree_rule("TX233")
+def unknown_stack(tree) -> Iterator[Diagnostic]:
+    from txcl.suggest import did_you_mean
+
+    known = sorted(tree.by_stack)
+    for m in tree.members:
+        for _stage, stack, what, span in _jumps(m):
+            if not tree.effective_scopes(stack):
+                close = did_you_mean(stack, known)
+                yield tree.diag(m, "TX233", span, f"{what} jumps to the stack {stack}, which the OPS tree does not "
+                                                  "have: the request fails there (txcl_bad_goto)",
+                                hint=f"did you mean {close}?" if close else f"stacks: {', '.join(known)}")
+
+
 @tree_rule("TX232")
 def cross_stack(tree) -> Iterator[Diagnostic]:
     for m in tree.members:
         for stage, stack, what, span in _jumps(m):
-            if stack != m.stack:
+            if stack != m.stack and tree.effective_scopes(stack):
                 yield tree.diag(m, "TX232", span,
                                 f"{what} jumps into another stack ({stack}); _txc.stack does not change "
                                 "and outstanding deferred joins resolve at the first scope there")
