@@ -47,7 +47,7 @@ def test_with_keys_cover_the_runtime_table() -> None:
     assert {"timeout", "mode", "continue_after", "join_at_scope", "each", "window", "on_item_error",
             "max_duration", "into", "method", "url", "status_into", "headers", "body_encoding",
             "body_path", "redact", "omit", "debug", "tolerated_failures", "heartbeat", "join_deadline",
-            "on_join_deadline", "join_wait", "cancel_url", "retries", "retry_backoff"} == keys
+            "on_join_deadline", "join_wait", "cancel_url", "retries", "retry_backoff", "validate"} == keys
 
 
 def test_outline_from_clause_marks() -> None:

@@ -161,7 +161,7 @@ def invalid_with_value(ctx: FileContext) -> Iterator[Diagnostic]:
 
 
 def _runtime_keys() -> tuple[str, ...]:
-    from txcl.lsp.vocabulary import WITH_KEY_DOCS
+    from txcl.vocabulary import WITH_KEY_DOCS
 
     return tuple(WITH_KEY_DOCS)
 
