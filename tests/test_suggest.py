@@ -55,3 +55,14 @@ def test_noqa_with_an_unknown_code_says_so(tmp_path):
     diags = check_source("WHEN .a == 1  # noqa: TX999\nEMIT .b = 1\n", "r.txcl")
     assert [d.code for d in diags] == ["TX303"]
     assert "unknown rule code: TX999" in diags[0].message and "unused" not in diags[0].message
+
+
+def test_a_hint_lines_up_with_the_gutter_of_two_digit_line_numbers():
+    from txcl.errors import Diagnostic, Position, Span
+
+    text = "\n" * 11 + "EMIT .a = 012\n"
+    d = Diagnostic("TX201", "m", "f.txcl", Span(Position(12, 11, 21), Position(12, 14, 24)), hint="write 12",
+                   source=text)
+    lines = d.render().splitlines()
+    assert lines[1] == "   |" and lines[-1] == "   = hint: write 12"
+    assert lines[-1].index("=") == lines[1].index("|")

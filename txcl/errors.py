@@ -160,10 +160,14 @@ class Diagnostic:
         """Full form: headline, the source line, carets under the span, the hint."""
         text = source if source is not None else self.source
         out = [self.headline()]
+        gutter = 1
         if text is not None:
-            out.extend(_excerpt(text, self.span, color))
+            excerpt = _excerpt(text, self.span, color)
+            out.extend(excerpt)
+            if excerpt:
+                gutter = len(excerpt[0]) - len(" |")  # the width of the line numbers' column
         if self.hint:
-            out.append(f"  = hint: {self.hint}")
+            out.append(f"{' ' * (gutter + 1)}= hint: {self.hint}")  # the `=` under the `|`
         return "\n".join(out)
 
     def with_file(self, file: str, source: str | None = None) -> "Diagnostic":

@@ -101,3 +101,12 @@ def test_run_validates_input_and_output(workspace):
     ok = subprocess.run([*run, "--validate-input", "--validate-output", "strict", "--input",
                          '{"order": {"total": 200}}'], capture_output=True, text=True, timeout=60)
     assert ok.returncode == 0 and json.loads(ok.stdout)["big"] is True
+
+
+def test_a_callback_url_asked_with_get_answers_405_in_json(workspace, serve):
+    server = serve(workspace(FILES))
+    answer = httpx.get(server.url + "/_txc/continuations/op/opc_123456789abcdefghijk/complete")
+    assert answer.status_code == 405 and answer.headers["allow"] == "POST"
+    assert answer.json()["error"]["code"] == "txcl_method_not_allowed"
+    # the startup line counts the tree's own rules (not the system stacks'), and says so once
+    server.wait_for(r"serving .* \(2 rules\)")

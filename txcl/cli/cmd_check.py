@@ -47,6 +47,8 @@ def _default_jobs() -> int:
 def summary_line(diagnostics, files: int, fixable: int) -> str:
     counts = Counter(d.severity for d in diagnostics)
     if not diagnostics:
+        if files == 0:
+            return "Nothing was checked: no rule files."
         return f"All checks passed ({files} file{'s' if files != 1 else ''} checked)."
     parts = [f"{counts[s]} {s if s == 'info' or counts[s] == 1 else s + 's'}"
              for s in ("error", "warning", "info") if counts[s]]

@@ -57,9 +57,11 @@ def _print_list(runs: list[dict]) -> None:
     if not runs:
         click.echo("no runs")
         return
+    created = max(len(_ms(r["created_ms"])) for r in runs)
+    click.echo(f"{'RUN':<30}  {'STATUS':<9}  {'WAITING AT (STAGE, VISIT)':<26}  {'CREATED':<{created}}  STACK")
     for r in runs:
-        where = f"{r['stage']} v{r['visit']}" if r["stage"] else "-"
-        click.echo(f"{r['run_id']}  {r['status']:<9}  {where:<24}  {_ms(r['created_ms'])}  {r['entry_stack']}")
+        where = f"{r['stage']} visit {r['visit']}" if r["stage"] else "-"
+        click.echo(f"{r['run_id']:<30}  {r['status']:<9}  {where:<26}  {_ms(r['created_ms'])}  {r['entry_stack']}")
 
 
 def _print_show(r: dict) -> None:
@@ -68,13 +70,13 @@ def _print_show(r: dict) -> None:
     click.echo(f"  stage {r['stage'] or '-'} visit {r['visit'] or '-'}  created {_ms(r['created_ms'])}  "
                f"expires {_ms(r['expires_ms'])}")
     for s in r["suspends"]:
-        click.echo(f"  suspend {s['stage']} v{s['visit']}  {s['kind']}  {s['status']}")
+        click.echo(f"  suspend {s['stage']} visit {s['visit']}  {s['kind']}  {s['status']}")
     for u in r["units"]:
         items = f"  items {u['items']}" if u["kind"] == "itemized" else ""
         passed = "  (passed over at its join deadline: never merged)" if u.get("passed_over") else ""
         click.echo(f"  unit {u['unit_id']}  {u['kind']}  {u['op']}  {u['status']}{items}{passed}")
         for i in u["interactions"][:20]:
-            retried = f", {i['retries']} retries" if i.get("retries") else ""
+            retried = (f", {i['retries']} retr{'y' if i['retries'] == 1 else 'ies'}" if i.get("retries") else "")
             sent = f"  ({i['attempts']} attempts{retried})" if i["attempts"] > 1 else ""
             if i.get("retry_at_ms") and i["status"] == "queued":
                 sent += f"  retry due {_ms(i['retry_at_ms'])}"

@@ -273,6 +273,9 @@ class TxclHandler:
         decision = state.router.resolve(head.method, head.host, head.path, head.has_continuation)
         if decision.kind == "callback":
             return await self._callback(scope, receive, send, decision.opc or "", rid)
+        if decision.kind == "post-only":  # a callback URL asked with another method
+            return json_answer(405, error_payload("txcl_method_not_allowed", "a worker callback is a POST"),
+                               [("allow", "POST")])
         try:
             body = await read_body(receive, settings.web_max_body_bytes, declared_length(scope["headers"]))
         except BodyTooLarge:

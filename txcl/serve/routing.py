@@ -133,10 +133,9 @@ class Router:
 
     def resolve(self, method: str, host: str, path: str, has_continuation: bool) -> Decision:
         if path.startswith("/_txc/") or path == "/_txc":
-            if method == "POST":
-                m = CALLBACK_RE.match(path)
-                if m is not None:
-                    return Decision("callback", opc=m.group(1))
+            m = CALLBACK_RE.match(path)
+            if m is not None:
+                return Decision("callback", opc=m.group(1)) if method == "POST" else Decision("post-only")
             if path == "/_txc/healthz" and method in ("GET", "HEAD"):
                 return Decision("stack", HEALTH)
             if has_continuation:

@@ -94,8 +94,11 @@ class TxclServer(uvicorn.Server):
         await super().startup(sockets)
         if self.started:
             state = self.txcl_state
-            log.info("txcl: serving %s on %s (%d rules%s)", state.workspace, self.url, len(state.tree),
-                     ", watching" if state.settings.watch else "")
+            user_rules = sum(1 for op in state.tree.all_rules() if not op.stack.startswith("_"))
+            log.info("txcl: serving %s on %s (%d rule%s%s)", state.workspace, self.url, user_rules,
+                     "" if user_rules == 1 else "s", ", watching" if state.settings.watch else "")
+            if state.settings.ui:
+                log.info("txcl: dashboard on %s/_txc/ui/", self.url)
 
 
 def uvicorn_config(app: Any, *, grace_s: float, log_level: str = "info") -> uvicorn.Config:
