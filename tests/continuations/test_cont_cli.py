@@ -110,3 +110,22 @@ def test_run_wait_keeps_a_promoted_continuable_op_running(workspace):
     run_id = json.loads(left.stdout)["run_id"]
     shown = json.loads(txcl("runs", "show", run_id, "--workspace", str(ws), "--json").stdout)
     assert shown["status"] == "waiting" and shown["suspends"][0]["kind"] == "promotion"
+
+
+def test_complete_refuses_to_guess_among_several_open_calls(workspace, worker):
+    """Two items of an itemized op are open: `txcl complete RUN --output` without --item would
+    give an arbitrary call the answer; it refuses and lists the choices, and with them it works."""
+    ws = workspace({"OPS/s/100/each.txcl": f'WITH mode = "async", each = .xs, into = "out", window = 2\n'
+                                           f'EXEC "{worker.url()}"'})
+    ran = txcl("run", str(ws), "--input", '{"xs": [1, 2]}')
+    assert ran.returncode == 3, ran.stderr
+    run_id = json.loads(ran.stdout)["run_id"]
+    worker.wait_job(), worker.wait_job()
+    refused = txcl("complete", run_id, "--workspace", str(ws), "--output", '{"v": 1}')
+    assert refused.returncode == 2 and "2 open calls" in refused.stderr
+    assert "--op each --item 0" in refused.stderr and "--op each --item 1" in refused.stderr
+    done = txcl("complete", run_id, "--workspace", str(ws), "--item", "1", "--output", '{"v": 1}')
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(txcl("runs", "show", run_id, "--workspace", str(ws), "--json").stdout)
+    statuses = {i["item_index"]: i["status"] for i in shown["units"][0]["interactions"]}
+    assert statuses == {0: "dispatched", 1: "completed"}

@@ -31,11 +31,12 @@ ANSWERS = {
 @click.option("--fail", "failed", is_flag=True, help="Fail the interaction.")
 @click.option("--error", "error", metavar="JSON|@FILE", help="The error of --fail (object or string).")
 @click.option("--op", "op_name", default=None, help="With a run id: the op whose interaction to complete.")
-@click.option("--item", "item", default=0, type=int, help="With a run id: the item index (itemized ops).")
+@click.option("--item", "item", default=None, type=int,
+              help="With a run id: the item index (itemized ops; default 0).")
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON (the default).")
 @click.option("--db", default=None, help=DB_HELP)
 @click.option("--workspace", "directory", default=".", help="The workspace (for py:// modules of the resume).")
-def command(target: str, output: str | None, failed: bool, error: str | None, op_name: str | None, item: int,
+def command(target: str, output: str | None, failed: bool, error: str | None, op_name: str | None, item: int | None,
             as_json: bool, db: str | None, directory: str) -> None:
     """Complete (or fail) an outstanding interaction by hand."""
     from txcl.cli.durable import echo_json, open_service, open_settings, open_store
@@ -56,7 +57,9 @@ def command(target: str, output: str | None, failed: bool, error: str | None, op
     workspace, settings = open_settings(directory, db)
     store = open_store(settings, workspace)
     try:
-        opc = _resolve(store, target, op_name, item)
+        if not target.startswith("opc_") and (op_name is None or item is None):
+            _refuse_when_ambiguous(store, target, op_name, item)
+        opc = _resolve(store, target, op_name, item or 0)
         interaction = store.get_interaction(opc) if opc else None
         if interaction is None:
             click.echo(f"txcl: {ANSWERS['unknown'][1]}: {target}", err=True)
@@ -77,6 +80,28 @@ def command(target: str, output: str | None, failed: bool, error: str | None, op
         sys.exit(code)
     echo_json(data)
     sys.exit(0)
+
+
+_OPEN = ("queued", "dispatching", "dispatched")
+
+
+def _refuse_when_ambiguous(store: Any, target: str, op_name: str | None, item: int | None) -> None:
+    """With a run id and more than one open call that --op/--item leave possible: refuse and
+    list the choices (completing an arbitrary one would give another op the answer)."""
+    record = store.get_run_by_rcid(target) if target.startswith("rc_") else store.get_run(target)
+    if record is None:
+        return
+    choices = []
+    for unit in store.list_units(record.run_id):
+        if unit.kind == "sync" or (op_name is not None and unit.op_name != op_name):
+            continue
+        for interaction in store.list_interactions(unit.unit_id):
+            if interaction.status in _OPEN and (item is None or interaction.item_index == item):
+                choices.append((unit.op_name, interaction.item_index, interaction.opc))
+    if len(choices) > 1:
+        lines = "\n".join(f"  --op {op} --item {index}   ({opc})" for op, index, opc in sorted(choices))
+        fail(f"run {record.run_id} has {len(choices)} open calls; say which with --op and --item "
+             f"(or give the op continuation id):\n{lines}")
 
 
 def _resolve(store: Any, target: str, op_name: str | None, item: int) -> str | None:
