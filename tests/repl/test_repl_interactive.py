@@ -52,6 +52,16 @@ def test_multiline_rule_is_submitted_when_it_parses() -> None:
     assert session.envelope["big"] is True
 
 
+def test_a_rule_typed_line_by_line_is_one_entry() -> None:
+    """As Python's REPL does for a compound statement: a rule without EXEC or EMIT yet goes on
+    with Enter; the EMIT line (or a blank line) submits it."""
+    keys = "WHEN .order.total >= 100" + ENTER + "EMIT .big = true" + ENTER + CTRL_D
+    printed, session = drive(keys)
+    assert len(printed) == 1 and "WHEN matches" in printed[0] and session.envelope["big"] is True
+    printed, _ = drive("WHEN .order.total > 500" + ENTER + ENTER + CTRL_D)  # a lone WHEN: a blank line submits
+    assert len(printed) == 1 and "does not match" in printed[0]
+
+
 def test_empty_line_submits_an_incomplete_rule_and_shows_the_caret() -> None:
     printed, session = drive("WHEN .a ==" + ENTER + ENTER + CTRL_D)
     assert len(printed) == 1

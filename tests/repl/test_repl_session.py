@@ -168,3 +168,20 @@ def test_broken_ops_tree_is_reported_not_raised(tmp_path: Path) -> None:
     assert session.ops is None and session.ops_error and "TX0" in session.ops_error
     reply = session.submit(".run main")
     assert not reply.ok and "TX0" in reply.text
+
+
+def test_run_refuses_a_stack_with_async_ops_and_says_what_to_use(tmp_path):
+    """Async ops need a store and a callback endpoint: `.run` refuses clearly instead of posting
+    to the worker as if it were a sync op and calling the 202 the answer."""
+    from txcl.repl.session import ReplSession
+
+    (tmp_path / "OPS/s/0100").mkdir(parents=True)
+    (tmp_path / "OPS/s/0100/job.txcl").write_text('WITH mode = "async"\nEXEC "https://w.example.net/job"\n')
+    (tmp_path / "OPS/t/0100").mkdir(parents=True)
+    (tmp_path / "OPS/t/0100/a.txcl").write_text("EMIT .a = 1\n")
+    session = ReplSession({}, tmp_path)
+    reply = session.submit(".run s")
+    assert not reply.ok and "wait for a worker" in reply.text and "s/100/job" in reply.text
+    assert "txcl test" in reply.text
+    ok = session.submit(".run t")
+    assert ok.ok and session.envelope["a"] == 1

@@ -75,7 +75,7 @@ def key_bindings() -> KeyBindings:
         # Like a shell, Enter anywhere in a one-line entry submits it; inside a multi-line
         # entry it submits only from the end.
         at_end = buffer.document.is_cursor_at_the_end or "\n" not in text
-        if not at_end or not _safe_is_complete(text):
+        if not at_end or not _safe_is_complete(text) or _rule_goes_on(text):
             buffer.insert_text("\n")
             return
         buffer.validate_and_handle()
@@ -106,6 +106,19 @@ def key_bindings() -> KeyBindings:
         event.current_buffer.insert_text("\n")
 
     return bindings
+
+
+_ACTING_CLAUSE = re.compile(r"(?im)^\s*(EXEC|EMIT)\b")
+
+
+def _rule_goes_on(text: str) -> bool:
+    """A rule typed line by line goes on, as a compound statement does in Python's REPL: while
+    it has no EXEC or EMIT yet (a WHEN, SET, SELECT or WITH alone does nothing) and its last
+    line is not blank, Enter opens a new line; a blank line submits it. (A lone `WHEN …` is
+    then submitted with a second Enter: it shows whether it matches.)"""
+    if not _CLAUSE_START.match(text) or _ACTING_CLAUSE.search(text):
+        return False
+    return bool(text.rstrip(" \t").split("\n")[-1].strip())
 
 
 def _safe_is_complete(text: str) -> bool:

@@ -306,6 +306,13 @@ class ReplSession:
         stack = arg.strip()
         if not stack:
             raise TxclEvalError("usage: .run STACK (stacks: " + ", ".join(self.stacks()) + ")")
+        waiting = _async_ops(self.ops, stack)
+        if waiting:
+            raise TxclEvalError(
+                f"stack {stack} has ops that wait for a worker ({', '.join(waiting[:3])}"
+                f"{', …' if len(waiting) > 3 else ''}); the REPL runs a stack without a store or a callback "
+                "endpoint, so it cannot run them. Use `txcl test` (mocks and simulated workers) or "
+                "`txcl run --wait`")
         from txcl import Interpreter
 
         interpreter = Interpreter(self.ops)
@@ -322,6 +329,26 @@ class ReplSession:
             return Reply(self._paint(f"failed (HTTP {status})", "red") + "\n"
                          + render.json_text(payload), ok=False)
         return Reply(self._paint(f"{kind}", "yellow") + f": {outcome!r}")
+
+
+def _async_ops(tree: Any, stack: str) -> list[str]:
+    """`<stack>/<scope>/<name> (why)` of every op of the stack that suspends for a worker."""
+    from txcl.syntax import ast
+
+    found = []
+    try:
+        scopes = tree.effective_scopes(stack)
+    except Exception:  # noqa: BLE001 - an unknown stack: the interpreter says so
+        return []
+    for scope in scopes:
+        for op in tree.rules_at(stack, scope):
+            for pair in op.rule.with_:
+                key = pair.key_text
+                literal = pair.value.value if isinstance(pair.value, ast.StringLit) else None
+                if (key == "mode" and literal != "sync") or key in ("each", "join_at_scope"):
+                    found.append(f"{op.key}: {key} = {literal!r}" if literal else f"{op.key}: {key}")
+                    break
+    return found
 
 
 def _schema_paths(tree: Any) -> dict:
