@@ -106,6 +106,7 @@ def test_a_too_deep_value_given_to_the_python_api_is_a_clear_error(depth: int, t
              lambda: txcl.merge(deep, {"b": 1}), lambda: txcl.apply_rule(txcl.parse_rule("EMIT .x = 1"), deep),
              lambda: txcl.Interpreter(txcl.load_ops(tmp_path)).run_sync(deep, stack="s")]
     for call in calls:
-        with pytest.raises(txcl.TxclDepthError, match="256 levels"):
+        # (a value read into a rule's value is refused at the 200 levels rule values keep)
+        with pytest.raises(txcl.TxclDepthError, match="(256|200) levels"):
             call()
     assert txcl.merge(_nested(200), {"b": 1})["b"] == 1  # within the limit: fine

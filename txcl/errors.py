@@ -313,8 +313,11 @@ class TxclEvalError(TxclError):
         super().__init__(message)
 
 
-class TxclValueTooDeepError(TxclEvalError):
+class TxclValueTooDeepError(TxclEvalError, TxclDepthError):
     """A value a rule builds would nest arrays and objects deeper than the limit every value
     of an envelope keeps (so it can always be stored, answered and polled as JSON)."""
 
     code = "txcl_value_too_deep"
+
+
+

@@ -105,11 +105,13 @@ def test_health_get_and_head(client):
 
 
 def test_other_txc_paths_and_methods_are_notfound(client):
-    for method, path in [("GET", "/_txc/nothing"), ("POST", "/_txc/healthz"), ("GET", "/_txc"),
-                         ("GET", "/_txc/continuations/op/opc_x/complete")]:
+    for method, path in [("GET", "/_txc/nothing"), ("POST", "/_txc/healthz"), ("GET", "/_txc")]:
         r = client.request(method, path)
         assert r.status_code == 404, (method, path)
         assert r.text == "not found\n"
+    # a callback URL with another method than POST: 405, in JSON like every error answer
+    r = client.request("GET", "/_txc/continuations/op/opc_x/complete")
+    assert r.status_code == 405 and r.json()["error"]["code"] == "txcl_method_not_allowed"
 
 
 def test_callback_path_without_continuation_support_is_404_json(client):
