@@ -60,8 +60,10 @@ def test_check_fmt_and_run_work_without_the_extras(tmp_path):
                                          (["mcp", "doctor", "http://127.0.0.1:9/mcp"], "mcp")])
 def test_a_command_whose_extra_is_missing_says_what_to_install(tmp_path, args, extra):
     done = core(*args)
+    from txcl.install import install_command
+
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
-    assert f"pip install 'txcl[{extra}]'" in done.stderr
+    assert install_command(extra) in done.stderr  # a command that works where this txcl came from
 
 
 def test_an_mcp_op_without_the_extra_is_an_op_error_that_says_what_to_install(tmp_path):
@@ -70,4 +72,27 @@ def test_an_mcp_op_without_the_extra_is_an_op_error_that_says_what_to_install(tm
     assert core("check", str(tmp_path)).returncode == 0  # the scheme is known without the SDK
     ran = core("run", str(tmp_path), "--compact", "--trace")
     assert ran.returncode == 0 and "Traceback" not in ran.stderr, ran.stderr
-    assert "pip install 'txcl[mcp]'" in ran.stderr  # the op's error step in the printed trace
+    from txcl.install import install_command
+
+    assert install_command("mcp") in ran.stderr  # the op's error step in the printed trace
+
+
+@pytest.mark.parametrize("direct_url, expected", [
+    ('{"url": "file:///src/txcl", "dir_info": {}}', "pip install '/src/txcl[serve]'"),
+    ('{"url": "file:///src/txcl", "dir_info": {"editable": true}}', "pip install -e '/src/txcl[serve]'"),
+    ('{"url": "file:///dl/txcl-0.1.0-py3-none-any.whl", "archive_info": {}}',
+     "pip install 'txcl[serve] @ file:///dl/txcl-0.1.0-py3-none-any.whl'"),
+])
+def test_the_install_hint_names_where_this_txcl_came_from(monkeypatch, direct_url, expected):
+    """txcl is not on an index: the hint installs the extra from the checkout or wheel pip
+    recorded, never `pip install 'txcl[…]'` that would fail."""
+    from importlib import metadata
+
+    from txcl.install import install_command
+
+    class Dist:
+        def read_text(self, name):
+            return direct_url if name == "direct_url.json" else None
+
+    monkeypatch.setattr(metadata, "distribution", lambda name: Dist())
+    assert install_command("serve") == expected

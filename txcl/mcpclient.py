@@ -56,7 +56,9 @@ def _sdk() -> Any:
         from mcp.client.streamable_http import streamable_http_client
         from mcp.shared.exceptions import McpError
     except ImportError:
-        raise McpUnavailable("MCP needs the 'mcp' extra, which is not installed: pip install 'txcl[mcp]'") from None
+        from txcl.install import missing_extra
+
+        raise McpUnavailable(missing_extra("MCP", "mcp")) from None
     return ClientSession, streamable_http_client, McpError
 
 

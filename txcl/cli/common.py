@@ -33,8 +33,10 @@ def require_extra(extra: str, command: str) -> None:
 
     missing = [m for m in EXTRAS[extra] if importlib.util.find_spec(m) is None]
     if missing:
+        from txcl.install import install_command
+
         fail(f"{command} needs the '{extra}' extra, which is not installed (missing: {', '.join(missing)}): "
-             f"pip install 'txcl[{extra}]'")
+             f"{install_command(extra)}")
 
 
 def fail(message: str, code: int = 2) -> NoReturn:

@@ -259,7 +259,9 @@ def build_endpoint(state: Any) -> McpEndpoint | None:
     try:
         import mcp  # noqa: F401
     except ImportError:
-        raise ConfigError("--mcp needs the 'mcp' extra, which is not installed: pip install 'txcl[mcp]'") from None
+        from txcl.install import missing_extra
+
+        raise ConfigError(missing_extra("--mcp", "mcp")) from None
     return McpEndpoint(state, stack_tools(state.tree, settings.mcp_tools, state.workspace))
 
 

@@ -52,8 +52,10 @@ def open_backend(db: str | Path, *, clock: Callable[[], int] | None = None,
         try:
             from txcl.store.backends.postgres import PostgresBackend
         except ImportError as exc:
+            from txcl.install import install_command
+
             raise StoreError(f"PostgreSQL needs the 'postgres' extra, which is not installed ({exc.name}): "
-                             "pip install 'txcl[postgres]'") from None
+                             f"{install_command('postgres')}") from None
 
         return PostgresBackend(str(db), clock=clock, max_size=pool_max)
     from txcl.store.backends.sqlite import SqliteBackend

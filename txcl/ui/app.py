@@ -276,7 +276,9 @@ def build_dashboard(state: Any) -> Dashboard | None:
     except ImportError:
         from txcl.runtime.config import ConfigError
 
-        raise ConfigError("--ui needs the 'ui' extra, which is not installed: pip install 'txcl[ui]'") from None
+        from txcl.install import missing_extra
+
+        raise ConfigError(missing_extra("--ui", "ui")) from None
     return Dashboard(settings=state.settings, state=state)
 
 
