@@ -211,5 +211,28 @@ PAGES = {
     "reference/cli.md": cli_page,
 }
 
-__all__ = ["PAGES", "FUNCTION_EXAMPLES", "evaluate_example", "functions_page", "rule_codes_page",
+def write_pages(docs: str = "docs") -> list[str]:
+    """Write every generated page under `docs` (what `python -m txcl.docsgen` does); the pages
+    are committed, so links to them work on GitHub too, and a test keeps them up to date."""
+    from pathlib import Path
+
+    written = []
+    for path, make in PAGES.items():
+        target = Path(docs) / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        text = make()
+        if not target.exists() or target.read_text(encoding="utf-8") != text:
+            target.write_text(text, encoding="utf-8")
+            written.append(str(target))
+    return written
+
+
+if __name__ == "__main__":
+    import sys
+
+    changed = write_pages(sys.argv[1] if len(sys.argv) > 1 else "docs")
+    print("\n".join(changed) if changed else "the reference pages are up to date")
+
+
+__all__ = ["PAGES", "write_pages", "FUNCTION_EXAMPLES", "evaluate_example", "functions_page", "rule_codes_page",
            "settings_page", "cli_page"]

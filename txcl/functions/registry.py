@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import threading
 import time
 from typing import Any, Callable, Iterator
@@ -188,7 +187,9 @@ class FunctionEnvironment:
         with self._lock:
             if ms > self._last_ms:
                 self._last_ms = ms
-                self._seq = secrets.randbits(11)  # leave room to count up
+                # a random start that leaves room to count up (from the environment's randomness,
+                # so a fixed environment gives a fixed id)
+                self._seq = int.from_bytes(self.random_bytes(2), "big") & 0x7FF
             else:
                 ms = self._last_ms
                 self._seq += 1
