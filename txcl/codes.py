@@ -83,6 +83,7 @@ _TABLE: tuple[tuple[str, str, str, str], ...] = (
     ('TX212', 'loop-on-mock', 'warning', 'LOOP repeating `txco://mock`, which answers the same fixture every pass'),
     ('TX213', 'loop-cut-by-sibling-halt', 'warning', 'a rule at the same stage halts unconditionally (no WHEN, literal truthy `@halt`), which stops the loop after its first pass'),
     ('TX214', 'with-key-near-miss', 'warning', "a WITH key the runtime does not read but that is one or two edits from one it does (`join_at_scop`): the setting silently does not apply"),
+    ('TX215', 'literal-evaluation-stopped', 'info', 'txcl check stopped evaluating the literal calls of a file (for TX207): the ones before built more than its per-file budget'),
     ('TX220', 'join-at-or-below-own-scope', 'warning', "`join_at_scope` at or below the op's own scope: it behaves as a plain async op and suspends at its own scope"),
     ('TX221', 'join-scope-not-reached', 'warning', 'no scope at or above `join_at_scope` exists in the stack (or the stacks it inherits); the result is never merged unless the flow jumps'),
     ('TX222', 'deferred-output-read-early', 'warning', "a rule at a scope the flow may run between a deferred op's dispatch and its join (the scopes after it in order, and those a literal jump in the same stack reaches) reads a path at or under what the op writes when it joins — its literal `into`, or a target of its EMIT or SET POST; it sees nothing yet (the reference does not check this)"),

@@ -217,6 +217,12 @@ tool itself, durably) can run asynchronously.""",
         `join_at_scope` turns a deferred op into a plain async one, and nothing fails.""",
        'WITH mode = "async", join_at_scop = 400\nEXEC "https://w.example.net/job"',
        'WITH mode = "async", join_at_scope = 400\nEXEC "https://w.example.net/job"'),
+    _d("TX215", """To find calls that always fail (TX207), `txcl check` evaluates the calls whose
+        arguments are all literals. Their work per file is bounded (about four million characters
+        and elements built); past that it stops evaluating, says where, and the remaining calls of
+        the file are not checked for TX207.""",
+       '\n'.join(['EMIT .a%d = &to_json(&split(&repeat("ab", 524288), ""))' % i for i in range(3)]),
+       'EMIT .a = &to_json(&split(&repeat("ab", 4), ""))'),
     _d("TX220", """join_at_scope at or below the op's own scope does not defer anything: the op
         behaves as a plain async op and suspends at its own scope.""",
        'OPS/s/0300/job.txcl: WITH mode = "async", join_at_scope = 200 EXEC "https://w.example.net/job"',

@@ -28,12 +28,31 @@ class _Failed(Exception):
     pass
 
 
-def _evaluate(registry, call: ast.Call, failures: list[tuple[ast.Call, str]]):
-    """Value of an all-literal call; records the innermost failing call. Raises _Failed."""
+class _OutOfBudget(Exception):
+    pass
+
+
+# How much work the literal calls of one file may do when TX207 evaluates them, counted in
+# characters of the strings and elements of the arrays and objects their arguments and results
+# hold. A call is bounded by the size limit of functions (1 MiB of growth), but forty of them
+# in a file could take seconds on every keystroke; past this the check stops evaluating (TX215).
+EVALUATION_BUDGET = 4_000_000
+
+
+def _size(value) -> int:
+    if isinstance(value, (str, list, dict)):
+        return len(value)
+    return 1
+
+
+def _evaluate(registry, call: ast.Call, failures: list[tuple[ast.Call, str]], budget: list[int] | None = None):
+    """Value of an all-literal call; records the innermost failing call. Raises _Failed, or
+    _OutOfBudget when the file's evaluation budget is spent."""
+    budget = budget if budget is not None else [EVALUATION_BUDGET]
     args = []
     for arg in call.args:
         if isinstance(arg, ast.Call):
-            args.append(_evaluate(registry, arg, failures))
+            args.append(_evaluate(registry, arg, failures, budget))
         elif is_literal(arg):
             args.append(literal_value(arg))
         else:
@@ -41,8 +60,12 @@ def _evaluate(registry, call: ast.Call, failures: list[tuple[ast.Call, str]]):
     spec = _lookup(registry, call.name)
     if spec is None or not spec.accepts(len(args)):
         raise ValueError("unknown or wrong arity: reported elsewhere")
+    if budget[0] <= 0:
+        raise _OutOfBudget()
     try:
-        return registry.call(call.name, args)
+        result = registry.call(call.name, args)
+        budget[0] -= sum(_size(a) for a in args) + _size(result)
+        return result
     except Exception as exc:  # TxclEvalError, or a bug in a function: both mean "fails"
         message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
         message = message.removeprefix(f"&{call.name}: ")
@@ -84,13 +107,21 @@ def call_always_fails(ctx: FileContext) -> Iterator[Diagnostic]:
     registry = _registry()
     if registry is None:
         return
+    budget = [EVALUATION_BUDGET]
     for where, outer in _outermost_calls(ctx.rule):
         for call in _constant_subcalls(outer):
             failures: list[tuple[ast.Call, str]] = []
             try:
-                _evaluate(registry, call, failures)
+                _evaluate(registry, call, failures, budget)
             except (_Failed, ValueError):
                 pass
+            except _OutOfBudget:
+                yield ctx.diag("TX215", call.span,
+                               "txcl check stopped evaluating the literal calls of this file here: the ones before "
+                               "built more than it evaluates per file; the rest are not checked for TX207",
+                               hint="calls with only literal arguments are evaluated to find ones that always "
+                                    "fail; very large literal values are better built at run time")
+                return
             for failed, message in failures:
                 tail = "; the comparison is always false" if where in ("WHEN", "LOOP UNTIL") else ""
                 yield ctx.diag("TX207", failed.span,
