@@ -238,4 +238,8 @@ def test_the_committed_reference_pages_are_up_to_date() -> None:
 
     stale = [path for path, make in PAGES.items()
              if not (DOCS / path).is_file() or (DOCS / path).read_text(encoding="utf-8") != make()]
-    assert stale == [], f"run `python -m txcl.docsgen` to write {', '.join(stale)}"
+    import difflib
+
+    diff = "".join(difflib.unified_diff((DOCS / stale[0]).read_text(encoding="utf-8").splitlines(True),
+                                       PAGES[stale[0]]().splitlines(True))) if stale else ""
+    assert stale == [], f"run `python -m txcl.docsgen` to write {', '.join(stale)}:\n{diff[:2000]}"

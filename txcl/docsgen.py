@@ -189,7 +189,7 @@ def cli_page() -> str:
 
     from txcl.cli.main import LazyGroup, cli
 
-    ctx = click.Context(cli, info_name="txcl")
+    ctx = click.Context(cli, info_name="txcl", **cli.context_settings)  # -h too, as `txcl … --help` shows
     out = ["# Command line", "", "Every command of `txcl` with its options, as `txcl COMMAND --help` "
            "prints them.", ""]
     for name in LazyGroup().list_commands(ctx):
