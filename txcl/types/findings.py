@@ -308,9 +308,12 @@ class _Checker:
         select = flow.get("select")
         if not isinstance(select, list) or answer is None or m.facts.get("exec") is None:
             return
-        if self.flow.op_types(m) is None and not m.facts.get("into"):
-            return
+        if self.flow.op_types(m) is None:
+            return  # (under a literal `into` the per-file rule reports it, typed or not)
+        into = tuple(s for s in (m.facts.get("into") or "").split(".") if s)
         for dest, source, span, default in select:
+            if into and (tuple(dest)[: len(into)] == into or into[: len(dest)] == tuple(dest)):
+                continue
             found = lookup(answer, tuple(dest))
             if found.status == KNOWN:
                 self.diag(m, "TX268", span, f"SELECT writes {_text(dest)} over the op's answer, which provides it: "

@@ -184,3 +184,28 @@ def with_key_near_miss(ctx: FileContext) -> Iterator[Diagnostic]:
                            f'WITH {key} is not a key the runtime reads; did you mean {close[0][1]}?',
                            hint=f"the op receives {key} as its own setting and the runtime uses the default "
                                 f"for {close[0][1]}")
+
+
+@file_rule("TX268")
+def select_under_into(ctx: FileContext) -> Iterator[Diagnostic]:
+    """A SELECT item written under the op's own `into`: SELECT's copies are written over the
+    answer (a missing source gives ""), so that part of the answer is lost."""
+    rule = ctx.rule
+    if rule.select is None or rule.select.star or rule.exec is None:
+        return
+    pairs = {p.key_text: p for p in rule.with_}
+    into = pairs.get("into")
+    if into is None or not is_literal(into.value) or not isinstance(literal_value(into.value), str):
+        return
+    from txcl.values.paths import split_path_string
+
+    segments = tuple(s for s in split_path_string(literal_value(into.value).strip()) if s)
+    if not segments:
+        return
+    for item in rule.select.items:
+        dest = tuple(item.target.segments)
+        if dest[: len(segments)] == segments or segments[: len(dest)] == dest:
+            yield ctx.diag("TX268", item.span,
+                           f"SELECT writes {item.target.source_text} over the op's answer, which `into` places at "
+                           f".{'.'.join(segments)}: the selected value (or \"\") wins",
+                           hint="select into another name, or read the answer's value in EMIT")
