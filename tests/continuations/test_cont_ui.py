@@ -148,6 +148,30 @@ def test_playground_shows_when_per_condition_and_a_diagnostic_code(serve, worksp
     assert worker.jobs == []
 
 
+def test_a_synchronous_request_is_found_in_the_requests_list(serve, workspace, worker, page):
+    """A request that never suspends has a trace but no run: the Requests page lists it, newest
+    first, and leads to its trace."""
+    files = ui_tree(worker.url())
+    files["OPS/quick/0100/a.txcl"] = "EMIT .quick = true"
+    files["txcl.toml"] = files["txcl.toml"].replace('[[serve.routes]]\npath = "/fan"',
+                                                    '[[serve.routes]]\npath = "/quick"\nstack = "quick"\n\n'
+                                                    '[[serve.routes]]\npath = "/fan"')
+    srv = serve(workspace(files), "--ui")
+    status, answer = post(srv.url + "/quick", {"a": 1})
+    assert status == 200 and answer["quick"] is True
+    for _ in range(100):  # traces are written in batches, off the request
+        response = page.goto(srv.url + "/_txc/ui/traces")
+        assert response is not None and response.status == 200
+        if page.locator("table.runs tbody tr[data-rid]").count():
+            break
+        page.wait_for_timeout(200)
+    row = page.locator("table.runs tbody tr[data-rid]").first
+    assert "quick" in row.inner_text() and "completed" in row.inner_text()
+    row.locator("a").first.click()
+    page.wait_for_load_state()
+    assert "/_txc/ui/traces/" in page.url and "quick" in page.content()
+
+
 def test_the_stacks_page_and_the_playground_use_the_stack_schema(serve, workspace, worker, page):
     """Typed envelopes in the browser: the Stacks page lists each stack's input and output paths
     with their types and descriptions; in stack mode the playground's envelope box completes a

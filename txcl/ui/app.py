@@ -48,6 +48,7 @@ class Dashboard:
             Route("/runs/{run_id}", self.run_page),
             Route("/runs/{run_id}/cancel", self.cancel_run, methods=["POST"]),
             Route("/runs/{run_id}/retry", self.retry_run, methods=["POST"]),
+            Route("/traces", self.traces_page),
             Route("/traces/{rid}", self.trace_page),
             Route("/stacks", self.stacks_page),
             Route("/playground", self.playground_page),
@@ -190,6 +191,15 @@ class Dashboard:
         except Exception:  # noqa: BLE001 - a stack no longer in the tree: the default rules
             return None
         return Redactor(omit, redact)
+
+    async def traces_page(self, request: Request) -> Response:
+        """The newest requests, synchronous ones included (they have a trace but no run)."""
+        if self.store is None:
+            return RedirectResponse(f"{access.PREFIX}/playground", status_code=303)
+        q = request.query_params
+        view = await self._read(views.traces_view, self.store, stack=q.get("stack"), before=q.get("before"),
+                                stacks=sorted(self.tree.user_stacks()) if self.tree is not None else None)
+        return self._page(request, "traces.html", {"view": view, "title": "Requests"})
 
     async def stacks_page(self, request: Request) -> Response:
         """Each stack's schema (typed envelopes): what a request brings and what it answers."""

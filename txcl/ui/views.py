@@ -343,3 +343,24 @@ def schema_paths(tree: Any, stack: str) -> list[dict]:
     if types is None:
         return []
     return [{"segments": r["segments"], "type": r["type"], "description": r["description"]} for r in _rows(types.input)]
+
+
+def traces_view(store: Any, *, stack: str | None, before: str | None, stacks: list[str] | None = None) -> dict:
+    """The newest requests (a synchronous one has a trace but no run): one page."""
+    before_ms = int(before) if before and before.isdigit() else None
+    rows = store.recent_traces(stack=stack or None, before_ms=before_ms, limit=PAGE_SIZE + 1)
+    more = len(rows) > PAGE_SIZE
+    rows = rows[:PAGE_SIZE]
+    out = []
+    for r in rows:
+        started, finished = r.get("started_ms") or 0, r.get("finished_ms")
+        out.append({**r, "started": _iso(started), "duration": f"{finished - started} ms" if finished else "…"})
+    return {"rows": out, "filters": {"stack": stack or ""}, "stacks": stacks or sorted({r["entry_stack"] for r in rows
+                                                                                      if r.get("entry_stack")}),
+            "next": str(rows[-1]["started_ms"]) if more and rows else None}
+
+
+def _iso(ms: int) -> str:
+    import datetime as _dt
+
+    return _dt.datetime.fromtimestamp(ms / 1000, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")

@@ -147,6 +147,24 @@ class TraceProcedures:
         return row[0] if row else None
 
     @read_procedure
+    def recent_traces(self, t: Tx, stack: str | None = None, before_ms: int | None = None,
+                      limit: int = 50) -> list[dict]:
+        """The newest requests' summaries (newest first): rid, stack, source, status, HTTP status,
+        start, end, fuel, run id — what the dashboard's traces list shows."""
+        cols = ("rid", "entry_stack", "src", "status", "http_status", "started_ms", "finished_ms", "fuel_used",
+                "run_id")
+        where, args = [], []
+        if stack:
+            where.append("entry_stack = ?")
+            args.append(stack)
+        if before_ms is not None:
+            where.append("started_ms < ?")
+            args.append(before_ms)
+        sql = (f"SELECT {', '.join(cols)} FROM traces{' WHERE ' + ' AND '.join(where) if where else ''} "
+               f"ORDER BY started_ms DESC, {self.backend.dialect.seq_order} DESC LIMIT ?")
+        return [dict(zip(cols, row)) for row in t.all(sql, (*args, limit))]
+
+    @read_procedure
     def trace_documents(self, t: Tx, stack: str, limit: int = 1000) -> list[tuple[str | None, str | None]]:
         """(input JSON, answer JSON) of the newest full traces of requests that entered
         `stack` (what `txcl schema infer --from-traces` learns from)."""
