@@ -110,3 +110,37 @@ def test_a_callback_url_asked_with_get_answers_405_in_json(workspace, serve):
     assert answer.json()["error"]["code"] == "txcl_method_not_allowed"
     # the startup line counts the tree's own rules (not the system stacks'), and says so once
     server.wait_for(r"serving .* \(2 rules\)")
+
+
+def _raw(url: str):
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return socket.create_connection((parts.hostname, parts.port), timeout=10)
+
+
+def test_half_open_connections_are_closed_and_bounded(workspace, serve):
+    """A connection that never finishes its headers is closed after --web-header-timeout (one
+    that sends nothing, one that sends half a request, one that pauses after a complete
+    request and then sends half of the next); past --web-max-connections new requests get
+    503 instead of the server running out of descriptors; healthz answers again after."""
+    server = serve(workspace(FILES), "--web-header-timeout", "1s", "--web-max-connections", "4")
+    silent, partial, kept = _raw(server.url), _raw(server.url), _raw(server.url)
+    partial.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+    kept.sendall(b"GET /_txc/healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    assert kept.recv(4096).startswith(b"HTTP/1.1 200")
+    kept.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # the next request, never finished
+    crowded = httpx.get(server.url + "/_txc/healthz")  # 3 connections held, this is the 4th
+    assert crowded.status_code == 503  # past the limit: answered at once, not held
+    started = time.monotonic()
+    for sock in (silent, partial, kept):
+        sock.settimeout(10)
+        while sock.recv(4096):  # drained until the server closes it
+            pass
+    assert time.monotonic() - started < 8
+    assert httpx.get(server.url + "/_txc/healthz").status_code == 200
+    with httpx.Client() as client:  # a kept-alive client that sends whole requests is never cut off
+        for _ in range(3):
+            assert client.get(server.url + "/_txc/healthz").status_code == 200
+            time.sleep(0.5)

@@ -101,13 +101,25 @@ class TxclServer(uvicorn.Server):
                 log.info("txcl: dashboard on %s/_txc/ui/", self.url)
 
 
-def uvicorn_config(app: Any, *, grace_s: float, log_level: str = "info") -> uvicorn.Config:
-    """The uvicorn settings serve uses (the benchmark serves its bare endpoint with these too)."""
-    return uvicorn.Config(app, lifespan="on", access_log=False, log_config=None,
-                          log_level="warning" if log_level != "debug" else "debug",
-                          timeout_graceful_shutdown=grace_s, server_header=False,
-                          # remote_addr is the TCP peer , never X-Forwarded-For
-                          proxy_headers=False)  # type: ignore[arg-type]
+def uvicorn_config(app: Any, *, grace_s: float, log_level: str = "info", header_timeout_s: float | None = None,
+                   max_connections: int | None = None) -> uvicorn.Config:
+    """The uvicorn settings serve uses (the benchmark serves its bare endpoint with these too).
+    `header_timeout_s`: close a connection whose request headers are not complete that long
+    after its first byte; `max_connections`: past it, new connections are answered 503."""
+    config = uvicorn.Config(app, lifespan="on", access_log=False, log_config=None,
+                            log_level="warning" if log_level != "debug" else "debug",
+                            timeout_graceful_shutdown=grace_s, server_header=False,
+                            limit_concurrency=max_connections or None,
+                            # remote_addr is the TCP peer , never X-Forwarded-For
+                            proxy_headers=False)  # type: ignore[arg-type]
+    if header_timeout_s:
+        import importlib.util
+
+        from txcl.serve.protocol import protocol_class
+
+        http = "httptools" if importlib.util.find_spec("httptools") is not None else "h11"
+        config.http = protocol_class(http, header_timeout_s)
+    return config
 
 
 def run_server(state: ServeState, sock: socket.socket, *, log_level: str = "info") -> bool:
@@ -117,7 +129,9 @@ def run_server(state: ServeState, sock: socket.socket, *, log_level: str = "info
     app = create_app(state)
     if not state.settings.watch:
         freeze_startup_heap()
-    config = uvicorn_config(app, grace_s=state.settings.shutdown_grace / 1000.0, log_level=log_level)
+    config = uvicorn_config(app, grace_s=state.settings.shutdown_grace / 1000.0, log_level=log_level,
+                            header_timeout_s=state.settings.web_header_timeout / 1000.0 or None,
+                            max_connections=state.settings.web_max_connections or None)
     server = TxclServer(config, state, base_url(host, port))
     try:
         server.run(sockets=[sock])
