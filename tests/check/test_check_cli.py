@@ -165,3 +165,23 @@ def test_color_always_reaches_a_pipe(tmp_path, monkeypatch) -> None:
     assert "\x1b[1;33mTX201\x1b[0m" in res.stdout
     res = _run(["check", "--no-cache"], tmp_path, monkeypatch)
     assert "\x1b[" not in res.stdout
+
+
+def test_the_in_memory_analyses_stay_bounded_by_weight() -> None:
+    """A language server re-checks a big buffer on every keystroke: each version's analysis
+    is kept, but the memory cache drops the oldest past its weight limit (not only its count)."""
+    from txcl.check import cache
+    from txcl.check.analyze import analyze
+
+    cache.clear_memory()
+    text = "WHEN .a == 1\n" + "".join(f"EMIT .a{i} = .b{i}\n" for i in range(2000))
+    memory = cache.AnalysisCache(None)
+    for n in range(60):
+        version = text.replace(".a1 ", f".a1{n} ", 1).encode()
+        memory.put(cache.key_of(version), analyze(version, "big.txcl", None))
+    assert cache._weight <= cache._MEMORY_WEIGHT_LIMIT
+    assert 0 < len(cache._MEMORY) < 60
+    oldest = text.replace(".a1 ", ".a10 ", 1).encode()
+    latest = text.replace(".a1 ", ".a159 ", 1).encode()
+    assert memory.get(cache.key_of(oldest)) is None and memory.get(cache.key_of(latest)) is not None
+    cache.clear_memory()

@@ -20,8 +20,13 @@ from txcl.check.analyze import Analysis
 from txcl.datadir import data_dir, make
 from txcl.safecache import CacheDataError, decode_plain, encode_plain, seal, unseal
 
-_MEMORY: dict[bytes, Analysis] = {}
+_MEMORY: dict[bytes, tuple[Analysis, int]] = {}
 _MEMORY_LIMIT = 20000
+# The analyses kept in memory are bounded by their weight too (findings and facts held), not
+# only their number: a language server re-checking a 200 KB buffer on every keystroke would
+# otherwise keep ten megabytes per version.
+_MEMORY_WEIGHT_LIMIT = 400_000
+_weight = 0
 CACHE_NAME = "check-v2.json"
 _PURPOSE = b"txcl check cache"
 
@@ -93,6 +98,7 @@ class AnalysisCache:
 
     def get(self, key: bytes) -> Analysis | None:
         hit = _MEMORY.get(key)
+        hit = hit[0] if hit is not None else None
         if hit is not None:
             self.used.add(key)
             return hit
@@ -159,11 +165,33 @@ def _valid_entries(entries: object) -> dict[str, tuple]:
     return out
 
 
+def _weight_of(analysis: Analysis) -> int:
+    """About how much an analysis holds: its findings and the facts that grow with the file."""
+    facts = analysis.facts or {}
+    flow = facts.get("flow") or {}
+    return (1 + len(analysis.diagnostics) + len(facts.get("reads", ())) + len(facts.get("writes", ()))
+            + len(flow.get("reads", ())) + len(flow.get("writes", ())) + len(flow.get("calls", ())))
+
+
 def _remember(key: bytes, analysis: Analysis) -> None:
-    if len(_MEMORY) >= _MEMORY_LIMIT:
-        _MEMORY.clear()
-    _MEMORY[key] = analysis
+    """Keep an analysis; the oldest go first past the number or the weight limit."""
+    global _weight
+    weight = _weight_of(analysis)
+    old = _MEMORY.pop(key, None)
+    if old is not None:
+        _weight -= old[1]
+    while _MEMORY and (len(_MEMORY) >= _MEMORY_LIMIT or _weight + weight > _MEMORY_WEIGHT_LIMIT):
+        try:
+            _, (_, dropped) = next(iter(_MEMORY.items()))
+            _MEMORY.pop(next(iter(_MEMORY)))
+            _weight -= dropped
+        except (StopIteration, RuntimeError, KeyError):
+            break
+    _MEMORY[key] = (analysis, weight)
+    _weight += weight
 
 
 def clear_memory() -> None:
+    global _weight
     _MEMORY.clear()
+    _weight = 0
