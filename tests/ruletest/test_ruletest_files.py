@@ -87,3 +87,21 @@ def test_the_test_file_shown_in_the_docs_reads_without_a_problem() -> None:
     case = test_file.cases[0]
     assert case.workers["https://research.example.com/start"][0].after_ms == 300_000
     assert case.expect.ran == ("shop/200/total",)
+
+
+def test_mocks_take_a_list_of_answers_per_call_and_a_quoted_duration_is_read(ws, run_tests) -> None:
+    """`mocks` take one answer per call as `workers` do; and a quoted `after: "2s"` beside a
+    problem elsewhere in the file (which makes it read again with positions) is a duration."""
+    root = ws({"OPS/s/0100/a.txcl": 'EXEC "https://x.example.net/a"',
+               "OPS/s/0200/a.txcl": 'EXEC "https://x.example.net/a"\nEMIT .second = .v',
+               "OPS/s/0300/b.txcl": 'WITH mode = "async"\nEXEC "https://w.example.net/b"',
+               "t.test.yaml": "stack: s\ncases:\n  - name: one\n    mocks:\n      \"https://x.example.net/a\":\n"
+                              "        - {output: {v: 1}}\n        - {output: {v: 2}}\n    workers:\n"
+                              "      \"https://w.example.net/b\": {after: \"2s\", output: {ok: true}}\n"
+                              "    expect:\n      envelope: {v: 2, second: 2, ok: true}\n"})
+    code, out, err = run_tests(root)
+    assert code == 0, out + err
+    root.joinpath("t.test.yaml").write_text(root.joinpath("t.test.yaml").read_text().replace(
+        "    expect:", "    expcet: {}\n    expect:"))
+    code, _, err = run_tests(root)
+    assert "TX401" in err and "TX405" not in err  # the misspelled key only

@@ -93,8 +93,11 @@ def command(paths: tuple[str, ...], select: str | None, stop_first: bool, output
     session = run_session(targets, workspace=root, tree=tree, settings=settings, select=select,
                           stop_first=stop_first, allow_network=allow_network, observers=observers,
                           ops_fixtures=ops_fixtures)
+    from txcl.check.engine import display_path
+
     for diag in sorted(session.diagnostics, key=lambda d: (d.file, d.line, d.column)):
-        click.echo(diag.render(color=colored), err=True)
+        # relative to the current folder, as txcl check shows files
+        click.echo(diag.with_file(display_path(diag.file)).render(color=colored), err=True)
     if session.load_failed:
         errors = sum(1 for d in session.diagnostics if d.severity == "error")
         fail(f"{errors} problem{'s' if errors != 1 else ''} in the test files; no case ran")

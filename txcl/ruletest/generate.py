@@ -131,7 +131,7 @@ def generate_stack(tree: Any, settings: Any, workspace: Path, stack: str, schema
 
     def case_of(sample: tuple[Any, dict]) -> Case:
         document, given = copy.deepcopy(sample)  # the walk changes its envelope in place
-        mocks = {t: Mock(output=v) for t, v in given.items() if kinds[t] == "mock"}
+        mocks = {t: (Mock(output=v),) for t, v in given.items() if kinds[t] == "mock"}
         workers = {t: (Answer(output=v),) for t, v in given.items() if kinds[t] == "worker"}
         workers.update({t: (Answer(each_output=v),) for t, v in given.items() if kinds[t] == "each"})
         return Case("generated", 0, document, stack, CLOCK_MS, mocks, workers, Expect())

@@ -94,7 +94,7 @@ class Case:
     input: Any
     stack: str | None
     clock_ms: int
-    mocks: dict[str, Mock]
+    mocks: dict[str, tuple[Mock, ...]]  # one answer for every call, or one per call in order
     workers: dict[str, tuple[Answer, ...]]  # one answer for every call, or one per call in order
     expect: Expect
     spans: dict[str, Span] = attrs.field(factory=dict, eq=False)  # where keys were written (for later checks)
@@ -223,6 +223,8 @@ class _Reader:
         from txcl.values.coerce import duration_to_ms
 
         value = node.get(key)
+        if isinstance(value, str):
+            value = str(value)  # a quoted YAML scalar read with its quotes kept is a str subclass
         if never_ok and value == "never":
             return True, None
         ms = duration_to_ms(value) if not isinstance(value, bool) else None
@@ -468,31 +470,48 @@ def _read_clock(reader: _Reader, case: dict, where: str) -> int:
     return 0
 
 
-def _read_mocks(reader: _Reader, case: dict, where: str) -> dict[str, Mock]:
+def _read_mocks(reader: _Reader, case: dict, where: str) -> dict[str, tuple[Mock, ...]]:
+    """Each mocked target's answers: one for every call, or a list of them, one per call in
+    call order (the last one repeats) — as `workers` takes them."""
     node = case.get("mocks")
     if node is None:
         return {}
     mocks = reader.mapping(node, f"{where}.mocks", reader.value_span(case, "mocks"))
-    out: dict[str, Mock] = {}
+    out: dict[str, tuple[Mock, ...]] = {}
     for target, spec in (mocks or {}).items():
         at = f"{where}.mocks[{target!r}]"
-        body = reader.mapping(spec, at, reader.value_span(mocks, target))
-        if body is None:
+        if isinstance(spec, list):
+            answers = [_read_mock(reader, item, f"{at}[{i}]", reader.value_span(spec, i))
+                       for i, item in enumerate(spec)]
+            if not spec:
+                reader.report("TX402", f"{at} is an empty list; give at least one answer",
+                              reader.value_span(mocks, target))
+            if spec and all(a is not None for a in answers):
+                out[str(target)] = tuple(answers)  # type: ignore[arg-type]
             continue
-        reader.keys(body, MOCK_KEYS, at)
-        if "output" in body and "error" in body:
-            reader.report("TX402", f"{at} has both `output` and `error`; a mock answers one",
-                          reader.key_span(body, "error"))
-            continue
-        output = error = None
-        if "output" in body:
-            output = reader.json_object(body, "output", f"{at}.output", "TX402", "an op's output")
-        elif "error" in body:
-            ok, error = reader.json_value(body, "error", f"{at}.error")
-        else:
-            output = {}
-        out[str(target)] = Mock(output=output, error=error)
+        mock = _read_mock(reader, spec, at, reader.value_span(mocks, target))
+        if mock is not None:
+            out[str(target)] = (mock,)
     return out
+
+
+def _read_mock(reader: _Reader, spec: Any, at: str, span: Span) -> Mock | None:
+    body = reader.mapping(spec, at, span)
+    if body is None:
+        return None
+    reader.keys(body, MOCK_KEYS, at)
+    if "output" in body and "error" in body:
+        reader.report("TX402", f"{at} has both `output` and `error`; a mock answers one",
+                      reader.key_span(body, "error"))
+        return None
+    output = error = None
+    if "output" in body:
+        output = reader.json_object(body, "output", f"{at}.output", "TX402", "an op's output")
+    elif "error" in body:
+        ok, error = reader.json_value(body, "error", f"{at}.error")
+    else:
+        output = {}
+    return Mock(output=output, error=error)
 
 
 def _read_answer(reader: _Reader, node: Any, at: str, span: Span) -> Answer | None:

@@ -102,15 +102,19 @@ class StandIns:
         self.sent: list[Delivery] = []
         self._seq = 0
         self._per_target: dict[str, int] = {}
+        self._mock_calls: dict[str, int] = {}
         # set by the runner: delivers a callback that is due at once (`after: 0`) while the
         # request still runs, as a worker answering right away would
         self.deliver_now: Any = None
 
     # -------------------------------------------------------------- sync targets
     def _mock_for(self, text: str) -> tuple[str, Mock] | None:
-        for target, mock in self.case.mocks.items():
+        """The mock answering this call: its target's answers in call order, the last repeating."""
+        for target, answers in self.case.mocks.items():
             if _matches(target, text):
-                return target, mock
+                n = self._mock_calls.get(target, 0)
+                self._mock_calls[target] = n + 1
+                return target, answers[min(n, len(answers) - 1)]
         return None
 
     def local(self, target: Any, op_input: dict) -> Any:
