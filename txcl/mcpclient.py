@@ -127,6 +127,7 @@ class McpSession:
         self._ready: asyncio.Future | None = None
         self._stop = asyncio.Event()
         self._owner: asyncio.Task | None = None
+        self._tools: dict[str, Any] | None = None  # name -> compiled input schema (None: none), once listed
 
     @property
     def alive(self) -> bool:
@@ -201,6 +202,7 @@ class McpSession:
         session = self.session
         if session is None or self._owner is None:
             raise McpCallError(f"mcp {self.url}: the session is closed")
+        await self._check_arguments(session, tool, arguments, timeout_s)
         call = asyncio.ensure_future(session.call_tool(
             tool, arguments, read_timeout_seconds=_dt.timedelta(seconds=timeout_s), meta=meta))
         done, _ = await asyncio.wait({call, self._owner}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
@@ -217,6 +219,30 @@ class McpSession:
         shown = seconds(shown_timeout_s if shown_timeout_s is not None else timeout_s)
         raise McpCallError(f"mcp {self.url}#{tool}: no answer within {shown}", status="timeout")
 
+    async def _check_arguments(self, session: Any, tool: str, arguments: dict, timeout_s: float) -> None:
+        """Before a call: a tool the server does not list is an error with a did-you-mean, and
+        arguments its inputSchema refuses are an error naming each field (the server's own
+        answer to either is a text without them). The list is asked once per session; a
+        server that cannot list its tools is simply called."""
+        if self._tools is None:
+            self._tools = await _listed_schemas(session, min(timeout_s, 10.0))
+        if not self._tools:
+            return
+        if tool not in self._tools:
+            from txcl.suggest import did_you_mean
+
+            close = did_you_mean(tool, list(self._tools))
+            hint = f'did you mean "{close}"?' if close else "it lists: " + ", ".join(sorted(self._tools))
+            raise McpCallError(f"mcp {self.url}#{tool}: the server has no tool \"{tool}\" ({hint})")
+        validator = self._tools[tool]
+        if validator is None:
+            return
+        problems = [f"{'/'.join(str(p) for p in e.instance_path) or '(the arguments)'}: {e.message}"
+                    for e in list(validator.iter_errors(arguments))[:5]]
+        if problems:
+            raise McpCallError(f"mcp {self.url}#{tool}: the arguments do not match the tool's input schema: "
+                               + "; ".join(problems))
+
     async def close(self) -> None:
         self._stop.set()
         owner = self._owner
@@ -228,6 +254,31 @@ class McpSession:
                 owner.cancel()
             except BaseException:  # noqa: BLE001 - already reported
                 pass
+
+
+async def _listed_schemas(session: Any, timeout_s: float) -> dict[str, Any]:
+    """{tool name: compiled input schema or None} of a session's server ({} when it cannot say)."""
+    try:
+        import jsonschema_rs
+    except ImportError:  # pragma: no cover - a core dependency
+        return {}
+    out: dict[str, Any] = {}
+    cursor = None
+    try:
+        async with asyncio.timeout(timeout_s):
+            while True:
+                listed = await session.list_tools(cursor=cursor) if cursor else await session.list_tools()
+                for tool in listed.tools:
+                    schema = tool.inputSchema if isinstance(tool.inputSchema, dict) else None
+                    try:
+                        out[tool.name] = jsonschema_rs.validator_for(schema) if schema else None
+                    except Exception:  # noqa: BLE001 - a schema the validator cannot use: not checked
+                        out[tool.name] = None
+                cursor = getattr(listed, "nextCursor", None)
+                if not cursor:
+                    return out
+    except Exception:  # noqa: BLE001 - listing is a courtesy: the call goes ahead unchecked
+        return {}
 
 
 def _fail(future: asyncio.Future, exc: BaseException) -> None:

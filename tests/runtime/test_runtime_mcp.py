@@ -78,7 +78,7 @@ def test_unknown_tool_and_unreachable_server_are_op_errors(workspace, run_tree, 
     })
     outcome, store = run_tree(ws, {})
     steps = _steps(store, outcome)
-    assert "Unknown tool: no_such_tool" in steps["nope"]["error"]
+    assert "has no tool \"no_such_tool\" (it lists: add," in steps["nope"]["error"]
     assert "cannot connect" in steps["down"]["error"]
     assert "404" in steps["notmcp"]["error"]
 
@@ -160,3 +160,20 @@ def test_txcl_run_finishes_async_mcp_calls_itself(tmp_path, mcp_server):
     assert done.returncode == 0, done.stdout + done.stderr
     assert json.loads(done.stdout)["done"] == 0.5
     assert "never retrieved" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_misspelled_tool_gets_a_did_you_mean_and_bad_arguments_name_their_fields(workspace, run_tree, mcp_server):
+    """Checked against the tools the server lists, before the call: a near miss is suggested,
+    and arguments the tool's input schema refuses are named field by field (the server's own
+    answer is a Pydantic text without them); nothing is sent for either."""
+    ws = workspace({
+        "OPS/s/0100/typo.txcl": f'SELECT .x AS .a, .y AS .b\nEXEC "mcp+{mcp_server.url}#ad"',
+        "OPS/s/0100/wrong.txcl": f'SELECT .s AS .a\nEXEC "mcp+{mcp_server.url}#add"',
+    })
+    outcome, store = run_tree(ws, {"x": 1, "y": 2, "s": "seven"})
+    steps = _steps(store, outcome)
+    assert 'has no tool "ad" (did you mean "add"?)' in steps["typo"]["error"]
+    error = steps["wrong"]["error"]
+    assert "do not match the tool's input schema" in error
+    assert 'a: "seven" is not of type "integer"' in error and '"b" is a required property' in error
+    assert not [c for c in mcp_server.calls() if c["arguments"].get("a") == "seven"]  # never sent
