@@ -129,3 +129,19 @@ def test_complete_refuses_to_guess_among_several_open_calls(workspace, worker):
     shown = json.loads(txcl("runs", "show", run_id, "--workspace", str(ws), "--json").stdout)
     statuses = {i["item_index"]: i["status"] for i in shown["units"][0]["interactions"]}
     assert statuses == {0: "dispatched", 1: "completed"}
+
+
+def test_an_item_completed_by_hand_lets_the_next_one_out_at_once(workspace, worker):
+    """A window of 2 over 3 items, answered with `txcl complete` and no server running: the
+    freed slot's item is sent by the command itself (not left `dispatching` until the
+    sweeper's reconcile period)."""
+    ws = workspace({"OPS/s/100/each.txcl": f'WITH mode = "async", each = .xs, into = "out", window = 2\n'
+                                           f'EXEC "{worker.url()}"'})
+    ran = txcl("run", str(ws), "--input", '{"xs": [1, 2, 3]}')
+    assert ran.returncode == 3, ran.stderr
+    run_id = json.loads(ran.stdout)["run_id"]
+    first = [worker.wait_job(), worker.wait_job()]
+    done = txcl("complete", run_id, "--workspace", str(ws), "--op", "each", "--item", "0", "--output", '{"v": 0}')
+    assert done.returncode == 0, done.stderr
+    third = worker.wait_job(timeout=10)  # sent by `txcl complete`, at once
+    assert third.body["_txc"]["item_index"] == 2 and len(first) == 2

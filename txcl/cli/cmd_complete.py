@@ -132,9 +132,11 @@ async def _complete(service: Any, opc: str, status: str, payload: Any) -> tuple[
         if release is not None and release.won and release.claim is not None:
             data["status"] = "resumed"
             await service.drive_resume(release.claim)
-            await service.drain_tasks(30.0)
         else:
             data["status"] = "recorded"
+        # what the admission let out (the next items of a window, a call to retry) is sent
+        # from here, as a server would: nothing waits for the sweeper's reconcile period
+        await service.drain_tasks(30.0)
         record = service.store.get_run(admit.run_id) if admit.run_id else None
         if record is not None:
             data["run_status"] = record.status
