@@ -134,6 +134,7 @@ def test_bad_callbacks_change_nothing(shared, store_at):
     assert post_json(url, None, job.token, raw=b"{not json")[0] == 400
     status, body = post_json(url, {"status": "done", "output": {}}, job.token)
     assert status == 400 and body["error"]["code"] == "txcl_bad_callback" and "unknown status" in body["error"]["message"]
+    assert '"completed", "failed" or "running"' in body["error"]["message"]
     status, body = post_json(url, {"status": "completed", "output": [1, 2]}, job.token)
     assert status == 400 and "object" in body["error"]["message"]
     # the token travels as X-Txco-Continuation-Token too

@@ -122,7 +122,13 @@ def parse_completion(body: bytes, unit: Any) -> tuple[str, Any] | str:
         if progress is not None and not isinstance(progress, dict):
             return "progress must be a JSON object"
         return "running", progress
-    return f"unknown status {status!r}" if isinstance(status, str) else "status is missing"
+    valid = '"completed", "failed" or "running"'
+    if isinstance(status, str):
+        from txcl.suggest import did_you_mean
+
+        close = did_you_mean(status, ["completed", "failed", "running"])
+        return f"unknown status {status!r}: the status is {valid}" + (f' (did you mean "{close}"?)' if close else "")
+    return f"status is missing: give {valid}"
 
 
 def check_and_admit(store: Any, opc: str, token: str | None, body: bytes | None, cap: int,
