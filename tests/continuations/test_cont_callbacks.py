@@ -180,7 +180,7 @@ def test_fail_fast_sibling_is_cancelled(serve, workspace, worker, store_at):
     status, headers, _ = http_get(srv.url + "/go")
     assert status == 202
     jobs = {j.path: j for j in (worker.wait_job(), worker.wait_job())}
-    assert worker.callback(jobs["/jobs"], status="failed", error="boom") == (200, {"status": "resumed"})
+    assert worker.callback(jobs["/jobs"], status="failed", error="boom") == (200, {"status": "failed"})
     assert worker.callback(jobs["/two"], {"x": 1}) == (410, {"error": {"code": "txcl_gone", "message": "the op continuation is gone", "reason": "cancelled"}})
     store = store_at(ws / ".txcl-data" / "txcl.db")
     run_id = jobs["/jobs"].body["_txc"]["run_id"]

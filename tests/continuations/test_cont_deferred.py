@@ -216,7 +216,7 @@ def test_worker_failure_in_request_and_after_suspend(serve, workspace, store_at)
         status, headers, _ = http_get(srv.url + "/go?nap=0")
         assert status == 202
         job = w.wait_job()
-        assert w.callback(job, status="failed", error={"message": "late failure"}) == (200, {"status": "resumed"})
+        assert w.callback(job, status="failed", error={"message": "late failure"}) == (200, {"status": "failed"})
         store = store_at(ws / ".txcl-data" / "txcl.db")
         run = wait_until(lambda: (r := store.get_run(_run_id(job))) and r.status == "failed" and r)
         assert run.error["code"] == "txcl_join_failed"

@@ -181,7 +181,7 @@ def test_fail_fast_item_failure(serve, workspace, worker, store_at):
     status, headers, _ = http_get(srv.url + "/go?n=5")
     assert status == 202
     jobs = sorted((worker.wait_job() for _ in range(2)), key=lambda j: j.body["_txc"]["item_index"])
-    assert worker.callback(jobs[1], status="failed", error="card declined") == (200, {"status": "resumed"})
+    assert worker.callback(jobs[1], status="failed", error="card declined") == (200, {"status": "failed"})
     store = store_at(ws / ".txcl-data" / "txcl.db")
     run_id = _run_id(jobs[0])
     run = wait_until(lambda: (r := store.get_run(run_id)) and r.status == "failed" and r)

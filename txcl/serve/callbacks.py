@@ -11,7 +11,8 @@ A body `{"status": "running", "progress": {…}}` is a heartbeat (WITH heartbeat
     413 body over --callback-max-bytes · 400 not JSON / unknown status / non-object output
     for a non-itemized op without `into` · 410 cancelled · 410 expired · 410 superseded (the
     token of an attempt that was retried) · 200 retrying (a retryable failure, sent again) · 200 duplicate ·
-    409 conflicting completion (the first is kept) · 200 resumed · 200 recorded ·
+    409 conflicting completion (the first is kept) · 200 resumed (200 failed: the admitted failure
+    failed its op, and the run goes on to fail) · 200 recorded ·
     503 store unavailable (Retry-After) · 500 unexpected
 
 A won release is driven in a background task of this process (or handed to the parking
@@ -214,5 +215,7 @@ async def handle_callback(service: Any, request: Any, opc: str) -> Answer:
         return _answer(200, {"status": "retrying"})
     if release is not None and release.won and release.claim is not None:
         service.start_resume(release.claim)
-        return _answer(200, {"status": "resumed"})
+        # a failure that failed its op: the run goes on only to fail (or to its on_item_error
+        # handling); "resumed" would read as a success to the worker's operator
+        return _answer(200, {"status": "failed" if release.unit_status == "failed" else "resumed"})
     return _answer(200, {"status": "recorded"})
