@@ -144,3 +144,9 @@ def test_half_open_connections_are_closed_and_bounded(workspace, serve):
         for _ in range(3):
             assert client.get(server.url + "/_txc/healthz").status_code == 200
             time.sleep(0.5)
+
+
+def test_access_log_writes_a_line_per_request(workspace, serve):
+    server = serve(workspace(FILES), "--access-log")
+    answer = httpx.post(server.url + "/orders", json={"order": {"total": 5}})
+    server.wait_for(rf"txcl: POST /orders 200 {answer.headers['x-request-id']}")

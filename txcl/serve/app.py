@@ -255,6 +255,9 @@ class TxclHandler:
                                                     rid=rid), 500)
             if answer is not None:
                 await _send(send, finish(answer, head.method, rid))
+            if settings.access_log:
+                log.info("txcl: %s %s %s %s", head.method, head.path,
+                         answer.status if answer is not None else "-", rid)
         finally:
             state.inflight -= 1
             if state.inflight == 0:
