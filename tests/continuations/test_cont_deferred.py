@@ -144,8 +144,8 @@ def test_floor_scope_need_not_exist_and_dj4_resume_runs_the_join_scope(serve, wo
     assert not [s for s in origin.steps if s["name"] == "render"]
     resume = wait_until(lambda: store.get_trace(f"resume-{run_id}-site_250-v1"))
     kinds = [k for k, _ in _events(resume)]
-    assert kinds[0] == "continuation.resume"
-    assert _events(resume)[0][1]["origin_rid"] == headers["x-request-id"]
+    assert kinds[:2] == ["request.start", "continuation.resume"]
+    assert _events(resume)[1][1]["origin_rid"] == headers["x-request-id"]
     names = [(s["name"], s["status"]) for s in resume.steps]
     assert names[:2] == [("research", "completed"), ("render", "ok")]  # one step per joined op, then the scope
 

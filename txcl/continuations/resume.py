@@ -107,6 +107,9 @@ async def resume_run(service: Any, claim: ClaimRecord) -> Any:
     settings = service.settings
     rec = TraceRecorder(settings.trace_mode, claim.segment_id, "continuation", run.entry_stack,
                         body_cap=settings.trace_body_cap_bytes, origin_rid=run.origin_rid, run_id=run.run_id)
+    if rec.enabled:  # the segment's first event, before the outcomes it resumes with are merged
+        rec.set_input(run.envelope, None)
+        rec.request_start(run.entry_stack, run.src)
     rec.event("continuation.resume", {"run_id": run.run_id, "origin_rid": run.origin_rid, "stage": claim.stage,
                                       "visit": claim.visit, "snapshot_id": run.snapshot_id, "attempt": claim.attempt})
     frame = Frame(info.get("stack", run.stack), int(info.get("scope", run.requested_scope)),

@@ -205,7 +205,7 @@ class Interpreter:
             rec = TraceRecorder(settings.trace_mode if self.store is not None or self.trace_sink else "off",
                                 run.rid, run.src, run.entry_stack, body_cap=settings.trace_body_cap_bytes,
                                 origin_rid=run.origin_rid, run_id=run.run_id)
-        if rec.enabled:
+        if rec.enabled and not rec.started:  # (a resume started its segment already)
             rec.set_input(run.envelope, bytes_in)
             rec.request_start(run.entry_stack, run.src)
         started = time.perf_counter()

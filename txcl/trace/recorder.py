@@ -202,6 +202,7 @@ class TraceRecorder:
             "fuel_used": 0, "bytes_in": None, "bytes_out": None, "mode": mode,
         }
         self._in: Any = None
+        self.started = False  # request.start recorded
         self._out: Any = None
         self._error: Any = None
         self.steps: list[dict[str, Any] | tuple] = []  # dicts, or summary rows (summary_step)
@@ -310,7 +311,8 @@ class TraceRecorder:
 
     # A request's first and last events, compact too (once per trace each).
     def request_start(self, stack: str, src: str) -> None:
-        if self.enabled:
+        if self.enabled and not self.started:
+            self.started = True  # a resume starts its segment before applying what it resumes with
             self.seq += 1
             self.events.append((self.seq, self._at(), REQUEST_START, stack, src))
 

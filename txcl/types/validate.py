@@ -69,7 +69,7 @@ def compile_definition(doc: dict, name: str, base: Path | None, read: Callable[[
     root["$schema"] = doc.get("$schema", _DRAFT) if isinstance(doc.get("$schema"), str) else _DRAFT
     root["$ref"] = f"#/$defs/{name}"
     try:
-        compiled = jsonschema_rs.validator_for(root, retriever=_file_retriever(read),
+        compiled = jsonschema_rs.validator_for(root, retriever=_file_retriever(read), validate_formats=True,
                                                base_uri=base.resolve().as_uri() if base is not None else None)
     except Exception as exc:  # noqa: BLE001 - any refusal of the library: the schema's problem
         raise SchemaProblem(f"$defs.{name} cannot be used: {str(exc).splitlines()[0]}") from None
