@@ -148,6 +148,13 @@ def test_floor_scope_need_not_exist_and_dj4_resume_runs_the_join_scope(serve, wo
     assert _events(resume)[1][1]["origin_rid"] == headers["x-request-id"]
     names = [(s["name"], s["status"]) for s in resume.steps]
     assert names[:2] == [("research", "completed"), ("render", "ok")]  # one step per joined op, then the scope
+    joined = resume.steps[0]
+    assert joined["joined"] is True and joined["stage"] == "site/250" and joined["dispatched_at"] == "site/100"
+    from txcl.ui.views import trace_view
+    view = trace_view(store, f"resume-{run_id}-site_250-v1")
+    rows = [row for stage in view["stages"] for row in stage["steps"]]
+    assert [r["joined"] for r in rows if r["name"] == "research"] == ["site/100"]
+    assert [r["joined"] for r in rows if r["name"] == "render"] == [None]
 
 
 # ---------------------------------------------------------------------------------------------

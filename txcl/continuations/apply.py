@@ -136,7 +136,10 @@ def merge_joined(walker: "OpRunner", run: "Run", frame: "Frame", units: Sequence
         pop = rebuild_op(walker, run, unit)
         if pop is None:
             continue
-        extra: dict[str, Any] = {"unit_id": unit.unit_id, "joined": True}
+        # the op was dispatched at its own stage: the step says so, so a trace shows whose answer
+        # merged at the join scope
+        extra: dict[str, Any] = {"unit_id": unit.unit_id, "joined": True,
+                                 "dispatched_at": f"{pop.op.stack}/{pop.op.scope}"}
         if unit.kind == "itemized":
             extra["items"] = unit.expected
         output, error, dropped = walker.tail(run, frame, pop, unit.output, False)

@@ -254,7 +254,9 @@ def trace_view(store: Any, rid: str) -> dict | None:
             entry["more"] = data.get("more", 0)
     loose: list[dict] = []
     for step in trace.steps:
+        joined = step.get("dispatched_at") if step.get("joined") else None
         row = {"name": step.get("name"), "transport": step.get("transport"), "status": step.get("status"),
+               "joined": joined,
                "duration": _ms_text(step.get("duration_ms")), "error": step.get("error"),
                "input": _pretty(step.get("input_json")), "output": _pretty(step.get("output_json"))}
         stage = step.get("stage")
