@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
 import tomllib
 from pathlib import Path
 
@@ -32,8 +33,20 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
-def core(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", BLOCKED, *args], capture_output=True, text=True, timeout=120)
+def core(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """Run from outside the checkout, as the `txcl` command would (`python -c` puts the working
+    directory first on the path: from the checkout it would import the source tree and read its
+    build metadata instead of the installed txcl's)."""
+    return subprocess.run([sys.executable, "-c", BLOCKED, *args], capture_output=True, text=True, timeout=120,
+                          cwd=cwd or tempfile.gettempdir())
+
+
+def hint(extra: str, cwd: Path | None = None) -> str:
+    """The install hint as the txcl that `core` runs computes it (the test process may import
+    the source tree instead: `python -m pytest` from the checkout does)."""
+    code = f"from txcl.install import install_command; print(install_command({extra!r}))"
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          cwd=cwd or tempfile.gettempdir(), check=True).stdout.strip()
 
 
 def test_the_core_dependencies_hold_no_optional_part():
@@ -59,11 +72,9 @@ def test_check_fmt_and_run_work_without_the_extras(tmp_path):
                                          (["db", "status", "--db", "postgresql://x@127.0.0.1/y"], "postgres"),
                                          (["mcp", "doctor", "http://127.0.0.1:9/mcp"], "mcp")])
 def test_a_command_whose_extra_is_missing_says_what_to_install(tmp_path, args, extra):
-    done = core(*args)
-    from txcl.install import install_command
-
+    done = core(*args, cwd=tmp_path)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
-    assert install_command(extra) in done.stderr  # a command that works where this txcl came from
+    assert hint(extra, tmp_path) in done.stderr  # a command that works where this txcl came from
 
 
 def test_an_mcp_op_without_the_extra_is_an_op_error_that_says_what_to_install(tmp_path):
@@ -72,9 +83,7 @@ def test_an_mcp_op_without_the_extra_is_an_op_error_that_says_what_to_install(tm
     assert core("check", str(tmp_path)).returncode == 0  # the scheme is known without the SDK
     ran = core("run", str(tmp_path), "--compact", "--trace")
     assert ran.returncode == 0 and "Traceback" not in ran.stderr, ran.stderr
-    from txcl.install import install_command
-
-    assert install_command("mcp") in ran.stderr  # the op's error step in the printed trace
+    assert hint("mcp") in ran.stderr  # the op's error step in the printed trace
 
 
 @pytest.mark.parametrize("direct_url, expected", [
