@@ -36,7 +36,7 @@ from txcl.functions.registry import (
 from txcl.functions.registry import call as call_function
 from txcl.syntax import ast
 from txcl.values.coerce import bool_form, float_form, int_form, text_form
-from txcl.values.merge import copy_value, deep_copy
+from txcl.values.merge import copy_value
 from txcl.values.paths import MISSING, read
 
 # Python's compiler gives up on very deep expressions (SyntaxError "too many nested

@@ -17,7 +17,7 @@ from txcl.evaluate.codegen import value_function
 from txcl.evaluate.nodecache import NodeCache
 from txcl.functions.registry import call as call_function
 from txcl.syntax import ast
-from txcl.values.merge import copy_value, deep_copy
+from txcl.values.merge import copy_value
 from txcl.values.paths import MISSING, read
 
 ValueFn = Callable[[Any, Any], Any]

@@ -6,7 +6,7 @@ from typing import Any
 
 from txcl.functions.helpers import describe, err, walkable, want_str
 from txcl.functions.registry import function
-from txcl.values.merge import copy_value, deep_copy
+from txcl.values.merge import copy_value
 from txcl.values.paths import MISSING, PathError, read, split_path_string, split_set_path, write
 
 

@@ -21,7 +21,7 @@ from txcl.evaluate.values import resolve
 from txcl.evaluate.when import condition_matches
 from txcl.runtime.budget import DISPATCH_FUEL
 from txcl.runtime.dispatch import OpError
-from txcl.values.merge import copy_value, deep_copy, merge_into
+from txcl.values.merge import copy_value, merge_into
 from txcl.values.paths import PathError, write
 from txcl.values.reserved import sanitize_untrusted
 

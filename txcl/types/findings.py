@@ -8,9 +8,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-import attrs
 
-from txcl.check.facts import span_of
 from txcl.check.tree import Member, TreeContext
 from txcl.errors import Diagnostic
 from txcl.types.flow import Flow, OpTypes

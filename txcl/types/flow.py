@@ -21,7 +21,7 @@ completion and hover read it) and the facts the findings need.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 import attrs
 

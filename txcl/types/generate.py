@@ -23,7 +23,6 @@ _KEYS = "abcdefghijklmnopqrstuvwxyz_"
 def strategy(schema: Any, resolve: Resolve, validator: Any | None = None) -> Any:
     """A Hypothesis strategy of values `schema` accepts (`validator`: a compiled jsonschema_rs
     validator for the same schema, used as the final filter)."""
-    from hypothesis import strategies as st
 
     base = _strategy(schema, resolve, 0)
     if validator is not None:
