@@ -30,6 +30,39 @@ def pytest_configure(config):
         folder = tempfile.mkdtemp(prefix="txcl-test-parse-cache-")
         os.environ["TXCL_PARSE_CACHE"] = os.path.join(folder, "parse-cache.sqlite3")
         config._txcl_parse_cache_dir = folder
+    _guard_state_transitions()
+
+
+_STATE_GUARD = {"on": True}
+
+
+@pytest.fixture(autouse=True)
+def _state_guard_switch(request):
+    """Off for tests marked ``no_state_guard`` (they write states by hand to fake a crash)."""
+    _STATE_GUARD["on"] = request.node.get_closest_marker("no_state_guard") is None
+    yield
+    _STATE_GUARD["on"] = True
+
+
+def _guard_state_transitions() -> None:
+    """Every SQLite database this test process migrates gets the state guards of
+    :mod:`txcl.store.states`: a procedure that writes a state, or a transition, that no state
+    module allows fails the test that ran it."""
+    from txcl.store import schema
+    from txcl.store.states import guard_triggers
+
+    original = schema.migrate
+    if getattr(original, "_txcl_guarded", False):
+        return
+
+    def migrate_and_guard(backend):
+        found = original(backend)
+        if backend.kind == "sqlite" and _STATE_GUARD["on"]:
+            backend.transact(lambda t: [t.run(ddl) for ddl in guard_triggers()])
+        return found
+
+    migrate_and_guard._txcl_guarded = True
+    schema.migrate = migrate_and_guard
 
 
 def pytest_unconfigure(config):

@@ -194,6 +194,7 @@ def test_one_database_holds_traces_kv_and_continuations(store):
     assert components["continuations"] == 8 and components["traces"] == 8
 
 
+@pytest.mark.no_state_guard
 def test_upgrade_from_v2_drops_the_fact_counter_trigger_and_counts_once(tmp_path):
     """v2 counted facts in a SQLite trigger; v3 counts in the procedures. An upgraded database
     must not count twice."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from testtools import RawDb
 
 from contstore_util import complete, itemized, park_barrier, run_spec, unary
@@ -90,6 +91,7 @@ def test_heartbeat_keeps_claim_fresh(store, clock):
         assert not sweep(store, CFG).taken_over
 
 
+@pytest.mark.no_state_guard
 def test_reconcile_missing_fact_from_succeeded_child_au9(store, clock):
     """A child succeeded but its continuation fact is missing; the sweeper repairs and releases."""
     park = park_barrier(store, units=[itemized(n=2, window=2)])
@@ -196,6 +198,7 @@ def test_local_and_sync_dispatches_are_never_resent(store, clock):
     assert store.continue_release(park.dispatches[0].opc).won
 
 
+@pytest.mark.no_state_guard
 def test_parked_run_nobody_released_is_released_by_sweeper(store, clock):
     park = park_barrier(store)
     d = park.dispatches[0]

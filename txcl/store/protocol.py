@@ -14,17 +14,17 @@ from typing import Callable, Protocol, Sequence, TypeVar, runtime_checkable
 from txcl.store.records import (
     AdmitResult,
     CallbackTarget,
+    CancelCall,
     ChildRecord,
     ClaimRecord,
     CreateRunResult,
     Dispatch,
     DispatchResult,
-    CancelCall,
     ExpireResult,
-    JoinDeadlineResult,
     Fence,
     InteractionRecord,
     ItemErrorPolicy,
+    JoinDeadlineResult,
     JoinedMarker,
     JoinResult,
     JsonValue,
@@ -48,7 +48,6 @@ from txcl.store.records import (
     UnitRecord,
     UnitSpec,
 )
-
 
 T = TypeVar("T")
 

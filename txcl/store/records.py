@@ -15,30 +15,30 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Literal, Sequence, TypeVar, Union
 
+from txcl.store.states import children, interactions, runs, units
+from txcl.store.states.children import ChildStatus
+from txcl.store.states.interactions import InteractionStatus
+from txcl.store.states.runs import RunStatus
+from txcl.store.states.suspends import SuspendKind, SuspendStatus
+from txcl.store.states.terminals import TerminalSource, TerminalStatus
+from txcl.store.states.units import UnitKind, UnitStatus
+
 JsonValue = Union[None, bool, int, float, str, list["JsonValue"], dict[str, "JsonValue"]]
 
 # ---------------------------------------------------------------------------------------------
 # States and kinds
 
-RunStatus = Literal["active", "waiting", "resuming", "completed", "failed", "expired"]
-SuspendStatus = Literal["open", "resuming", "resumed", "failed", "expired"]
-SuspendKind = Literal["barrier", "join", "promotion"]
-UnitKind = Literal["unary", "itemized", "local", "sync"]
-UnitStatus = Literal["waiting", "completed", "failed", "timed_out", "cancelled"]
-InteractionStatus = Literal["queued", "dispatching", "dispatched", "completed", "failed", "timed_out", "cancelled"]
-ChildStatus = Literal["queued", "running", "succeeded", "failed", "cancelled"]
-TerminalStatus = Literal["completed", "failed"]
-TerminalSource = Literal["callback", "ack", "local", "sync", "cli"]
-MemberRole = Literal["op", "sync", "join", "promotion"]
+# (each table's states, groups and transitions live in its module of txcl.store.states)
 ItemErrorPolicy = str  # "fail", "collect", or "tolerate:<count>" / "tolerate:<percent>%"
+MemberRole = Literal["op", "sync", "join", "promotion"]
 
-RUN_OPEN: tuple[RunStatus, ...] = ("active", "waiting", "resuming")
-RUN_FINISHED: tuple[RunStatus, ...] = ("completed", "failed", "expired")
-UNIT_TERMINAL: tuple[UnitStatus, ...] = ("completed", "failed", "timed_out", "cancelled")
-UNIT_BAD: tuple[UnitStatus, ...] = ("failed", "timed_out", "cancelled")
-INTERACTION_OPEN: tuple[InteractionStatus, ...] = ("queued", "dispatching", "dispatched")
-INTERACTION_IN_FLIGHT: tuple[InteractionStatus, ...] = ("dispatching", "dispatched")
-CHILD_PENDING: tuple[ChildStatus, ...] = ("queued", "running")
+RUN_OPEN = runs.OPEN
+RUN_FINISHED = runs.FINISHED
+UNIT_TERMINAL = units.TERMINAL
+UNIT_BAD = units.BAD
+INTERACTION_OPEN = interactions.OPEN
+INTERACTION_IN_FLIGHT = interactions.IN_FLIGHT
+CHILD_PENDING = children.PENDING
 DEFAULT_ROLE: dict[str, MemberRole] = {"unary": "op", "itemized": "op", "local": "promotion", "sync": "sync"}
 
 

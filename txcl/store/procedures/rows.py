@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from txcl.store.blobs import needs_fetch, referenced_digests, unpack
+
 # every document column's text, written and read one way (the procedures import dumps from here)
 from txcl.store.jsoncols import dumps, loads  # noqa: F401
 from txcl.store.records import (

@@ -1,0 +1,310 @@
+"""Settle units: an answer becomes an item's child outcome and a continuation fact; a unit whose facts are all in settles, and the next window of items is promoted."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from txcl.ids import (
+    hash_token,
+    new_token,
+)
+from txcl.store.backend import Tx
+from txcl.store.procedures.continuations.base import (
+    _CHILD_OF_OPC,
+    _IN_FLIGHT,
+    _OPEN,
+    _PENDING_CHILD,
+    _UNREAD,
+    ProcedureBase,
+    _next_beat,
+)
+from txcl.store.procedures.rows import (
+    Row,
+    columns,
+    dumps,
+    interaction_record,
+    lazy_unit_record,
+    load_doc,
+    loads,
+    placeholders,
+    terminal_record,
+)
+from txcl.store.records import (
+    CHILD_PENDING,
+    Dispatch,
+    Materialized,
+    Materializer,
+)
+
+
+class SettleProcedures(ProcedureBase):
+    def _promote(self, t: Tx, unit_id: str) -> tuple[list[Dispatch], int | None]:
+        """Move queued interactions to ``dispatching`` while in-flight < window (item order)."""
+        unit = t.one("SELECT * FROM await_units WHERE unit_id = ?", (unit_id,))
+        if unit is None or unit["status"] != "waiting":
+            return [], None
+        in_flight = t.one(
+            f"SELECT COUNT(*) AS n FROM interactions WHERE unit_id = ? AND status IN {_IN_FLIGHT}", (unit_id,)
+        )["n"]
+        free = unit["window_size"] - in_flight
+        if free <= 0:
+            return [], None
+        rows = t.all(  # (a call waiting to be retried goes out once its time has come)
+            "SELECT * FROM interactions WHERE unit_id = ? AND status = 'queued' "
+            "AND (retry_at_ms IS NULL OR retry_at_ms <= ?) ORDER BY item_index LIMIT ?",
+            (unit_id, t.now, free),
+        )
+        if not rows:
+            return [], None
+        tokened = unit["kind"] in ("unary", "itemized")
+        if unit["deadline_ms"] is not None:
+            deadline = unit["deadline_ms"]
+        elif unit["budget_ms"] is not None:
+            deadline = t.now + unit["budget_ms"]
+        else:
+            deadline = None
+        stage = unit["dispatch_stage"]
+        directives = self._directives(unit_id, unit["directives_json"])
+        every = self._policy().heartbeat_every_ms(directives)
+        # with WITH heartbeat the interaction times out one period after its last sign of life
+        # (the dispatch, then each heartbeat), never later than its deadline
+        due = _next_beat(deadline, every, t.now)
+        cancel_url = self._policy().cancel_url_of(directives) if tokened else None
+        out: list[Dispatch] = []
+        updates = []
+        for r in rows:
+            token = new_token() if tokened else None
+            updates.append((hash_token(token) if token else None, due, self.node_id, t.now, cancel_url,
+                            token if cancel_url else None, r["opc"]))
+            out.append(
+                Dispatch(
+                    opc=r["opc"], token=token, run_id=r["run_id"], unit_id=unit_id, op_name=unit["op_name"],
+                    op_stack=unit["op_stack"], stage=stage, exec_target=unit["exec_target"],
+                    directives=directives, item_index=r["item_index"],
+                    item_count=unit["expected"], kind=unit["kind"], input=load_doc(r["input_json"], t, r["run_id"]),
+                    deadline_ms=deadline, attempts=r["attempts"] + 1, retry=r["retry_count"] or 0,
+                )
+            )
+        t.many(
+            "UPDATE interactions SET status = 'dispatching', token_hash = ?, deadline_ms = ?, dispatch_owner = ?, "
+            "dispatch_ms = ?, cancel_url = ?, cancel_token = ?, attempts = attempts + 1, retry_at_ms = NULL, "
+            "version = version + 1 WHERE opc = ? AND status = 'queued'",
+            updates,
+        )
+        return out, deadline
+
+    @staticmethod
+    def _owe_cancels(t: Tx, where: str, params: tuple, reason: str) -> None:
+        """Calls already sent whose worker gave (or whose rule named) a cancel URL are owed a
+        cancellation: one ``cancel_calls`` row each, delivered after the commit by the sweeper
+        (at least once, with backoff). The raw token moves there and leaves the interaction."""
+        t.send(
+            "INSERT INTO cancel_calls (opc, run_id, url, token, reason, status, attempts, next_ms, created_ms) "
+            f"SELECT opc, run_id, cancel_url, cancel_token, ?, 'pending', 0, ?, ? FROM interactions "
+            f"WHERE {where} AND status IN {_IN_FLIGHT} AND cancel_url IS NOT NULL ON CONFLICT DO NOTHING",
+            (reason, t.now, t.now, *params),
+        )
+        t.send(f"UPDATE interactions SET cancel_token = NULL WHERE {where} AND cancel_token IS NOT NULL", params)
+
+    def _close_units(self, t: Tx, unit_ids: Sequence[str], interaction_status: str, unit_status: str = "cancelled",
+                     *, reason: str = "cancelled") -> None:
+        """Close units: open interactions → interaction_status (their workers are owed a
+        cancellation for ``reason``), pending children cancelled."""
+        for chunk_start in range(0, len(unit_ids), 500):
+            chunk = list(unit_ids[chunk_start:chunk_start + 500])
+            ph = placeholders(len(chunk))
+            self._owe_cancels(t, f"unit_id IN ({ph})", tuple(chunk), reason)
+            t.send(
+                f"UPDATE interactions SET status = ?, closed_ms = ?, version = version + 1 "
+                f"WHERE unit_id IN ({ph}) AND status IN {_OPEN}",
+                (interaction_status, t.now, *chunk),
+            )
+            t.send(
+                f"UPDATE item_children SET status = 'cancelled', version = version + 1, updated_ms = ?, "
+                f"lease_owner = NULL WHERE unit_id IN ({ph}) AND status IN {_PENDING_CHILD}",
+                (t.now, *chunk),
+            )
+            t.send(
+                f"UPDATE await_units SET status = ?, version = version + 1, closed_ms = ? "
+                f"WHERE unit_id IN ({ph}) AND status = 'waiting'",
+                (unit_status, t.now, *chunk),
+            )
+
+    def _materialize_child(self, t: Tx, unit: Row, opc: str, carried_version: int | None,
+                           materialize: Materializer, it: Row | None = None,
+                           child: Row | None | object = _UNREAD) -> str | None:
+        """The item's child outcome from its terminal. A child whose version moved since the
+        caller read it (a reconcile claim in between) is reloaded and retried once while still
+        ``queued``/``running``; a child already settled is never overwritten. Returns the
+        child's resulting status. `it` and `child` (its row as `_CHILD_OF_OPC` reads it): when
+        the caller has read them already."""
+        if it is None:
+            it = t.one("SELECT * FROM interactions WHERE opc = ?", (opc,))
+        if it is None:
+            return None
+        if child is _UNREAD:
+            child = t.one(_CHILD_OF_OPC, (opc,))
+        if child is None:
+            return None
+        if child["child_status"] not in CHILD_PENDING:
+            return child["child_status"]
+        if child["opc"] is None:  # no terminal yet
+            return child["child_status"]
+        m: Materialized = materialize(lazy_unit_record(unit, t), interaction_record(it, t), terminal_record(child))
+        version = child["child_version"] if carried_version is None else carried_version
+        for _attempt in range(2):
+            changed = t.run(
+                "UPDATE item_children SET status = ?, output_json = ?, error_json = ?, version = version + 1, "
+                "updated_ms = ?, lease_owner = NULL, lease_until_ms = NULL "
+                f"WHERE unit_id = ? AND item_index = ? AND version = ? AND status IN {_PENDING_CHILD}",
+                (m.status, dumps(m.output), dumps(m.error), t.now, unit["unit_id"], it["item_index"], version),
+            )
+            if changed:
+                t.fault("materialize")
+                return m.status
+            fresh = t.one("SELECT status, version FROM item_children WHERE unit_id = ? AND item_index = ?",
+                          (unit["unit_id"], it["item_index"]))
+            if fresh["status"] not in CHILD_PENDING:  # succeeded: idempotent; failed/cancelled: never overwritten
+                return fresh["status"]
+            version = fresh["version"]
+        return t.one("SELECT status FROM item_children WHERE unit_id = ? AND item_index = ?",
+                     (unit["unit_id"], it["item_index"]))["status"]
+
+    @staticmethod
+    def _add_facts(t: Tx, unit_id: str, kind: str, count: int) -> None:
+        column = "provider_done" if kind == "provider" else "continuation_done"
+        if count:
+            t.send(f"UPDATE await_units SET {column} = {column} + ? WHERE unit_id = ?", (count, unit_id))
+
+    @staticmethod
+    def _fact(t: Tx, unit_id: str, kind: str, item_index: int, *, counted: bool = False) -> bool:
+        """Record a provider or continuation fact (once per item) and count it on the unit.
+        The count goes first, raised only while the fact is absent: under the run lock nobody
+        else inserts it in between, and neither statement needs to wait for an answer —
+        unless `counted` asks whether the count went up (True: the fact is new; without
+        `counted`, always False)."""
+        column = "provider_done" if kind == "provider" else "continuation_done"
+        count = (f"UPDATE await_units SET {column} = {column} + 1 WHERE unit_id = ? AND NOT EXISTS "
+                 "(SELECT 1 FROM continuation_facts WHERE unit_id = ? AND kind = ? AND item_index = ?)",
+                 (unit_id, unit_id, kind, item_index))
+        raised = False
+        if counted:
+            raised = t.run(*count) == 1
+        else:
+            t.send(*count)
+        t.send("INSERT INTO continuation_facts (unit_id, kind, item_index, recorded_ms) VALUES (?, ?, ?, ?) "
+               "ON CONFLICT DO NOTHING", (unit_id, kind, item_index, t.now))
+        return raised
+
+    def _record_continuation_fact(self, t: Tx, unit: Row, item_index: int, child_status: str | None) -> Row:
+        """Only a succeeded child counts — or a failed one of a unit that does not fail fast.
+        Returns the unit's row as it now stands (`unit` with its continuation count raised
+        when the fact was new): nothing else writes the unit meanwhile, under the run lock."""
+        ok = child_status == "succeeded" or (
+            child_status == "failed" and not self._policy().fails_fast(unit["kind"], unit["on_item_error"]))
+        if ok and unit["status"] == "waiting" and self._fact(t, unit["unit_id"], "continuation", item_index,
+                                                              counted=True):
+            unit = {**columns(unit), "continuation_done": unit["continuation_done"] + 1}
+        return unit
+
+    def _settle_unit(self, t: Tx, unit_id: str, *, reconcile: bool = False, unit: Row | None = None) -> str:
+        """Complete (or fail) a unit from its stored facts and children. Returns its status.
+        `unit`: its current row, when the caller has it (else it is read)."""
+        if unit is None:
+            unit = t.one("SELECT * FROM await_units WHERE unit_id = ?", (unit_id,))
+        if unit is None:
+            return "gone"
+        if unit["status"] != "waiting":
+            return unit["status"]
+        policy = self._policy()
+        kind = unit["kind"]
+        fail_fast = policy.fails_fast(kind, unit["on_item_error"])
+        # through the partial index of failed children: cost flat in the unit's size (a scan of
+        # every child per completion made a large itemized await quadratic)
+        failed_index = t.backend.dialect.using_index("item_children_failed")
+        bound = policy.tolerated(unit["on_item_error"], unit["expected"]) if kind == "itemized" else None
+        if bound is not None:
+            failed = t.one(f"SELECT COUNT(*) AS n, MIN(item_index) AS first FROM item_children {failed_index} "
+                           "WHERE unit_id = ? AND status = 'failed'", (unit_id,))
+            if failed["n"] > bound:  # more than tolerated: the unit fails now, as a fail-fast one would
+                first = t.one("SELECT error_json FROM item_children WHERE unit_id = ? AND item_index = ?",
+                              (unit_id, failed["first"]))
+                error = policy.too_many_failures_error(failed["n"], unit["expected"], unit["on_item_error"],
+                                                       failed["first"], loads(first["error_json"]))
+                t.send("UPDATE await_units SET error_json = ? WHERE unit_id = ?", (dumps(error), unit_id))
+                self._close_units(t, [unit_id], "cancelled", unit_status="failed", reason="item_failed")
+                return "failed"
+        if fail_fast and unit["continuation_done"] < unit["expected"]:
+            # (with every fact present no child can have failed: facts follow succeeded children only)
+            bad = t.one(
+                f"SELECT item_index, error_json FROM item_children {failed_index} WHERE unit_id = ? "
+                "AND status = 'failed' ORDER BY item_index LIMIT 1",
+                (unit_id,),
+            )
+            if bad is not None:
+                error = policy.unit_failed_error(kind, bad["item_index"], loads(bad["error_json"]))
+                t.send("UPDATE await_units SET error_json = ? WHERE unit_id = ?", (dumps(error), unit_id))
+                self._close_units(t, [unit_id], "cancelled", unit_status="failed", reason="item_failed")
+                return "failed"
+        expected = unit["expected"]
+        done = unit["continuation_done"]
+        if done < expected and (unit["provider_done"] >= expected or reconcile):
+            # repair missing continuation facts, only for settled children the unit accepts
+            accepted = "('succeeded', 'failed')" if not fail_fast else "('succeeded')"
+            repaired = t.returning(
+                "INSERT INTO continuation_facts (unit_id, kind, item_index, recorded_ms) "
+                f"SELECT unit_id, 'continuation', item_index, ? FROM item_children WHERE unit_id = ? "
+                f"AND status IN {accepted} ON CONFLICT DO NOTHING RETURNING item_index",
+                (t.now, unit_id),
+            )
+            if repaired:
+                self._add_facts(t, unit_id, "continuation", len(repaired))
+                done += len(repaired)
+                self._event(t, unit["run_id"], "reconcile.facts", f"reconcile.facts:{unit_id}:{done}",
+                            {"unit_id": unit_id, "items": sorted(r[0] for r in repaired)})
+        if done < expected:
+            return "waiting"
+        children = t.all(
+            "SELECT item_index, status, output_json, error_json FROM item_children WHERE unit_id = ? "
+            "ORDER BY item_index",
+            (unit_id,),
+        )
+        allowed = ("succeeded",) if fail_fast else ("succeeded", "failed")
+        if len(children) != expected or any(c["status"] not in allowed for c in children):
+            return "waiting"
+        error = None
+        if kind == "itemized":
+            output = [
+                loads(c["output_json"]) if c["status"] == "succeeded" else {"error": loads(c["error_json"])}
+                for c in children
+            ]
+        elif expected == 0:
+            output = None
+        else:
+            c = children[0]
+            output = loads(c["output_json"]) if c["status"] == "succeeded" else None
+            if c["status"] == "failed":  # a best-effort sync sibling: completed, error noted
+                error = loads(c["error_json"])
+        changed = t.run(
+            "UPDATE await_units SET status = 'completed', output_json = ?, error_json = COALESCE(?, error_json), "
+            "version = version + 1, closed_ms = ? WHERE unit_id = ? AND status = 'waiting' AND version = ?",
+            (dumps(output), dumps(error), t.now, unit_id, unit["version"]),
+        )
+        return "completed" if changed else t.one("SELECT status FROM await_units WHERE unit_id = ?",
+                                                 (unit_id,))["status"]
+
+    def _drain_unit(self, t: Tx, unit_id: str, materialize: Materializer) -> str:
+        """Materialise every pending child whose terminal exists, then settle."""
+        unit = t.one("SELECT * FROM await_units WHERE unit_id = ?", (unit_id,))
+        if unit is None or unit["status"] != "waiting":
+            return unit["status"] if unit else "gone"
+        pending = t.all(
+            f"SELECT c.opc, c.item_index FROM item_children c JOIN terminals x ON x.opc = c.opc "
+            f"WHERE c.unit_id = ? AND c.status IN {_PENDING_CHILD} ORDER BY c.item_index",
+            (unit_id,),
+        )
+        for p in pending:
+            status = self._materialize_child(t, unit, p["opc"], None, materialize)
+            unit = t.one("SELECT * FROM await_units WHERE unit_id = ?", (unit_id,))
+            self._record_continuation_fact(t, unit, p["item_index"], status)
+        return self._settle_unit(t, unit_id)

@@ -1,0 +1,76 @@
+"""The state names of every table with a ``status`` column, one module per table.
+
+Each module states a table's states (a ``Literal`` type and :data:`StateMachine.states`), the
+groups the procedures query by (``open``, ``terminal`` …), the states a row may be inserted in,
+and every transition a procedure may write. :func:`sql_in` spells a group for a query, so a
+status word in the SQL is always one of these; ``tests/store/test_store_states.py`` checks
+the SQL's words against them and installs :func:`guard_triggers` in every SQLite test database,
+so a transition no module allows fails the test that wrote it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class StateMachine:
+    table: str
+    states: tuple[str, ...]
+    initial: tuple[str, ...]  # the states a row may be inserted in
+    transitions: dict[str, frozenset[str]]  # from -> the states it may move to
+    groups: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        known = set(self.states)
+        named = set(self.initial) | set(self.transitions) | {s for to in self.transitions.values() for s in to}
+        named |= {s for g in self.groups.values() for s in g}
+        unknown = named - known
+        if unknown:
+            raise ValueError(f"{self.table}: states named but not declared: {sorted(unknown)}")
+
+    def allows(self, old: str, new: str) -> bool:
+        return old == new or new in self.transitions.get(old, frozenset())
+
+    def group(self, name: str) -> tuple[str, ...]:
+        return self.groups[name]
+
+
+def sql_in(states: tuple[str, ...]) -> str:
+    """``('a', 'b')``: a group of states for ``status IN …`` (the words are code, never input)."""
+    return "(" + ", ".join(f"'{s}'" for s in states) + ")"
+
+
+def machines() -> tuple[StateMachine, ...]:
+    from txcl.store.states import (
+        cancel_calls,
+        children,
+        interactions,
+        runs,
+        suspends,
+        terminals,
+        units,
+    )
+
+    return (runs.MACHINE, suspends.MACHINE, units.MACHINE, interactions.MACHINE, children.MACHINE,
+            terminals.MACHINE, cancel_calls.MACHINE)
+
+
+def guard_triggers() -> list[str]:
+    """SQLite triggers that abort an insert in a state no module allows, or a transition no
+    module allows (the tests install them; production databases do not carry them)."""
+    out: list[str] = []
+    for m in machines():
+        pairs = ", ".join(f"'{a}>{b}'" for a, to in m.transitions.items() for b in sorted(to)) or "''"
+        out.append(
+            f"CREATE TRIGGER IF NOT EXISTS txcl_guard_{m.table}_update BEFORE UPDATE OF status ON {m.table} "
+            f"WHEN OLD.status != NEW.status AND (OLD.status || '>' || NEW.status) NOT IN ({pairs}) "
+            f"BEGIN SELECT RAISE(ABORT, 'state guard: a transition of {m.table} that no state module allows'); END")
+        out.append(
+            f"CREATE TRIGGER IF NOT EXISTS txcl_guard_{m.table}_insert BEFORE INSERT ON {m.table} "
+            f"WHEN NEW.status NOT IN {sql_in(m.initial)} "
+            f"BEGIN SELECT RAISE(ABORT, 'state guard: {m.table} inserted in a state no state module allows'); END")
+    return out
+
+
+__all__ = ["StateMachine", "sql_in", "machines", "guard_triggers"]
