@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from txcl.store.states import StateMachine
+from txcl.store.states.machine import StateMachine
 
 CancelStatus = Literal["pending", "delivered", "abandoned"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from txcl.store.states import StateMachine
+from txcl.store.states.machine import StateMachine
 
 InteractionStatus = Literal["queued", "dispatching", "dispatched", "completed", "failed", "timed_out", "cancelled"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from txcl.store.states import StateMachine
+from txcl.store.states.machine import StateMachine
 
 RunStatus = Literal["active", "waiting", "resuming", "completed", "failed", "expired"]
 

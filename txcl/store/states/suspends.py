@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from txcl.store.states import StateMachine
+from txcl.store.states.machine import StateMachine
 
 SuspendStatus = Literal["open", "resuming", "resumed", "failed", "expired"]
 SuspendKind = Literal["barrier", "join", "promotion"]

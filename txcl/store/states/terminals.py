@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from txcl.store.states import StateMachine
+from txcl.store.states.machine import StateMachine
 
 TerminalStatus = Literal["completed", "failed"]
 TerminalSource = Literal["callback", "ack", "local", "sync", "cli"]

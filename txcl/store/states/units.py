@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from txcl.store.states import StateMachine
+from txcl.store.states.machine import StateMachine
 
 UnitKind = Literal["unary", "itemized", "local", "sync"]
 UnitStatus = Literal["waiting", "completed", "failed", "timed_out", "cancelled"]
