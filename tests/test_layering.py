@@ -89,7 +89,7 @@ def test_dependencies_flow_one_way():
                               ("txcl.continuations", ("txcl.serve", "txcl.cli")),
                               ("txcl.runtime", ("txcl.continuations", "txcl.serve", "txcl.cli"))):
         for path in _modules(prefix):
-            bad = sorted(m for m in _imports(path) if m.startswith(forbidden))
+            bad = sorted(m for m in _imports(path) if any(m == f or m.startswith(f + ".") for f in forbidden))
             assert not bad, f"{_module_name(path)} imports {bad}"
 
 
@@ -109,3 +109,64 @@ def test_only_the_store_names_a_backend_or_a_driver():
 def test_each_module_imports_alone(module):
     done = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+def test_the_store_decides_nothing_for_the_continuations_layer():
+    """The store records facts and applies a unit's resolved options: no policy object, no
+    materialiser or error builder handed in, no cache of parsed WITH options, and no read of
+    a unit's WITH options in a procedure (their meaning is resolved once, by the
+    continuations layer, into ``options_json``). ``build_park`` is the one function a caller
+    still hands in: it gives the envelope to park with the units merged under the lock."""
+    forbidden_names = {"policy", "materialize", "join_error", "_directives_cache", "_directives", "use_policy",
+                       "StorePolicy", "Materializer", "JoinErrorBuilder"}
+    for path in _modules("txcl.store"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            name = None
+            if isinstance(node, ast.arg):
+                name = node.arg
+            elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                name = node.name
+            elif isinstance(node, ast.Attribute):
+                name = node.attr
+            elif isinstance(node, ast.Name):
+                name = node.id
+            assert name not in forbidden_names, f"{_module_name(path)}:{node.lineno} uses {name}"
+        if path.parent.name == "continuations" and path.parent.parent.name == "procedures":
+            text = path.read_text(encoding="utf-8")
+            assert "directives_json" not in text or path.name == "park.py", (
+                f"{_module_name(path)} reads a unit's WITH options; use its resolved options")
+
+
+def test_every_runtime_error_code_comes_from_the_table():
+    """A ``txcl_*`` code is written once, in txcl/runtime_codes.py, with its HTTP status,
+    message and documentation; everything else uses its entry (names that only look like
+    codes — the schema table, a cookie, a notification channel — are not codes)."""
+    import re
+
+    from txcl import runtime_codes
+
+    not_codes = {"txcl_schema", "txcl_ui", "txcl_runs"}
+    literals = []
+    for path in PACKAGE.rglob("*.py"):
+        if path.name == "runtime_codes.py" and path.parent == PACKAGE:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docstrings = {id(n.body[0].value) for n in ast.walk(tree)
+                      if isinstance(n, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.body
+                      and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+        literals += [f"{_module_name(path)}:{n.lineno}: {n.value}" for n in ast.walk(tree)
+                     if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings
+                     and re.fullmatch(r"txcl_[a-z_]*[a-z]", n.value) and n.value not in not_codes]
+    assert literals == []
+    entries = runtime_codes.all_codes()
+    assert len(entries) >= 35 and len({e.code for e in entries}) == len(entries)
+    assert all(400 <= e.http_status <= 599 and e.doc and e.template for e in entries)
+
+
+def test_the_runtime_errors_page_lists_every_code():
+    from txcl.docsgen import runtime_errors_page
+    from txcl.runtime_codes import all_codes
+
+    page = runtime_errors_page()
+    assert all(f"`{e.code}` | {e.http_status} |" in page for e in all_codes())

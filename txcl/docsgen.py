@@ -204,9 +204,28 @@ def cli_page() -> str:
     return "\n".join(out)
 
 
+def runtime_errors_page() -> str:
+    from txcl.runtime_codes import all_codes
+
+    out = ["# Runtime error codes", "",
+           "What a request, a durable run or a worker's callback answers when something goes wrong "
+           "at run time: the body is `{\"error\": {\"code\": \"txcl_…\", \"message\": \"…\", …}}`, and "
+           "a failed run records the same object (`txcl runs show`). The code is stable; the message "
+           "is for people. (Diagnostics about rule files have `TX…` codes: see "
+           "[Rule codes](rule-codes.md).)", "",
+           "| Code | HTTP status | Message | Meaning |", "|---|---|---|---|"]
+    for entry in all_codes():
+        out.append(f"| `{entry.code}` | {entry.http_status} | {_md_cell(entry.template)} | {_md_cell(entry.doc)} |")
+    out += ["", "A message's `{fields}` are filled in where the error is raised (the op's name, a "
+            "count). The HTTP status is the one a request or callback answers with when the error "
+            "ends it; an error inside a run that a client polls is reported in the poll's body."]
+    return "\n".join(out) + "\n"
+
+
 PAGES = {
     "reference/functions.md": functions_page,
     "reference/rule-codes.md": rule_codes_page,
+    "reference/runtime-errors.md": runtime_errors_page,
     "reference/settings.md": settings_page,
     "reference/cli.md": cli_page,
 }

@@ -12,13 +12,14 @@ from typing import Iterable
 
 import attrs
 
+from txcl import runtime_codes as rc
+
 try:  # a compiled encoder: the quick way to know a value is not nested too deeply
     import orjson as _orjson
 except ImportError:  # pragma: no cover - orjson is a dependency where wheels exist
     _orjson = None  # type: ignore[assignment]
 
 from txcl.codes import CODES, default_severity
-
 
 MAX_QUOTED = 200  # characters of one word (a path, a token, a file name) quoted in a message
 _LONG_WORD = re.compile(r"\S{%d,}" % (MAX_QUOTED + 1))
@@ -317,7 +318,7 @@ class TxclValueTooDeepError(TxclEvalError, TxclDepthError):
     """A value a rule builds would nest arrays and objects deeper than the limit every value
     of an envelope keeps (so it can always be stored, answered and polled as JSON)."""
 
-    code = "txcl_value_too_deep"
+    code = rc.VALUE_TOO_DEEP.code
 
 
 

@@ -113,7 +113,7 @@ def test_a_callback_writes_its_held_back_ack_in_the_admitting_transaction(harnes
         before = store.commit_count()
         body = json.dumps({"status": "completed", "output": {"bonus": 5}}).encode()
         admit, release = await service.call_batched(
-            check_and_admit, store, first.opc, first.token, body, 1 << 20, service.materialize, service.pending_acks)
+            check_and_admit, store, first.opc, first.token, body, 1 << 20, service.pending_acks)
         assert admit.outcome == "admitted" and release.won
         assert store.commit_count() - before == 1
         row = store.get_interaction(first.opc)
@@ -139,7 +139,7 @@ def test_a_callback_turned_away_takes_no_ack_and_writes_nothing(harness):
         before = store.commit_count()
         for token, body in ((d.token, b"not json"), ("wrong-token", b'{"status": "completed"}')):
             answer = await service.call_batched(
-                check_and_admit, store, d.opc, token, body, 1 << 20, service.materialize, service.pending_acks)
+                check_and_admit, store, d.opc, token, body, 1 << 20, service.pending_acks)
             assert isinstance(answer, Answer) and answer.status in (400, 401)
         assert store.commit_count() == before
         assert len(service.pending_acks) == 1 and store.get_interaction(d.opc).status == "dispatching"

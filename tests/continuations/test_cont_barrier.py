@@ -74,8 +74,7 @@ def test_two_threads_release_one_suspend(tmp_path, workspace, worker):
 
         def release():
             gate.wait()
-            results.append(store.continue_release(job.opc, child_version=admit.child_version,
-                                                  materialize=service.materialize))
+            results.append(store.continue_release(job.opc, child_version=admit.child_version))
 
         threads = [threading.Thread(target=release) for _ in range(2)]
         for t in threads:

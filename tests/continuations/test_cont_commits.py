@@ -83,21 +83,23 @@ def test_a_cycle_commits_three_times(cycle, ack_delay):
     assert asyncio.run(main())[1:] == [(parks, 1, 1), (parks, 1, 1)]
 
 
-def test_an_admission_commits_even_when_its_continuation_fails(cycle):
+def test_an_admission_commits_even_when_its_continuation_fails(cycle, monkeypatch):
     """Continuing raises inside the shared transaction: only what it wrote is rolled back
     (the transaction runs again with a savepoint per call, and continuing fails again), the
     admission is durable, and a repeat of the callback continues the run."""
     service, interp, sent = cycle
     store = service.store
     broken = {"yes": True}
-    real = service.materialize
+    from txcl.store.procedures.continuations import settle
+
+    real = settle.child_outcome
 
     def failing(*args, **kwargs):
         if broken["yes"]:
             raise RuntimeError("materialise went wrong")
         return real(*args, **kwargs)
 
-    service.materialize = failing
+    monkeypatch.setattr(settle, "child_outcome", failing)
 
     async def main() -> None:
         outcome = await interp.run({"order": {"id": 1, "amount": 10}}, "shop")

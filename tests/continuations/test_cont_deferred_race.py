@@ -73,7 +73,7 @@ def _complete(store, service, opc: str, *, admit: bool = True, release: bool = T
     if admit:
         result["admit"] = store.admit_terminal(opc, "completed", OUTPUT, source="cli")
     if release:
-        result["release"] = store.continue_release(opc, materialize=service.materialize)
+        result["release"] = store.continue_release(opc)
     return result
 
 
@@ -187,8 +187,7 @@ def _forced(tmp_path, db: str, order: str):
                 assert isinstance(outcome, Completed)  # `join_check` materialised and settled the unit itself
                 child = store.list_children(store.list_units(run_id)[0].unit_id)[0]
                 assert child.status == "succeeded"
-                late = store.continue_release(opc, child_version=box["admit"].child_version,
-                                              materialize=service.materialize)
+                late = store.continue_release(opc, child_version=box["admit"].child_version)
                 assert late.outcome == "recorded"
                 envelope = outcome.envelope
             else:  # `join_check` first: the flow parks; the callback releases and the resume merges

@@ -69,8 +69,7 @@ def test_reconcile_claim_between_p4_and_p5_retries_at_the_fresh_version(flow):
         assert admit.outcome == "admitted" and admit.child_version == 0
         claimed = store.claim_child(unit_id, 0, older_than_ms=0, lease_ms=60_000, owner="sweeper-node")
         assert claimed is not None and claimed > admit.child_version  # the child moved under the flow
-        release = store.continue_release(jobs[0].opc, child_version=admit.child_version,
-                                         materialize=service.materialize)
+        release = store.continue_release(jobs[0].opc, child_version=admit.child_version)
         assert release.outcome == "recorded" and release.unit_status == "waiting"
         child = next(c for c in store.list_children(unit_id) if c.item_index == 0)
         assert child.status == "succeeded" and child.output == {"v": 0}
@@ -85,10 +84,11 @@ def test_reconcile_claim_between_p4_and_p5_retries_at_the_fresh_version(flow):
     asyncio.run(main())
 
 
-def test_failed_child_is_never_overwritten(flow):
+def test_failed_child_is_never_overwritten(flow, monkeypatch):
     """A child that materialised `failed` is a real outcome: a stale actor's `continue_release` (an old
     version, a success it believes in) never rewrites it; under `collect` it stays an error at
     its index."""
+    from txcl.store.procedures.continuations import settle
     from txcl.store.records import Materialized
 
     worker, build = flow
@@ -99,10 +99,11 @@ def test_failed_child_is_never_overwritten(flow):
         jobs = _jobs(worker)
         unit_id = store.get_interaction(jobs[1].opc).unit_id
         admit = store.admit_terminal(jobs[1].opc, "failed", {"message": "declined"}, source="cli")
-        first = store.continue_release(jobs[1].opc, child_version=admit.child_version, materialize=service.materialize)
+        first = store.continue_release(jobs[1].opc, child_version=admit.child_version)
         assert first.outcome == "recorded"
-        stale = store.continue_release(jobs[1].opc, child_version=admit.child_version,
-                                       materialize=lambda *a: Materialized("succeeded", output={"forged": True}))
+        monkeypatch.setattr(settle, "child_outcome", lambda *a: Materialized("succeeded", output={"forged": True}))
+        stale = store.continue_release(jobs[1].opc, child_version=admit.child_version)
+        monkeypatch.undo()
         assert stale.outcome == "recorded"
         child = next(c for c in store.list_children(unit_id) if c.item_index == 1)
         assert child.status == "failed" and child.output is None
@@ -165,8 +166,7 @@ def test_missing_fact_repaired_by_a_sweep_never_for_unsucceeded_children(flow):
         for k in (0, 1):
             await service.complete(jobs[k].opc, "completed", {"v": k}, source="cli")
         _drop_fact(store, unit_id, 0)
-        report = await asyncio.to_thread(sweep, store, SweepConfig(reconcile_after_ms=0),
-                                         materialize=service.materialize)
+        report = await asyncio.to_thread(sweep, store, SweepConfig(reconcile_after_ms=0))
         assert not report.released
         facts = store.list_facts(unit_id)
         assert ("continuation", 0) in facts and ("continuation", 2) not in facts
@@ -196,8 +196,7 @@ def test_duplicate_parent_release_one_winner(flow):
 
         def release() -> None:
             gate.wait()
-            results.append(store.continue_release(jobs[2].opc, child_version=admit.child_version,
-                                                  materialize=service.materialize))
+            results.append(store.continue_release(jobs[2].opc, child_version=admit.child_version))
 
         threads = [threading.Thread(target=release) for _ in range(2)]
         for t in threads:

@@ -44,7 +44,7 @@ def test_a_join_resume_calls_the_join_scopes_builtins_in_place(tmp_path, db_url,
             assert isinstance(outcome, Suspended), outcome  # waiting at the join, scope 200
             job = await asyncio.to_thread(worker.wait_job, 10)
             store.admit_terminal(job.opc, "completed", {"research": {"items": ["x", "y"]}}, source="cli")
-            release = store.continue_release(job.opc, materialize=service.materialize)
+            release = store.continue_release(job.opc)
             assert release.won
             paths.clear()
             final = await service.drive_resume(release.claim)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import txcl.store
-from txcl.continuations.policy import POLICY
+from txcl.runoptions import unit_options
 from txcl.store.records import Fence, RunSpec, UnitSpec
 from txcl.store.store import DatabaseStore
 
@@ -27,8 +27,17 @@ class FakeClock:
 
 
 def open_store(db: Path | str, clock: FakeClock | None = None, node: str = "node-a") -> DatabaseStore:
-    """A store on ``db`` (a SQLite path or a PostgreSQL URL) with txcl's continuation policy."""
-    return txcl.store.open_store(db, clock=clock, node_id=node, policy=POLICY)
+    """A store on ``db`` (a SQLite path or a PostgreSQL URL)."""
+    return txcl.store.open_store(db, clock=clock, node_id=node)
+
+
+def unit_spec(**fields: Any) -> UnitSpec:
+    """A UnitSpec with its options resolved from its kind, item policy, items and directives,
+    as the continuations layer resolves them when it builds a unit."""
+    if fields.get("options") is None:
+        fields["options"] = unit_options(fields["kind"], fields.get("on_item_error", "fail"),
+                                         len(fields.get("items", ())), fields.get("directives"))
+    return UnitSpec(**fields)
 
 
 def run_spec(rid: str = "rid-1", stack: str = "shop") -> RunSpec:
@@ -38,7 +47,7 @@ def run_spec(rid: str = "rid-1", stack: str = "shop") -> RunSpec:
 
 def unary(name: str = "enrich", *, budget_ms: int = 60_000, join_at: int | None = None, stack: str = "shop",
           scope: int = 100, payload: Any = None, into: str | None = None) -> UnitSpec:
-    return UnitSpec(kind="unary", op_name=name, items=[payload if payload is not None else {"q": name}],
+    return unit_spec(kind="unary", op_name=name, items=[payload if payload is not None else {"q": name}],
                     op_stack=stack, op_scope=scope, dispatch_stage=f"{stack}/{scope}", dispatch_stack=stack,
                     join_at_scope=join_at, budget_ms=budget_ms, exec_target="https://w.example/" + name,
                     into=into, input_view={"view": name})
@@ -46,7 +55,7 @@ def unary(name: str = "enrich", *, budget_ms: int = 60_000, join_at: int | None 
 
 def itemized(name: str = "pay", n: int = 10, window: int = 3, *, policy: str = "fail", budget_ms: int = 60_000,
              join_at: int | None = None) -> UnitSpec:
-    return UnitSpec(kind="itemized", op_name=name, items=[{"i": i} for i in range(n)], op_stack="shop",
+    return unit_spec(kind="itemized", op_name=name, items=[{"i": i} for i in range(n)], op_stack="shop",
                     op_scope=100, dispatch_stage="shop/100", dispatch_stack="shop", join_at_scope=join_at,
                     window=window, on_item_error=policy, into="receipts", budget_ms=budget_ms,
                     exec_target="https://w.example/" + name)

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from testtools import RawDb
 
-from contstore_util import complete, run_spec, unary
+from contstore_util import complete, run_spec, unary, unit_spec
 
 from txcl.store.blobs import BLOB_MIN, pack, unpack
 from txcl.store.records import Fence, UnitSpec
@@ -64,7 +64,7 @@ def _blob_rows(store, run_id: str) -> list:
 def test_a_body_in_every_document_of_a_run_is_stored_once(store) -> None:
     envelope = {"_txc": {"web": {"req": {"body": BODY}}}, "order": 1}
     budgets = {"ttl": 10, "web_req": {"body": BODY}}
-    unit = UnitSpec(**{**unary().__dict__, "items": [{"payload": BODY}], "input_view": envelope})
+    unit = unit_spec(**{**unary().__dict__, "items": [{"payload": BODY}], "input_view": envelope})
     park = store.park_suspend(run_spec("rid-big"), Fence("rid-big"), stage="shop/100", kind="barrier",
                               envelope=envelope, budgets=budgets, units=[unit])
     run_id = park.run.run_id
@@ -107,7 +107,7 @@ def test_a_callback_check_decodes_a_unit_view_with_stored_strings_only_when_it_i
     import txcl.store.procedures.rows as rows
 
     envelope = {"_txc": {"web": {"req": {"body": BODY}}}, "items": list(range(50))}
-    unit = UnitSpec(**{**unary().__dict__, "input_view": envelope})
+    unit = unit_spec(**{**unary().__dict__, "input_view": envelope})
     park = store.park_suspend(run_spec("rid-lazy"), Fence("rid-lazy"), stage="shop/100", kind="barrier",
                               envelope=envelope, budgets={}, units=[unit])
     decoded: list[str] = []

@@ -23,9 +23,9 @@ def test_db_upgrade_then_status_on_each_backend(db_url):
     shown = json.loads(up.stdout)
     assert shown["backend"] in ("sqlite", "postgresql")
     assert {c["name"]: (c["version"], c["state"]) for c in shown["components"]} == {
-        "traces": (8, "current"), "kv": (1, "current"), "continuations": (8, "current")}
+        "traces": (8, "current"), "kv": (1, "current"), "continuations": (9, "current")}
     status = txcl("db", "status", "--db", db_url)
-    assert status.returncode == 0 and "continuations  version  8 of 8  current" in status.stdout
+    assert status.returncode == 0 and "continuations  version  9 of 9  current" in status.stdout
 
 
 def test_db_status_reports_a_missing_schema_with_exit_1(new_pg_database):
@@ -159,7 +159,7 @@ def test_a_standby_serves_status_and_refuses_serve_with_its_reason(tmp_path, new
     with psycopg.connect(url, autocommit=True) as admin:
         admin.execute(f"ALTER DATABASE {name} SET default_transaction_read_only = on")
     status = txcl("db", "status", "--db", url)
-    assert status.returncode == 0 and "continuations  version  8 of 8  current" in status.stdout, status.stderr
+    assert status.returncode == 0 and "continuations  version  9 of 9  current" in status.stdout, status.stderr
     (tmp_path / "OPS" / "s" / "100").mkdir(parents=True)
     (tmp_path / "OPS" / "s" / "100" / "a.txcl").write_text("EMIT .a = 1\n")
     done = txcl("serve", str(tmp_path), "--port", "0", "--db", url)

@@ -13,7 +13,7 @@ import time
 
 import pytest
 from contstore_util import (join_at, complete, itemized, open_store, park_barrier, proc_admit, proc_callbacks,
-                            proc_complete_items, proc_continue, proc_join_checks, proc_try_release, run_spec, unary)
+                            proc_complete_items, proc_continue, proc_join_checks, proc_try_release, run_spec, unary, unit_spec)
 
 from txcl.store.records import Fence
 
@@ -70,7 +70,7 @@ def test_try_release_race_threads_one_winner(store):
     """A suspend that is releasable as parked (a member failed at dispatch): N drains, one winner."""
     from txcl.store.records import UnitSpec
 
-    bad = UnitSpec(kind="itemized", op_name="pay", items=[1], failed_error={"message": "each is not an array"})
+    bad = unit_spec(kind="itemized", op_name="pay", items=[1], failed_error={"message": "each is not an array"})
     park = park_barrier(store, units=[unary("a"), bad])
     wins = run_threads(N_THREADS, lambda i: store.try_release(park.run.run_id).won)
     assert wins.count(True) == 1

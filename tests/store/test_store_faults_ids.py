@@ -191,7 +191,7 @@ def test_one_database_holds_traces_kv_and_continuations(store):
     assert store.kv_set("ns", "k", {"v": 1}, now_ms=1) == 1
     components = {st.name: st.have for st in schema.status(store.backend)}
     assert components == {c.name: c.version for c in schema.COMPONENTS}
-    assert components["continuations"] == 8 and components["traces"] == 8
+    assert components["continuations"] == 9 and components["traces"] == 8
 
 
 @pytest.mark.no_state_guard
@@ -215,7 +215,7 @@ END""")
     store = open_store(path)
     raw = RawDb(store)
     assert raw.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'") == []
-    assert raw.execute("SELECT version FROM txcl_schema WHERE component = 'continuations'")[0][0] == 8
+    assert raw.execute("SELECT version FROM txcl_schema WHERE component = 'continuations'")[0][0] == 9
     park = park_barrier(store, units=[itemized(n=2, window=2)])
     complete(store, park.dispatches[0])
     unit = store.get_unit(park.unit_ids[0])
@@ -232,7 +232,7 @@ def test_upgrade_from_v6_adds_the_heartbeat_columns(tmp_path):
                                           "ALTER TABLE interactions DROP COLUMN progress_json")
     columns = {r[1] for r in raw.execute("PRAGMA table_info(interactions)")}
     assert {"heartbeat_ms", "progress_json"} <= columns
-    assert raw.execute("SELECT version FROM txcl_schema WHERE component = 'continuations'")[0][0] == 8
+    assert raw.execute("SELECT version FROM txcl_schema WHERE component = 'continuations'")[0][0] == 9
     store.close()
 
 
@@ -253,7 +253,7 @@ def test_upgrade_from_v7_adds_join_deadlines_cancel_calls_and_retries(tmp_path):
         r[1] for r in raw.execute("PRAGMA table_info(interactions)")}
     assert {r[0] for r in raw.execute("SELECT name FROM sqlite_master WHERE type = 'index'")} >= {
         "await_units_join_deadline", "cancel_calls_due", "cancel_calls_run", "interactions_retry_due"}
-    assert raw.execute("SELECT version FROM txcl_schema WHERE component = 'continuations'")[0][0] == 8
+    assert raw.execute("SELECT version FROM txcl_schema WHERE component = 'continuations'")[0][0] == 9
     store.close()
 
 
@@ -302,3 +302,32 @@ def test_a_forked_child_knows_its_own_pid_and_opens_its_own_connection(tmp_path)
     assert said[2] == "1"
     assert current_pid() == os.getpid() != pid
     assert backend.connection() is parent_conn
+
+
+def test_upgrade_from_v8_backfills_the_options_of_existing_units(tmp_path):
+    """A version-8 database (units without their resolved options) gets the options_json
+    column, and each unit's options are resolved from the WITH options it kept: a unit
+    written by the older txcl settles by the same rules afterwards."""
+    from contstore_util import complete, itemized, open_store, park_barrier, unary, unit_spec
+
+    store = open_store(tmp_path / "v8.db")
+    directives = {"retries": 3, "heartbeat": "5s", "cancel_url": "https://w.example/cancel"}
+    op = unit_spec(**{**unary("a").__dict__, "directives": directives, "options": None})
+    park = park_barrier(store, units=[op, itemized(n=3, window=3, policy="collect")])
+    store.close()
+    store, raw = reopened_after_downgrade(open_store, tmp_path / "v8.db", "continuations", 8,
+                                          "ALTER TABLE await_units DROP COLUMN options_json")
+    assert raw.execute("SELECT version FROM txcl_schema WHERE component = 'continuations'")[0][0] == 9
+    assert raw.execute("SELECT COUNT(*) FROM await_units WHERE options_json IS NULL")[0][0] == 0
+    unary_unit, items = (store.get_unit(u) for u in park.unit_ids)
+    assert unary_unit.options.heartbeat_ms == 5_000 and len(unary_unit.options.retry_delays_ms) == 3
+    assert unary_unit.options.cancel_url == "https://w.example/cancel" and unary_unit.options.fails_fast
+    assert not items.options.fails_fast and items.options.sanitize_outputs
+    # the backfilled `collect` unit keeps every item's outcome, as before the upgrade
+    item_calls = [d for d in park.dispatches if d.kind == "itemized"]
+    store.admit_terminal(item_calls[0].opc, "failed", {"message": "no"}, source="callback", token=item_calls[0].token)
+    store.continue_release(item_calls[0].opc)
+    for d in item_calls[1:]:
+        complete(store, d)
+    assert store.get_unit(items.unit_id).status == "completed"
+    store.close()

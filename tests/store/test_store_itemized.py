@@ -7,7 +7,7 @@ from testtools import RawDb
 import random
 
 import pytest
-from contstore_util import complete, itemized, park_barrier
+from contstore_util import complete, itemized, park_barrier, unit_spec
 
 
 def in_flight(store, unit_id):
@@ -189,7 +189,7 @@ def test_failed_child_never_overwritten_by_stale_actor_t21(store):
 def test_failed_dispatch_validation_unit_fails_without_interactions(store):
     from txcl.store.records import UnitSpec
 
-    bad = UnitSpec(kind="itemized", op_name="pay", items=[1, 2], failed_error={"message": "each is not an array"})
+    bad = unit_spec(kind="itemized", op_name="pay", items=[1, 2], failed_error={"message": "each is not an array"})
     park = park_barrier(store, units=[bad])
     assert store.list_interactions(park.unit_ids[0]) == []
     assert store.get_unit(park.unit_ids[0]).status == "failed"

@@ -7,7 +7,7 @@ import functools
 from testtools import RawDb
 
 import pytest
-from contstore_util import join_at, complete, itemized, park_barrier, run_spec, statements_sent, unary
+from contstore_util import join_at, complete, itemized, park_barrier, run_spec, statements_sent, unary, unit_spec
 
 from txcl import ids
 from txcl.store.errors import RunLost
@@ -40,7 +40,7 @@ def test_snapshot_is_content_addressed_and_stored_once(store):
 
 
 def test_park_writes_records_before_dispatch(store, clock):
-    park = park_barrier(store, units=[unary("b"), unary("a"), UnitSpec(kind="sync", op_name="s", items=[{}],
+    park = park_barrier(store, units=[unary("b"), unary("a"), unit_spec(kind="sync", op_name="s", items=[{}],
                                                                         budget_ms=5_000)])
     run = park.run
     assert run.status == "waiting" and run.cur_stage == "shop/100" and run.cur_visit == 1
@@ -88,9 +88,9 @@ def _parked_state(store, park) -> dict:
 @pytest.mark.parametrize("units", [
     [unary("a"), unary("b", budget_ms=90_000)],
     [itemized(n=5, window=2)],
-    [UnitSpec(kind="sync", op_name="s", items=[{}], deadline_ms=1_800_000_123_456),
-     UnitSpec(kind="unary", op_name="bad", failed_error={"code": "E"}, budget_ms=999_999)],
-    [UnitSpec(kind="local", op_name="l", items=[{}])],  # no deadline at all
+    [unit_spec(kind="sync", op_name="s", items=[{}], deadline_ms=1_800_000_123_456),
+     unit_spec(kind="unary", op_name="bad", failed_error={"code": "E"}, budget_ms=999_999)],
+    [unit_spec(kind="local", op_name="l", items=[{}])],  # no deadline at all
     [],
 ], ids=["unary", "itemized", "deadline-and-failed", "no-deadline", "no-units"])
 def test_a_park_that_creates_its_run_writes_what_create_then_park_writes(store, units, monkeypatch):
@@ -365,7 +365,7 @@ def test_release_is_one_cas_version_plus_one(store):
 
 def test_sync_sibling_failure_is_best_effort(store):
     """A failed sync sibling settles its unit completed with the error noted."""
-    park = park_barrier(store, units=[unary("a"), UnitSpec(kind="sync", op_name="s", items=[{}], budget_ms=5_000)])
+    park = park_barrier(store, units=[unary("a"), unit_spec(kind="sync", op_name="s", items=[{}], budget_ms=5_000)])
     sync_opc = [d for d in park.dispatches if d.kind == "sync"][0].opc
     store.admit_terminal(sync_opc, "failed", {"message": "db down"}, source="sync", best_effort=True)
     assert store.continue_release(sync_opc).outcome == "recorded"
@@ -375,19 +375,19 @@ def test_sync_sibling_failure_is_best_effort(store):
     assert rel.won
 
 
-def test_custom_materializer_sanitises(store):
-    from txcl.store.records import Materialized
-
-    def sanitise(unit, it, term):
-        out = {k: v for k, v in term.payload.items() if not k.startswith("_")}
-        return Materialized("succeeded", output=out)
-
-    park = park_barrier(store)
-    d = park.dispatches[0]
-    store.admit_terminal(d.opc, "completed", {"ok": 1, "_txc": {"x": 1}}, source="callback", token=d.token)
-    store.continue_release(d.opc, materialize=sanitise)
-    assert store.get_unit(park.unit_ids[0]).output == {"ok": 1}
-    assert store.get_terminal(d.opc).payload == {"ok": 1, "_txc": {"x": 1}}  # terminal kept as received
+def test_item_outputs_are_sanitised_as_the_unit_options_say(store):
+    """An itemized unit's options mark its item outputs untrusted: the reserved keys a worker
+    sent are dropped from the child's output; the terminal is kept as received. A unary
+    unit's output is left as is (its op's tail sanitises it after `into`)."""
+    park = park_barrier(store, units=[itemized(n=1, window=1), unary()])
+    item = next(d for d in park.dispatches if d.kind == "itemized")
+    op = next(d for d in park.dispatches if d.kind == "unary")
+    for d in (item, op):
+        store.admit_terminal(d.opc, "completed", {"ok": 1, "_txc": {"x": 1}}, source="callback", token=d.token)
+        store.continue_release(d.opc)
+    assert store.get_unit(park.unit_ids[0]).output == [{"ok": 1}]
+    assert store.get_unit(park.unit_ids[1]).output == {"ok": 1, "_txc": {"x": 1}}
+    assert store.get_terminal(item.opc).payload == {"ok": 1, "_txc": {"x": 1}}  # terminal kept as received
 
 
 def test_completion_before_suspension_waits_for_park(store):
@@ -681,7 +681,7 @@ def test_drain_wins_release_inline_when_callbacks_beat_the_ack(store):
     assert store.try_release(park2.run.run_id, segment_id=seg).outcome == "recorded"
     assert store.continue_release(d.opc, child_version=admit.child_version).won
     # the drain with a segment id: every member already terminal before the drain
-    park4 = park_barrier(store, "rid-4", units=[UnitSpec(kind="sync", op_name="s", items=[{}], budget_ms=5_000)])
+    park4 = park_barrier(store, "rid-4", units=[unit_spec(kind="sync", op_name="s", items=[{}], budget_ms=5_000)])
     s4 = park4.dispatches[0].opc
     store.admit_terminal(s4, "completed", {"v": 4}, source="sync")
     conn = RawDb(store)  # `continue_release` materialised the child but "crashed" before releasing: emulate

@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from contstore_util import FakeClock, itemized, open_store, park_barrier
+from contstore_util import FakeClock, itemized, open_store, park_barrier, unit_spec
 
 from txcl.continuations.sweeper import SweepConfig, sweep
 
@@ -158,7 +158,7 @@ def multi_unit_trial(db, seed):
     units = [unary("a", budget_ms=rng.choice([2_000, 50_000])),
              itemized("b", n=rng.randint(1, 6), window=rng.randint(1, 3), policy=rng.choice(["fail", "collect"]),
                       budget_ms=rng.choice([2_000, 50_000])),
-             UnitSpec(kind="sync", op_name="c", items=[{}], budget_ms=50_000)]
+             unit_spec(kind="sync", op_name="c", items=[{}], budget_ms=50_000)]
     park = park_barrier(store, f"m-{seed}", units=units)
     tokens = {d.opc: d.token for d in park.dispatches}
     releases = 0

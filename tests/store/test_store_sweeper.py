@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from testtools import RawDb
 
-from contstore_util import complete, itemized, park_barrier, run_spec, unary
+from contstore_util import complete, itemized, park_barrier, run_spec, unary, unit_spec
 
 from txcl.continuations.sweeper import SweepConfig, sweep
 from txcl.store.records import Fence, UnitSpec
@@ -160,7 +160,7 @@ def test_reconcile_promotes_queued_items_when_promoter_died(store, clock):
 
 
 def test_unrecorded_sync_member_is_reported_for_rerun(store, clock):
-    park = park_barrier(store, units=[unary("a"), UnitSpec(kind="sync", op_name="s", items=[{"in": 1}],
+    park = park_barrier(store, units=[unary("a"), unit_spec(kind="sync", op_name="s", items=[{"in": 1}],
                                                            budget_ms=60_000)])
     clock.advance(2_001)
     rerun = []
@@ -188,7 +188,7 @@ def test_extra_purges_hook_runs(store):
 
 def test_local_and_sync_dispatches_are_never_resent(store, clock):
     park = store.park_suspend(run_spec(), Fence("rid-1"), stage="shop/100", kind="promotion", envelope={},
-                              budgets={}, units=[UnitSpec(kind="local", op_name="slow", items=[{}],
+                              budgets={}, units=[unit_spec(kind="local", op_name="slow", items=[{}],
                                                           deadline_ms=clock.now + 60_000)])
     assert park.dispatches[0].token is None
     clock.advance(5_000)

@@ -13,9 +13,7 @@ from typing import Any
 
 import click
 
-from txcl.cli.common import DB_HELP
-
-from txcl.cli.common import fail, read_json_arg
+from txcl.cli.common import DB_HELP, fail, read_json_arg
 
 ANSWERS = {
     "unknown": (1, "unknown op continuation"),
@@ -40,7 +38,7 @@ def command(target: str, output: str | None, failed: bool, error: str | None, op
             as_json: bool, db: str | None, directory: str) -> None:
     """Complete (or fail) an outstanding interaction by hand."""
     from txcl.cli.durable import echo_json, open_service, open_settings, open_store
-    from txcl.continuations.policy import normalize_error
+    from txcl.runtime_codes import normalize_error
 
     if (output is None) == (not failed):
         fail("give exactly one of --output or --fail")

@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from txcl import runtime_codes as rc
 from txcl.cli.common import DB_HELP, color_option, fail, print_error, read_json_arg
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_SUSPENDED = 0, 1, 2, 3
@@ -207,6 +208,6 @@ def _output_ok(schemas: Any, outcome: Any, mode: str, indent: int | None) -> boo
                    f"{error['pointer'] or '/'}: {error['message']}", err=True)
     if mode != "strict":
         return True
-    click.echo(dumps({"error": {"code": "txcl_invalid_output", "message": "the answer does not match the stack's "
+    click.echo(dumps({"error": {"code": rc.INVALID_OUTPUT.code, "message": "the answer does not match the stack's "
                                 "$defs.output", "errors": errors}}, indent=indent))
     return False

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from txcl import runtime_codes as rc
 from txcl.cli.common import fail
 
 
@@ -91,7 +92,7 @@ def error_payload(record: Any) -> dict:
     if isinstance(error, dict) and ("code" in error and ("fuel_used" in error or "ttl" in error)):
         return error  # a budget payload is already top level
     if record.status == "expired" and isinstance(error, dict):
-        error = {"code": "txcl_run_expired", **error}
+        error = {"code": rc.RUN_EXPIRED.code, **error}
     return {"error": error}
 
 

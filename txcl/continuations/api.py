@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from txcl.continuations.policy import normalize_error
 from txcl.continuations.service import ContinuationService, open_run_store
+from txcl.runtime_codes import normalize_error
 
 
 def durable_interpreter(workspace: str | Path, *, db: str | Path | None = None, settings: Any = None) -> tuple[Any, Any]:

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any, Sequence
 import attrs
 
 from txcl.continuations.model import merge_order
-from txcl.continuations.policy import OP_FAILED, error_text
 from txcl.evaluate.rule import prepare
 from txcl.runtime.state import OpOutcome, PreparedOp
+from txcl.runtime_codes import OP_FAILED, error_text
 from txcl.store.records import UNIT_BAD, UnitRecord
 from txcl.values.merge import deep_copy
 
@@ -105,9 +105,9 @@ def apply_members(walker: "OpRunner", run: "Run", frame: "Frame", members: Seque
             failure = unit
     if failure is not None:
         detail = failure.error if failure.error is not None else {"message": _status_text(failure)}
-        run.fail({"error": {"code": OP_FAILED, "message": f"op {failure.op_name} {_status_text(failure)}: "
+        run.fail({"error": {"code": OP_FAILED.code, "message": f"op {failure.op_name} {_status_text(failure)}: "
                                                           f"{error_text(detail)}",
-                            "op": failure.op_name, "detail": detail}}, 502, reason=OP_FAILED)
+                            "op": failure.op_name, "detail": detail}}, 502, reason=OP_FAILED.code)
 
 
 def merge_joined(walker: "OpRunner", run: "Run", frame: "Frame", units: Sequence[UnitRecord],

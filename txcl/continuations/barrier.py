@@ -21,7 +21,15 @@ import attrs
 
 from txcl.continuations.apply import apply_members, rebuild_op
 from txcl.continuations.model import OpClass, build_unit
-from txcl.continuations.segment import adopt_run, fence_of, recorder_of, run_lost, run_spec, run_state, set_claim
+from txcl.continuations.segment import (
+    adopt_run,
+    fence_of,
+    recorder_of,
+    run_lost,
+    run_spec,
+    run_state,
+    set_claim,
+)
 from txcl.runtime.state import Frame, Run
 from txcl.store.errors import RunLost
 from txcl.store.records import UNIT_BAD, ClaimRecord, Dispatch
@@ -72,7 +80,7 @@ async def park_barrier(service: "Services", walker: "OpRunner", run: Run, frame:
             if open_units and not any(u is not None and u.status in UNIT_BAD for u in units) and all(
                     u.provider_done < u.expected for u in open_units):
                 return None
-            return store.try_release(run_id, materialize=service.materialize)
+            return store.try_release(run_id)
 
         if syncs:
             results = await asyncio.gather(

@@ -19,11 +19,19 @@ import asyncio
 import time
 from typing import TYPE_CHECKING, Any
 
+from txcl import runtime_codes as rc
 from txcl.continuations.model import OpClass, base_spec
-from txcl.continuations.policy import OP_FAILED
-from txcl.continuations.segment import adopt_run, fence_of, recorder_of, run_lost, run_spec, run_state
+from txcl.continuations.segment import (
+    adopt_run,
+    fence_of,
+    recorder_of,
+    run_lost,
+    run_spec,
+    run_state,
+)
 from txcl.runtime.budget import DISPATCH_FUEL
 from txcl.runtime.dispatch import OpError
+from txcl.runtime_codes import OP_FAILED
 from txcl.store.errors import RunLost
 from txcl.values.coerce import duration_to_ms
 
@@ -31,7 +39,7 @@ if TYPE_CHECKING:
     from txcl.continuations.ports import OpRunner, Services
     from txcl.runtime.state import Frame, PreparedOp, Run
 
-INVALID = "txcl_continuable_invalid"
+INVALID = rc.CONTINUABLE_INVALID.code
 
 
 def _invalid(run: "Run", message: str) -> None:
@@ -93,8 +101,8 @@ async def run_continuable(service: "Services", walker: "OpRunner", run: "Run", f
         except OpError as exc:
             walker.record_step(run, frame, pop, exc.status, "continuable", started_wall, started, rec,
                            error=exc.message, input_value=op_input)
-            run.fail({"error": {"code": OP_FAILED, "message": f"op {pop.name} failed: {exc.message}",
-                                "op": pop.name}}, 502, reason=OP_FAILED)
+            run.fail({"error": {"code": OP_FAILED.code, "message": f"op {pop.name} failed: {exc.message}",
+                                "op": pop.name}}, 502, reason=OP_FAILED.code)
             return []
         output, error, dropped = walker.tail(run, frame, pop, raw, bool(target.trusted))
         walker.note_dropped(rec, pop, dropped)
@@ -103,8 +111,8 @@ async def run_continuable(service: "Services", walker: "OpRunner", run: "Run", f
         if output is None:
             walker.record_step(run, frame, pop, "error", "continuable", started_wall, started, rec, error=error,
                            input_value=op_input)
-            run.fail({"error": {"code": OP_FAILED, "message": f"op {pop.name} failed: {error}",
-                                "op": pop.name}}, 502, reason=OP_FAILED)
+            run.fail({"error": {"code": OP_FAILED.code, "message": f"op {pop.name} failed: {error}",
+                                "op": pop.name}}, 502, reason=OP_FAILED.code)
             return []
         frame.outcomes[pop.name] = OpOutcome(pop.name, output, "ok")
         frame.ran.append(pop.op)

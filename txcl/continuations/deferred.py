@@ -36,7 +36,6 @@ from typing import TYPE_CHECKING, Any
 
 from txcl.continuations.apply import merge_joined, rebuild_op
 from txcl.continuations.model import OpClass, build_unit, join_due
-from txcl.continuations.policy import JOIN_DEADLINE, JOIN_FAILED, POLICY
 from txcl.continuations.segment import (
     adopt_run,
     fence_of,
@@ -46,6 +45,7 @@ from txcl.continuations.segment import (
     run_state,
     segment_of,
 )
+from txcl.runtime_codes import JOIN_DEADLINE, JOIN_FAILED, join_failed_error
 from txcl.store.errors import RunLost
 from txcl.store.records import ResumeBundle, UnitRecord, UnitSpec
 from txcl.values.coerce import duration_to_ms
@@ -55,7 +55,11 @@ if TYPE_CHECKING:
     from txcl.runtime.state import Frame, PreparedOp, Run
     from txcl.trace.recorder import TraceRecorder
 
-join_error = POLICY.join_failed_error
+
+
+def join_error(unit: UnitRecord) -> dict:
+    """The run's error when the deferred op of ``unit`` failed (its worker's error attached)."""
+    return join_failed_error(unit.op_name, unit.unit_id, unit.status, unit.error)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -83,10 +87,10 @@ def _forget(run: "Run", unit_ids: set[str]) -> None:
 
 def _fail_join(run: "Run", unit: UnitRecord, error: Any = None) -> None:
     error = error if error is not None else join_error(unit)
-    if isinstance(error, dict) and error.get("code") == JOIN_DEADLINE:
-        run.fail({"error": error}, 504, reason=JOIN_DEADLINE)
+    if isinstance(error, dict) and error.get("code") == JOIN_DEADLINE.code:
+        run.fail({"error": error}, 504, reason=JOIN_DEADLINE.code)
     else:
-        run.fail({"error": error}, 502, reason=JOIN_FAILED)
+        run.fail({"error": error}, 502, reason=JOIN_FAILED.code)
 
 
 async def _wait_for_nearly_done(service: "Services", run: "Run", due: list[dict]) -> None:
@@ -187,7 +191,7 @@ async def join_check(service: "Services", walker: "OpRunner", run: "Run", frame:
     try:
         result = await service.call(
             service.store.join_check, run.run_id, fence_of(run), unit_ids=sorted(due_ids), stage=frame.stage,
-            build_park=build_park, materialize=service.materialize, join_error=join_error)
+            build_park=build_park)
     except RunLost as exc:
         run_lost(run, exc)
         return
@@ -198,7 +202,7 @@ async def join_check(service: "Services", walker: "OpRunner", run: "Run", frame:
         unit = result.failed
         assert unit is not None
         error = result.error if result.error is not None else join_error(unit)
-        missed = isinstance(error, dict) and error.get("code") == JOIN_DEADLINE
+        missed = isinstance(error, dict) and error.get("code") == JOIN_DEADLINE.code
         pop = rebuild_op(walker, run, unit)
         if pop is not None:
             now_wall, now = time.time(), time.perf_counter()
@@ -248,4 +252,4 @@ async def resume_join(service: "Services", walker: "OpRunner", run: "Run", frame
     await walker.run_frame(run, frame, rec)
 
 
-__all__ = ["dispatch", "join_check", "resume_join", "due_joins", "join_error", "JOIN_FAILED"]
+__all__ = ["dispatch", "join_check", "resume_join", "due_joins", "join_error"]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from txcl import runtime_codes as rc
 from txcl.continuations import barrier, continuable, deferred, itemized
 from txcl.continuations.model import classify
 from txcl.continuations.resume import heartbeat_at_frame
@@ -85,7 +86,7 @@ class ContinuationEngine:
                 strip_budget_fields(result)
                 await self.service.call_batched(store.finish_segment, run.run_id, fence_of(run),
                                                 status="completed", result=result)
-            elif run.reason == "txcl_run_lost":
+            elif run.reason == rc.RUN_LOST.code:
                 return
             else:
                 error: Any = run.error

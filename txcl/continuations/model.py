@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from txcl.continuations.policy import POLICY
 from txcl.evaluate.rule import json_type
+from txcl.runoptions import unit_options
 from txcl.runtime.budget import strip_budget_fields
 from txcl.store.records import UnitRecord, UnitSpec
 from txcl.values.coerce import duration_to_ms, tolerance_text
@@ -123,10 +123,12 @@ def base_spec(frame: "Frame", pop: "PreparedOp", kind: str, items: list, **extra
     op = pop.op
     directives = pop.directives or {}
     into = directives.get("into") if isinstance(directives.get("into"), str) else None
+    # the unit's options are resolved here, once: the store applies them as data
+    options = unit_options(kind, extra.get("on_item_error", "fail"), len(items), directives)
     return UnitSpec(kind=kind, op_name=op.name, items=items, op_stack=op.stack, op_scope=op.scope,
                     dispatch_stage=frame.stage, dispatch_stack=frame.stack, into=into,
                     exec_target=op.exec_text, directives=deep_copy(directives),
-                    input_view=deep_copy(pop.prepared.input), cancel_url=POLICY.cancel_url_of(directives), **extra)
+                    input_view=deep_copy(pop.prepared.input), options=options, **extra)
 
 
 def join_deadline_of(directives: dict | None) -> int | None:

@@ -8,7 +8,7 @@ import asyncio
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol, Sequence, TypeVar
 
 from txcl.store.protocol import ContinuationStore
-from txcl.store.records import AdmitResult, ClaimRecord, Dispatch, Materializer, ReleaseResult
+from txcl.store.records import AdmitResult, ClaimRecord, Dispatch, ReleaseResult
 
 if TYPE_CHECKING:
     from txcl.ops.tree import OpRule, OpsTree, Target
@@ -62,7 +62,6 @@ class Services(Protocol):
 
     store: ContinuationStore
     settings: "Settings"
-    materialize: Materializer
     inflight: dict[str, asyncio.Future]
 
     async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:

@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from txcl.continuations.apply import apply_members
 from txcl.continuations.deferred import resume_join
-from txcl.continuations.policy import RESUME_FAILED, RUN_LOST
 from txcl.continuations.segment import run_lost, segment_of, set_claim
 from txcl.runtime.state import Frame, Run
+from txcl.runtime_codes import RESUME_FAILED, RUN_LOST
 from txcl.store.errors import RunLost, StoreUnavailable
 from txcl.store.records import ClaimRecord, Fence, ResumeBundle
 from txcl.testing.faults import fault_point
@@ -125,7 +125,7 @@ async def resume_run(service: Any, claim: ClaimRecord) -> Any:
     beat = ClaimKeeper(service, run.run_id, claim.claim_token, segment_of(run)).start()
     try:
         if resumer is None:  # a suspend written by a newer txcl
-            run.fail({"error": {"code": RUN_LOST, "message": f"no resumer for suspend kind {bundle.suspend.kind!r}"}},
+            run.fail({"error": {"code": RUN_LOST.code, "message": f"no resumer for suspend kind {bundle.suspend.kind!r}"}},
                      503, reason="unsupported_suspend")
         else:
             await resumer(service, walker, run, frame, bundle, rec)
@@ -143,7 +143,7 @@ async def _fail_resume(service: "Services", run: Run, claim: ClaimRecord, exc: E
     """The run fails at once with the real error — a takeover would only repeat it until the
     attempts run out, leaving the run `resuming` meanwhile."""
     log.exception("txcl: the resume of %s failed", run.run_id)
-    error = {"code": RESUME_FAILED, "message": f"the resume failed: {type(exc).__name__}: {exc}"}
+    error = {"code": RESUME_FAILED.code, "message": f"the resume failed: {type(exc).__name__}: {exc}"}
     try:
         await service.call_batched(service.store.finish_segment, claim.run_id,
                                    Fence(claim.segment_id, claim.claim_token),

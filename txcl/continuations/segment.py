@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from txcl.continuations.policy import RUN_LOST
+from txcl.runtime_codes import RUN_LOST
 from txcl.store.records import Fence, RunRecord, RunSpec
 from txcl.trace.recorder import TraceRecorder
 
@@ -83,7 +83,7 @@ def adopt_run(run: "Run", record: RunRecord, rec: TraceRecorder | None = None) -
 
 def run_lost(run: "Run", exc: Exception) -> None:
     """A failed fence ends the segment with `txcl_run_lost` and discards its work."""
-    run.fail({"error": {"code": RUN_LOST, "message": str(exc)}}, 503, reason=RUN_LOST)
+    run.fail({"error": {"code": RUN_LOST.code, "message": str(exc)}}, 503, reason=RUN_LOST.code)
 
 
 def recorder_of(frame: "Frame") -> TraceRecorder:

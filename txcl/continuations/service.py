@@ -25,7 +25,6 @@ from txcl.continuations.acks import PendingAcks, mark_then
 from txcl.continuations.engine import ContinuationEngine
 from txcl.continuations.inprocess import InProcessCalls, runs_in_process
 from txcl.continuations.lane import StoreLane
-from txcl.continuations.policy import POLICY, normalize_error
 from txcl.continuations.resume import resume_run
 from txcl.continuations.worker_client import AckResult, DispatchClient, post_dispatch
 from txcl.store import open_store
@@ -41,7 +40,7 @@ def open_run_store(db: str | Path, settings: Any = None, **kwargs: Any) -> Datab
     if settings is not None:
         kwargs.setdefault("busy_timeout_ms", getattr(settings, "sqlite_busy_timeout", 30_000))
         kwargs.setdefault("node_id", getattr(settings, "effective_node_id", None))
-    return open_store(db, policy=POLICY, **kwargs)
+    return open_store(db, **kwargs)
 
 
 class ContinuationService:
@@ -56,9 +55,6 @@ class ContinuationService:
         self.trace_sink = trace_sink
         self.callback_base_url = callback_base_url if callback_base_url is not None else settings.callback_base_url
         self.engine = ContinuationEngine(self)
-        self.materialize = POLICY.materialize
-        if store.policy is None:
-            store.use_policy(POLICY)
         self._snapshots: dict[int, tuple[Any, str, bytes]] = {}
         self._trees: dict[str, Any] = {}
         self._interps: dict[int, Any] = {}
@@ -250,7 +246,7 @@ class ContinuationService:
         admit, release = await self.call_admitting(
             mark_then, self.take_ack(opc), functools.partial(
                 self.store.admit_and_continue, opc, status, payload, source=source, token=token,
-                best_effort=best_effort, transport=transport, retryable=retryable, materialize=self.materialize))
+                best_effort=best_effort, transport=transport, retryable=retryable))
         return self.admitted(admit, release)
 
     async def call_admitting(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -379,4 +375,4 @@ class ContinuationService:
                 return
 
 
-__all__ = ["ContinuationService", "open_run_store", "normalize_error"]
+__all__ = ["ContinuationService", "open_run_store"]

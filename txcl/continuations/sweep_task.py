@@ -14,7 +14,13 @@ from typing import Any
 
 from txcl.continuations.barrier import rerun_sync_member
 from txcl.continuations.cancellations import deliver_due
-from txcl.continuations.sweeper import SweepConfig, SweepReport, sweep, sweep_due_retries, sweep_join_deadlines
+from txcl.continuations.sweeper import (
+    SweepConfig,
+    SweepReport,
+    sweep,
+    sweep_due_retries,
+    sweep_join_deadlines,
+)
 from txcl.store.errors import StoreUnavailable
 
 log = logging.getLogger("txcl.continuations")
@@ -39,7 +45,7 @@ async def sweep_once(service: Any) -> SweepReport:
     def purge_traces() -> int:
         return int(store.purge_traces(store.now_ms() - settings.trace_retention) or 0)
 
-    report = await service.lane.apart(sweep, store, sweep_config(settings), materialize=service.materialize,
+    report = await service.lane.apart(sweep, store, sweep_config(settings),
                                       extra_purges=(purge_traces,))
     if report.purged_runs or report.extra_purged:  # a purge can leave a large write-ahead log behind
         await service.lane.apart(store.backend.checkpoint)
@@ -62,7 +68,7 @@ async def deadline_pass(service: Any) -> SweepReport:
     report = SweepReport()
 
     def store_work() -> None:
-        sweep_join_deadlines(service.store, report, materialize=service.materialize)
+        sweep_join_deadlines(service.store, report)
         sweep_due_retries(service.store, report)
 
     await service.lane.apart(store_work)

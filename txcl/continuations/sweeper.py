@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from txcl.store.protocol import ContinuationStore
-from txcl.store.records import ClaimRecord, Dispatch, Materializer, ReleaseResult
+from txcl.store.records import ClaimRecord, Dispatch, ReleaseResult
 
 RECONCILING: set[str] = set()
 _reconciling_lock = threading.Lock()
@@ -86,7 +86,6 @@ def sweep(
     store: ContinuationStore,
     config: SweepConfig = SweepConfig(),
     *,
-    materialize: Materializer | None = None,
     send: Callable[[list[Dispatch]], None] | None = None,
     rerun_sync: Callable[[str], None] | None = None,
     drive_resume: Callable[[ClaimRecord], None] | None = None,
@@ -98,7 +97,7 @@ def sweep(
 
     # 1. interactions past their deadline time out
     for opc in store.due_interactions(limit=batch):
-        result = store.time_out_interaction(opc, materialize=materialize)
+        result = store.time_out_interaction(opc)
         if result.outcome == "timed_out":
             report.timed_out.append(opc)
             report.promoted.extend(result.dispatches)  # collect: the freed slot's next items
@@ -107,7 +106,7 @@ def sweep(
 
     # 2. runs past their expiry expire
     for run_id in store.expirable_runs(limit=batch):
-        result = store.expire_run(run_id, materialize=materialize)
+        result = store.expire_run(run_id)
         if result.expired:
             report.expired.append(run_id)
         elif result.claim is not None:  # its outcomes were all in: released instead of expired
@@ -115,7 +114,7 @@ def sweep(
 
     # 2b. runs parked at a join past a deferred op's join deadline fail, or go on without it;
     # calls whose retry is due go out again
-    sweep_join_deadlines(store, report, materialize=materialize, limit=batch)
+    sweep_join_deadlines(store, report, limit=batch)
     sweep_due_retries(store, report, limit=batch)
 
     # 3. resume claims without a heartbeat are taken over
@@ -142,7 +141,7 @@ def sweep(
             version = store.claim_child(unit_id, index, older_than_ms=older, lease_ms=config.lease_ms,
                                         owner=config.owner)
             if version is not None and opc:
-                result = store.continue_release(opc, child_version=version, materialize=materialize)
+                result = store.continue_release(opc, child_version=version)
                 report.children_repaired.append((unit_id, index))
                 _note_release(report, result)
         finally:
@@ -152,7 +151,7 @@ def sweep(
             continue
         try:
             before = store.get_unit(unit_id)
-            result = store.settle_and_release(unit_id, materialize=materialize)
+            result = store.settle_and_release(unit_id)
             after = store.get_unit(unit_id)
             if before is not None and after is not None and (
                 after.status != before.status or after.continuation_done != before.continuation_done
@@ -162,7 +161,7 @@ def sweep(
         finally:
             _release_unit(unit_id)
     for run_id in store.releasable_runs(older_than_ms=older, limit=batch):
-        _note_release(report, store.try_release(run_id, materialize=materialize, reconcile=True))
+        _note_release(report, store.try_release(run_id, reconcile=True))
 
     # 5. purge: finished runs past their retention, a batch per transaction, until none is
     # left or the pass's share is used (a busy server finishes runs faster than one batch a pass)
@@ -187,12 +186,12 @@ def sweep(
     return report
 
 
-def sweep_join_deadlines(store: ContinuationStore, report: SweepReport, *, materialize: Materializer | None = None,
+def sweep_join_deadlines(store: ContinuationStore, report: SweepReport, *,
                          limit: int = 500) -> None:
     """Runs parked at a join whose deferred op is past its ``join_deadline``: each fails with
     ``join_deadline``, or (``on_join_deadline = "continue"``) is released without the op."""
     for run_id in store.overdue_joins(limit=limit):
-        result = store.miss_join_deadline(run_id, materialize=materialize)
+        result = store.miss_join_deadline(run_id)
         if result.outcome == "failed":
             report.join_deadline_failed.append(run_id)
         elif result.claim is not None:

@@ -19,6 +19,7 @@ import attrs
 import h11
 import httpx
 
+from txcl.runoptions import usable_cancel_url
 from txcl.store.records import Dispatch
 
 try:
@@ -107,12 +108,6 @@ def dispatch_headers(dispatch: Dispatch, origin_rid: str | None) -> dict[str, st
     if dispatch.token:
         headers["X-Txco-Continuation-Token"] = dispatch.token
     return headers
-
-
-def usable_cancel_url(url: Any) -> bool:
-    """A cancel URL txcl will call: an absolute http(s) URL of at most 2,048 characters."""
-    return (isinstance(url, str) and len(url) <= 2048 and url.startswith(("http://", "https://"))
-            and not _BAD_HEADER.search(url))
 
 
 async def post_dispatch(client: Any, dispatch: Dispatch, *, base_url: str | None,

@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 import attrs
 
+from txcl import runtime_codes as rc
 from txcl.ruletest.spec import Answer, Case, Expect, Mock
 
 _RULE_ERRORS = ("overlay ", "decorate ", "WITH ")  # an error object a rule's own clause made
@@ -100,7 +101,8 @@ def _directives(op: Any) -> dict:
 
 def generate_stack(tree: Any, settings: Any, workspace: Path, stack: str, schema_path: Path, count: int,
                    seed: int, run_case: Callable[..., Any]) -> Generated:
-    from hypothesis import HealthCheck, find, settings as hyp_settings
+    from hypothesis import HealthCheck, find
+    from hypothesis import settings as hyp_settings
     from hypothesis import strategies as st
     from hypothesis.errors import NoSuchExample
 
@@ -159,7 +161,7 @@ def _problem(run: Any, output_validator: Any) -> str | None:
     if run.status == "failed":
         error = run.error if isinstance(run.error, dict) else {}
         code = (error.get("error") or error).get("code") if isinstance(error, dict) else None
-        if code in ("txcl_internal_error", None) or str(code).startswith("txcl_bad_"):
+        if code in (rc.INTERNAL_ERROR.code, None) or str(code).startswith("txcl_bad_"):
             return f"the run failed: {json.dumps(run.error, ensure_ascii=False)[:300]}"
     for step in run.steps:
         if step.get("status") == "error":

@@ -7,12 +7,14 @@ from typing import Any
 
 import attrs
 
+from txcl import runtime_codes as rc
+
 FRAME_FUEL = 10
 DISPATCH_FUEL = 25
 REPEAT_FUEL = 50
 
 FUEL_EXHAUSTED = "txco_fuel_exhausted"
-TTL_EXHAUSTED = "txcl_scope_ttl_exhausted"
+TTL_EXHAUSTED = rc.SCOPE_TTL_EXHAUSTED.code
 
 
 @attrs.define(slots=False)

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 import attrs
 
+from txcl import runtime_codes as rc
 from txcl.errors import TxclError, check_depth
 from txcl.ids import new_request_id
 from txcl.ops.tree import OpsTree, load_ops
@@ -214,9 +215,9 @@ class Interpreter:
         try:
             await run_within(self._walk(run, rec), when)
         except TimeoutError:
-            run.fail({"error": {"code": "txcl_request_deadline",
+            run.fail({"error": {"code": rc.REQUEST_DEADLINE.code,
                                 "message": f"request deadline of {settings.request_deadline_ms} ms passed"}},
-                     503, status="deadline", reason="txcl_request_deadline")
+                     503, status="deadline", reason=rc.REQUEST_DEADLINE.code)
         await walker.hooks.segment_end(walker, run)
         outcome = self._outcome(run)
         bytes_out = answer_status = None

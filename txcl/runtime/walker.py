@@ -21,10 +21,19 @@ from typing import Any, Callable
 
 import attrs
 
+from txcl import runtime_codes as rc
 from txcl.evaluate.control import Control, apply_delete, read_control
 from txcl.evaluate.cow import private_input, write_paths
 from txcl.evaluate.plan import RulePlan, rule_plan
-from txcl.evaluate.rule import Prepared, apply_set_post, finish_output, json_type, local_output, nest_into, prepare
+from txcl.evaluate.rule import (
+    Prepared,
+    apply_set_post,
+    finish_output,
+    json_type,
+    local_output,
+    nest_into,
+    prepare,
+)
 from txcl.evaluate.when import compile_condition
 from txcl.ops.layout import is_system_stack
 from txcl.ops.tree import OpRule, OpsTree
@@ -788,24 +797,24 @@ class Walker:
             run.status = "halted"
             return
         if control.error is not None:
-            run.fail({"error": {"code": "txcl_bad_goto", "message": control.error}}, 500, reason="txcl_bad_goto")
+            run.fail({"error": {"code": rc.BAD_GOTO.code, "message": control.error}}, 500, reason=rc.BAD_GOTO.code)
             return
         if control.goto is not None:
             to_stack, to_scope = control.goto
             if not _STACK_OK.match(to_stack) or to_scope > 999_999_999:
                 value = f"{to_stack}/{to_scope}"
-                run.fail({"error": {"code": "txcl_bad_goto", "message": f'invalid @goto target "{value}"'}}, 500,
-                         reason="txcl_bad_goto")
+                run.fail({"error": {"code": rc.BAD_GOTO.code, "message": f'invalid @goto target "{value}"'}}, 500,
+                         reason=rc.BAD_GOTO.code)
                 return
             if not self.tree.has_stack(to_stack):
-                run.fail({"error": {"code": "txcl_bad_goto",
+                run.fail({"error": {"code": rc.BAD_GOTO.code,
                                     "message": f'@goto target "{to_stack}/{to_scope}": there is no stack "{to_stack}"'}},
-                         500, reason="txcl_bad_goto")
+                         500, reason=rc.BAD_GOTO.code)
                 return
             if is_system_stack(to_stack) and to_stack != stack:
-                run.fail({"error": {"code": "txcl_goto_forbidden",
+                run.fail({"error": {"code": rc.GOTO_FORBIDDEN.code,
                                     "message": f'@goto into system stack "{to_stack}" is not allowed'}}, 500,
-                         reason="txcl_goto_forbidden")
+                         reason=rc.GOTO_FORBIDDEN.code)
                 return
             rec.event("stage.jump", {"from": stage, "to": f"{to_stack}/{to_scope}"})
             run.stack = to_stack

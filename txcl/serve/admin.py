@@ -18,6 +18,7 @@ import json
 import re
 from typing import Any, Awaitable, Callable
 
+from txcl import runtime_codes as rc
 from txcl.serve.shaping import Answer, error_payload, json_answer
 
 PATH = "/_txc/admin"
@@ -62,29 +63,29 @@ async def handle(scope: dict, receive: Any, store: Any, token: str, lane: Any = 
     run: Callable[..., Awaitable[Any]] = lane.call if lane is not None else asyncio.to_thread
     batched: Callable[..., Awaitable[Any]] = lane.call_batched if lane is not None else asyncio.to_thread
     if not token_matches(_bearer(scope), token):
-        return json_answer(401, error_payload("txcl_unauthorized", "this needs Authorization: Bearer <admin token>"),
+        return json_answer(401, error_payload(rc.UNAUTHORIZED.code, "this needs Authorization: Bearer <admin token>"),
                            [("www-authenticate", 'Bearer realm="txcl admin"'), ("cache-control", "no-store")])
     found = _OPERATION.match(scope["path"])
     if found is None:
-        return json_answer(404, error_payload("txcl_not_found", "no such admin operation"))
+        return json_answer(404, error_payload(rc.NOT_FOUND.code, "no such admin operation"))
     if scope["method"] != "POST":
-        return json_answer(405, error_payload("txcl_method_not_allowed", "use POST"), [("allow", "POST")])
+        return json_answer(405, error_payload(rc.METHOD_NOT_ALLOWED.code, "use POST"), [("allow", "POST")])
     reason = None
     raw = await _body(receive)
     if raw.strip():
         try:
             data = json.loads(raw)
         except ValueError:
-            return json_answer(400, error_payload("txcl_bad_request", "the body must be JSON: {\"reason\": \"…\"}"))
+            return json_answer(400, error_payload(rc.BAD_REQUEST.code, "the body must be JSON: {\"reason\": \"…\"}"))
         if not isinstance(data, dict) or not isinstance(data.get("reason", ""), str):
-            return json_answer(400, error_payload("txcl_bad_request", "the body must be {\"reason\": \"…\"}"))
+            return json_answer(400, error_payload(rc.BAD_REQUEST.code, "the body must be {\"reason\": \"…\"}"))
         reason = (data.get("reason") or "").strip()[:500] or None
     ident = found.group(1)
     if found.group(2) == "retry":
         return await _retry(store, ident, run)
     run_id = await run(resolve_run_id, store, ident)
     if run_id is None:
-        return json_answer(404, error_payload("txcl_unknown_run", f"no run {ident}"))
+        return json_answer(404, error_payload(rc.UNKNOWN_RUN.code, f"no run {ident}"))
     outcome = await batched(store.cancel_run, run_id, reason=reason)
     return json_answer(200 if outcome == "cancelled" else 409, {"run_id": run_id, "status": outcome})
 
@@ -92,7 +93,7 @@ async def handle(scope: dict, receive: Any, store: Any, token: str, lane: Any = 
 async def _retry(store: Any, ident: str, run: Callable[..., Awaitable[Any]]) -> Answer:
     result = await run(retry_by_id, store, ident)
     if result is None:
-        return json_answer(404, error_payload("txcl_unknown_run", f"no run {ident}"))
+        return json_answer(404, error_payload(rc.UNKNOWN_RUN.code, f"no run {ident}"))
     run_id, outcome = result
     if outcome.outcome == "retried":
         return json_answer(200, {"run_id": run_id, "status": "retried", "units": list(outcome.units),

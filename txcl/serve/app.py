@@ -23,18 +23,42 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Mount
 
+from txcl import runtime_codes as rc
 from txcl.ops.tree import OpsTree
 from txcl.runtime.config import Settings
-from txcl.runtime.interpreter import Completed, Failed, Interpreter, Suspended, UnknownStack
+from txcl.runtime.interpreter import (
+    Completed,
+    Failed,
+    Interpreter,
+    Suspended,
+    UnknownStack,
+)
 from txcl.runtime.stepping import Resumed, first_step
 from txcl.runtime.walker import Walker
 from txcl.serve import extensions as ext_mod
-from txcl.serve.inlet import (BodyTooLarge, ClientGone, RequestHead, build_envelope, declared_length, json_body,
-                              read_body, request_head, request_id)
+from txcl.serve.inlet import (
+    BodyTooLarge,
+    ClientGone,
+    RequestHead,
+    build_envelope,
+    declared_length,
+    json_body,
+    read_body,
+    request_head,
+    request_id,
+)
 from txcl.serve.mount import load_serve_tree
 from txcl.serve.routing import Route, Router, parse_routes
-from txcl.serve.shaping import Answer, error_answer, error_payload, finish, json_answer, shape_completed, \
-    store_unavailable_answer, suspended_answer
+from txcl.serve.shaping import (
+    Answer,
+    error_answer,
+    error_payload,
+    finish,
+    json_answer,
+    shape_completed,
+    store_unavailable_answer,
+    suspended_answer,
+)
 from txcl.serve.traces import TraceWriter
 from txcl.store.errors import StoreUnavailable
 
@@ -187,7 +211,7 @@ class TxclHandler:
         if not errors:
             return None
         name = stack or self.state.interp.default_stack()
-        return error_answer(error_payload("txcl_invalid_input", f"the input does not match the $defs.input of "
+        return error_answer(error_payload(rc.INVALID_INPUT.code, f"the input does not match the $defs.input of "
                                           f"stack {name} ({len(errors)} problem{'s' if len(errors) != 1 else ''})",
                                           errors=errors), 422)
 
@@ -201,7 +225,7 @@ class TxclHandler:
             return None  # the walk answers it
         except SchemaProblem as exc:
             log.error("txcl: --validate-input: stack %s: %s", stack, exc)
-            return error_answer(error_payload("txcl_internal_error", "the stack's schema cannot be used; see the "
+            return error_answer(error_payload(rc.INTERNAL_ERROR.code, "the stack's schema cannot be used; see the "
                                               "server log"), 500)
 
     def _invalid_output(self, outcome: Completed) -> tuple[Answer | None, Any]:
@@ -227,7 +251,7 @@ class TxclHandler:
                                    == "strict"})
         if self.state.settings.validate_output != "strict":
             return None, note
-        return error_answer(error_payload("txcl_invalid_output", f"the answer does not match the $defs.output of "
+        return error_answer(error_payload(rc.INVALID_OUTPUT.code, f"the answer does not match the $defs.output of "
                                           f"stack {stack}", errors=errors), 500), note
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
@@ -238,7 +262,7 @@ class TxclHandler:
         rid = request_id(scope["headers"], settings.trust_request_id)
         head = request_head(scope)
         if state.draining:
-            answer = error_answer(error_payload("txcl_shutting_down", "the server is shutting down"), 503)
+            answer = error_answer(error_payload(rc.SHUTTING_DOWN.code, "the server is shutting down"), 503)
             await _send(send, finish(answer, head.method, rid))
             return
         state.inflight += 1
@@ -251,7 +275,7 @@ class TxclHandler:
                 answer = store_unavailable_answer(exc)
             except Exception:  # noqa: BLE001 - never a traceback to the client
                 log.exception("txcl: request %s failed", rid)
-                answer = error_answer(error_payload("txcl_internal_error", "internal error; see the server log",
+                answer = error_answer(error_payload(rc.INTERNAL_ERROR.code, "internal error; see the server log",
                                                     rid=rid), 500)
             if answer is not None:
                 await _send(send, finish(answer, head.method, rid))
@@ -277,13 +301,13 @@ class TxclHandler:
         if decision.kind == "callback":
             return await self._callback(scope, receive, send, decision.opc or "", rid)
         if decision.kind == "post-only":  # a callback URL asked with another method
-            return json_answer(405, error_payload("txcl_method_not_allowed", "a worker callback is a POST"),
+            return json_answer(405, error_payload(rc.METHOD_NOT_ALLOWED.code, "a worker callback is a POST"),
                                [("allow", "POST")])
         try:
             body = await read_body(receive, settings.web_max_body_bytes, declared_length(scope["headers"]))
         except BodyTooLarge:
             return error_answer(error_payload(
-                "txcl_body_too_large", f"request body exceeds {settings.web_max_body_bytes} bytes",
+                rc.BODY_TOO_LARGE.code, f"request body exceeds {settings.web_max_body_bytes} bytes",
                 limit=settings.web_max_body_bytes), 413)
         except ClientGone:
             return None
@@ -299,13 +323,13 @@ class TxclHandler:
         try:
             outcome = await self._walk(envelope, decision.stack, rid, receive, len(body))
         except UnknownStack as exc:  # only after a reload removed a stack mid-request
-            return error_answer(error_payload("txcl_unknown_stack", str(exc)), 500)
+            return error_answer(error_payload(rc.UNKNOWN_STACK.code, str(exc)), 500)
         except StoreUnavailable as exc:
             log.warning("txcl: request %s: %s", rid, exc)
             return store_unavailable_answer(exc)
         except Exception:  # noqa: BLE001 - never a traceback to the client
             log.exception("txcl: request %s failed inside the runtime", rid)
-            return error_answer(error_payload("txcl_internal_error", "internal error; see the server log",
+            return error_answer(error_payload(rc.INTERNAL_ERROR.code, "internal error; see the server log",
                                               rid=rid), 500)
         if outcome is None:
             return None  # the client went away
@@ -315,7 +339,7 @@ class TxclHandler:
             return error_answer(outcome.payload, outcome.http_status)
         if isinstance(outcome, Suspended):
             return await self._suspended(scope, receive, outcome, head, accept)
-        return error_answer(error_payload("txcl_internal_error", f"unexpected outcome {outcome!r}"), 500)
+        return error_answer(error_payload(rc.INTERNAL_ERROR.code, f"unexpected outcome {outcome!r}"), 500)
 
     async def _walk(self, envelope: dict, stack: str | None, rid: str, receive: Any, bytes_in: int) -> Any:
         """Run the walk; a client disconnect cancels it (in-flight ops see CancelledError).
@@ -366,7 +390,7 @@ class TxclHandler:
     async def _callback(self, scope: dict, receive: Any, send: Any, opc: str, rid: str) -> Answer | None:
         handler = ext_mod.first(self.state.extensions, "callback")
         if handler is None:
-            return json_answer(404, error_payload("txcl_unknown_op_continuation", "unknown op continuation"),
+            return json_answer(404, error_payload(rc.UNKNOWN_OP_CONTINUATION.code, "unknown op continuation"),
                                [("cache-control", "no-store")])
         result = await handler(Request(scope, receive), opc, self.state)
         if isinstance(result, Answer):

@@ -25,8 +25,14 @@ import functools
 import logging
 from typing import Any
 
+from txcl import runtime_codes as rc
 from txcl.continuations.acks import mark_then
-from txcl.serve.shaping import Answer, error_payload, json_answer, store_unavailable_answer
+from txcl.serve.shaping import (
+    Answer,
+    error_payload,
+    json_answer,
+    store_unavailable_answer,
+)
 from txcl.store.errors import StoreUnavailable
 
 log = logging.getLogger("txcl.serve")
@@ -95,7 +101,7 @@ async def read_capped(request: Any, cap: int) -> bytes:
 def parse_completion(body: bytes, unit: Any) -> tuple[str, Any] | str:
     """(status, payload) of a callback body, or the 400 reason. A failure the worker marks
     `"retryable": true` has the status ``failed-retryable`` (sent again under WITH retries)."""
-    from txcl.continuations.policy import normalize_error
+    from txcl.runtime_codes import normalize_error
     from txcl.values.jsonio import JsonError, loads
 
     try:
@@ -133,7 +139,7 @@ def parse_completion(body: bytes, unit: Any) -> tuple[str, Any] | str:
 
 
 def check_and_admit(store: Any, opc: str, token: str | None, body: bytes | None, cap: int,
-                    materialize: Any = None, pending_acks: Any = None) -> Any:
+                    pending_acks: Any = None) -> Any:
     """The checks of a callback (unknown opc 404, bad token 401, body too large 413, bad body
     400), then the admission and its continuation: an `Answer` for a rejected request, else
     ``admit_and_continue``'s (AdmitResult, release). One store call (a read, then at most one
@@ -144,16 +150,16 @@ def check_and_admit(store: Any, opc: str, token: str | None, body: bytes | None,
     if rejected is not None:
         return rejected
     if body is None:
-        return _error(413, "txcl_body_too_large", "body too large", limit=cap)
+        return _error(413, rc.BODY_TOO_LARGE.code, "body too large", limit=cap)
     parsed = parse_completion(body, target.unit)
     if isinstance(parsed, str):
-        return _error(400, "txcl_bad_callback", parsed)
+        return _error(400, rc.BAD_CALLBACK.code, parsed)
     status, payload = parsed
     if status == "running":
         return heartbeat_answer(store.record_heartbeat(opc, token, payload))
     retryable = status == "failed-retryable"
     admit = functools.partial(store.admit_and_continue, opc, "failed" if retryable else status, payload,
-                              source="callback", token=token, retryable=retryable, materialize=materialize)
+                              source="callback", token=token, retryable=retryable)
     # the worker's ack, when still held back by this process, is written in the same transaction
     return mark_then(pending_acks.take(opc) if pending_acks is not None else None, admit)
 
@@ -161,11 +167,11 @@ def check_and_admit(store: Any, opc: str, token: str | None, body: bytes | None,
 def _rejection(outcome: str) -> Answer | None:
     """The error answer of a callback or heartbeat the store turned away (None: it did not)."""
     if outcome == "unknown":
-        return _error(404, "txcl_unknown_op_continuation", "unknown op continuation")
+        return _error(404, rc.UNKNOWN_OP_CONTINUATION.code, "unknown op continuation")
     if outcome == "bad_token":
-        return _error(401, "txcl_bad_token", "bad token")
+        return _error(401, rc.BAD_TOKEN.code, "bad token")
     if outcome in ("cancelled", "expired", "superseded"):  # superseded: a retried call's earlier token
-        return _error(410, "txcl_gone", "the op continuation is gone", reason=outcome)
+        return _error(410, rc.GONE.code, "the op continuation is gone", reason=outcome)
     return None
 
 
@@ -189,7 +195,7 @@ async def handle_callback(service: Any, request: Any, opc: str) -> Answer:
             body: bytes | None = await read_capped(request, cap)
         except _TooLarge:
             body = None  # answered 413 unless the opc or token is wrong (rows 1–2 come first)
-        checked = await service.call_admitting(check_and_admit, store, opc, token, body, cap, service.materialize,
+        checked = await service.call_admitting(check_and_admit, store, opc, token, body, cap,
                                                service.pending_acks)
         if isinstance(checked, Answer):
             return checked
@@ -199,7 +205,7 @@ async def handle_callback(service: Any, request: Any, opc: str) -> Answer:
         return store_unavailable_answer(exc)
     except Exception:  # noqa: BLE001 - never a traceback to a worker
         log.exception("txcl: callback %s failed", opc)
-        return _error(500, "txcl_internal_error", "internal error; see the server log")
+        return _error(500, rc.INTERNAL_ERROR.code, "internal error; see the server log")
     outcome = admit.outcome
     rejected = _rejection(outcome)
     if rejected is not None:
@@ -210,7 +216,7 @@ async def handle_callback(service: Any, request: Any, opc: str) -> Answer:
             return _answer(200, {"status": "resumed", "duplicate": True})
         return _answer(200, {"status": "recorded", "duplicate": True})
     if outcome == "conflict":
-        return _error(409, "txcl_conflicting_completion", "conflicting completion: the first outcome is kept")
+        return _error(409, rc.CONFLICTING_COMPLETION.code, "conflicting completion: the first outcome is kept")
     if outcome == "retrying":  # WITH retries: the call is sent again (a new token); this one is done
         return _answer(200, {"status": "retrying"})
     if release is not None and release.won and release.claim is not None:

@@ -16,6 +16,8 @@ from typing import Any
 
 import attrs
 
+from txcl import runtime_codes as rc
+
 log = logging.getLogger("txcl.continuations")
 
 
@@ -88,7 +90,7 @@ class ContinuationExtension:
         from txcl.serve.shaping import error_payload, json_answer
 
         if self.service is None:
-            return json_answer(404, error_payload("txcl_unknown_op_continuation", "unknown op continuation"),
+            return json_answer(404, error_payload(rc.UNKNOWN_OP_CONTINUATION.code, "unknown op continuation"),
                                [("cache-control", "no-store")])
         return await handle_callback(self.service, request, opc)
 

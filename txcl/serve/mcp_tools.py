@@ -30,6 +30,7 @@ from typing import Any
 
 import attrs
 
+from txcl import runtime_codes as rc
 from txcl.runtime.config import ConfigError
 
 log = logging.getLogger("txcl.serve")
@@ -202,7 +203,8 @@ class McpEndpoint:
             if run.status in FINISHED:
                 if run.status == "completed" and isinstance(run.result, dict):
                     return _envelope_of(run.result, settings.private, strip_private)
-                error = run.error if run.error is not None else {"code": f"txcl_run_{run.status}"}
+                error = run.error if run.error is not None else (
+                    rc.RUN_EXPIRED if run.status == "expired" else rc.RUN_FAILED).error()
                 return _error_result(error, run_id=run.run_id, status=run.status)
             if progress_token is None and loop.time() - started >= patience:
                 return _running(outcome, self.state)

@@ -20,9 +20,17 @@ import base64
 import time
 from typing import Any
 
+from txcl import runtime_codes as rc
 from txcl.ids import RCID_RE
 from txcl.runtime.dispatch import OpContext, OpError
-from txcl.serve.shaping import Answer, error_payload, json_answer, shape_completed, store_unavailable_answer, strip_private
+from txcl.serve.shaping import (
+    Answer,
+    error_payload,
+    json_answer,
+    shape_completed,
+    store_unavailable_answer,
+    strip_private,
+)
 from txcl.serve.waitpage import error_page, wait_page
 from txcl.store.errors import StoreUnavailable
 
@@ -62,7 +70,7 @@ def not_found(rcid: str, reason: str, browser: bool) -> Answer:
     if browser:
         return _html(404, error_page(status=404, title="Unknown request",
                                      message="This request is unknown or has expired."))
-    return json_answer(404, error_payload("txcl_unknown_continuation", "unknown continuation, or it has expired",
+    return json_answer(404, error_payload(rc.UNKNOWN_CONTINUATION.code, "unknown continuation, or it has expired",
                                           reason=reason, rcid=rcid), [("cache-control", "no-store")])
 
 

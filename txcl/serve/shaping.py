@@ -14,6 +14,7 @@ from typing import Any, Iterable
 
 import attrs
 
+from txcl import runtime_codes as rc
 from txcl.values.jsonio import dumps_utf8
 
 JSON_TYPE = b"application/json"
@@ -121,7 +122,7 @@ def shape_completed(envelope: dict, *, private: bool = False) -> Answer:
     status = response_status(res)
     if status < 200:
         # HTTP/1.1 has no final 1xx answer (uvicorn/h11 refuse to send one): say so clearly
-        return error_answer({"error": {"code": "txcl_bad_response_status",
+        return error_answer({"error": {"code": rc.BAD_RESPONSE_STATUS.code,
                                        "message": f"_txc.web.res.status {status} cannot be a final answer"}}, 500)
     headers = rule_headers(res)
     if isinstance(res, dict) and "body" in res:
@@ -131,7 +132,7 @@ def shape_completed(envelope: dict, *, private: bool = False) -> Answer:
                 raise ValueError("not a string")
             body = base64.b64decode(raw, validate=True)
         except (ValueError, binascii.Error):
-            return error_answer({"error": {"code": "txcl_bad_response_body",
+            return error_answer({"error": {"code": rc.BAD_RESPONSE_BODY.code,
                                            "message": "_txc.web.res.body is not valid base64"}}, 500)
         return Answer(status, headers, body)
     shown = envelope if private else strip_private(envelope)
@@ -162,7 +163,7 @@ STORE_RETRY_AFTER_S = 2
 def store_unavailable_answer(exc: Exception) -> Answer:
     """503 + Retry-After: the database cannot be reached right now; nothing was lost, and the
     same request may be sent again."""
-    payload = error_payload("txcl_store_unavailable", "the database is unavailable; retry later",
+    payload = error_payload(rc.STORE_UNAVAILABLE.code, "the database is unavailable; retry later",
                             retry_after_s=STORE_RETRY_AFTER_S)
     return json_answer(503, payload, [("cache-control", "no-store"), ("retry-after", str(STORE_RETRY_AFTER_S))])
 

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Callable
 
 from txcl.store.errors import StoreError, StoreUnavailable
-from txcl.store.protocol import StorePolicy
 from txcl.store.store import DatabaseStore
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
@@ -64,7 +63,7 @@ def open_backend(db: str | Path, *, clock: Callable[[], int] | None = None,
 
 
 def open_store(db: str | Path, *, clock: Callable[[], int] | None = None, node_id: str | None = None,
-               policy: StorePolicy | None = None, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
+               busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
                migrate: bool = True, create: bool = True, pool_max: int = 10, durable: bool = True) -> DatabaseStore:
     """Open the database named by ``db`` (a path, ``sqlite:///path`` or ``postgresql://…``).
 
@@ -85,7 +84,7 @@ def open_store(db: str | Path, *, clock: Callable[[], int] | None = None, node_i
     except BaseException:
         backend.close()
         raise
-    return DatabaseStore(backend, node_id=node_id, policy=policy)
+    return DatabaseStore(backend, node_id=node_id)
 
 
 __all__ = ["open_store", "open_backend", "backend_kind", "sqlite_file", "is_postgres_url", "DatabaseStore", "StoreError",

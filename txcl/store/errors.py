@@ -3,6 +3,8 @@ outside ``txcl/store/`` ever catches a ``sqlite3`` or ``psycopg`` exception."""
 
 from __future__ import annotations
 
+from txcl import runtime_codes as rc
+
 
 class StoreError(Exception):
     """The store refused an operation (a bug, a broken database file, a constraint)."""
@@ -13,7 +15,7 @@ class StoreUnavailable(StoreError):
     connection). Nothing was changed, or the change is unknown and safe to retry: answer 503
     with ``Retry-After`` and let the caller try again (``txcl_store_unavailable``)."""
 
-    code = "txcl_store_unavailable"
+    code = rc.STORE_UNAVAILABLE.code
 
 
 class SchemaTooNew(StoreError):

@@ -1,10 +1,9 @@
-"""What callers may use of a store: :class:`TraceStore`, :class:`KvStore`,
-:class:`ContinuationStore`, and the :class:`StorePolicy` the continuations layer gives it.
+"""What callers may use of a store: :class:`TraceStore`, :class:`KvStore` and
+:class:`ContinuationStore`.
 
-The store knows nothing of rules. Callers pass plain JSON values and get frozen records back;
-the few decisions that are not the store's own — how a worker's answer becomes an item's
-outcome, which failures fail a unit at once, the error objects the store writes — come from
-the policy, so each is stated once, in the continuations layer.
+The store knows nothing of rules. Callers pass plain JSON values and a unit's resolved options
+(:class:`txcl.runoptions.UnitOptions`) and get frozen records back; the store never calls back
+into its caller to decide anything.
 """
 
 from __future__ import annotations
@@ -23,14 +22,11 @@ from txcl.store.records import (
     ExpireResult,
     Fence,
     InteractionRecord,
-    ItemErrorPolicy,
     JoinDeadlineResult,
     JoinedMarker,
     JoinResult,
     JsonValue,
     KvEntry,
-    Materialized,
-    Materializer,
     ParkBuilder,
     ParkResult,
     ReleaseResult,
@@ -44,66 +40,11 @@ from txcl.store.records import (
     TerminalRecord,
     TimeoutResult,
     TraceRecord,
-    UnitKind,
     UnitRecord,
     UnitSpec,
 )
 
 T = TypeVar("T")
-
-
-class StorePolicy(Protocol):
-    """Decisions and texts the store applies but does not own."""
-
-    def materialize(self, unit: UnitRecord, interaction: InteractionRecord, terminal: TerminalRecord
-                    ) -> Materialized:
-        """An item's child outcome from its terminal (e.g. sanitised as untrusted)."""
-
-    def fails_fast(self, kind: UnitKind, on_item_error: ItemErrorPolicy) -> bool:
-        """Whether one failed item fails the whole unit at once."""
-
-    def heartbeat_every_ms(self, directives: JsonValue) -> int | None:
-        """How often a unit's worker must send a heartbeat (None: not asked)."""
-
-    def heartbeat_missed_error(self, kind: UnitKind, item_index: int, every_ms: int) -> JsonValue:
-        """The error of an interaction whose worker stopped sending heartbeats."""
-
-    def tolerated(self, on_item_error: ItemErrorPolicy, expected: int) -> int | None:
-        """How many failed items a tolerating unit accepts (None: the policy does not count)."""
-
-    def too_many_failures_error(self, failed: int, expected: int, on_item_error: ItemErrorPolicy,
-                                first_index: int, first_detail: JsonValue) -> JsonValue:
-        """The unit's error when its failed items exceed what it tolerates."""
-
-    def unit_failed_error(self, kind: UnitKind, item_index: int, detail: JsonValue) -> JsonValue:
-        """The error of a unit that failed fast because of the item at ``item_index``."""
-
-    def timeout_error(self, kind: UnitKind, item_index: int) -> JsonValue:
-        """The error of an interaction whose deadline passed."""
-
-    def expiry_error(self, reason: str, detail: JsonValue) -> JsonValue:
-        """The error of a run that expired (``reason``: ``expired`` or ``timed_out``)."""
-
-    def resume_exhausted_error(self, attempts: int) -> JsonValue:
-        """The error of a run whose resume went stale ``attempts`` times."""
-
-    def join_failed_error(self, unit: UnitRecord) -> JsonValue:
-        """The error of a run whose deferred unit failed at its join."""
-
-    def retries_of(self, directives: JsonValue) -> tuple[int, int]:
-        """(how many times a failed call is sent again, the first wait in ms)."""
-
-    def retry_delay_ms(self, backoff_ms: int, retries_done: int) -> int:
-        """The wait before the next retry."""
-
-    def cancel_url_of(self, directives: JsonValue) -> str | None:
-        """The cancel URL a rule names for its calls (None: none)."""
-
-    def passes_over_at_join_deadline(self, directives: JsonValue) -> bool:
-        """Whether a deferred op not ready by its join deadline is passed over (else the run fails)."""
-
-    def join_deadline_error(self, unit: UnitRecord) -> JsonValue:
-        """The error of a run whose deferred op was not ready by its join deadline."""
 
 
 @runtime_checkable
@@ -181,21 +122,19 @@ class ContinuationStore(Protocol):
                        best_effort: bool = False, transport: str | None = None,
                        fuel_used: int = 0, retryable: bool = False, ack: tuple | None = None) -> AdmitResult: ...
     def due_retries(self, *, limit: int = 500) -> list[str]: ...
-    def continue_release(self, opc: str, *, child_version: int | None = None,
-                         materialize: Materializer | None = None) -> ReleaseResult: ...
+    def continue_release(self, opc: str, *, child_version: int | None = None) -> ReleaseResult: ...
     def admit_and_continue(self, opc: str, status: str, payload: JsonValue, *, source: str,
                            token: str | None = None, best_effort: bool = False, transport: str | None = None,
-                           retryable: bool = False, materialize: Materializer | None = None,
+                           retryable: bool = False,
                            ack: tuple | None = None) -> tuple[AdmitResult, ReleaseResult | Exception | None]: ...
-    def try_release(self, run_id: str, *, materialize: Materializer | None = None, reconcile: bool = False,
+    def try_release(self, run_id: str, *, reconcile: bool = False,
                     segment_id: str | None = None) -> ReleaseResult: ...
-    def settle_and_release(self, unit_id: str, *, materialize: Materializer | None = None,
+    def settle_and_release(self, unit_id: str, *,
                            skip_locked: bool = True) -> ReleaseResult: ...
 
     # deferred joins
     def join_check(self, run_id: str, fence: Fence, *, unit_ids: Sequence[str], stage: str,
-                   build_park: ParkBuilder | None = None, materialize: Materializer | None = None,
-                   join_error: Callable[[UnitRecord], JsonValue] | None = None) -> JoinResult: ...
+                   build_park: ParkBuilder | None = None) -> JoinResult: ...
     def record_join(self, unit_id: str, fence: Fence) -> bool: ...
 
     # resumes, the end of a segment, claims
@@ -207,11 +146,11 @@ class ContinuationStore(Protocol):
                         skip_locked: bool = True) -> TakeoverResult: ...
 
     # timeouts, expiry, purge, reconciliation
-    def time_out_interaction(self, opc: str, *, materialize: Materializer | None = None,
+    def time_out_interaction(self, opc: str, *,
                              skip_locked: bool = True) -> TimeoutResult: ...
-    def expire_run(self, run_id: str, *, materialize: Materializer | None = None,
+    def expire_run(self, run_id: str, *,
                    skip_locked: bool = True) -> ExpireResult: ...
-    def miss_join_deadline(self, run_id: str, *, materialize: Materializer | None = None,
+    def miss_join_deadline(self, run_id: str, *,
                            skip_locked: bool = True) -> JoinDeadlineResult: ...
     def overdue_joins(self, *, limit: int = 500) -> list[str]: ...
     def cancel_calls_due(self, *, limit: int = 100) -> list[str]: ...
@@ -273,4 +212,4 @@ class Store(TraceStore, KvStore, ContinuationStore, Protocol):
     def close(self) -> None: ...
 
 
-__all__ = ["StorePolicy", "TraceStore", "KvStore", "ContinuationStore", "Store"]
+__all__ = ["TraceStore", "KvStore", "ContinuationStore", "Store"]

@@ -1,10 +1,9 @@
 """The store's plain-data records: what goes in (specs) and what comes out (records and
 results), with the state names of every table as ``Literal`` types.
 
-Nothing here knows rules: values are plain JSON (:data:`JsonValue`), envelopes included. The
-few decisions the store cannot make alone (how a worker's answer becomes an item's outcome,
-which errors fail a unit at once, the texts of the errors it records) come from a
-:class:`~txcl.store.protocol.StorePolicy` that the continuations layer provides.
+Nothing here knows rules: values are plain JSON (:data:`JsonValue`), envelopes included. What
+a rule's WITH options mean for a unit is resolved by the continuations layer before the store
+sees it (:class:`~txcl.runoptions.UnitOptions`, stored with the unit).
 """
 
 from __future__ import annotations
@@ -15,6 +14,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Literal, Sequence, TypeVar, Union
 
+from txcl.runoptions import UnitOptions
 from txcl.store.states import children, interactions, runs, units
 from txcl.store.states.children import ChildStatus
 from txcl.store.states.interactions import InteractionStatus
@@ -180,6 +180,7 @@ class UnitRecord:
     created_ms: int
     closed_ms: int | None
     join_deadline_ms: int | None = None  # WITH join_deadline: dispatch + the deadline
+    options: UnitOptions = UnitOptions()
 
     @property
     def deferred(self) -> bool:
@@ -326,7 +327,7 @@ class UnitSpec:
     failed_error: JsonValue = None
     fuel_used: int = 0
     join_deadline_ms: int | None = None  # WITH join_deadline, relative to the dispatch
-    cancel_url: str | None = None  # WITH cancel_url
+    options: UnitOptions | None = None  # resolved by the continuations layer (required to insert)
 
     @property
     def tokened(self) -> bool:
@@ -342,7 +343,6 @@ class Materialized:
     error: JsonValue = None
 
 
-Materializer = Callable[[UnitRecord, InteractionRecord, TerminalRecord], Materialized]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Callable
 
 from txcl.store.backend import SqlBackend, Tx
 from txcl.store.errors import SchemaOutdated, SchemaTooNew
@@ -32,6 +33,8 @@ class Component:
     version: int
     create: tuple[str, ...]  # the current version's DDL, every statement idempotent
     upgrades: dict[int, tuple[str, ...]] = field(default_factory=dict)  # from version v to v + 1
+    # from version v to v + 1, after the DDL: fills new columns of existing rows
+    backfills: dict[int, Callable[[Tx], None]] = field(default_factory=dict)
 
 
 TRACES = Component(
@@ -89,9 +92,22 @@ KV = Component(
     ),
 )
 
+def _backfill_unit_options(t: Tx) -> None:
+    """v9: the resolved options of units written before txcl stored them (see txcl.runoptions),
+    from the WITH options each unit kept."""
+    from txcl.runoptions import unit_options
+    from txcl.store.jsoncols import dumps, loads
+
+    rows = t.all("SELECT unit_id, kind, on_item_error, expected, directives_json FROM await_units "
+                 "WHERE options_json IS NULL")
+    t.many("UPDATE await_units SET options_json = ? WHERE unit_id = ?",
+           [(dumps(unit_options(r["kind"], r["on_item_error"], r["expected"], loads(r["directives_json"])).to_json()),
+             r["unit_id"]) for r in rows])
+
+
 CONTINUATIONS = Component(
     "continuations",
-    8,
+    9,
     (
     """CREATE TABLE IF NOT EXISTS snapshots (
     snapshot_id TEXT PRIMARY KEY,
@@ -167,6 +183,7 @@ CONTINUATIONS = Component(
     budget_ms         {bigint},
     deadline_ms       {bigint},
     join_deadline_ms  {bigint},
+    options_json      TEXT,
     created_ms        {bigint} NOT NULL,
     closed_ms         {bigint},
     UNIQUE (run_id, created_seq)
@@ -330,7 +347,10 @@ CONTINUATIONS = Component(
             "ALTER TABLE interactions ADD COLUMN retired_tokens TEXT",
             # a suspend resumed again after `txcl runs retry` (its resume gets a new segment id)
             "ALTER TABLE suspends ADD COLUMN resume_round {bigint} NOT NULL DEFAULT 1"),
+        # v9: a unit's options, resolved once when it is built (txcl.runoptions)
+        8: ("ALTER TABLE await_units ADD COLUMN options_json TEXT",),
     },
+    {8: _backfill_unit_options},
 )
 
 COMPONENTS: tuple[Component, ...] = (TRACES, KV, CONTINUATIONS)
@@ -410,6 +430,8 @@ def migrate(backend: SqlBackend) -> list[ComponentStatus]:
                     for statement in component.upgrades.get(version, ()):
                         if not _already_there(t, statement):
                             t.run(dialect.ddl(statement))
+                    if version in component.backfills:
+                        component.backfills[version](t)
             for statement in component.create:
                 t.run(dialect.ddl(statement))
             t.run("INSERT INTO txcl_schema (component, version) VALUES (?, ?) "

@@ -9,7 +9,6 @@ from typing import Callable
 from txcl.store.backend import SqlBackend
 from txcl.store.procedures.run_operations import RunOperationProcedures
 from txcl.store.procedures.traces_kv import KvProcedures, TraceProcedures
-from txcl.store.protocol import StorePolicy
 
 
 def default_node_id() -> str:
@@ -19,11 +18,9 @@ def default_node_id() -> str:
 class DatabaseStore(RunOperationProcedures, TraceProcedures, KvProcedures):
     """Traces, kv and durable runs in one database (open it with :func:`txcl.store.open_store`)."""
 
-    def __init__(self, backend: SqlBackend, *, node_id: str | None = None, policy: StorePolicy | None = None) -> None:
+    def __init__(self, backend: SqlBackend, *, node_id: str | None = None) -> None:
         self.backend = backend
         self.node_id = node_id or default_node_id()
-        self.policy = policy
-        self._directives_cache: dict[str, tuple[str | None, object]] = {}
 
     @property
     def kind(self) -> str:
@@ -43,10 +40,6 @@ class DatabaseStore(RunOperationProcedures, TraceProcedures, KvProcedures):
         """Whether the database takes one write transaction at a time (SQLite): then queuing
         writes on one thread costs nothing in parallelism."""
         return self.backend.serialises_writers
-
-    def use_policy(self, policy: StorePolicy) -> None:
-        """The continuations layer's decisions (set once by whoever drives durable runs)."""
-        self.policy = policy
 
     def subscribe(self, listener: Callable[[str | None], None]) -> None:
         self.backend.subscribe(listener)

@@ -28,8 +28,19 @@ import attrs
 from txcl.check.tree import Member, TreeContext, lineage
 from txcl.types.fromschema import to_shape
 from txcl.types.schema import SchemaFile, SchemaSet, definition
-from txcl.types.shape import (ANY, KNOWN, UNKNOWN, Shape, absent_object, ensure_present, join, literal, lookup,
-                              of_types, write)
+from txcl.types.shape import (
+    ANY,
+    KNOWN,
+    UNKNOWN,
+    Shape,
+    absent_object,
+    ensure_present,
+    join,
+    literal,
+    lookup,
+    of_types,
+    write,
+)
 from txcl.types.signatures import result_types
 
 MAX_ROUNDS = 64

@@ -19,7 +19,7 @@ from typing import Any
 import attrs
 
 from txcl.types.schema import SchemaFile, SchemaSet
-from txcl.types.shape import (ALL_TYPES, ANY, MAX_DEPTH, Shape, enum_key, join, type_of)
+from txcl.types.shape import ALL_TYPES, ANY, MAX_DEPTH, Shape, enum_key, join, type_of
 
 _MAX_REF_DEPTH = 16
 

@@ -22,11 +22,17 @@ from urllib.parse import parse_qs
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.responses import (
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+)
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
+from txcl import runtime_codes as rc
 from txcl.ui import access, views
 
 HERE = Path(__file__).parent
@@ -77,7 +83,7 @@ class Dashboard:
         if self.settings.admin_token is None and not access.host_allowed(scope, self.settings.ui_allowed_hosts):
             # without a token, a loopback client is all the dashboard checks: a page served
             # under another name (DNS rebinding) must not reach it as same-origin
-            await JSONResponse({"error": {"code": "txcl_misdirected_request", "message":
+            await JSONResponse({"error": {"code": rc.MISDIRECTED_REQUEST.code, "message":
                                           f"this dashboard does not answer for the host {access.host_name(scope)!r}; "
                                           "use the address it serves (or allow the name with --ui-allowed-hosts)"}},
                                status_code=421, headers={"Cache-Control": "no-store"})(scope, receive, send)
@@ -139,7 +145,7 @@ class Dashboard:
         if self.store is None:
             return JSONResponse({"error": "no store"}, status_code=404)
         if request.headers.get("x-txcl-ui") != "1":
-            return JSONResponse({"error": {"code": "txcl_forbidden", "message": "use the dashboard's button"}},
+            return JSONResponse({"error": {"code": rc.FORBIDDEN.code, "message": "use the dashboard's button"}},
                                 status_code=403)
         return None
 
@@ -152,7 +158,7 @@ class Dashboard:
             return refused
         found = await self._read(retry_by_id, self.store, request.path_params["run_id"])
         if found is None:
-            return JSONResponse({"error": {"code": "txcl_unknown_run", "message": "no such run"}}, status_code=404)
+            return JSONResponse({"error": {"code": rc.UNKNOWN_RUN.code, "message": "no such run"}}, status_code=404)
         run_id, result = found
         return JSONResponse({"run_id": run_id, "status": result.outcome, "reason": result.reason,
                              "calls": result.calls}, status_code=200 if result.outcome == "retried" else 409)
@@ -168,7 +174,7 @@ class Dashboard:
         reason = str(data.get("reason") or "").strip()[:500] or "cancelled from the dashboard"
         result = await self._read(cancel_by_id, self.store, request.path_params["run_id"], reason)
         if result == "unknown":
-            return JSONResponse({"error": {"code": "txcl_unknown_run", "message": "no such run"}}, status_code=404)
+            return JSONResponse({"error": {"code": rc.UNKNOWN_RUN.code, "message": "no such run"}}, status_code=404)
         status, run_id = result
         return JSONResponse({"run_id": run_id, "status": status}, status_code=200 if status == "cancelled" else 409)
 
@@ -284,9 +290,8 @@ def build_dashboard(state: Any) -> Dashboard | None:
     try:
         import jinja2  # noqa: F401 - the ui extra
     except ImportError:
-        from txcl.runtime.config import ConfigError
-
         from txcl.install import missing_extra
+        from txcl.runtime.config import ConfigError
 
         raise ConfigError(missing_extra("--ui", "ui")) from None
     return Dashboard(settings=state.settings, state=state)

@@ -7,7 +7,6 @@ lets the output value take the place of the existing one.
 
 from __future__ import annotations
 
-
 from typing import Any
 
 from txcl.errors import TxclValueTooDeepError, depth_guarded

@@ -6,9 +6,9 @@ ASCII digits (leading zeros allowed); only numeric segments index arrays.
 
 from __future__ import annotations
 
-from txcl.errors import TxclError
-
 from typing import Any, Collection, Sequence
+
+from txcl.errors import TxclError
 
 __all__ = [
     "MISSING", "PathError", "MAX_PADDING", "read", "has", "write", "delete",

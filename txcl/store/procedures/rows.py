@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from txcl.runoptions import UnitOptions
 from txcl.store.blobs import needs_fetch, referenced_digests, unpack
 
 # every document column's text, written and read one way (the procedures import dumps from here)
@@ -107,7 +108,13 @@ def unit_fields(r: Row, directives: Any, input_view: Any) -> dict[str, Any]:
         output=loads(r["output_json"]), error=loads(r["error_json"]), fuel_used=r["fuel_used"],
         budget_ms=r["budget_ms"], deadline_ms=r["deadline_ms"], created_ms=r["created_ms"],
         closed_ms=r["closed_ms"], join_deadline_ms=_column(r, "join_deadline_ms"),
+        options=unit_options_of(r),
     )
+
+
+def unit_options_of(r: Row) -> UnitOptions:
+    """A unit row's resolved options (see txcl.runoptions)."""
+    return UnitOptions.from_json(loads(_column(r, "options_json")))
 
 
 def unit_record(r: Row, t: Tx | None = None) -> UnitRecord:

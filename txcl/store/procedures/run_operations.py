@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 
+from txcl.runtime_codes import RUN_CANCELLED, join_deadline_error
 from txcl.store.backend import Tx
 from txcl.store.procedures import read_procedure, write_procedure
 from txcl.store.procedures.continuations import PASSED_OVER, ContinuationProcedures
@@ -16,7 +17,6 @@ from txcl.store.procedures.rows import unit_record
 from txcl.store.records import (
     CancelCall,
     JoinDeadlineResult,
-    Materializer,
     RetryResult,
     UnitRecord,
 )
@@ -27,8 +27,7 @@ class RunOperationProcedures(ContinuationProcedures):
     bookkeeping of the cancellations owed to workers."""
 
     @write_procedure
-    def miss_join_deadline(self, t: Tx, run_id: str, *, materialize: Materializer | None = None,
-                           skip_locked: bool = True) -> JoinDeadlineResult:
+    def miss_join_deadline(self, t: Tx, run_id: str, *, skip_locked: bool = True) -> JoinDeadlineResult:
         """A run parked at a join whose deferred op is past its ``join_deadline`` (the
         sweeper's pass): the run fails with ``join_deadline`` — or, when every overdue op says
         ``on_join_deadline = "continue"``, they are passed over and the run is released to run
@@ -36,13 +35,11 @@ class RunOperationProcedures(ContinuationProcedures):
         run = t.lock_run(run_id, skip_locked=skip_locked)
         if run is None or run["status"] != "waiting":
             return JoinDeadlineResult("not_due")
-        materializer = self._materializer(materialize)
-        policy = self._policy()
         where = (run_id, run["cur_stage"], run["cur_visit"])
         overdue: list[UnitRecord] = []
         for m in t.all("SELECT unit_id FROM suspend_members WHERE run_id = ? AND stage = ? AND visit = ? "
                        "AND role = 'join'", where):
-            if self._drain_unit(t, m["unit_id"], materializer) != "waiting":
+            if self._drain_unit(t, m["unit_id"]) != "waiting":
                 continue
             unit = unit_record(t.one("SELECT * FROM await_units WHERE unit_id = ?", (m["unit_id"],)), t)
             if unit.join_deadline_ms is not None and unit.join_deadline_ms <= t.now:
@@ -50,12 +47,13 @@ class RunOperationProcedures(ContinuationProcedures):
         if not overdue:
             claim = self._release(t, run_id)  # what the drain completed may release it
             return JoinDeadlineResult("released", claim) if claim is not None else JoinDeadlineResult("not_due")
-        failing = [u for u in overdue if not policy.passes_over_at_join_deadline(u.directives)]
+        failing = [u for u in overdue if not u.options.pass_over_at_join_deadline]
         if failing:
             t.send("UPDATE suspends SET status = 'failed', closed_ms = ? WHERE run_id = ? AND status = 'open'",
                    (t.now, run_id))
-            self._finish(t, run, status="failed", result=None, error=policy.join_deadline_error(failing[0]),
-                         fail_reason="join_deadline")
+            first = failing[0]
+            self._finish(t, run, status="failed", result=None, fail_reason="join_deadline",
+                         error=join_deadline_error(first.op_name, first.unit_id, first.options.join_deadline_text))
             return JoinDeadlineResult("failed")
         for unit in overdue:
             t.send("DELETE FROM suspend_members WHERE run_id = ? AND stage = ? AND visit = ? AND unit_id = ?",
@@ -141,8 +139,8 @@ class RunOperationProcedures(ContinuationProcedures):
             return str(run["status"])
         t.send("UPDATE suspends SET status = 'failed', closed_ms = ? WHERE run_id = ? "
                "AND status IN ('open', 'resuming')", (t.now, run_id))
-        message = "the run was cancelled" + (f": {reason}" if reason else "")
-        error = {"code": "txcl_run_cancelled", "message": message}
+        message = RUN_CANCELLED.message() + (f": {reason}" if reason else "")
+        error = RUN_CANCELLED.error(message)
         if reason:
             error["reason"] = reason
         self._finish(t, run, status="failed", result=None, error=error, fail_reason="cancelled")

@@ -10,20 +10,19 @@ so a transition no module allows fails the test that wrote it.
 
 from __future__ import annotations
 
-from txcl.store.states import cancel_calls, children, interactions, runs, suspends, terminals, units
+from txcl.store.states import (
+    cancel_calls,
+    children,
+    interactions,
+    runs,
+    suspends,
+    terminals,
+    units,
+)
 from txcl.store.states.machine import StateMachine, sql_in
 
 
 def machines() -> tuple[StateMachine, ...]:
-    from txcl.store.states import (
-        cancel_calls,
-        children,
-        interactions,
-        runs,
-        suspends,
-        terminals,
-        units,
-    )
 
     return (runs.MACHINE, suspends.MACHINE, units.MACHINE, interactions.MACHINE, children.MACHINE,
             terminals.MACHINE, cancel_calls.MACHINE)

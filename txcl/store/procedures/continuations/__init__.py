@@ -8,10 +8,13 @@ lock order never deadlocks. Coordination is by unique keys and compare-and-swap 
 RETURNING``): nothing depends on process memory, so any number of processes — on one host
 with SQLite, on several nodes with PostgreSQL — may share the database.
 
-The procedures record facts; the few decisions and texts that are not the store's to make
-(how a worker's answer becomes an item's outcome, which failures fail a unit at once, the
-errors it writes) come from the :class:`~txcl.store.protocol.StorePolicy` the continuations
-layer gives the store. Sweeper procedures take ``skip_locked=True``: a run another node is
+The procedures record facts and apply what they are given: a unit's options (which failures
+fail it at once, how many it tolerates, when each retry is due, its heartbeat period, its
+cancel URL, what its join deadline does) were resolved by the continuations layer when it
+built the unit and are stored with it (``await_units.options_json``, see
+:mod:`txcl.runoptions`); the errors they write come from :mod:`txcl.runtime_codes`; each
+table's states and transitions are in :mod:`txcl.store.states`. Nothing here calls back into
+the continuations layer. Sweeper procedures take ``skip_locked=True``: a run another node is
 working on right now is left to it (the answer says ``busy``/``recorded``), and the next pass
 sees it again.
 

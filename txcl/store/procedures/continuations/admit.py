@@ -29,7 +29,6 @@ from txcl.store.records import (
     CallbackTarget,
     Dispatch,
     JsonValue,
-    Materializer,
     ReleaseResult,
     TerminalRecord,
     payload_sha256,
@@ -39,7 +38,7 @@ from txcl.store.records import (
 class AdmitProcedures(ProcedureBase):
     def admit_and_continue(self, opc: str, status: str, payload: JsonValue, *, source: str,
                            token: str | None = None, best_effort: bool = False, transport: str | None = None,
-                           retryable: bool = False, materialize: Materializer | None = None,
+                           retryable: bool = False,
                            ack: tuple | None = None) -> tuple[AdmitResult, ReleaseResult | Exception | None]:
         """``admit_terminal`` and, when it admits (or finds the same outcome already in),
         ``continue_release``, in one write transaction: one commit where there were two. The
@@ -55,7 +54,7 @@ class AdmitProcedures(ProcedureBase):
                 return admit, None
             version = admit.child_version if admit.outcome == "admitted" else None
             try:
-                return admit, self.continue_release(opc, child_version=version, materialize=materialize)
+                return admit, self.continue_release(opc, child_version=version)
             except Exception as exc:  # noqa: BLE001 - the admission stands; the caller sees this
                 return admit, exc
 
@@ -130,10 +129,10 @@ class AdmitProcedures(ProcedureBase):
         if it["status"] not in INTERACTION_OPEN:
             return "closed"
         if it["deadline_ms"] is not None and it["deadline_ms"] < t.now:
-            self._time_out(t, it, self._policy().materialize)
+            self._time_out(t, it)
             return "expired"
         unit = t.one("SELECT * FROM await_units WHERE unit_id = ?", (it["unit_id"],))
-        every = self._policy().heartbeat_every_ms(self._directives(unit["unit_id"], unit["directives_json"]))
+        every = self._options(unit).heartbeat_ms
         deadline = it["deadline_ms"]
         if every is not None:
             deadline = _next_beat(_full_deadline(unit, it, t.now), every, t.now)
@@ -174,7 +173,7 @@ class AdmitProcedures(ProcedureBase):
         if ack is not None and ack[0] != opc:
             raise ValueError(f"the ack of {ack[0]} cannot be written with the outcome of {opc}")
         run, (found,) = t.lock_run_of_reading("interactions", "opc", opc, (
-            "SELECT i.*, u.kind AS unit_kind, u.on_item_error AS unit_policy FROM interactions i "
+            "SELECT i.*, u.kind AS unit_kind, u.options_json AS unit_options FROM interactions i "
             "JOIN await_units u ON u.unit_id = i.unit_id WHERE i.opc = ?", (opc,)))
         held = ack
         if held is not None:
@@ -210,7 +209,7 @@ class AdmitProcedures(ProcedureBase):
             return AdmitResult("expired", **base)
         if it["status"] in INTERACTION_OPEN and it["deadline_ms"] is not None and it["deadline_ms"] < t.now:
             held_ack_first()
-            claim, _, promoted = self._time_out(t, it, self._policy().materialize)
+            claim, _, promoted = self._time_out(t, it)
             return AdmitResult("expired", claim=claim, dispatches=tuple(promoted), **base)
         if status == "failed" and retryable and it["status"] in INTERACTION_IN_FLIGHT:
             held_ack_first()
@@ -255,7 +254,7 @@ class AdmitProcedures(ProcedureBase):
             "SELECT version FROM item_children WHERE unit_id = ? AND item_index = ?", (unit_id, index))["version"]
         dispatches: list[Dispatch] = []
         if it["unit_kind"] == "itemized" and (
-                status == "completed" or not self._policy().fails_fast("itemized", it["unit_policy"])):
+                status == "completed" or not self._options(it, "unit_options").fails_fast):
             # a failed item under fail-fast is about to fail the unit: promote nothing to send
             dispatches, deadline = self._promote(t, unit_id)
             self._raise_expiry(t, it["run_id"], deadline)
@@ -274,12 +273,12 @@ class AdmitProcedures(ProcedureBase):
         unit = t.one("SELECT * FROM await_units WHERE unit_id = ?", (it["unit_id"],))
         if unit is None or unit["status"] != "waiting":
             return None
-        policy = self._policy()
-        allowed, backoff = policy.retries_of(self._directives(unit["unit_id"], unit["directives_json"]))
+        delays = self._options(unit).retry_delays_ms
+        allowed = len(delays)
         done = it["retry_count"] or 0
         if done >= allowed:
             return None
-        at = t.now + policy.retry_delay_ms(backoff, done)
+        at = t.now + delays[done]
         retired = ",".join(h for h in ((it["retired_tokens"] or ""), it["token_hash"] or "") if h)
         if t.run(
             "UPDATE interactions SET status = 'queued', token_hash = NULL, retired_tokens = ?, "

@@ -8,19 +8,17 @@ from typing import Callable, Sequence, TypeVar
 from txcl.ids import (
     token_matches,
 )
+from txcl.runoptions import UnitOptions
 from txcl.store.backend import SqlBackend, Tx
-from txcl.store.errors import RunLost, StoreError, UnknownRun
+from txcl.store.errors import RunLost, UnknownRun
 from txcl.store.procedures.rows import (
     Row,
     dumps,
     loads,
 )
-from txcl.store.protocol import StorePolicy
 from txcl.store.records import (
     Fence,
     JsonValue,
-    Materializer,
-    UnitRecord,
     UnitSpec,
 )
 from txcl.store.states import children, interactions, runs, sql_in
@@ -32,7 +30,6 @@ _FINISHED = sql_in(runs.FINISHED)
 
 T = TypeVar("T")
 
-JoinErrorBuilder = Callable[[UnitRecord], JsonValue]
 
 # the joined marker of a deferred op passed over at its join deadline (on_join_deadline =
 # "continue"): no segment merges it, and its late answer is recorded, never merged
@@ -103,16 +100,11 @@ class ProcedureBase:
 
     backend: SqlBackend
     node_id: str
-    policy: StorePolicy | None
-    _directives_cache: dict
 
-    def _policy(self) -> StorePolicy:
-        if self.policy is None:
-            raise StoreError("this store was opened without a continuation policy")
-        return self.policy
-
-    def _materializer(self, override: Materializer | None) -> Materializer:
-        return override or self._policy().materialize
+    @staticmethod
+    def _options(unit: Row, column: str = "options_json") -> UnitOptions:
+        """A unit's resolved options (decided by the continuations layer when it built the unit)."""
+        return UnitOptions.from_json(loads(unit[column]))
 
     def now_ms(self) -> int:
         return self.backend.now_ms()
@@ -126,21 +118,6 @@ class ProcedureBase:
     def run_together(self, fn: Callable[[], T]) -> T:
         """``fn``'s store calls in one write transaction (one commit; see ``SqlBackend.run_together``)."""
         return self.backend.run_together(fn)
-
-    def _directives(self, unit_id: str, text: str | None) -> JsonValue:
-        """A unit's decoded directives for its dispatches, cached per unit (they never change
-        after the unit's insert; the cached text is compared, so the cache cannot go stale).
-        An itemized unit's directives hold its whole ``each`` array: decoding them for every
-        promoted item made each completion cost O(n). Dispatches share the read-only value."""
-        cache = self._directives_cache
-        hit = cache.get(unit_id)
-        if hit is not None and hit[0] == text:
-            return hit[1]
-        value = loads(text)
-        if len(cache) >= 64:
-            cache.pop(next(iter(cache)), None)
-        cache[unit_id] = (text, value)
-        return value
 
     @staticmethod
     def _lock(t: Tx, run_id: str) -> Row:

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from txcl.runtime_codes import (
+    expiry_error,
+    heartbeat_missed_error,
+    join_deadline_error,
+    join_failed_error,
+    timeout_error,
+)
 from txcl.store.backend import Tx
 from txcl.store.procedures import write_procedure
 from txcl.store.procedures.continuations.base import (
     _OPEN,
     PASSED_OVER,
-    JoinErrorBuilder,
     ProcedureBase,
     _full_deadline,
 )
@@ -28,7 +34,6 @@ from txcl.store.records import (
     Fence,
     JoinResult,
     JsonValue,
-    Materializer,
     ParkBuilder,
     ParkResult,
     TimeoutResult,
@@ -39,8 +44,7 @@ from txcl.store.records import (
 class JoinProcedures(ProcedureBase):
     @write_procedure
     def join_check(self, t: Tx, run_id: str, fence: Fence, *, unit_ids: Sequence[str], stage: str,
-                   build_park: ParkBuilder | None = None, materialize: Materializer | None = None,
-                   join_error: JoinErrorBuilder | None = None) -> JoinResult:
+                   build_park: ParkBuilder | None = None) -> JoinResult:
         """The join of the deferred units ``unit_ids`` (the caller's floor rule says they are
         due at this frame), under the run lock: merge what has arrived (``proceed``, with the
         units to merge, each marked joined exactly once), fail the run when a due unit failed
@@ -51,8 +55,6 @@ class JoinProcedures(ProcedureBase):
         A unit still waiting past its ``join_deadline`` fails the run (``join_deadline``), or
         under ``on_join_deadline = "continue"`` is passed over: marked joined by no segment
         (``passed_over``), its late answer recorded but never merged."""
-        materializer = self._materializer(materialize)
-        policy = self._policy()
         run = self._lock(t, run_id)
         self._check_fence(run, fence)
         if not unit_ids:
@@ -70,19 +72,19 @@ class JoinProcedures(ProcedureBase):
         waiting: list[str] = []
         passed: list[UnitRecord] = []
         for d in due:
-            status = self._drain_unit(t, d["unit_id"], materializer)
+            status = self._drain_unit(t, d["unit_id"])
             unit = unit_record(t.one("SELECT * FROM await_units WHERE unit_id = ?", (d["unit_id"],)), t)
             if status in UNIT_BAD:
                 self._insert_marker(t, unit.unit_id, run_id, fence.segment_id)
-                error = (join_error or policy.join_failed_error)(unit)
+                error = join_failed_error(unit.op_name, unit.unit_id, unit.status, unit.error)
                 self._finish(t, run, status="failed", result=None, error=error, fail_reason="join_failed")
                 return JoinResult("failed", tuple(merged), unit, None, error, tuple(passed))
             if status == "completed":
                 self._insert_marker(t, unit.unit_id, run_id, fence.segment_id)
                 merged.append(unit)
             elif unit.join_deadline_ms is not None and unit.join_deadline_ms <= t.now:
-                if not policy.passes_over_at_join_deadline(unit.directives):
-                    error = policy.join_deadline_error(unit)
+                if not unit.options.pass_over_at_join_deadline:
+                    error = join_deadline_error(unit.op_name, unit.unit_id, unit.options.join_deadline_text)
                     self._finish(t, run, status="failed", result=None, error=error, fail_reason="join_deadline")
                     return JoinResult("failed", tuple(merged), unit, None, error, tuple(passed))
                 self._pass_over(t, unit)
@@ -128,8 +130,7 @@ class JoinProcedures(ProcedureBase):
         return self._insert_marker(t, unit_id, run_id, fence.segment_id)
 
     @write_procedure
-    def time_out_interaction(self, t: Tx, opc: str, *, materialize: Materializer | None = None,
-                             skip_locked: bool = True) -> TimeoutResult:
+    def time_out_interaction(self, t: Tx, opc: str, *, skip_locked: bool = True) -> TimeoutResult:
         """Time out one interaction whose deadline has passed (the sweeper's timeout pass)."""
         if t.lock_run_of("interactions", "opc", opc, skip_locked=skip_locked) is None:
             known = t.one("SELECT 1 FROM interactions WHERE opc = ?", (opc,)) is not None
@@ -139,11 +140,10 @@ class JoinProcedures(ProcedureBase):
             return TimeoutResult(it["status"])
         if it["deadline_ms"] is None or it["deadline_ms"] >= t.now:
             return TimeoutResult("not_due")
-        claim, expired, promoted = self._time_out(t, it, self._materializer(materialize))
+        claim, expired, promoted = self._time_out(t, it)
         return TimeoutResult("timed_out", claim, expired, tuple(promoted))
 
-    def _time_out(self, t: Tx, it: Row, materialize: Materializer
-                  ) -> tuple[ClaimRecord | None, bool, list[Dispatch]]:
+    def _time_out(self, t: Tx, it: Row) -> tuple[ClaimRecord | None, bool, list[Dispatch]]:
         """Returns (the release claim if a collect timeout completed the unit, whether the run
         expired, the items promoted into the freed window slot under collect)."""
         opc, unit_id, index, run_id = it["opc"], it["unit_id"], it["item_index"], it["run_id"]
@@ -154,14 +154,15 @@ class JoinProcedures(ProcedureBase):
         unit = t.one("SELECT * FROM await_units WHERE unit_id = ?", (unit_id,))
         if unit["status"] != "waiting":
             return None, False, []
-        policy = self._policy()
-        error = policy.timeout_error(unit["kind"], index)
-        every = policy.heartbeat_every_ms(self._directives(unit_id, unit["directives_json"]))
+        options = self._options(unit)
+        itemized = unit["kind"] == "itemized"
+        error = timeout_error(itemized, index)
+        every = options.heartbeat_ms
         full = _full_deadline(unit, it, 0)
         lapsed = every is not None and it["deadline_ms"] is not None and (full is None or it["deadline_ms"] < full)
         if lapsed:
-            error = policy.heartbeat_missed_error(unit["kind"], index, every)
-        if unit["kind"] == "itemized" and not policy.fails_fast("itemized", unit["on_item_error"]):
+            error = heartbeat_missed_error(itemized, index, every)
+        if itemized and not options.fails_fast:
             t.send(
                 "INSERT INTO item_children (unit_id, item_index, opc, status, version, error_json, created_ms, "
                 "updated_ms) VALUES (?, ?, ?, 'failed', 1, ?, ?, ?) ON CONFLICT (unit_id, item_index) DO UPDATE SET "
@@ -196,8 +197,7 @@ class JoinProcedures(ProcedureBase):
         return None, False, []
 
     @write_procedure
-    def expire_run(self, t: Tx, run_id: str, *, materialize: Materializer | None = None,
-                   skip_locked: bool = True) -> ExpireResult:
+    def expire_run(self, t: Tx, run_id: str, *, skip_locked: bool = True) -> ExpireResult:
         """Expire a run past its ``expires_ms`` — unless everything it waits for was admitted
         in time and only the store's own work (children not yet materialised) is missing: then
         that work is done and the run released instead."""
@@ -207,9 +207,8 @@ class JoinProcedures(ProcedureBase):
         if run["expires_ms"] is None or run["expires_ms"] >= t.now:
             return ExpireResult(False)
         if run["status"] == "waiting":
-            materializer = self._materializer(materialize)
             for unit_id in self._current_members(t, run):
-                self._drain_unit(t, unit_id, materializer)
+                self._drain_unit(t, unit_id)
             claim = self._release(t, run_id)
             if claim is not None:
                 self._event(t, run_id, "reconcile.release", f"reconcile.release:{claim.stage}:{claim.visit}",
@@ -222,7 +221,7 @@ class JoinProcedures(ProcedureBase):
         run_id = run["run_id"]
         t.send("UPDATE suspends SET status = 'expired', closed_ms = ? WHERE run_id = ? AND status = 'open'",
               (t.now, run_id))
-        error = self._policy().expiry_error(reason, detail)
+        error = expiry_error(reason, detail)
         t.send(
             "UPDATE runs SET status = 'expired', fail_reason = ?, error_json = ?, finished_ms = ?, updated_ms = ?, "
             "claim_token = NULL, segment_id = NULL, version = version + 1 WHERE run_id = ?",

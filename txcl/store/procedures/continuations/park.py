@@ -104,6 +104,9 @@ class ParkProcedures(ProcedureBase):
         dispatches: list[Dispatch] = []
         max_deadline: int | None = None
         for spec in units:
+            if spec.options is None:
+                raise ValueError(f"unit {spec.op_name} has no resolved options (txcl.runoptions.unit_options)")
+            options = spec.options
             unit_id = "au_" + random_base58()
             failed = spec.failed_error is not None
             items = [] if failed else list(spec.items)
@@ -112,15 +115,15 @@ class ParkProcedures(ProcedureBase):
                 "INSERT INTO await_units (unit_id, run_id, created_seq, kind, op_name, op_stack, op_scope, "
                 "dispatch_stage, dispatch_stack, join_at_scope, segment_id, status, expected, window_size, "
                 "on_item_error, into_path, exec_target, directives_json, input_view_json, error_json, fuel_used, "
-                "budget_ms, deadline_ms, join_deadline_ms, created_ms, closed_ms) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "budget_ms, deadline_ms, join_deadline_ms, options_json, created_ms, closed_ms) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (unit_id, run_id, seq, spec.kind, spec.op_name, spec.op_stack, spec.op_scope,
                  spec.dispatch_stage, spec.dispatch_stack, spec.join_at_scope, segment_id,
                  "failed" if failed else "waiting", len(items), window, spec.on_item_error, spec.into,
                  spec.exec_target, dumps(spec.directives), pack(spec.input_view, own_blobs), dumps(spec.failed_error),
                  spec.fuel_used, spec.budget_ms, spec.deadline_ms,
                  t.now + spec.join_deadline_ms if spec.join_deadline_ms is not None and not failed else None,
-                 t.now, t.now if failed else None),
+                 dumps(options.to_json()), t.now, t.now if failed else None),
             )
             seq += 1
             unit_ids.append(unit_id)
@@ -128,9 +131,8 @@ class ParkProcedures(ProcedureBase):
                 continue
             first = len(items) if spec.kind != "itemized" else min(window, len(items))
             deadline = _unit_deadline(spec, t.now)
-            every = self._policy().heartbeat_every_ms(spec.directives) if spec.tokened else None
-            due = _next_beat(deadline, every, t.now)
-            cancel_url = spec.cancel_url if spec.tokened else None
+            due = _next_beat(deadline, options.heartbeat_ms if spec.tokened else None, t.now)
+            cancel_url = options.cancel_url if spec.tokened else None
             rows = []
             for i, item in enumerate(items):
                 opc = new_opc()
@@ -143,7 +145,7 @@ class ParkProcedures(ProcedureBase):
                     dispatches.append(Dispatch(
                         opc=opc, token=token, run_id=run_id, unit_id=unit_id, op_name=spec.op_name,
                         op_stack=spec.op_stack, stage=spec.dispatch_stage, exec_target=spec.exec_target,
-                        directives=spec.directives, item_index=i, item_count=len(items), kind=spec.kind,
+                        directives=options.call_directives, item_index=i, item_count=len(items), kind=spec.kind,
                         input=item, deadline_ms=deadline, attempts=1))
                 else:
                     rows.append((opc, unit_id, i, run_id, None, "queued", 0, input_json, None, None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from txcl.ids import (
     new_claim_token,
 )
+from txcl.runtime_codes import resume_exhausted_error
 from txcl.store.backend import Tx
 from txcl.store.blobs import pack
 from txcl.store.errors import RunLost, UnknownRun
@@ -29,7 +30,6 @@ from txcl.store.records import (
     ClaimRecord,
     Fence,
     JsonValue,
-    Materializer,
     ReleaseResult,
     ResumeBundle,
     RunRecord,
@@ -129,8 +129,7 @@ class ReleaseProcedures(ProcedureBase):
             (run["run_id"], run["cur_stage"], run["cur_visit"]))]
 
     @write_procedure
-    def continue_release(self, t: Tx, opc: str, *, child_version: int | None = None,
-                         materialize: Materializer | None = None) -> ReleaseResult:
+    def continue_release(self, t: Tx, opc: str, *, child_version: int | None = None) -> ReleaseResult:
         """After an admitted terminal committed: materialise the item's child, record its
         continuation fact, settle the unit and try the release."""
         run, (its, units, children) = t.lock_run_of_reading(
@@ -142,8 +141,7 @@ class ReleaseProcedures(ProcedureBase):
             return ReleaseResult("recorded")
         run_id = run["run_id"]
         it, unit = its[0], units[0]
-        status = self._materialize_child(t, unit, opc, child_version, self._materializer(materialize), it,
-                                         children[0] if children else None)
+        status = self._materialize_child(t, unit, opc, child_version, it, children[0] if children else None)
         unit = self._record_continuation_fact(t, unit, it["item_index"], status)
         unit_status = self._settle_unit(t, it["unit_id"], unit=unit)
         # a unit still waiting keeps its suspend parked: only a member's end can release it
@@ -153,8 +151,8 @@ class ReleaseProcedures(ProcedureBase):
                              materialized="materialize" in t.fired)
 
     @write_procedure
-    def try_release(self, t: Tx, run_id: str, *, materialize: Materializer | None = None,
-                    reconcile: bool = False, segment_id: str | None = None) -> ReleaseResult:
+    def try_release(self, t: Tx, run_id: str, *, reconcile: bool = False,
+                    segment_id: str | None = None) -> ReleaseResult:
         """The drain and the sweeper's release check: settle each member of the run's current
         suspend from its stored facts and children, and release the run if that makes it
         releasable.
@@ -162,7 +160,6 @@ class ReleaseProcedures(ProcedureBase):
         Children are *not* materialised here: a completion admitted whose materialisation is
         still on its way keeps its own release (it answers ``resumed``); one whose never comes
         is materialised by the sweeper's stuck-children pass after ``--reconcile-after``.
-        (``materialize`` is accepted for symmetry with the other release paths.)
 
         ``reconcile=True`` (the sweeper) skips a run another node holds and records a
         ``reconcile.release`` event when it wins: a parked run nobody released is a repair.
@@ -180,12 +177,11 @@ class ReleaseProcedures(ProcedureBase):
         return ReleaseResult("resumed" if claim else "recorded", run_id, None, claim)
 
     @write_procedure
-    def settle_and_release(self, t: Tx, unit_id: str, *, materialize: Materializer | None = None,
-                           skip_locked: bool = True) -> ReleaseResult:
+    def settle_and_release(self, t: Tx, unit_id: str, *, skip_locked: bool = True) -> ReleaseResult:
         """Reconciliation of one unit from stored records only: repair missing continuation
         facts of settled children, settle, release. Children still ``queued`` are left to the
         stuck-children pass (claimed with a lease, then materialised), so a live completion on
-        its way is never overtaken. (``materialize`` is accepted for symmetry.)"""
+        its way is never overtaken."""
         run = t.lock_run_of("await_units", "unit_id", unit_id, skip_locked=skip_locked)
         if run is None:
             return ReleaseResult("recorded")
@@ -286,7 +282,7 @@ class ReleaseProcedures(ProcedureBase):
             return TakeoverResult("not_stale", claim_record(claim))
         stage, visit, old_segment = claim["stage"], claim["visit"], claim["segment_id"]
         if claim["attempt"] >= max_attempts:
-            error = self._policy().resume_exhausted_error(claim["attempt"])
+            error = resume_exhausted_error(claim["attempt"])
             self._finish(t, run, status="failed", result=None, error=error, fail_reason="resumer-stale")
             return TakeoverResult("failed")
         attempt = claim["attempt"] + 1

@@ -8,6 +8,12 @@ from txcl.ids import (
     hash_token,
     new_token,
 )
+from txcl.runoptions import UnitOptions
+from txcl.runtime_codes import (
+    item_failed_error,
+    normalize_error,
+    too_many_failures_error,
+)
 from txcl.store.backend import Tx
 from txcl.store.procedures.continuations.base import (
     _CHILD_OF_OPC,
@@ -22,8 +28,6 @@ from txcl.store.procedures.rows import (
     Row,
     columns,
     dumps,
-    interaction_record,
-    lazy_unit_record,
     load_doc,
     loads,
     placeholders,
@@ -33,9 +37,22 @@ from txcl.store.records import (
     CHILD_PENDING,
     Dispatch,
     Materialized,
-    Materializer,
+    TerminalRecord,
 )
+from txcl.store.states.terminals import CHILD_OUTCOME
+from txcl.values.reserved import sanitize_untrusted
 
+
+def child_outcome(options: UnitOptions, terminal: TerminalRecord) -> Materialized:
+    """An item's child outcome from its worker's terminal: a completed answer's payload is
+    its output (an item output is untrusted when the unit's options say so: its reserved keys
+    are dropped); a failed answer's payload is its error, normalised to an object."""
+    if terminal.status == "completed":
+        output = terminal.payload
+        if options.sanitize_outputs and isinstance(output, dict):
+            output, _ = sanitize_untrusted(output)
+        return Materialized(CHILD_OUTCOME["completed"], output=output)
+    return Materialized(CHILD_OUTCOME["failed"], error=normalize_error(terminal.payload))
 
 class SettleProcedures(ProcedureBase):
     def _promote(self, t: Tx, unit_id: str) -> tuple[list[Dispatch], int | None]:
@@ -64,12 +81,12 @@ class SettleProcedures(ProcedureBase):
         else:
             deadline = None
         stage = unit["dispatch_stage"]
-        directives = self._directives(unit_id, unit["directives_json"])
-        every = self._policy().heartbeat_every_ms(directives)
+        options = self._options(unit)
+        every = options.heartbeat_ms
         # with WITH heartbeat the interaction times out one period after its last sign of life
         # (the dispatch, then each heartbeat), never later than its deadline
         due = _next_beat(deadline, every, t.now)
-        cancel_url = self._policy().cancel_url_of(directives) if tokened else None
+        cancel_url = options.cancel_url if tokened else None
         out: list[Dispatch] = []
         updates = []
         for r in rows:
@@ -80,7 +97,7 @@ class SettleProcedures(ProcedureBase):
                 Dispatch(
                     opc=r["opc"], token=token, run_id=r["run_id"], unit_id=unit_id, op_name=unit["op_name"],
                     op_stack=unit["op_stack"], stage=stage, exec_target=unit["exec_target"],
-                    directives=directives, item_index=r["item_index"],
+                    directives=options.call_directives, item_index=r["item_index"],
                     item_count=unit["expected"], kind=unit["kind"], input=load_doc(r["input_json"], t, r["run_id"]),
                     deadline_ms=deadline, attempts=r["attempts"] + 1, retry=r["retry_count"] or 0,
                 )
@@ -130,8 +147,7 @@ class SettleProcedures(ProcedureBase):
                 (unit_status, t.now, *chunk),
             )
 
-    def _materialize_child(self, t: Tx, unit: Row, opc: str, carried_version: int | None,
-                           materialize: Materializer, it: Row | None = None,
+    def _materialize_child(self, t: Tx, unit: Row, opc: str, carried_version: int | None, it: Row | None = None,
                            child: Row | None | object = _UNREAD) -> str | None:
         """The item's child outcome from its terminal. A child whose version moved since the
         caller read it (a reconcile claim in between) is reloaded and retried once while still
@@ -150,7 +166,7 @@ class SettleProcedures(ProcedureBase):
             return child["child_status"]
         if child["opc"] is None:  # no terminal yet
             return child["child_status"]
-        m: Materialized = materialize(lazy_unit_record(unit, t), interaction_record(it, t), terminal_record(child))
+        m = child_outcome(self._options(unit), terminal_record(child))
         version = child["child_version"] if carried_version is None else carried_version
         for _attempt in range(2):
             changed = t.run(
@@ -201,7 +217,7 @@ class SettleProcedures(ProcedureBase):
         Returns the unit's row as it now stands (`unit` with its continuation count raised
         when the fact was new): nothing else writes the unit meanwhile, under the run lock."""
         ok = child_status == "succeeded" or (
-            child_status == "failed" and not self._policy().fails_fast(unit["kind"], unit["on_item_error"]))
+            child_status == "failed" and not self._options(unit).fails_fast)
         if ok and unit["status"] == "waiting" and self._fact(t, unit["unit_id"], "continuation", item_index,
                                                               counted=True):
             unit = {**columns(unit), "continuation_done": unit["continuation_done"] + 1}
@@ -216,21 +232,21 @@ class SettleProcedures(ProcedureBase):
             return "gone"
         if unit["status"] != "waiting":
             return unit["status"]
-        policy = self._policy()
+        options = self._options(unit)
         kind = unit["kind"]
-        fail_fast = policy.fails_fast(kind, unit["on_item_error"])
+        fail_fast = options.fails_fast
         # through the partial index of failed children: cost flat in the unit's size (a scan of
         # every child per completion made a large itemized await quadratic)
         failed_index = t.backend.dialect.using_index("item_children_failed")
-        bound = policy.tolerated(unit["on_item_error"], unit["expected"]) if kind == "itemized" else None
+        bound = options.tolerated_failures
         if bound is not None:
             failed = t.one(f"SELECT COUNT(*) AS n, MIN(item_index) AS first FROM item_children {failed_index} "
                            "WHERE unit_id = ? AND status = 'failed'", (unit_id,))
             if failed["n"] > bound:  # more than tolerated: the unit fails now, as a fail-fast one would
                 first = t.one("SELECT error_json FROM item_children WHERE unit_id = ? AND item_index = ?",
                               (unit_id, failed["first"]))
-                error = policy.too_many_failures_error(failed["n"], unit["expected"], unit["on_item_error"],
-                                                       failed["first"], loads(first["error_json"]))
+                error = too_many_failures_error(failed["n"], unit["expected"], options.tolerated_text or "0",
+                                                failed["first"], loads(first["error_json"]))
                 t.send("UPDATE await_units SET error_json = ? WHERE unit_id = ?", (dumps(error), unit_id))
                 self._close_units(t, [unit_id], "cancelled", unit_status="failed", reason="item_failed")
                 return "failed"
@@ -242,7 +258,7 @@ class SettleProcedures(ProcedureBase):
                 (unit_id,),
             )
             if bad is not None:
-                error = policy.unit_failed_error(kind, bad["item_index"], loads(bad["error_json"]))
+                error = item_failed_error(kind == "itemized", bad["item_index"], loads(bad["error_json"]))
                 t.send("UPDATE await_units SET error_json = ? WHERE unit_id = ?", (dumps(error), unit_id))
                 self._close_units(t, [unit_id], "cancelled", unit_status="failed", reason="item_failed")
                 return "failed"
@@ -293,7 +309,7 @@ class SettleProcedures(ProcedureBase):
         return "completed" if changed else t.one("SELECT status FROM await_units WHERE unit_id = ?",
                                                  (unit_id,))["status"]
 
-    def _drain_unit(self, t: Tx, unit_id: str, materialize: Materializer) -> str:
+    def _drain_unit(self, t: Tx, unit_id: str) -> str:
         """Materialise every pending child whose terminal exists, then settle."""
         unit = t.one("SELECT * FROM await_units WHERE unit_id = ?", (unit_id,))
         if unit is None or unit["status"] != "waiting":
@@ -304,7 +320,7 @@ class SettleProcedures(ProcedureBase):
             (unit_id,),
         )
         for p in pending:
-            status = self._materialize_child(t, unit, p["opc"], None, materialize)
+            status = self._materialize_child(t, unit, p["opc"], None)
             unit = t.one("SELECT * FROM await_units WHERE unit_id = ?", (unit_id,))
             self._record_continuation_fact(t, unit, p["item_index"], status)
         return self._settle_unit(t, unit_id)

@@ -70,7 +70,7 @@ class SweepProcedures(ProcedureBase):
         return Dispatch(opc=opc, token=token, run_id=it["run_id"], unit_id=unit["unit_id"],
                         op_name=unit["op_name"], op_stack=unit["op_stack"], stage=unit["dispatch_stage"],
                         exec_target=unit["exec_target"],
-                        directives=self._directives(unit["unit_id"], unit["directives_json"]),
+                        directives=self._options(unit).call_directives,
                         item_index=it["item_index"], item_count=unit["expected"], kind=unit["kind"],
                         input=load_doc(it["input_json"], t, it["run_id"]), deadline_ms=it["deadline_ms"],
                         attempts=attempts, retry=it["retry_count"] or 0)
