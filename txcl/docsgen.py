@@ -137,9 +137,7 @@ def functions_page() -> str:
 
 
 def rule_codes_page() -> str:
-    from txcl.check.docs import DOCS
-    from txcl.check.fix import FIXABLE
-    from txcl.codes import CODES
+    from txcl.codes import CODES, FIXABLE
 
     families = [("TX0", "Syntax (TX0xx)"), ("TX1", "Rules that cannot load (TX1xx)"),
                 ("TX12", None), ("TX2", "Lint findings (TX2xx)"), ("TX3", "Style (TX3xx)"),
@@ -159,7 +157,7 @@ def rule_codes_page() -> str:
         if title != heading and title is not None:
             heading = title
             out += ["", f"## {title}"]
-        doc = DOCS.get(code)
+        doc = info if info.documented else None
         fix = " Fixable: `txcl check --fix` rewrites it safely." if code in FIXABLE else ""
         out += ["", f"### {code}", "", f"**{info.name}** ({info.severity}) — {info.summary}.{fix}"]
         if doc is not None:

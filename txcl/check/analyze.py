@@ -11,11 +11,11 @@ from typing import Any
 import attrs
 
 from txcl.check.facts import SpanT, extract, span_of, span_t
+from txcl.check.rules import base as _base
+from txcl.check.rules import load_rule_modules
 from txcl.errors import Diagnostic, TxclSyntaxError
 
-# Importing the rule modules registers them.
-from txcl.check.rules import base as _base
-from txcl.check.rules import assign, calls, gotos, joins, loop, numbers, style, when_, with_  # noqa: F401
+load_rule_modules()  # importing each module of txcl/check/rules registers its rules
 
 DiagT = tuple[str, str, SpanT, str | None, str]  # code, message, span, hint, severity
 

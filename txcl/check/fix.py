@@ -13,8 +13,8 @@ from typing import Any, Callable
 from txcl.check.rules.base import FileContext
 from txcl.check.rules.numbers import fixed_text, leading_zero_spans
 from txcl.check.rules.style import KEYWORD, LIST_KINDS, RANK
+from txcl.codes import FIXABLE  # the codes whose entry says `fixable`
 
-FIXABLE = frozenset({"TX201", "TX301", "TX302"})
 MAX_ROUNDS = 10
 
 
@@ -169,12 +169,11 @@ def fix_text(text: str, filename: str = "<string>", codes: Callable[[str], bool]
         allowed_line = _noqa_filter(text) if respect_noqa else (lambda code, line: True)
         ctx = FileContext(rule, text, filename)
         candidate, code = None, None
-        if codes("TX201"):
-            candidate, code = fix_leading_zeros(ctx, lambda line: allowed_line("TX201", line)), "TX201"
-        if candidate is None and codes("TX301") and _any_allowed(ctx, "TX301", allowed_line):
-            candidate, code = fix_clause_order(ctx), "TX301"
-        if candidate is None and codes("TX302") and _any_allowed(ctx, "TX302", allowed_line):
-            candidate, code = fix_split_lists(ctx), "TX302"
+        for fixable in FIXERS:
+            if codes(fixable):
+                candidate, code = FIXERS[fixable](ctx, allowed_line), fixable
+                if candidate is not None:
+                    break
         if candidate is None or candidate == text:
             break
         new_rule = _parse(candidate, filename)
@@ -183,6 +182,28 @@ def fix_text(text: str, filename: str = "<string>", codes: Callable[[str], bool]
         text, rule = candidate, new_rule
         applied.append(code)
     return text, applied
+
+
+def _fix_leading_zeros(ctx: FileContext, allowed_line) -> str | None:
+    return fix_leading_zeros(ctx, lambda line: allowed_line("TX201", line))
+
+
+def _fix_clause_order(ctx: FileContext, allowed_line) -> str | None:
+    return fix_clause_order(ctx) if _any_allowed(ctx, "TX301", allowed_line) else None
+
+
+def _fix_split_lists(ctx: FileContext, allowed_line) -> str | None:
+    return fix_split_lists(ctx) if _any_allowed(ctx, "TX302", allowed_line) else None
+
+
+# the fixer of each code whose entry in txcl.codes says `fixable`, in the order they are tried
+FIXERS: dict[str, Callable[[FileContext, Callable[[str, int], bool]], str | None]] = {
+    "TX201": _fix_leading_zeros,
+    "TX301": _fix_clause_order,
+    "TX302": _fix_split_lists,
+}
+if set(FIXERS) != FIXABLE:  # pragma: no cover - the table and the fixers are kept together
+    raise RuntimeError(f"fixable codes without a fixer (or the reverse): {sorted(set(FIXERS) ^ FIXABLE)}")
 
 
 def _any_allowed(ctx: FileContext, code: str, allowed_line) -> bool:

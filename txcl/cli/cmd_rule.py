@@ -17,6 +17,7 @@ from txcl.cli.common import fail
 def command(code: str | None, show_all: bool, as_json: bool) -> None:
     """Explain a rule code (`txcl rule TX201`), or list them all (`--all`)."""
     from txcl.check.docs import DOCS
+    from txcl.check.docs import text as render_text
     from txcl.codes import CODES
 
     if show_all or code is None:
@@ -42,5 +43,5 @@ def command(code: str | None, show_all: bool, as_json: bool) -> None:
                                "summary": info.summary, "explanation": doc.explanation,
                                "bad": doc.bad, "good": doc.good}, indent=2, ensure_ascii=False))
         return
-    click.echo(doc.text(), nl=False)
+    click.echo(render_text(doc), nl=False)
     sys.exit(0)

@@ -14,11 +14,12 @@ LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 
 def _rules() -> list[dict]:
     from txcl.check.docs import DOCS
+    from txcl.check.docs import markdown as render_markdown
     rules = []
     for code, info in CODES.items():
         doc = DOCS.get(code)
         full = doc.explanation if doc else info.summary
-        markdown = doc.markdown() if doc else info.summary
+        markdown = render_markdown(doc) if doc else info.summary
         rules.append({
             "id": code,
             "name": info.name,
