@@ -27,15 +27,13 @@ from pygments.token import (
     Whitespace,
 )
 
+from txcl.vocabulary import CLAUSE_KEYWORDS, CONSTANTS, ITEM_WORDS, LOOP_MODIFIERS, RESERVED_WORDS
+
 __all__ = [
     "TxclLexer", "CLAUSE_KEYWORDS", "KEYWORDS", "LOOP_MODIFIERS", "RESERVED_WORDS", "CONSTANTS",
 ]
 
-CLAUSE_KEYWORDS = ("WHEN", "SET", "SELECT", "WITH", "PRIORITY", "EXEC", "LOOP", "EMIT")
-LOOP_MODIFIERS = ("UNTIL", "SET", "EVERY", "MAX")
-KEYWORDS = CLAUSE_KEYWORDS + ("AS", "DEFAULT", "UNTIL")
-CONSTANTS = ("TRUE", "FALSE", "NULL")
-RESERVED_WORDS = ("FN", "LET", "IF", "ELSE", "RETURN")
+KEYWORDS = CLAUSE_KEYWORDS + ITEM_WORDS + ("UNTIL",)
 
 # A path: "." or "@", a name start, then name characters; further segments are names
 # (which may start with a digit or "-") or quoted segments.

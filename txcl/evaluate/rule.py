@@ -6,6 +6,8 @@ and tests (no EXEC: the op output is given). Everything here is pure over plain 
 
 from __future__ import annotations
 
+from txcl import vocabulary
+
 from typing import Any, Iterable
 
 import attrs
@@ -274,20 +276,9 @@ def _lower_ttl(value: Any, current: int | None) -> int | None:
 
 
 def json_type(value: Any) -> str:
-    """The JSON type name of a value, for messages."""
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    if value is None:
-        return "null"
-    return type(value).__name__
+    """The JSON type name of a value, for messages (``number`` for every number)."""
+    name = vocabulary.json_type(value)
+    return "number" if name == "integer" else name
 
 
 @attrs.define(slots=True)

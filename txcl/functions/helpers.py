@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from txcl.vocabulary import json_type
+
 import math
 import re
 from typing import Any
@@ -22,23 +24,15 @@ def err(name: str, message: str) -> TxclEvalError:
     return TxclEvalError(f"&{name}: {message}")
 
 
+# how a function's message words each JSON type ("a list": the reference's wording)
+_DESCRIBED = {"null": "null", "boolean": "a boolean", "integer": "an integer", "number": "a float",
+              "string": "a string", "array": "a list", "object": "an object"}
+
+
 def describe(v: Any) -> str:
     """A short description of a value's type for messages."""
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "a boolean"
-    if isinstance(v, int):
-        return "an integer"
-    if isinstance(v, float):
-        return "a float"
-    if isinstance(v, str):
-        return "a string"
-    if isinstance(v, list):
-        return "a list"
-    if isinstance(v, dict):
-        return "an object"
-    return type(v).__name__
+    name = json_type(v)
+    return _DESCRIBED.get(name, name)
 
 
 def arg_name(pos: int, what: str | None = None) -> str:

@@ -18,7 +18,8 @@ import attrs
 from pygments.token import Keyword, Name, String
 
 from txcl.errors import Diagnostic, Position, Span, TxclSyntaxError
-from txcl.highlight import CLAUSE_KEYWORDS, TxclLexer
+from txcl.highlight import TxclLexer
+from txcl.vocabulary import CLAUSE_KEYWORDS
 from txcl.lsp import vocabulary
 from txcl.repl.completion import Candidate, complete
 

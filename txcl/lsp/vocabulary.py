@@ -11,7 +11,7 @@ from typing import Iterator
 
 import attrs
 
-from txcl.highlight import CLAUSE_KEYWORDS, CONSTANTS, LOOP_MODIFIERS
+from txcl.vocabulary import CLAUSE_KEYWORDS, CONSTANTS, ITEM_WORDS, LOOP_MODIFIERS
 
 KEYWORD_DOCS: dict[str, str] = {
     "WHEN": "Condition on the scope's envelope; no WHEN (or `WHEN *`) matches everything.",
@@ -55,7 +55,7 @@ EXEC_SCHEMES: tuple[tuple[str, str], ...] = (
 def keywords() -> list[str]:
     """Every keyword a rule author may type, upper case, in a stable order."""
     seen: dict[str, None] = {}
-    for word in CLAUSE_KEYWORDS + ("AS", "DEFAULT") + LOOP_MODIFIERS + CONSTANTS:
+    for word in CLAUSE_KEYWORDS + ITEM_WORDS + LOOP_MODIFIERS + CONSTANTS:
         seen.setdefault(word, None)
     return list(seen)
 

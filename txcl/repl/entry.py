@@ -8,7 +8,7 @@ import re
 import attrs
 
 from txcl.errors import TxclSyntaxError
-from txcl.highlight import CLAUSE_KEYWORDS
+from txcl.vocabulary import CLAUSE_KEYWORDS
 
 META_COMMANDS: dict[str, str] = {
     ".help": ".help                  this text",

@@ -7,6 +7,8 @@ defaults; `load_settings(workspace, flags)` applies every source.
 
 from __future__ import annotations
 
+from txcl.vocabulary import parse_duration_ns
+
 import os
 import re
 import socket
@@ -21,11 +23,6 @@ from txcl.errors import TxclError
 
 class ConfigError(TxclError):
     """An invalid setting (a usage error, exit 2); the message names key and source."""
-
-
-_DUR_RE = re.compile(r"([0-9]*\.?[0-9]+)(ns|us|µs|μs|ms|s|m|h|d)")
-_UNIT_MS = {"ns": 1e-6, "us": 1e-3, "µs": 1e-3, "μs": 1e-3, "ms": 1.0, "s": 1000.0, "m": 60_000.0,
-            "h": 3_600_000.0, "d": 86_400_000.0}
 
 
 def parse_duration_ms(value: Any) -> int:
@@ -45,18 +42,12 @@ def parse_duration_ms(value: Any) -> int:
     text = value.strip()
     if text.isdigit():
         return int(text)
-    if text == "0":
-        return 0
-    pos, total = 0, 0.0
     if not text:
         raise ValueError("empty duration")
-    while pos < len(text):
-        m = _DUR_RE.match(text, pos)
-        if m is None:
-            raise ValueError(f"invalid duration {value!r}")
-        total += float(m.group(1)) * _UNIT_MS[m.group(2)]
-        pos = m.end()
-    return int(total)
+    ns = parse_duration_ns(text, days=True) if text[:1] not in ("+", "-") else None
+    if ns is None:
+        raise ValueError(f"invalid duration {value!r}")
+    return ns // 1_000_000
 
 
 _SIZE_RE = re.compile(r"^([0-9]+)\s*(B|KiB|MiB|GiB|KB|MB|GB)?$")

@@ -17,17 +17,15 @@ from __future__ import annotations
 from typing import Any
 
 from txcl.errors import Diagnostic, Position, Span
+from txcl.vocabulary import CLAUSE_KEYWORDS, CONSTANTS, ITEM_WORDS, LOOP_MODIFIERS, RESERVED_WORDS  # noqa: F401
 
 _new_tuple = tuple.__new__  # a Span from its six integers, made in C
 
-CLAUSE_KEYWORDS = ("WHEN", "SET", "SELECT", "WITH", "PRIORITY", "EXEC", "LOOP", "EMIT")
 CLAUSE_KW_SET = frozenset(CLAUSE_KEYWORDS)
-KEYWORDS = {kw.lower(): kw for kw in (*CLAUSE_KEYWORDS, "AS", "DEFAULT", "UNTIL", "TRUE",
-                                      "FALSE", "NULL")}
-CONTEXTUAL = {"every": "EVERY", "max": "MAX"}
-RESERVED = frozenset({"fn", "let", "if", "else", "return"})
+KEYWORDS = {kw.lower(): kw for kw in (*CLAUSE_KEYWORDS, *ITEM_WORDS, "UNTIL", *CONSTANTS)}
+CONTEXTUAL = {"every": "EVERY", "max": "MAX"}  # keywords only after LOOP
+RESERVED = frozenset(word.lower() for word in RESERVED_WORDS)
 ALL_KEYWORD_TYPES = frozenset(KEYWORDS.values()) | {"EVERY", "MAX"}
-LOOP_MODIFIERS = ("UNTIL", "SET", "EVERY", "MAX")
 
 PUNCT_TEXT = {
     "EQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">", "GE": ">=", "MATCH": "=~",

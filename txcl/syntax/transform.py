@@ -21,7 +21,7 @@ from lark import Transformer
 
 from txcl.errors import Diagnostic, Span
 from txcl.syntax import ast
-from txcl.syntax.durations import parse_duration_ns
+from txcl.vocabulary import parse_duration_ns
 from txcl.syntax.tokens import DATA, END, END_COL, END_LINE, TYPE, VALUE, Row, describe_string, row_span
 
 _RE2_OPTIONS = re2.Options()

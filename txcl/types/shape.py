@@ -9,6 +9,8 @@ knows nothing: an object an untyped op answered, an explicitly open schema objec
 
 from __future__ import annotations
 
+from txcl.vocabulary import json_type
+
 import functools
 import json
 from typing import Any, Iterable, Iterator
@@ -23,19 +25,7 @@ MAX_DEPTH = 24  # deeper trie levels are not tracked (open)
 
 def type_of(value: Any) -> str:
     """The JSON type name of a Python JSON value (bool before int)."""
-    if value is None:
-        return "null"
-    if value is True or value is False:
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
+    return json_type(value)
 
 
 def enum_key(value: Any) -> str:

@@ -6,9 +6,10 @@ Every function tests `bool` before `int` (Python's `True` is an `int`).
 
 from __future__ import annotations
 
+from txcl.vocabulary import parse_duration_ns as _go_duration_ns
+
 import math
 import re
-from fractions import Fraction
 from typing import Any
 
 from txcl.values.jsonio import dumps
@@ -162,15 +163,8 @@ def print_form(v: Any) -> str:
 
 # ---------------------------------------------------------------- durations
 
-_UNITS = {
-    "ns": 1, "us": 1_000, "\u00b5s": 1_000, "\u03bcs": 1_000, "ms": 1_000_000,
-    "s": 1_000_000_000, "m": 60_000_000_000, "h": 3_600_000_000_000,
-}
-_DUR_PART = re.compile(r"([0-9]*)(?:\.([0-9]*))?([^0-9.]*)")
-_MAX_NS = (1 << 63) - 1
-
-
-# Durations are parsed exactly (with fractions), which is slow next to a dict lookup, and the
+# (the one parser is txcl.vocabulary.parse_duration_ns)
+# Durations are parsed exactly (integer arithmetic), which is slow next to a dict lookup, and the
 # walk meets the same few short texts (`WITH timeout = "30s"`) over and over.
 _DURATIONS: dict[str, int | None] = {}
 _DURATIONS_MAX = 1024
@@ -197,42 +191,7 @@ def parse_duration_ns(s: str) -> int | None:
 
 
 def _parse_duration_ns(s: str) -> int | None:
-    if not isinstance(s, str) or not s:
-        return None
-    neg = False
-    if s[0] in "+-":
-        neg = s[0] == "-"
-        s = s[1:]
-    if s == "0":
-        return 0
-    if not s:
-        return None
-    total = Fraction(0)
-    pos = 0
-    while pos < len(s):
-        m = _DUR_PART.match(s, pos)
-        assert m is not None
-        whole, frac, unit = m.group(1), m.group(2), m.group(3)
-        if not whole and not frac:  # "." alone or a unit with no number
-            return None
-        mult = _UNITS.get(unit)
-        if mult is None:
-            return None
-        value = Fraction(int(whole or "0"))
-        if frac:
-            value += Fraction(int(frac), 10 ** len(frac))
-        total += value * mult
-        pos = m.end()
-        if total > _MAX_NS + 1:
-            return None
-    ns = math.floor(total)
-    if neg:
-        ns = -ns
-        if ns < -_MAX_NS - 1:
-            return None
-    elif ns > _MAX_NS:
-        return None
-    return ns
+    return _go_duration_ns(s) if isinstance(s, str) else None
 
 
 def duration_to_ms(value: Any) -> int | None:

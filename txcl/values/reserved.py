@@ -4,40 +4,14 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from txcl.vocabulary import AUTHOR_WRITABLE, DELETE_ONLY_INBOUND
+
 __all__ = [
     "AUTHOR_WRITABLE", "DELETE_ONLY_INBOUND", "is_author_writable", "is_reserved",
     "is_deletable", "sanitize_untrusted", "path_text",
 ]
 
-#: Subtrees under which EMIT, SET POST, LOOP SET, `@delete` and untrusted outputs may write.
-AUTHOR_WRITABLE: frozenset[tuple[str, ...]] = frozenset({
-    ("_txc", "web", "res"),
-    ("_txc", "lmtp", "res"),
-    ("_txc", "goto"),
-    ("_txc", "halt"),
-    ("_txc", "delete"),
-    ("_txc", "telemetry"),
-    ("_txc", "llm", "reject"),
-    ("_txc", "llm", "upstream"),
-    ("_txc", "llm", "headers"),
-    ("_txc", "llm", "context"),
-})
-
-#: Consumed inbound facts that `@delete` may name although they are reserved.
-DELETE_ONLY_INBOUND: frozenset[tuple[str, ...]] = frozenset({
-    ("_txc", "web", "req", "body"),
-    ("_txc", "imap", "msg", "text"),
-    ("_txc", "imap", "msg", "html"),
-    ("_txc", "imap", "msg", "headers"),
-    ("_txc", "calendar", "ical"),
-    ("_txc", "calendar", "event"),
-    ("_txc", "calendar", "prior"),
-    ("_txc", "contacts", "vcard"),
-    ("_txc", "contacts", "card"),
-    ("_txc", "contacts", "prior"),
-    ("_txc", "websocket", "msg", "text"),
-    ("_txc", "websocket", "msg", "data"),
-})
+# (the paths themselves are part of the language's vocabulary)
 
 # second segment -> prefixes of length 2 or 3 starting with it
 _BY_SECOND: dict[str, list[tuple[str, ...]]] = {}

@@ -7,15 +7,13 @@ from typing import Iterator
 from txcl.check.rules.base import FileContext, file_rule
 from txcl.errors import Diagnostic
 from txcl.syntax import ast
+from txcl.values.reserved import is_author_writable, is_deletable
+from txcl.vocabulary import AUTHOR_WRITABLE, CONTROL_FIELDS, DELETE_ONLY_INBOUND
 
-# Author-writable `_txc` subtrees; `ttl` only by EMIT.
-WRITABLE = (("web", "res"), ("lmtp", "res"), ("goto",), ("halt",), ("delete",), ("telemetry",),
-            ("llm", "reject"), ("llm", "upstream"), ("llm", "headers"), ("llm", "context"))
-DELETABLE_FACTS = (("web", "req", "body"), ("imap", "msg", "text"), ("imap", "msg", "html"),
-                   ("imap", "msg", "headers"), ("calendar", "ical"), ("calendar", "event"),
-                   ("calendar", "prior"), ("contacts", "vcard"), ("contacts", "card"),
-                   ("contacts", "prior"), ("websocket", "msg", "text"), ("websocket", "msg", "data"))
-CONTROL = (("halt",), ("goto",), ("delete",), ("web", "res"))
+# the reserved `_txc` paths, below `_txc` (txcl.vocabulary states them; `ttl` only by EMIT)
+WRITABLE = tuple(sorted(p[1:] for p in AUTHOR_WRITABLE))
+DELETABLE_FACTS = tuple(sorted(p[1:] for p in DELETE_ONLY_INBOUND))
+CONTROL = tuple(p[1:] for p in CONTROL_FIELDS)
 
 
 def _under(segs: tuple[str, ...], prefixes) -> bool:
@@ -26,11 +24,7 @@ def writable(segs: tuple[str, ...], writer: str, system_stack: bool = False) -> 
     """May `writer` (EMIT, SET, LOOP SET, @delete) write the envelope path `segs`?"""
     if not segs or segs[0] != "_txc":
         return True
-    try:
-        from txcl.values.reserved import is_author_writable
-        ok = bool(is_author_writable(segs))
-    except ImportError:
-        ok = _under(segs[1:], WRITABLE)
+    ok = is_author_writable(segs)
     if segs[1:2] == ("ttl",):
         return writer == "EMIT"
     if system_stack and segs[1:2] == ("route",):
@@ -40,14 +34,11 @@ def writable(segs: tuple[str, ...], writer: str, system_stack: bool = False) -> 
 
 def _split(text: str) -> tuple[str, ...]:
     """An @delete target string (trimmed, leading `@` is `_txc.`, leading `.` dropped)."""
+    from txcl.values.paths import delete_target
+
     try:
-        from txcl.values.paths import delete_target
         return tuple(delete_target(text))
-    except ImportError:
-        text = text.strip()
-        text = "_txc." + text[1:] if text.startswith("@") else text.lstrip(".")
-        return tuple(s for s in text.split(".") if s)
-    except Exception:
+    except Exception:  # noqa: BLE001 - a target that is not a path names nothing
         return ()
 
 
@@ -104,10 +95,6 @@ def _delete_targets(ctx: FileContext, value, system: bool) -> Iterator[Diagnosti
 
 
 def _deletable(segs: tuple[str, ...]) -> bool:
-    try:
-        from txcl.values.reserved import is_deletable
-    except ImportError:
-        return False
     return bool(is_deletable(segs))
 
 

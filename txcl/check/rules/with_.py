@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from typing import Iterator
 
 from txcl.check.rules.base import FileContext, file_rule, is_literal, literal_value
 from txcl.errors import Diagnostic
 from txcl.syntax import ast
+from txcl.vocabulary import WITH_KEY_DOCS, WithKey, json_type, parse_duration_ns, with_article
 
 
 @file_rule("TX203")
@@ -30,10 +30,6 @@ def duplicate_with_key(ctx: FileContext) -> Iterator[Diagnostic]:
 
 # ---------------------------------------------------------------- TX209
 
-_GO_DURATION = re.compile(r"^[-+]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:ns|us|µs|μs|ms|s|m|h))+$")
-MODES = ("sync", "async", "continuable")
-
-
 def duration_ok(value) -> bool:
     """A non-negative number of milliseconds or a Go duration string."""
     if isinstance(value, bool):
@@ -41,98 +37,83 @@ def duration_ok(value) -> bool:
     if isinstance(value, (int, float)):
         return value >= 0
     if isinstance(value, str):
-        try:
-            from txcl.values.coerce import parse_duration_ns
-        except ImportError:
-            parse_duration_ns = None
-        if parse_duration_ns is not None:
-            ns = parse_duration_ns(value)
-            return ns is not None and ns >= 0
-        return (value == "0" or bool(_GO_DURATION.match(value))) and not value.startswith("-")
+        ns = parse_duration_ns(value)
+        return ns is not None and ns >= 0
     return False
 
 
 def _type_name(value) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a float"
-    if isinstance(value, str):
-        return "a string"
-    return "an array"
+    """A literal WITH value's type as TX209 words it (a float is ``a float`` here)."""
+    name = json_type(value)
+    return "a float" if name == "number" else with_article(name)
 
 
-def _problem(key: str, value, pairs: dict[str, ast.WithPair]) -> str | None:
-    """Why a literal value of a consumed key is wrong, or None."""
-    if key in ("timeout", "continue_after", "max_duration", "heartbeat", "join_deadline", "join_wait",
-               "retry_backoff"):
-        if not duration_ok(value):
-            return f"{key} needs milliseconds or a duration such as \"3s\", got {_show(value)}"
-        if key == "retry_backoff" and "retries" not in pairs:
-            return "retry_backoff has no effect without retries"
-    elif key == "mode":
-        if value not in MODES:
-            return f"mode must be \"sync\", \"async\" or \"continuable\", got {_show(value)}"
-    elif key == "join_at_scope":
+def _choices_text(choices: tuple) -> str:
+    shown = [f'"{c}"' for c in choices]
+    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " or " + shown[-1]
+
+
+def _value_problem(spec: WithKey, key: str, value) -> str | None:
+    """Why a literal value does not suit the kind of value `spec` says its key takes."""
+    check = spec.check
+    if check == "duration" and not duration_ok(value):
+        return f"{key} needs milliseconds or a duration such as \"3s\", got {_show(value)}"
+    if check == "choice" and value not in spec.choices:
+        return f"{key} must be {_choices_text(spec.choices)}, got {_show(value)}"
+    if check == "scope":
         if isinstance(value, bool) or not isinstance(value, int):
-            return f"join_at_scope needs an integer scope, got {_type_name(value)}"
+            return f"{key} needs an integer scope, got {_type_name(value)}"
         if not 0 <= value <= 999_999_999:
-            return f"join_at_scope {value} is not a scope (0 to 999999999)"
-    elif key == "each":
-        if not isinstance(value, list):
-            return f"each needs an array (usually a path), got {_type_name(value)}"
-    elif key == "window":
-        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1024:
-            return f"window must be an integer from 1 to 1024, got {_show(value)}"
-        if "each" not in pairs:
-            return "window has no effect without each"
-    elif key == "on_item_error":
-        if value not in ("fail", "collect", "tolerate"):
-            return f"on_item_error must be \"fail\", \"collect\" or \"tolerate\", got {_show(value)}"
-    elif key == "tolerated_failures":
+            return f"{key} {value} is not a scope (0 to 999999999)"
+    if check == "integer" and (isinstance(value, bool) or not isinstance(value, int)
+                               or not spec.minimum <= value <= spec.maximum):
+        return f"{key} must be an integer from {spec.minimum} to {spec.maximum}, got {_show(value)}"
+    if check == "array" and not isinstance(value, list):
+        return f"{key} needs an array (usually a path), got {_type_name(value)}"
+    if check == "count-or-percent":
         from txcl.values.coerce import tolerance_text
 
         if tolerance_text(value) == "0" and value not in (0, "0", "0%"):
-            return ("tolerated_failures must be a count (an integer from 0) or a percentage such as "
+            return (f"{key} must be a count (an integer from 0) or a percentage such as "
                     f"\"10%\", got {_show(value)}")
-        policy = pairs.get("on_item_error")
-        if policy is None or (is_literal(policy.value) and literal_value(policy.value) != "tolerate"):
-            return 'tolerated_failures has no effect without on_item_error = "tolerate"'
-
-    elif key == "retries":
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 100:
-            return f"retries must be an integer from 0 to 100, got {_show(value)}"
-        mode = pairs.get("mode")
-        if mode is None or (is_literal(mode.value) and literal_value(mode.value) != "async"):
-            return 'retries has no effect without mode = "async"'
-    elif key == "on_join_deadline":
-        if value not in ("fail", "continue"):
-            return f"on_join_deadline must be \"fail\" or \"continue\", got {_show(value)}"
-    elif key == "cancel_url":
-        if not isinstance(value, str) or not value.startswith(("http://", "https://")):
-            return f"cancel_url needs an http(s) URL, got {_show(value)}"
-        mode = pairs.get("mode")
-        if mode is None or (is_literal(mode.value) and literal_value(mode.value) != "async"):
-            return 'cancel_url has no effect without mode = "async"'
-    elif key in ("into", "status_into"):
+    if check == "url" and (not isinstance(value, str) or not value.startswith(("http://", "https://"))):
+        return f"{key} needs an http(s) URL, got {_show(value)}"
+    if check == "path":
         if not isinstance(value, str):
             return f"{key} needs a path string such as \"result\", got {_type_name(value)}"
         if value == "":
             return f"{key} is empty"
         if value[0] in ".@":
             return f"{key} is a path string without a leading '{value[0]}' (write \"{value[1:]}\")"
-    elif key in ("method", "url", "body_encoding", "body_path") or key.startswith("headers."):
-        if not isinstance(value, str):
-            return f"{key} needs a string, got {_type_name(value)}"
-    elif key in ("redact", "omit"):
-        if not isinstance(value, str):
-            return f"{key} needs a literal string of comma-separated paths, got {_type_name(value)}"
-    elif key == "debug":
-        if not isinstance(value, bool):
-            return f"debug needs true or false, got {_show(value)}"
+    if check == "string" and not isinstance(value, str):
+        return f"{key} needs a string, got {_type_name(value)}"
+    if check == "literal-string" and not isinstance(value, str):
+        return f"{key} needs a literal string of comma-separated paths, got {_type_name(value)}"
+    if check == "boolean" and not isinstance(value, bool):
+        return f"{key} needs true or false, got {_show(value)}"
     return None
+
+
+def _missing_requirement(spec: WithKey, key: str, pairs: dict[str, ast.WithPair]) -> str | None:
+    """`key` has no effect without another key (or without it set to one value)."""
+    for needed, wanted in spec.requires:
+        pair = pairs.get(needed)
+        if wanted is None and pair is None:
+            return f"{key} has no effect without {needed}"
+        if wanted is not None and (pair is None or (is_literal(pair.value) and literal_value(pair.value) != wanted)):
+            return f'{key} has no effect without {needed} = "{wanted}"'
+    return None
+
+
+def _problem(key: str, value, pairs: dict[str, ast.WithPair]) -> str | None:
+    """Why a literal value of a consumed key is wrong, or None (the table in txcl.vocabulary
+    says what each key takes and needs)."""
+    if key == "headers":  # only `headers.<name>` carries a header
+        return None
+    spec = WITH_KEY_DOCS.get(key) or (WITH_KEY_DOCS["headers"] if key.startswith("headers.") else None)
+    if spec is None or spec.check is None:
+        return None
+    return _value_problem(spec, key, value) or _missing_requirement(spec, key, pairs)
 
 
 def _show(value) -> str:
@@ -161,8 +142,6 @@ def invalid_with_value(ctx: FileContext) -> Iterator[Diagnostic]:
 
 
 def _runtime_keys() -> tuple[str, ...]:
-    from txcl.vocabulary import WITH_KEY_DOCS
-
     return tuple(WITH_KEY_DOCS)
 
 
