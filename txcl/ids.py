@@ -57,7 +57,7 @@ def ulid(now_ms: int | None = None, rand: bytes | None = None) -> str:
                                         p[(low >> 10) & 1023], p[low & 1023]))
 
 
-_POOL_SIZE = 4000  # 400 request ids per os.urandom call (one getrandom syscall costs ~50 µs here)
+_POOL_SIZE = 4000  # 400 request ids per os.urandom call: a getrandom syscall per id would cost more than the id
 # base32 (RFC 4648) digit → the Crockford digit of the same value
 _TO_CROCKFORD = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", _CROCKFORD.encode("ascii"))
 _RANDOM_DIGITS = 16  # 80 bits: a ULID's random part
@@ -195,3 +195,11 @@ def is_opc(text: str) -> bool:
 
 def is_run_id(text: str) -> bool:
     return bool(RUN_ID_RE.match(text or ""))
+
+
+def admin_token_matches(given: str | None, token: str) -> bool:
+    """Constant-time comparison of a presented admin token with the configured one (the
+    admin endpoint and the dashboard both ask it)."""
+    if not given:
+        return False
+    return hmac.compare_digest(given.encode("utf-8"), token.encode("utf-8"))

@@ -258,10 +258,8 @@ class McpSession:
 
 async def _listed_schemas(session: Any, timeout_s: float) -> dict[str, Any]:
     """{tool name: compiled input schema or None} of a session's server ({} when it cannot say)."""
-    try:
-        import jsonschema_rs
-    except ImportError:  # pragma: no cover - a core dependency
-        return {}
+    import jsonschema_rs
+
     out: dict[str, Any] = {}
     cursor = None
     try:

@@ -217,6 +217,17 @@ def resume_exhausted_error(attempts: int) -> dict:
     return RUN_LOST.error(RUN_LOST.message(attempts=attempts))
 
 
+def run_error_payload(record: Any) -> dict:
+    """The error payload of a failed or expired run record (`{"error": {...}}`), as `txcl run`
+    prints it and a rule test compares it."""
+    error = record.error if record.error is not None else {"message": record.fail_reason or record.status}
+    if isinstance(error, dict) and ("code" in error and ("fuel_used" in error or "ttl" in error)):
+        return error  # a budget payload is already top level
+    if record.status == "expired" and isinstance(error, dict):
+        error = {"code": RUN_EXPIRED.code, **error}
+    return {"error": error}
+
+
 def lookup(code: str) -> RuntimeCode | None:
     return _BY_CODE.get(code)
 
@@ -227,5 +238,5 @@ def all_codes() -> tuple[RuntimeCode, ...]:
 
 __all__ = ["RuntimeCode", "lookup", "all_codes", "error_text", "normalize_error", "item_failed_error",
            "too_many_failures_error", "timeout_error", "heartbeat_missed_error", "join_failed_error",
-           "join_deadline_error", "expiry_error", "resume_exhausted_error"] + [name for name, value in list(globals().items())
+           "join_deadline_error", "expiry_error", "resume_exhausted_error", "run_error_payload"] + [name for name, value in list(globals().items())
                                                      if isinstance(value, RuntimeCode)]

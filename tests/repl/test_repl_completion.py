@@ -89,7 +89,7 @@ def test_word_scanner_is_linear_on_unclosed_quotes():
     Python's backtracking engine these lines took 19 s and 40 s."""
     import re2
 
-    from txcl.repl import completion
+    from txcl.lsp import completion
 
     assert isinstance(completion._WORD, re2._Regexp)
     hostile = "." + '"a' * 21 + "\n "

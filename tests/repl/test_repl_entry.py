@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from txcl.repl.entry import classify, is_complete, looks_like_condition
+from txcl.repl.entry import parse_entry, is_complete, looks_like_condition
 
 
 @pytest.mark.parametrize("text,kind", [
@@ -15,13 +15,13 @@ from txcl.repl.entry import classify, is_complete, looks_like_condition
     ("= .env", "expression"), (".a == 1", "expression"),
 ])
 def test_classify(text: str, kind: str) -> None:
-    assert classify(text).kind == kind
+    assert parse_entry(text).kind == kind
 
 
 def test_meta_argument_and_forced_expression() -> None:
-    entry = classify(".set .a.b  &now() ")
+    entry = parse_entry(".set .a.b  &now() ")
     assert (entry.command, entry.argument) == (".set", ".a.b  &now()")
-    assert classify("= .env").text == ".env"
+    assert parse_entry("= .env").text == ".env"
 
 
 @pytest.mark.parametrize("text,complete", [

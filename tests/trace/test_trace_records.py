@@ -292,7 +292,7 @@ def test_summary_steps_are_stored_as_compact_rows(workspace, run_tree):
 def test_trace_records_beyond_the_compiled_encoder_fall_back(monkeypatch):
     """orjson refuses integers beyond 64 bits and non-string keys; the `json` encoder writes
     them instead, and without orjson at all the text reads back the same."""
-    from txcl.store.records import TraceRecord
+    from txcl.trace.format import TraceRecord
     from txcl.trace import packing
 
     steps = [(1, "s", 100, "a", None, "noop", "ok", 5, 6, 0.5), (2, "s", 200, "b", "x", "http", "error", 7, 8,
@@ -315,7 +315,7 @@ def test_a_record_waiting_for_its_group_commit_is_packed_and_reads_back_the_same
     from txcl.runtime.config import Settings
     from txcl.runtime.interpreter import Interpreter
     from txcl.store import open_store
-    from txcl.trace.writer import TraceWriter
+    from txcl.trace.writer import ThreadedTraceWriter
 
     ws = workspace({"OPS/s/0100/a.txcl": 'EXEC "txco://noop"', "OPS/s/0200/b.txcl": "EMIT .b = 1"})
     kept: list = []
@@ -325,7 +325,7 @@ def test_a_record_waiting_for_its_group_commit_is_packed_and_reads_back_the_same
     (record,) = kept
     steps, events = [dict(s) for s in record.steps], list(record.events)
     store = open_store(tmp_path / "t.db")
-    writer = TraceWriter(store, max_batch=10, max_delay_s=60)
+    writer = ThreadedTraceWriter(store, max_batch=10, max_delay_s=60)
     writer.submit(record)
     assert writer.pending() == 1 and record._raw_steps is None and record._events is None
     assert record.steps == steps and record.events == events
@@ -480,7 +480,7 @@ def test_a_fused_scope_reads_back_as_the_general_path_records_it(workspace, run_
 def test_a_scope_that_never_merged_gets_no_merge_made_up():
     """A scope entered as fused whose merge never happened (the walk ended inside it) leaves
     no gap in the numbering, so readers add no merge; one that merged does."""
-    from txcl.store.records import STAGE_FUSED
+    from txcl.trace.format import STAGE_FUSED
     from txcl.trace.recorder import TraceRecorder
 
     def trace(merged: bool):
@@ -561,7 +561,7 @@ def test_events_stored_as_objects_still_read(tmp_path):
 
 def test_an_unpacked_record_gives_compact_events_whole():
     """A record handed to a trace sink (never packed) lists compact events expanded too."""
-    from txcl.store.records import STAGE_ENTER, STAGE_MERGE, TraceRecord, event_dict
+    from txcl.trace.format import STAGE_ENTER, STAGE_MERGE, TraceRecord, event_dict
 
     record = TraceRecord({}, [], [(1, 5, "request.start", {"stack": "s"}), (2, 6, STAGE_ENTER, "s/100", 10, 499),
                                   (3, 7, STAGE_MERGE, "s/100", ["a"])])

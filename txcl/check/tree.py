@@ -12,12 +12,9 @@ from txcl.errors import Diagnostic
 
 
 def lineage(stack: str) -> list[str]:
-    try:
-        from txcl.ops.layout import lineage as _lineage
-        return _lineage(stack)
-    except ImportError:
-        parts = stack.split("/")
-        return ["/".join(parts[:i]) for i in range(len(parts), 0, -1)]
+    from txcl.ops.layout import lineage as _lineage
+
+    return _lineage(stack)
 
 
 @attrs.define(eq=False)

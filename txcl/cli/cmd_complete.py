@@ -37,7 +37,7 @@ ANSWERS = {
 def command(target: str, output: str | None, failed: bool, error: str | None, op_name: str | None, item: int | None,
             as_json: bool, db: str | None, directory: str) -> None:
     """Complete (or fail) an outstanding interaction by hand."""
-    from txcl.cli.durable import echo_json, open_service, open_settings, open_store
+    from txcl.cli.durable import echo_json, open_service, open_settings, open_workspace_store
     from txcl.runtime_codes import normalize_error
 
     if (output is None) == (not failed):
@@ -53,7 +53,7 @@ def command(target: str, output: str | None, failed: bool, error: str | None, op
                 read_json_arg(error, "--error")
         status, payload = "failed", normalize_error(raw)
     workspace, settings = open_settings(directory, db)
-    store = open_store(settings, workspace)
+    store = open_workspace_store(settings, workspace)
     try:
         if not target.startswith("opc_") and (op_name is None or item is None):
             _refuse_when_ambiguous(store, target, op_name, item)

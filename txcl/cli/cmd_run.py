@@ -48,15 +48,11 @@ def open_runtime(directory: str, db: str | None, flags: dict[str, Any], color: s
         print_error(exc, color)
         n = len(exc.diagnostics)
         fail(f"the OPS tree failed to load ({n} error{'s' if n != 1 else ''})")
-    store = open_store(settings, workspace)
+    from txcl.cli.durable import open_workspace_store
+
+    # traces, kv and continuations in one SQLite file (a suspending stack needs the latter)
+    store = open_workspace_store(settings, workspace, create=True)
     return workspace, tree, settings, store
-
-
-def open_store(settings: Any, workspace: Path):
-    """Traces, kv and continuations in one SQLite file (a suspending stack needs the latter)."""
-    from txcl.cli.durable import open_store as open_durable
-
-    return open_durable(settings, workspace, create=True)
 
 
 @click.command("run")
@@ -123,7 +119,7 @@ def command(directory: str, stack: str | None, input_: str | None, mock_request:
         fail(str(exc))
     indent = None if compact else 2
     if finished is not None:  # --wait saw the suspended run end
-        from txcl.cli.durable import error_payload
+        from txcl.runtime_codes import run_error_payload as error_payload
 
         if finished.status == "completed":
             click.echo(dumps(shape_envelope(dict(finished.result or {}), settings.private), indent=indent))

@@ -81,7 +81,7 @@ def _print_show(r: dict) -> None:
             if i.get("retry_at_ms") and i["status"] == "queued":
                 sent += f"  retry due {_ms(i['retry_at_ms'])}"
             if i.get("progress") is not None:
-                from txcl.serve.waitpage import progress_text
+                from txcl.continuations.progress import progress_text
 
                 sent += f"  progress: {progress_text(i['progress'])} (heartbeat {_ms(i['heartbeat_ms'])})"
             click.echo(f"    {i['opc']}  [{i['item_index']}]  {i['status']}{sent}")
@@ -141,7 +141,7 @@ def command(action: str | None, ident: str | None, state: str | None, as_json: b
     reason `cancelled`), or retry one that failed because of its async ops (its failed calls
     are sent again by the running server, and the run resumes from where it waited)."""
     from txcl.cli.common import fail
-    from txcl.cli.durable import echo_json, open_settings, open_store
+    from txcl.cli.durable import echo_json, open_settings, open_workspace_store
 
     action = action or "list"
     if action in ("show", "cancel", "retry") and not ident:
@@ -149,7 +149,7 @@ def command(action: str | None, ident: str | None, state: str | None, as_json: b
     if action == "list" and ident:
         fail("runs list takes no argument (use --state)")
     workspace, settings = open_settings(directory, db)
-    store = open_store(settings, workspace)
+    store = open_workspace_store(settings, workspace)
     try:
         if action == "list":
             wanted = ("active", "waiting", "resuming") if state == "running" else state

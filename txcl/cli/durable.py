@@ -8,7 +8,6 @@ from typing import Any
 
 import click
 
-from txcl import runtime_codes as rc
 from txcl.cli.common import fail
 
 
@@ -33,7 +32,7 @@ def open_settings(directory: str, db: str | None, flags: dict[str, Any] | None =
     return workspace, settings
 
 
-def open_store(settings: Any, workspace: Path, *, create: bool = False) -> Any:
+def open_workspace_store(settings: Any, workspace: Path, *, create: bool = False) -> Any:
     """The workspace's store. Commands that only read or act on existing runs pass
     `create=False` (the default): a database that does not exist is exit 2 with one line,
     and nothing is created."""
@@ -55,7 +54,7 @@ def open_service(settings: Any, workspace: Path, store: Any = None) -> Any:
     from txcl.continuations.service import ContinuationService
 
     # one-shot commands: no event loop to keep responsive, so store calls run inline
-    service = ContinuationService(store if store is not None else open_store(settings, workspace), settings,
+    service = ContinuationService(store if store is not None else open_workspace_store(settings, workspace), settings,
                                   workspace=workspace, inline_store=True)
     return service
 
@@ -84,16 +83,6 @@ async def wait_while_working(service: Any, run_id: str) -> Any:
         if not service.in_process.running and not service.tasks:
             return None
         await service.wait_for_run(run_id, 0.2)
-
-
-def error_payload(record: Any) -> dict:
-    """The error payload of a failed or expired run (`{"error": {...}}`)."""
-    error = record.error if record.error is not None else {"message": record.fail_reason or record.status}
-    if isinstance(error, dict) and ("code" in error and ("fuel_used" in error or "ttl" in error)):
-        return error  # a budget payload is already top level
-    if record.status == "expired" and isinstance(error, dict):
-        error = {"code": rc.RUN_EXPIRED.code, **error}
-    return {"error": error}
 
 
 def echo_json(value: Any, compact: bool = False) -> None:

@@ -37,11 +37,11 @@ from txcl.trace.recorder import TraceRecorder
 from txcl.values.merge import deep_copy
 
 if TYPE_CHECKING:
-    from txcl.continuations.ports import OpRunner, Services
+    from txcl.continuations.ports import OpRunner, ContinuationServices
     from txcl.runtime.state import PreparedOp
 
 
-async def park_barrier(service: "Services", walker: "OpRunner", run: Run, frame: Frame,
+async def park_barrier(service: "ContinuationServices", walker: "OpRunner", run: Run, frame: Frame,
                        classes: list[tuple["PreparedOp", OpClass]]) -> None:
     """Every op still in the scope's set becomes a member: park, dispatch, drain."""
     store = service.store
@@ -138,7 +138,7 @@ async def park_barrier(service: "Services", walker: "OpRunner", run: Run, frame:
     await continue_inline(service, walker, run, frame, claim, {p.name: p for p, _ in members})
 
 
-async def continue_inline(service: "Services", walker: "OpRunner", run: Run, frame: Frame,
+async def continue_inline(service: "ContinuationServices", walker: "OpRunner", run: Run, frame: Frame,
                           claim: ClaimRecord, pops: dict[str, "PreparedOp"] | None = None) -> None:
     """The request drained its own suspend: go on as a new segment in the same request."""
     store = service.store
@@ -155,7 +155,7 @@ async def continue_inline(service: "Services", walker: "OpRunner", run: Run, fra
     apply_members(walker, run, frame, bundle.members, rec, pops)
 
 
-async def _run_sync_member(service: "Services", walker: "OpRunner", frame: Frame, pop: "PreparedOp",
+async def _run_sync_member(service: "ContinuationServices", walker: "OpRunner", frame: Frame, pop: "PreparedOp",
                            dispatch: Dispatch, run: Run) -> list[ClaimRecord]:
     """Run a sync sibling under its normal timeout (its tail included) and admit the outcome
     as its terminal (source `sync`; an error stays best effort)."""
@@ -179,7 +179,7 @@ async def _run_sync_member(service: "Services", walker: "OpRunner", frame: Frame
     return []
 
 
-async def rerun_sync_member(service: "Services", opc: str) -> None:
+async def rerun_sync_member(service: "ContinuationServices", opc: str) -> None:
     """A barrier's sync sibling whose outcome was never recorded (the parking process died)
     is re-run here from its stored input against the run's snapshot (at least once) and
     admitted like the original would have been."""

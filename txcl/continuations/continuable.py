@@ -36,7 +36,7 @@ from txcl.store.errors import RunLost
 from txcl.values.coerce import duration_to_ms
 
 if TYPE_CHECKING:
-    from txcl.continuations.ports import OpRunner, Services
+    from txcl.continuations.ports import OpRunner, ContinuationServices
     from txcl.runtime.state import Frame, PreparedOp, Run
 
 INVALID = rc.CONTINUABLE_INVALID.code
@@ -56,7 +56,7 @@ def _duration(directives: dict, key: str, default: int) -> int | None:
     return ms
 
 
-async def run_continuable(service: "Services", walker: "OpRunner", run: "Run", frame: "Frame",
+async def run_continuable(service: "ContinuationServices", walker: "OpRunner", run: "Run", frame: "Frame",
                           classes: list[tuple["PreparedOp", OpClass]]) -> list["PreparedOp"]:
     settings = service.settings
     pop, opclass = next((p, c) for p, c in classes if c.kind == "continuable")
@@ -143,7 +143,7 @@ async def run_continuable(service: "Services", walker: "OpRunner", run: "Run", f
     return []
 
 
-async def _finish_promoted(service: "Services", task: asyncio.Task, opc: str, transport: str) -> None:
+async def _finish_promoted(service: "ContinuationServices", task: asyncio.Task, opc: str, transport: str) -> None:
     """The detached op's end: admit its outcome (source `local`), release, resume here."""
     try:
         raw = await task

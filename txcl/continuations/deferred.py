@@ -51,7 +51,7 @@ from txcl.store.records import ResumeBundle, UnitRecord, UnitSpec
 from txcl.values.coerce import duration_to_ms
 
 if TYPE_CHECKING:
-    from txcl.continuations.ports import OpRunner, Services
+    from txcl.continuations.ports import OpRunner, ContinuationServices
     from txcl.runtime.state import Frame, PreparedOp, Run
     from txcl.trace.recorder import TraceRecorder
 
@@ -93,7 +93,7 @@ def _fail_join(run: "Run", unit: UnitRecord, error: Any = None) -> None:
         run.fail({"error": error}, 502, reason=JOIN_FAILED.code)
 
 
-async def _wait_for_nearly_done(service: "Services", run: "Run", due: list[dict]) -> None:
+async def _wait_for_nearly_done(service: "ContinuationServices", run: "Run", due: list[dict]) -> None:
     """``WITH join_wait``: before parking at the join, wait in the request up to the longest
     ``join_wait`` of the due ops for all of them to finish (checked every 50 ms, sooner when
     the store reports a change of the run)."""
@@ -116,7 +116,7 @@ async def _wait_for_nearly_done(service: "Services", run: "Run", due: list[dict]
 # dispatch: the deferred ops leave their scope's set
 
 
-async def dispatch(service: "Services", walker: "OpRunner", run: "Run", frame: "Frame",
+async def dispatch(service: "ContinuationServices", walker: "OpRunner", run: "Run", frame: "Frame",
                    ops: list[tuple["PreparedOp", OpClass]]) -> None:
     """One transaction creates or reuses the run and inserts the units; after it commits the
     worker calls go out and only their acks are awaited."""
@@ -170,7 +170,7 @@ async def dispatch(service: "Services", walker: "OpRunner", run: "Run", frame: "
 # the join check, at every frame entry before WHEN
 
 
-async def join_check(service: "Services", walker: "OpRunner", run: "Run", frame: "Frame") -> None:
+async def join_check(service: "ContinuationServices", walker: "OpRunner", run: "Run", frame: "Frame") -> None:
     """Merge what has arrived of the joins due here, park the flow as a `join` suspend, or end
     the request with the failed op's error — decided by the store under the run lock, where
     exactly one joined marker per unit decides who merges."""
@@ -238,7 +238,7 @@ async def join_check(service: "Services", walker: "OpRunner", run: "Run", frame:
 # the join resume
 
 
-async def resume_join(service: "Services", walker: "OpRunner", run: "Run", frame: "Frame",
+async def resume_join(service: "ContinuationServices", walker: "OpRunner", run: "Run", frame: "Frame",
                       bundle: ResumeBundle, rec: "TraceRecorder") -> None:
     """Merge the joined members, apply their SET POST, then run the join scope's own ops (its
     join check is not repeated: the release marked the members joined)."""

@@ -1,7 +1,7 @@
 """The continuations layer's walk hooks (`txcl.runtime.hooks.WalkHooks`).
 
 At a frame's entry, the join check (deferred ops due here merge, park or fail the run); when a
-scope's ops are prepared, each is classified (:func:`txcl.continuations.model.classify`) and
+scope's ops are prepared, each is classified (:func:`txcl.continuations.model.op_class_of`) and
 handed to its mechanism:
 
 - deferred ops (``join_at_scope`` above the scope) → :mod:`txcl.continuations.deferred`;
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from txcl import runtime_codes as rc
 from txcl.continuations import barrier, continuable, deferred, itemized
-from txcl.continuations.model import classify
+from txcl.continuations.model import op_class_of
 from txcl.continuations.resume import heartbeat_at_frame
 from txcl.continuations.segment import fence_of, is_resuming, run_lost, segment_of
 from txcl.runtime.budget import strip_budget_fields
@@ -29,7 +29,7 @@ from txcl.store.errors import RunLost
 from txcl.values.merge import deep_copy
 
 if TYPE_CHECKING:
-    from txcl.continuations.ports import OpRunner, Services
+    from txcl.continuations.ports import OpRunner, ContinuationServices
     from txcl.runtime.state import Frame, PreparedOp, Run
 
 log = logging.getLogger("txcl.continuations")
@@ -38,7 +38,7 @@ log = logging.getLogger("txcl.continuations")
 class ContinuationEngine:
     """Walk hooks with durable suspends; one per continuation service (shared by segments)."""
 
-    def __init__(self, service: "Services"):
+    def __init__(self, service: "ContinuationServices"):
         self.service = service
 
     def frame_checks_due(self, run: "Run") -> bool:
@@ -54,7 +54,7 @@ class ContinuationEngine:
     async def dispatch_special(self, walker: "OpRunner", run: "Run", frame: "Frame",
                                ops: list["PreparedOp"]) -> list["PreparedOp"]:
         service = self.service
-        classes = itemized.take_empty(walker, run, frame, [(pop, classify(pop, frame.scope)) for pop in ops])
+        classes = itemized.take_empty(walker, run, frame, [(pop, op_class_of(pop, frame.scope)) for pop in ops])
         later = [(p, c) for p, c in classes if c.kind == "deferred"]
         if later:
             await deferred.dispatch(service, walker, run, frame, later)

@@ -23,7 +23,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any, Callable
 
-from txcl.runtime.dispatch import OpError, classify
+from txcl.runtime.dispatch import OpError, exec_target_of
 from txcl.store.records import Dispatch
 
 if TYPE_CHECKING:
@@ -89,7 +89,7 @@ class InProcessCalls:
     async def _call(self, dispatch: Dispatch, settings: Any) -> tuple[str, Any]:
         from txcl.runtime.schemes.mcp import IDEMPOTENCY_META, call_mcp
 
-        target, problem, _ = classify(dispatch.exec_target or "")
+        target, problem, _ = exec_target_of(dispatch.exec_target or "")
         if target is None or target.kind != "mcp":
             return "failed", {"message": problem or f"not an MCP target: {dispatch.exec_target}"}
         if dispatch.kind == "itemized" and not isinstance(dispatch.input, dict):

@@ -1,6 +1,6 @@
 """What a scope's ops become: pure functions from prepared ops to classes and await units.
 
-- :func:`classify` sorts an op: ``sync``, ``barrier`` (``mode = "async"``, waits at its own
+- :func:`op_class_of` sorts an op: ``sync``, ``barrier`` (``mode = "async"``, waits at its own
   scope), ``deferred`` (``mode = "async"`` with ``join_at_scope`` above its scope) or
   ``continuable``;
 - the unit builders turn an op into the :class:`UnitSpec` the store records: ``unary`` (one
@@ -60,7 +60,7 @@ def join_value(directives: dict | None) -> int | None:
     return None
 
 
-def classify(pop: "PreparedOp", scope: int) -> OpClass:
+def op_class_of(pop: "PreparedOp", scope: int) -> OpClass:
     """The class of one prepared op at scope `scope`. ``mode = "async"`` applies to http(s)
     and mcp+http(s) targets only (elsewhere the op runs synchronously); a ``join_at_scope`` at or below the
     op's own scope makes it a plain barrier."""
@@ -246,6 +246,6 @@ def build_unit(settings: "Settings", frame: "Frame", pop: "PreparedOp", opclass:
     return build_sync(settings, frame, pop, opclass)
 
 
-__all__ = ["OpClass", "classify", "join_value", "join_due", "merge_order", "worker_budget_ms", "worker_input",
+__all__ = ["OpClass", "op_class_of", "join_value", "join_due", "merge_order", "worker_budget_ms", "worker_input",
            "base_spec", "build_unit", "build_unary", "build_sync", "build_itemized", "items_of", "item_problem",
            "window_of", "item_policy", "runs_in_process", "in_process_fuel"]

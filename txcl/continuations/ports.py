@@ -57,7 +57,7 @@ class OpRunner(Protocol):
     def redaction_paths(self, stack: str) -> tuple[set, set]: ...
 
 
-class Services(Protocol):
+class ContinuationServices(Protocol):
     """The process's continuation service as the mechanisms use it."""
 
     store: ContinuationStore
@@ -93,4 +93,4 @@ class Services(Protocol):
     def notify_run(self, run_id: str | None) -> None: ...
 
 
-__all__ = ["OpRunner", "Services"]
+__all__ = ["OpRunner", "ContinuationServices"]

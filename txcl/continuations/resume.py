@@ -32,12 +32,12 @@ from txcl.trace.recorder import TraceRecorder
 from txcl.values.merge import deep_copy
 
 if TYPE_CHECKING:
-    from txcl.continuations.ports import OpRunner, Services
+    from txcl.continuations.ports import OpRunner, ContinuationServices
 
 log = logging.getLogger("txcl.continuations")
 
 
-async def resume_members(service: "Services", walker: "OpRunner", run: Run, frame: Frame,
+async def resume_members(service: "ContinuationServices", walker: "OpRunner", run: Run, frame: Frame,
                          bundle: ResumeBundle, rec: TraceRecorder) -> None:
     """Barrier and promotion resumes: the members' outcomes into the scope, then its end."""
     apply_members(walker, run, frame, bundle.members, rec)
@@ -45,11 +45,11 @@ async def resume_members(service: "Services", walker: "OpRunner", run: Run, fram
         walker.complete_scope(run, frame, rec)
 
 
-Resumer = Callable[["Services", "OpRunner", Run, Frame, ResumeBundle, TraceRecorder], Awaitable[None]]
+Resumer = Callable[["ContinuationServices", "OpRunner", Run, Frame, ResumeBundle, TraceRecorder], Awaitable[None]]
 RESUMERS: dict[str, Resumer] = {"barrier": resume_members, "promotion": resume_members, "join": resume_join}
 
 
-async def heartbeat_at_frame(service: "Services", run: Run) -> bool:
+async def heartbeat_at_frame(service: "ContinuationServices", run: Run) -> bool:
     """The claim's heartbeat at a frame entry of a resumed segment; False (the run is lost)
     when the fence failed.
 
@@ -139,7 +139,7 @@ async def resume_run(service: Any, claim: ClaimRecord) -> Any:
         beat.stop()
 
 
-async def _fail_resume(service: "Services", run: Run, claim: ClaimRecord, exc: Exception) -> None:
+async def _fail_resume(service: "ContinuationServices", run: Run, claim: ClaimRecord, exc: Exception) -> None:
     """The run fails at once with the real error — a takeover would only repeat it until the
     attempts run out, leaving the run `resuming` meanwhile."""
     log.exception("txcl: the resume of %s failed", run.run_id)
@@ -161,7 +161,7 @@ class ClaimKeeper:
     beats every live claim (`_BEATS`): starting a thread per resume cost more CPU than the
     rest of a short resume's bookkeeping."""
 
-    def __init__(self, service: "Services", run_id: str | None, token: str, segment: Any = None) -> None:
+    def __init__(self, service: "ContinuationServices", run_id: str | None, token: str, segment: Any = None) -> None:
         self.store = service.store
         self.run_id = run_id
         self.token = token

@@ -21,7 +21,7 @@ from txcl.errors import Diagnostic, Position, Span, TxclSyntaxError
 from txcl.highlight import TxclLexer
 from txcl.vocabulary import CLAUSE_KEYWORDS
 from txcl.lsp import vocabulary
-from txcl.repl.completion import Candidate, complete
+from txcl.lsp.completion import Candidate, complete_rule
 
 log = logging.getLogger(__name__)
 
@@ -98,22 +98,19 @@ def diagnostics_for(text: str, path: str | None = None) -> list[Diagnostic]:
         from txcl.types.workspace import schema_file_diagnostics
 
         return schema_file_diagnostics(path, text)
+    from txcl.check import check_source
+
+    config = _check_config(path)
+    stack = stack_for_path(path)
     try:
-        from txcl.check import check_source
-    except ImportError:
-        check_source = None
-    if check_source is not None:
-        config = _check_config(path)
-        stack = stack_for_path(path)
-        try:
-            return list(check_source(text, filename, config, stack=stack,
-                                     tree_path=Path(path) if path is not None and stack is not None else None))
-        except Exception:  # a broken neighbour must not hide this file's own findings
-            log.exception("txcl check of %s with its tree failed; checking the file alone", filename)
-        try:
-            return list(check_source(text, filename, config, stack=stack))
-        except Exception:  # never lose diagnostics to a checker bug: fall back to the parser
-            log.exception("txcl check failed on %s; showing parser diagnostics", filename)
+        return list(check_source(text, filename, config, stack=stack,
+                                 tree_path=Path(path) if path is not None and stack is not None else None))
+    except Exception:  # a broken neighbour must not hide this file's own findings
+        log.exception("txcl check of %s with its tree failed; checking the file alone", filename)
+    try:
+        return list(check_source(text, filename, config, stack=stack))
+    except Exception:  # never lose diagnostics to a checker bug: fall back to the parser
+        log.exception("txcl check failed on %s; showing parser diagnostics", filename)
     from txcl.syntax.parser import parse_rule
 
     try:
@@ -251,7 +248,7 @@ def completions(text: str, offset: int, path: str | None = None) -> list[Candida
                     skeleton = write(skeleton, segments, {})
                 except PathError:
                     continue
-    found = complete(before, skeleton, meta=False)
+    found = complete_rule(before, skeleton)
     out = []
     for c in found:
         if c.kind == "path" and before.endswith(c.text):

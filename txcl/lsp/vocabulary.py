@@ -70,11 +70,9 @@ class FunctionInfo:
 
 
 def functions() -> Iterator[FunctionInfo]:
-    """The registry's functions in name order (empty if the registry is not importable)."""
-    try:
-        from txcl.functions.registry import REGISTRY
-    except ImportError:  # pragma: no cover - the registry ships with the package
-        return iter(())
+    """The registry's functions in name order."""
+    from txcl.functions.registry import REGISTRY
+
     return iter(
         FunctionInfo(spec.name, spec.signature, spec.arity_text(), spec.doc, spec.deterministic)
         for _, spec in sorted(REGISTRY.items())

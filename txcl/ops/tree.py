@@ -312,9 +312,12 @@ def _compile_rule(stack: str, scope: int, name: str, data: bytes | str, shown: s
     target = None
     func = None
     if rule.exec is not None:
-        from txcl.runtime.dispatch import classify, resolve_py_target
+        from txcl.ops.pytargets import resolve_py_target
+        from txcl.syntax.targets import ExecTarget, classify_exec_target
 
-        target, problem, code = classify(rule.exec.target)
+        classified = classify_exec_target(rule.exec.target)
+        target = classified if isinstance(classified, ExecTarget) else None
+        problem, code = (None, "") if target is not None else (classified.message, classified.code)
         if problem is not None:
             diagnostics.append(Diagnostic(code or "TX104", problem, file=shown,
                                           span=getattr(rule.exec, "target_span", NO_SPAN), source=source))

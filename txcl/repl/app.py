@@ -24,7 +24,7 @@ from prompt_toolkit.shortcuts import print_formatted_text
 
 from txcl.highlight import TxclLexer
 from txcl.repl.completion import TxclCompleter
-from txcl.repl.entry import classify, is_complete
+from txcl.repl.entry import parse_entry, is_complete
 from txcl.repl.session import Reply, ReplSession
 
 PROMPT = "txcl> "
@@ -213,7 +213,7 @@ def batch_entries(lines: Iterable[str]) -> Iterable[str]:
             buffer = []
         if not line.strip():
             continue
-        if classify(line).kind == "rule":
+        if parse_entry(line).kind == "rule":
             buffer.append(line)
         else:
             yield line

@@ -37,7 +37,7 @@ class Entry:
     argument: str = ""  # for meta: the rest of the line(s)
 
 
-def classify(text: str) -> Entry:
+def parse_entry(text: str) -> Entry:
     """Decide what an entry is. A line starting with a known meta-command word is a
     meta-command (write `= .env` to evaluate a path that collides with one); a text whose
     first token is a clause keyword is a rule; anything else is an expression."""
@@ -80,7 +80,7 @@ def is_complete(text: str) -> bool:
     """
     if text.endswith("\n") or text.endswith("\n\r"):
         return True
-    entry = classify(text)
+    entry = parse_entry(text)
     if entry.kind != "rule":
         return True
     from txcl.syntax.parser import parse_rule

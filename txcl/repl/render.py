@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import re
+from txcl.values.paths import iter_paths, path_text  # noqa: F401 - shown as the user types them
+
 from typing import Any, Iterator
 
 from txcl.values.jsonio import dumps
@@ -12,7 +13,6 @@ COLOURS = {
     "green": "\x1b[32m", "red": "\x1b[31m", "yellow": "\x1b[33m", "cyan": "\x1b[36m",
     "bold": "\x1b[1m", "dim": "\x1b[2m", "magenta": "\x1b[35m",
 }
-_SIMPLE_SEGMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*|[A-Za-z0-9_-]+")
 
 
 def paint(text: str, colour: str, enabled: bool) -> str:
@@ -21,27 +21,6 @@ def paint(text: str, colour: str, enabled: bool) -> str:
 
 def json_text(value: Any, indent: int | None = 2) -> str:
     return dumps(value, indent=indent)
-
-
-def path_text(segments: tuple[str, ...]) -> str:
-    """A path as the user would type it: `@x` for `_txc.x`, quoted odd segments."""
-    if not segments:
-        return "."
-    parts = list(segments)
-    prefix = "."
-    if parts[0] == "_txc" and len(parts) > 1 and _SIMPLE_SEGMENT.fullmatch(parts[1]) \
-            and not parts[1][0].isdigit() and parts[1][0] != "-":
-        prefix, parts = "@", parts[1:]
-    out = []
-    for i, seg in enumerate(parts):
-        first_ok = i > 0 or (seg[:1].isalpha() or seg[:1] == "_")
-        if _SIMPLE_SEGMENT.fullmatch(seg) and first_ok:
-            out.append(seg)
-        elif "\"" not in seg and "\n" not in seg and seg and i > 0:
-            out.append(f'"{seg}"')
-        else:
-            out.append(seg)  # cannot be written as a TXCL path; shown as is
-    return prefix + ".".join(out)
 
 
 def diff_values(old: Any, new: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[str, tuple[str, ...], Any, Any]]:
@@ -89,19 +68,3 @@ def heading(text: str, colour: bool) -> str:
     return paint(text, "bold", colour)
 
 
-def iter_paths(value: Any, prefix: tuple[str, ...] = (), limit: int = 2000) -> Iterator[tuple[str, ...]]:
-    """Every path present in a JSON value (objects by key, arrays by index), breadth-first."""
-    queue: list[tuple[tuple[str, ...], Any]] = [(prefix, value)]
-    count = 0
-    while queue and count < limit:
-        path, node = queue.pop(0)
-        if isinstance(node, dict):
-            children = [(path + (str(k),), v) for k, v in node.items()]
-        elif isinstance(node, list):
-            children = [(path + (str(i),), v) for i, v in enumerate(node)]
-        else:
-            continue
-        for child in children:
-            count += 1
-            yield child[0]
-            queue.append(child)

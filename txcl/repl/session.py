@@ -14,7 +14,7 @@ import attrs
 
 from txcl.errors import Diagnostic, TxclError, TxclEvalError, TxclSyntaxError
 from txcl.repl import render
-from txcl.repl.entry import META_COMMANDS, Entry, classify, looks_like_condition
+from txcl.repl.entry import META_COMMANDS, Entry, parse_entry, looks_like_condition
 from txcl.values.merge import deep_copy
 
 HELP_INTRO = """\
@@ -99,7 +99,7 @@ class ReplSession:
 
     def submit(self, text: str) -> Reply:
         """Handle one complete entry. Never raises for a user mistake."""
-        entry = classify(text)
+        entry = parse_entry(text)
         try:
             if entry.kind == "empty":
                 return Reply()

@@ -173,7 +173,7 @@ async def _deliver(service: Any, stand: StandIns, clock: VirtualClock, run_id: s
     if record.status == "completed":
         return "completed", record.result, None
     if record.status in ("failed", "expired"):
-        from txcl.cli.durable import error_payload
+        from txcl.runtime_codes import run_error_payload as error_payload
 
         payload = error_payload(record)
         return "failed", None, payload.get("error", payload)

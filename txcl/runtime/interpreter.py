@@ -26,7 +26,7 @@ from txcl.runtime.hooks import WalkHooks
 from txcl.runtime.kv import Kv
 from txcl.runtime.state import Run
 from txcl.runtime.stepping import run_within
-from txcl.runtime.walker import Services, Walker
+from txcl.runtime.walker import WalkServices, Walker
 from txcl.trace.recorder import TraceRecorder
 
 
@@ -108,13 +108,13 @@ class Interpreter:
         self.settings = settings or Settings()
         self._executor: ThreadPoolExecutor | None = None
         kv = Kv(store, self.settings.op_payload_max) if store is not None else None
-        self.services = Services(self.settings, store=store, executor=None, kv=kv)
+        self.services = WalkServices(self.settings, store=store, executor=None, kv=kv)
         self.walker = Walker(self.tree, self.services, hooks)
         self.trace_writer = None
         if trace_sink is None and store is not None and trace_batch > 1:
-            from txcl.trace.writer import TraceWriter
+            from txcl.trace.writer import ThreadedTraceWriter
 
-            self.trace_writer = TraceWriter(store, trace_batch, trace_batch_delay_s)
+            self.trace_writer = ThreadedTraceWriter(store, trace_batch, trace_batch_delay_s)
             trace_sink = self.trace_writer.submit
         self.trace_sink = trace_sink
         # a sink that packs every record as it arrives gets it packed by the recorder
@@ -174,7 +174,7 @@ class Interpreter:
         `bytes_in` is the size of the received input when the caller knows it (an inlet that
         parsed a body); otherwise the trace measures the envelope. `from_json`: the envelope
         was read by txcl's JSON reader, which already bounds its nesting, so the walk over it
-        that rules out a value too deep to process is skipped (it costs ~15 µs per KB).
+        that rules out a value too deep to process is skipped (its cost grows with the body's size).
         `respond` turns a Completed outcome into the caller's response (an object whose `body`
         is the bytes it will send): it is made before the trace is finished, handed back as
         `Completed.answer`, and its body's length is the trace's `bytes_out` — the output is

@@ -47,7 +47,7 @@ from txcl.runtime.schemes.py import call_py
 from txcl.runtime.schemes.txco import plain_builtin, start_builtin
 from txcl.runtime.state import Frame, OpOutcome, PreparedOp, Run
 from txcl.runtime.stepping import first_step, run_within
-from txcl.store.records import STAGE_ENTER, STAGE_FUSED, STEP_ROW_FIELDS
+from txcl.trace.format import STAGE_ENTER, STAGE_FUSED, STEP_ROW_FIELDS
 from txcl.trace.recorder import TraceRecorder, _json_size
 from txcl.trace.redact import parse_path_list
 from txcl.values.coerce import bool_form, duration_to_ms
@@ -66,7 +66,7 @@ _STACK_OK = re.compile(r"^[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*$")
 
 
 @attrs.define(slots=False)
-class Services:
+class WalkServices:
     """Effects the walk reaches through: settings, store, HTTP client, thread pool, clock."""
 
     settings: Settings
@@ -91,7 +91,7 @@ class Services:
 class Walker:
     """Walks runs over one pinned OpsTree."""
 
-    def __init__(self, tree: OpsTree, services: Services, hooks: WalkHooks | None = None):
+    def __init__(self, tree: OpsTree, services: WalkServices, hooks: WalkHooks | None = None):
         self.tree = tree
         self.services = services
         self.settings = services.settings

@@ -13,24 +13,18 @@ token is compared in constant time and never logged.
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
 import re
 from typing import Any, Awaitable, Callable
 
 from txcl import runtime_codes as rc
+from txcl.continuations.operator import resolve_run_id, retry_by_id
+from txcl.ids import admin_token_matches
 from txcl.serve.shaping import Answer, error_payload, json_answer
 
 PATH = "/_txc/admin"
 _OPERATION = re.compile(r"^/_txc/admin/runs/([A-Za-z0-9_-]{1,80})/(cancel|retry)$")
 MAX_BODY = 16 * 1024
-
-
-def token_matches(given: str | None, token: str) -> bool:
-    """Constant-time comparison of a presented token with the configured one."""
-    if not given:
-        return False
-    return hmac.compare_digest(given.encode("utf-8"), token.encode("utf-8"))
 
 
 def _bearer(scope: dict) -> str | None:
@@ -62,7 +56,7 @@ async def handle(scope: dict, receive: Any, store: Any, token: str, lane: Any = 
     worker thread per call)."""
     run: Callable[..., Awaitable[Any]] = lane.call if lane is not None else asyncio.to_thread
     batched: Callable[..., Awaitable[Any]] = lane.call_batched if lane is not None else asyncio.to_thread
-    if not token_matches(_bearer(scope), token):
+    if not admin_token_matches(_bearer(scope), token):
         return json_answer(401, error_payload(rc.UNAUTHORIZED.code, "this needs Authorization: Bearer <admin token>"),
                            [("www-authenticate", 'Bearer realm="txcl admin"'), ("cache-control", "no-store")])
     found = _OPERATION.match(scope["path"])
@@ -104,22 +98,4 @@ async def _retry(store: Any, ident: str, run: Callable[..., Awaitable[Any]]) -> 
     return json_answer(409, body)
 
 
-def retry_by_id(store: Any, ident: str) -> tuple[str, Any] | None:
-    """(run id, RetryResult) for a run id or rcid; None when there is no such run."""
-    run_id = resolve_run_id(store, ident)
-    return (run_id, store.retry_run(run_id)) if run_id is not None else None
-
-
-def resolve_run_id(store: Any, ident: str) -> str | None:
-    """The run id of a run id or rcid (None: no such run)."""
-    record = store.get_run_by_rcid(ident) if ident.startswith("rc_") else store.get_run(ident)
-    return record.run_id if record is not None else None
-
-
-def cancel_by_id(store: Any, ident: str, reason: str | None) -> Any:
-    """("cancelled" or the finished state, run id) for a run id or rcid; "unknown" when none."""
-    run_id = resolve_run_id(store, ident)
-    return (store.cancel_run(run_id, reason=reason), run_id) if run_id is not None else "unknown"
-
-
-__all__ = ["handle", "cancel_by_id", "retry_by_id", "token_matches", "PATH"]
+__all__ = ["handle", "PATH"]

@@ -59,7 +59,7 @@ from txcl.serve.shaping import (
     store_unavailable_answer,
     suspended_answer,
 )
-from txcl.serve.traces import TraceWriter
+from txcl.trace.async_writer import AsyncTraceWriter
 from txcl.store.errors import StoreUnavailable
 
 log = logging.getLogger("txcl.serve")
@@ -79,7 +79,7 @@ class ServeState:
     routes: list[Route]
     interp: Interpreter
     store: Any = None
-    trace_writer: TraceWriter | None = None
+    trace_writer: AsyncTraceWriter | None = None
     extensions: list[Any] = attrs.Factory(list)
     draining: bool = False
     inflight: int = 0
@@ -130,13 +130,13 @@ def build_state(workspace: Path, settings: Settings, *, tree: OpsTree | None = N
     router = Router.for_tree(tree, routes, settings.default_stack)
     exts = ext_mod.load_extensions(settings, workspace) if extensions is None else extensions
     if store is None:
-        opener = ext_mod.first(exts, "open_store")
+        opener = ext_mod.first(exts, "open_run_store")
         store = opener(settings, workspace) if opener is not None else None
         if store is None:
             store = open_default_store(settings, workspace)
     hooks_fn = ext_mod.first(exts, "walk_hooks")
     hooks = hooks_fn(store, settings) if hooks_fn is not None else None
-    writer = TraceWriter(store) if store is not None and settings.trace_mode != "off" else None
+    writer = AsyncTraceWriter(store) if store is not None and settings.trace_mode != "off" else None
     interp = Interpreter(tree, store=store, settings=settings, hooks=hooks, trace_sink=writer)
     state = ServeState(settings, workspace, tree, router, routes, interp, store, writer, exts)
     if settings.mcp or settings.ui:

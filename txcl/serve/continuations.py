@@ -46,7 +46,7 @@ class ContinuationExtension:
         return f"http://{host}:{settings.port}"
 
     # ------------------------------------------------------------------ extension methods
-    def open_store(self, settings: Any, workspace: Path) -> Any:
+    def open_run_store(self, settings: Any, workspace: Path) -> Any:
         from txcl.continuations.service import open_run_store
 
         return open_run_store(settings.db_path(workspace), settings)

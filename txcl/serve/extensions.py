@@ -3,7 +3,7 @@
 The synchronous server works without any extension. An extension is any object with some of
 these methods (all optional; missing ones fall back to the defaults described):
 
-    open_store(settings, workspace) -> store | None
+    open_run_store(settings, workspace) -> store | None
         The store serve uses (e.g. a SqliteStore with the continuation mixin). The first
         extension that returns one wins; default: `SqliteStore(settings.db_path(workspace))`.
     walk_hooks(store, settings) -> WalkHooks | None

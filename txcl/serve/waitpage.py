@@ -7,6 +7,8 @@ refresh shows the final answer instead.
 
 from __future__ import annotations
 
+from txcl.continuations.progress import progress_text
+
 import datetime as _dt
 import html
 
@@ -16,22 +18,6 @@ def _since(created_ms: int | None) -> str:
         return ""
     moment = _dt.datetime.fromtimestamp(created_ms / 1000.0, tz=_dt.timezone.utc)
     return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-def progress_text(progress: object) -> str:
-    """A worker's reported progress in words: `42 of 100 done`, its `message`, or its JSON."""
-    import json
-
-    if isinstance(progress, dict):
-        done, total = progress.get("done"), progress.get("total")
-        numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (done, total))
-        if numbers:
-            text = f"{done:g} of {total:g} done"
-            message = progress.get("message")
-            return f"{text}: {message}" if isinstance(message, str) and message else text
-        if isinstance(progress.get("message"), str):
-            return progress["message"]
-    return json.dumps(progress, ensure_ascii=False, separators=(", ", ": "))[:300]
 
 
 def wait_page(*, rcid: str, created_ms: int | None, refresh_s: int, progress: list[dict] | None = None) -> bytes:

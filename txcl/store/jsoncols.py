@@ -5,8 +5,8 @@
 A durable cycle writes about fifteen small documents (a worker's ack, budgets, an op's
 output) and reads about ten. ``json.JSONEncoder.encode`` builds a new C encoder for every
 call, and ``JSONDecoder.decode`` matches whitespace with two regular expressions around the C
-scanner: for a document of a few dozen bytes that is more than half of its cost (1.7–2.3 µs
-against 0.5–0.8). Here the C encoder and scanner are made once and called directly — the
+scanner: for a document of a few dozen bytes that is more than half of its cost (see the
+performance page, docs/performance.md). Here the C encoder and scanner are made once and called directly — the
 same C code, so the same text and the same values. Where the interpreter has no C
 accelerator, or its encoder writes a probe differently, the standard classes are used.
 """

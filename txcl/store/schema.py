@@ -73,7 +73,7 @@ TRACES = Component(
         5: ("DROP INDEX IF EXISTS traces_run",
             "CREATE INDEX IF NOT EXISTS traces_run ON traces (run_id, started_ms) WHERE run_id IS NOT NULL"),
         # v7: a scope of local rules is stored as one `stage.enter` of its own code and its
-        # merge left implied (see txcl.store.records.STAGE_FUSED); no change to the table, but
+        # merge left implied (see txcl.trace.format.STAGE_FUSED); no change to the table, but
         # an older txcl would show such scopes without their merge
         6: (),
         # v8: such a scope's steps are folded into its entry (STAGE_RULES, same module) when

@@ -47,6 +47,37 @@ class ExecTarget:
         return self.kind in ("builtin", "goto", "stage") and self.builtin != "mock"
 
     @property
+    def text(self) -> str:
+        """The EXEC string as written."""
+        return self.target
+
+    @property
+    def name(self) -> str | None:
+        """A builtin's name (``txco://name``)."""
+        return self.builtin
+
+    @property
+    def transport(self) -> str:
+        """How a call goes out, as traces name it: txco, mock, http(s), mcp, py or goto."""
+        if self.kind == "builtin":
+            return "mock" if self.builtin == "mock" else "txco"
+        if self.kind == "http":
+            return "https" if self.target.lower().startswith("https://") or (self.url or "").lower().startswith(
+                "https://") else "http"
+        if self.kind in ("goto", "stage"):
+            return "goto"
+        return self.kind
+
+    @property
+    def is_jump(self) -> bool:
+        return self.kind in ("goto", "stage")
+
+    @property
+    def stamped(self) -> bool:
+        """Sync dispatches to txco/http/py get the identity stamp."""
+        return self.kind in ("builtin", "http", "py")
+
+    @property
     def is_stage_jump(self) -> bool:
         return self.kind in ("goto", "stage") or (
             self.kind == "builtin" and (self.builtin or "").startswith("route"))

@@ -1,7 +1,7 @@
 """Compact JSON text for trace steps and timeline events.
 
 The store keeps a trace's steps and events as two JSON arrays. Summary steps arrive as rows
-(tuples in `txcl.store.records.STEP_ROW_FIELDS` order, trailing Nones already left out) and
+(tuples in `txcl.trace.format.STEP_ROW_FIELDS` order, trailing Nones already left out) and
 are written as arrays; steps that carry more (bodies, a continuation's extra fields) are
 objects without their None values and private `_` keys. orjson writes both when it takes
 them, the `json` module otherwise; either way the text reads back as the same values.

@@ -6,7 +6,7 @@ import datetime as _dt
 import json
 from typing import Any
 
-from txcl.store.records import TraceRecord
+from txcl.trace.format import TraceRecord
 
 
 def iso_ms(ms: int) -> str:

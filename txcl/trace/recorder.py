@@ -10,7 +10,7 @@ import json
 import time
 from typing import Any, Callable
 
-from txcl.store.records import (REQUEST_END, REQUEST_START, REQUEST_USAGE, STAGE_ENTER, STAGE_FUSED, STAGE_MERGE,
+from txcl.trace.format import (REQUEST_END, REQUEST_START, REQUEST_USAGE, STAGE_ENTER, STAGE_FUSED, STAGE_MERGE,
                                 STAGE_RULES, TraceRecord)
 from txcl.trace.packing import _orjson, pack_trace
 from txcl.trace.redact import ALWAYS_KEYS, Redactor
@@ -245,7 +245,7 @@ class TraceRecorder:
     def stage_enter(self, stage: str, fuel_used: int, ttl: int, code: int = STAGE_ENTER) -> None:
         """Also keeps its clock reading as `entered_ns`: the walker times the first local
         rule's step from it. `code` STAGE_FUSED: the scope's merge will not be recorded but
-        implied (see txcl.store.records.STAGE_FUSED); the walker then takes the merge's
+        implied (see txcl.trace.format.STAGE_FUSED); the walker then takes the merge's
         sequence number (`seq += 1`) where it would have recorded it."""
         self.seq += 1
         now = self.entered_ns = _perf_ns()
@@ -255,7 +255,7 @@ class TraceRecorder:
 
     # A scope of local rules run in one piece (the walker's fused path) is recorded as one
     # event: its entry with the rules' steps folded in (`STAGE_RULES`, see
-    # txcl.store.records), made when its rules have run. Entering takes the entry's number
+    # txcl.trace.format), made when its rules have run. Entering takes the entry's number
     # and clock reading; each rule that ends well and records nothing else adds its name and
     # duration to the walker's `fold` list; `fused_done` writes the event. Anything else in
     # the scope (an error, a dropped reserved write) makes the walker `unfold`: the entry

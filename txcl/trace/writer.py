@@ -13,11 +13,11 @@ import threading
 import time
 from typing import Any
 
-from txcl.store.records import TraceRecord
+from txcl.trace.format import TraceRecord
 from txcl.trace.packing import pack_trace
 
 
-class TraceWriter:
+class ThreadedTraceWriter:
     """Group-commit writer over a TraceStore (thread-safe)."""
 
     packs_records = True  # each record is packed as it is submitted (see TraceRecord.pack)

@@ -92,10 +92,8 @@ def read_schema_file(path: Path, shown: str, text: str | None = None) -> tuple[S
 
 def _meta_findings(file: SchemaFile) -> list[Diagnostic]:
     """What JSON Schema 2020-12's meta-schema says of the document (one finding per place)."""
-    try:
-        import jsonschema_rs
-    except ImportError:  # pragma: no cover - a core dependency
-        return []
+    import jsonschema_rs
+
     doc = file.doc
     if "$schema" not in doc:
         doc = {**doc, "$schema": "https://json-schema.org/draft/2020-12/schema"}

@@ -14,7 +14,7 @@ import hashlib
 import hmac
 import ipaddress
 
-from txcl.serve.admin import token_matches
+from txcl.ids import admin_token_matches as token_matches
 
 COOKIE = "txcl_ui"
 PREFIX = "/_txc/ui"

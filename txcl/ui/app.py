@@ -151,7 +151,7 @@ class Dashboard:
 
     async def retry_run(self, request: Request) -> Response:
         """The run page's Retry button (a failed or expired run)."""
-        from txcl.serve.admin import retry_by_id
+        from txcl.continuations.operator import retry_by_id
 
         refused = self._refuse_operation(request)
         if refused is not None:
@@ -165,7 +165,7 @@ class Dashboard:
 
     async def cancel_run(self, request: Request) -> Response:
         """The run page's Cancel button."""
-        from txcl.serve.admin import cancel_by_id
+        from txcl.continuations.operator import cancel_by_id
 
         refused = self._refuse_operation(request)
         if refused is not None:

@@ -8,7 +8,7 @@ import json
 import time
 from typing import Any
 
-from txcl.serve.waitpage import progress_text
+from txcl.continuations.progress import progress_text
 from txcl.trace.reader import iso_ms
 from txcl.trace.redact import Redactor
 

@@ -6,7 +6,8 @@ ASCII digits (leading zeros allowed); only numeric segments index arrays.
 
 from __future__ import annotations
 
-from typing import Any, Collection, Sequence
+import re
+from typing import Any, Collection, Iterator, Sequence
 
 from txcl.errors import TxclError
 
@@ -313,3 +314,48 @@ def delete_target(text: str) -> tuple[str, ...]:
     if not text:
         return ()
     return split_path_string(text)
+
+
+# ---------------------------------------------------------------------------------------------
+# paths as an author types them (completion, the REPL's displays)
+
+_SIMPLE_SEGMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*|[A-Za-z0-9_-]+")
+
+
+def path_text(segments: tuple[str, ...]) -> str:
+    """A path as the user would type it: `@x` for `_txc.x`, quoted odd segments."""
+    if not segments:
+        return "."
+    parts = list(segments)
+    prefix = "."
+    if parts[0] == "_txc" and len(parts) > 1 and _SIMPLE_SEGMENT.fullmatch(parts[1]) \
+            and not parts[1][0].isdigit() and parts[1][0] != "-":
+        prefix, parts = "@", parts[1:]
+    out = []
+    for i, seg in enumerate(parts):
+        first_ok = i > 0 or (seg[:1].isalpha() or seg[:1] == "_")
+        if _SIMPLE_SEGMENT.fullmatch(seg) and first_ok:
+            out.append(seg)
+        elif "\"" not in seg and "\n" not in seg and seg and i > 0:
+            out.append(f'"{seg}"')
+        else:
+            out.append(seg)  # cannot be written as a TXCL path; shown as is
+    return prefix + ".".join(out)
+
+
+def iter_paths(value: Any, prefix: tuple[str, ...] = (), limit: int = 2000) -> Iterator[tuple[str, ...]]:
+    """Every path present in a JSON value (objects by key, arrays by index), breadth-first."""
+    queue: list[tuple[tuple[str, ...], Any]] = [(prefix, value)]
+    count = 0
+    while queue and count < limit:
+        path, node = queue.pop(0)
+        if isinstance(node, dict):
+            children = [(path + (str(k),), v) for k, v in node.items()]
+        elif isinstance(node, list):
+            children = [(path + (str(i),), v) for i, v in enumerate(node)]
+        else:
+            continue
+        for child in children:
+            count += 1
+            yield child[0]
+            queue.append(child)

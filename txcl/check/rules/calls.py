@@ -16,10 +16,8 @@ from txcl.syntax import ast
 
 
 def _registry():
-    try:
-        from txcl.functions import registry
-    except ImportError:
-        return None
+    from txcl.functions import registry
+
     return registry
 
 

@@ -11,12 +11,11 @@ from txcl.errors import Diagnostic
 
 
 def _into_segments(into: str) -> tuple[str, ...]:
+    from txcl.values.paths import split_path_string
+
     try:
-        from txcl.values.paths import split_path_string
         return tuple(split_path_string(into))
-    except ImportError:
-        return tuple(s for s in into.split(".") if s)
-    except Exception:
+    except Exception:  # noqa: BLE001 - an `into` that is not a path names nothing
         return ()
 
 

@@ -15,16 +15,8 @@ from operator import itemgetter
 from txcl.store.backend import SqlBackend, Tx
 from txcl.store.errors import KvError
 from txcl.store.procedures import read_procedure, write_procedure
-from txcl.store.records import (
-    JsonValue,
-    KvEntry,
-    TraceRecord,
-    event_dict,
-    expand_events,
-    shift_step,
-    step_dict,
-    with_folded_steps,
-)
+from txcl.store.records import JsonValue, KvEntry
+from txcl.trace.format import TraceRecord, event_dict, expand_events, shift_step, step_dict, with_folded_steps
 from txcl.trace.packing import pack_trace
 
 STEP_FIELDS = ("seq", "stage", "stack", "scope", "name", "operation", "transport", "status",

@@ -3,11 +3,9 @@ the event loop writes what accumulated every LINGER_S in one transaction.
 
 Why on the loop and not in a writer thread: sqlite3 releases the GIL around every statement,
 and each time a writer thread takes it back from the busy request loop costs both threads
-CPU. When every trace was a statement of its own, that cost ~430 µs of CPU per request
-against ~150 µs on the loop; now that a batch goes out in a few multi-row INSERTs, a writer
-thread still costs ~4 µs per request more (about 116 against 112 µs in process, requests
-back to back, on a 2-core machine). The price of the loop is a pause while a batch commits
-(about a millisecond per 50 ms of traffic), bounded by MAX_BATCH.
+CPU — more than the loop's own pause while a batch commits, which MAX_BATCH bounds (the
+measurements are on the performance page, docs/performance.md, "Why the code is shaped this
+way"). The threaded writer for one-shot commands is txcl.trace.writer.ThreadedTraceWriter.
 
 Records that arrive from another thread are handed to the loop, or written at once when no
 loop is running. `flush()` writes everything queued (tests, shutdown). Traces still queued
@@ -21,7 +19,7 @@ import logging
 import threading
 from typing import Any
 
-from txcl.store.records import TraceRecord
+from txcl.trace.format import TraceRecord
 from txcl.trace.packing import pack_trace
 
 log = logging.getLogger("txcl.serve")
@@ -30,7 +28,7 @@ LINGER_S = 0.05
 MAX_BATCH = 500
 
 
-class TraceWriter:
+class AsyncTraceWriter:
     packs_records = True  # each record is packed as it is queued (see TraceRecord.pack)
 
     def __init__(self, store: Any, linger_s: float = LINGER_S, max_batch: int = MAX_BATCH):
