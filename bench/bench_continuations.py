@@ -37,7 +37,6 @@ import contextlib
 import contextvars
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -47,6 +46,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _backends import Backends, raw_commits  # noqa: E402
+from _baseline import baseline_tree  # noqa: E402
 from _timing import headline  # noqa: E402
 
 from txcl.continuations.service import ContinuationService, open_run_store  # noqa: E402
@@ -135,25 +135,6 @@ with tempfile.TemporaryDirectory() as tmp:
     got = asyncio.run(bench.cycles(ws, db, n, clients))
 print(json.dumps([got[0], got[1]]))
 """
-
-
-@contextlib.contextmanager
-def baseline_tree(ref: str):
-    """A temporary git worktree of `ref` (this repository's revision); removed afterwards."""
-    repo = Path(__file__).resolve().parent.parent
-    if shutil.which("git") is None:
-        raise SystemExit("--baseline needs git")
-    where = Path(tempfile.mkdtemp(prefix="txcl-baseline-")) / "tree"
-    made = subprocess.run(["git", "-C", str(repo), "worktree", "add", "--detach", "--quiet", str(where), ref],
-                          capture_output=True, text=True)
-    if made.returncode != 0:
-        shutil.rmtree(where.parent, ignore_errors=True)
-        raise SystemExit(f"--baseline {ref}: git could not check it out: {made.stderr.strip()}")
-    try:
-        yield where
-    finally:
-        subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(where)], capture_output=True)
-        shutil.rmtree(where.parent, ignore_errors=True)
 
 
 def baseline_cycles(tree: Path, warm_db: str, db: str, n: int, clients: int) -> tuple[float, float]:

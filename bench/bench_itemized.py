@@ -15,12 +15,18 @@ Wall-clock figures move with the machine's load, so each part also reports CPU t
 compare those between builds on a shared machine.
 
     python bench/bench_itemized.py [--items 1000] [--window 25] [--backend sqlite|postgresql|both]
+                                   [--baseline REF]
+
+`--baseline REF` also runs the in-process part with the txcl of git revision REF (a temporary
+worktree, driven by this file in a child process) on the same backend in the same run, and
+prints the ratio of the medians.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import http.client
 import json
 import os
@@ -38,6 +44,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from _backends import Backends  # noqa: E402
+from _baseline import baseline_tree, call_in_baseline  # noqa: E402
 from _serve import start_serve  # noqa: E402
 from _timing import headline, report  # noqa: E402
 
@@ -244,10 +251,15 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=25)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--backend", choices=["sqlite", "postgresql", "both"], default="both")
+    parser.add_argument("--baseline", metavar="REF", default=None,
+                        help="also run the in-process part with the txcl of this git revision")
+    parser.add_argument("--skip-serve", action="store_true", help="only the in-process part")
     args = parser.parse_args()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     names = ["sqlite", "postgresql"] if args.backend == "both" else [args.backend]
-    with Backends(names) as backends:
+    with contextlib.ExitStack() as stack:
+        tree = stack.enter_context(baseline_tree(args.baseline)) if args.baseline else None
+        backends = stack.enter_context(Backends(names))
         for name, fresh in backends:
             print(f"itemized await: {args.items} items, window {args.window}, {name} durable commits "
                   f"(cpu count {os.cpu_count()}, load average {load:.1f}); medians of {args.repeat} runs")
@@ -259,6 +271,18 @@ def main() -> None:
             report("  process CPU per item (engine, store, worker)", cpu, "ms")
             headline(f"itemized await, CPU per item ({args.items} items), {name}", cpu, "ms",
                      goal="flat from 1,000 to 10,000 items")
+            if tree is not None:
+                # alternate the two builds' runs, so drifting machine load bends both alike
+                base = [call_in_baseline(tree, __file__, "in_process", args.items, args.window, fresh())
+                        for _ in range(args.repeat)]
+                base_rate = statistics.median(r for r, _, _ in base)
+                base_cpu = statistics.median(m for _, _, m in base)
+                report(f"  baseline {args.baseline}: items/s", base_rate, "items/s")
+                report(f"  baseline {args.baseline}: CPU per item", base_cpu, "ms")
+                report("  this build / baseline, items/s", statistics.median(r for r, _, _ in inproc) / base_rate, "×")
+                report("  this build / baseline, CPU per item", cpu / base_cpu, "×")
+            if args.skip_serve:
+                continue
             e2e = [end_to_end(args.items, args.window, fresh()) for _ in range(args.repeat)]
             report(f"[{name}] end to end via txcl serve (HTTP dispatch + callbacks)",
                    statistics.median(r for r, _, _ in e2e), "items/s", ">= 500")

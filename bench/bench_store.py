@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _backends import Backends, raw_commits  # noqa: E402
 
-from txcl.continuations.policy import POLICY  # noqa: E402
+from txcl.runoptions import unit_options  # noqa: E402
 from txcl.store import open_store  # noqa: E402
 from txcl.store.records import Fence, RunSpec, UnitSpec  # noqa: E402
 
@@ -30,12 +30,13 @@ from txcl.store.records import Fence, RunSpec, UnitSpec  # noqa: E402
 def unit(name: str = "enrich") -> UnitSpec:
     return UnitSpec(kind="unary", op_name=name, items=[{"q": 1}], op_stack="shop", op_scope=100,
                     dispatch_stage="shop/100", dispatch_stack="shop", budget_ms=600_000,
-                    exec_target="https://worker.example/jobs", input_view={"q": 1})
+                    exec_target="https://worker.example/jobs", input_view={"q": 1},
+                    options=unit_options("unary", "fail", 1, {}))
 
 
 def cycles(db: str, n: int) -> tuple[float, float, float]:
     """(cycles/s, CPU ms per cycle, commits per cycle)."""
-    store = open_store(db, node_id="bench", policy=POLICY)
+    store = open_store(db, node_id="bench")
     snapshot = b'{"rules": ["..."]}'
     envelope = {"order": {"id": 1, "lines": [1, 2, 3]}, "_txc": {"rid": "x"}}
     c0 = store.commit_count()
@@ -59,10 +60,11 @@ def cycles(db: str, n: int) -> tuple[float, float, float]:
 
 def itemized(db: str, n_items: int = 1000, window: int = 25) -> tuple[float, float, float]:
     """(items/s, CPU ms per item, commits per item) for one itemized unit answered at once."""
-    store = open_store(db, node_id="bench", policy=POLICY)
+    store = open_store(db, node_id="bench")
     spec = UnitSpec(kind="itemized", op_name="pay", items=[{"record": i} for i in range(n_items)], op_stack="shop",
                     op_scope=100, dispatch_stage="shop/100", dispatch_stack="shop", window=window,
-                    into="receipts", budget_ms=600_000, exec_target="https://provider.example/pay")
+                    into="receipts", budget_ms=600_000, exec_target="https://provider.example/pay",
+                    options=unit_options("itemized", "fail", n_items, {}))
     c0 = store.commit_count()
     t0, cpu0 = time.perf_counter(), time.process_time()
     park = store.park_suspend(RunSpec("rid-items", "shop", "http", "snap-1", b"{}"), Fence("rid-items"),

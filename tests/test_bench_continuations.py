@@ -41,3 +41,15 @@ def test_a_revision_git_cannot_check_out_is_a_clear_error():
     assert "--baseline no-such-revision-x: git could not check it out" in done.stderr
     assert "Traceback" not in done.stderr
     assert _worktrees() == before
+
+
+def test_the_itemized_benchmark_measures_a_baseline_revision_in_the_same_run():
+    before = _worktrees()
+    done = subprocess.run([sys.executable, str(REPO / "bench" / "bench_itemized.py"), "--backend", "sqlite",
+                           "--items", "12", "--window", "4", "--repeat", "1", "--skip-serve", "--baseline", "HEAD"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    rate = re.search(r"baseline HEAD: items/s\s+([0-9.]+) items/s", done.stdout)
+    ratio = re.search(r"this build / baseline, items/s\s+([0-9.]+) ×", done.stdout)
+    assert rate and float(rate.group(1)) > 0 and ratio and float(ratio.group(1)) > 0, done.stdout
+    assert _worktrees() == before

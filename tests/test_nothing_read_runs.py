@@ -208,9 +208,11 @@ EXEC_ALLOWED = {"txcl/evaluate/codegen.py", "txcl/syntax/codec.py", "txcl/syntax
 # extensions it names itself, and py:// targets, which a rule names on purpose — imported by
 # `run`, `serve` and `test`, never by `check`, `fmt` or the language server
 IMPORT_ALLOWED = {"txcl/__init__.py", "txcl/syntax/compiled.py", "txcl/serve/extensions.py",
-                  "txcl/runtime/dispatch.py",
+                  "txcl/ops/pytargets.py",  # py:// targets: the module a rule names, by design
                   # a command or output format of txcl's own, from a fixed list of names
-                  "txcl/cli/main.py", "txcl/check/formats/__init__.py"}
+                  "txcl/cli/main.py", "txcl/check/formats/__init__.py",
+                  # the check rules: the modules of txcl's own rules package, as installed
+                  "txcl/check/rules/__init__.py"}
 
 
 def _calls(tree: pyast.AST) -> list[str]:

@@ -83,3 +83,12 @@ def test_the_reserved_paths_are_stated_once():
     assert reserved.AUTHOR_WRITABLE is v.AUTHOR_WRITABLE
     assert {("_txc", *p) for p in assign.WRITABLE} == v.AUTHOR_WRITABLE
     assert {("_txc", *p) for p in assign.DELETABLE_FACTS} == v.DELETE_ONLY_INBOUND
+
+
+def test_the_editor_explains_a_with_key_from_its_entry():
+    from txcl.lsp import analysis
+
+    text = 'WITH retries = 3\nEXEC "https://w.example/x"\n'
+    shown = analysis.hover(text, text.index("retries") + 2).markdown
+    entry = v.WITH_KEY_DOCS["retries"]
+    assert entry.doc in shown and "Default: 0." in shown and 'Has an effect only with mode = "async".' in shown

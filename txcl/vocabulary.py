@@ -156,6 +156,17 @@ class WithKey:
     requires: tuple[tuple[str, Any], ...] = ()
     default: str | None = None  # the default as the docs say it
 
+    def markdown(self) -> str:
+        """What the editor shows for the key (hover, completion): its kind, meaning, default
+        and what it needs, all from this entry."""
+        text = f"**WITH {self.name}** ({self.value}) — {self.doc}"
+        if self.default is not None:
+            text += f"\n\nDefault: {self.default}."
+        needs = [needed if wanted is None else f'{needed} = "{wanted}"' for needed, wanted in self.requires]
+        if needs:
+            text += f"\n\nHas an effect only with {' and '.join(needs)}."
+        return text
+
 
 WITH_KEYS: tuple[WithKey, ...] = (
     WithKey("timeout", "number (ms) or duration", "Time limit of the op (default 5 s; with LOOP "

@@ -304,18 +304,18 @@ def test_a_forked_child_knows_its_own_pid_and_opens_its_own_connection(tmp_path)
     assert backend.connection() is parent_conn
 
 
-def test_upgrade_from_v8_backfills_the_options_of_existing_units(tmp_path):
+def test_upgrade_from_v8_backfills_the_options_of_existing_units(db_url):
     """A version-8 database (units without their resolved options) gets the options_json
     column, and each unit's options are resolved from the WITH options it kept: a unit
     written by the older txcl settles by the same rules afterwards."""
     from contstore_util import complete, itemized, open_store, park_barrier, unary, unit_spec
 
-    store = open_store(tmp_path / "v8.db")
+    store = open_store(db_url)
     directives = {"retries": 3, "heartbeat": "5s", "cancel_url": "https://w.example/cancel"}
     op = unit_spec(**{**unary("a").__dict__, "directives": directives, "options": None})
     park = park_barrier(store, units=[op, itemized(n=3, window=3, policy="collect")])
     store.close()
-    store, raw = reopened_after_downgrade(open_store, tmp_path / "v8.db", "continuations", 8,
+    store, raw = reopened_after_downgrade(open_store, db_url, "continuations", 8,
                                           "ALTER TABLE await_units DROP COLUMN options_json")
     assert raw.execute("SELECT version FROM txcl_schema WHERE component = 'continuations'")[0][0] == 9
     assert raw.execute("SELECT COUNT(*) FROM await_units WHERE options_json IS NULL")[0][0] == 0

@@ -193,7 +193,7 @@ def hover(text: str, offset: int, path: str | None = None) -> Hover | None:
         key = vocabulary.WITH_KEY_DOCS.get(tok.value.split(".")[0])
         if key is None:
             return Hover(f"`{tok.value}`: a WITH key the op itself reads", span)
-        return Hover(f"**WITH {key.name}** ({key.value}) — {key.doc}", span)
+        return Hover(key.markdown(), span)
     if tok.type in Name.Variable.Magic:
         return Hover(f"`{tok.value}` is `._txc.{tok.value[1:]}` (the runtime's namespace)", span)
     if tok.type in String.Affix:
@@ -340,22 +340,16 @@ def outline(text: str, filename: str = "<buffer>") -> list[Symbol]:
 
 
 def _parse_for_outline(text: str, filename: str) -> Any:
-    try:
-        from txcl.check.analyze import parse
+    """The rule's AST, also for a rule whose only problems are load errors (None: it does not
+    parse)."""
+    from txcl.check.analyze import parse
 
+    try:
         rule, _ = parse(text, filename)
-        return rule
-    except ImportError:
-        pass
-    except Exception:
+    except Exception:  # noqa: BLE001 - the outline falls back to the keywords it can see
         log.exception("outline parse failed")
         return None
-    from txcl.syntax.parser import parse_rule
-
-    try:
-        return parse_rule(text, filename=filename)
-    except TxclSyntaxError:
-        return None
+    return rule
 
 
 def _lexical_outline(text: str) -> list[Symbol]:

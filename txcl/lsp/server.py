@@ -188,7 +188,7 @@ def completion(ls: TxclLanguageServer, params: types.CompletionParams) -> types.
         elif cand.kind == "with-key":
             key = analysis.vocabulary.WITH_KEY_DOCS.get(cand.text)
             if key is not None:
-                item.documentation = key.doc
+                item.documentation = types.MarkupContent(kind=types.MarkupKind.Markdown, value=key.markdown())
         items.append(item)
     return types.CompletionList(is_incomplete=False, items=items)
 

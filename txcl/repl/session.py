@@ -59,8 +59,6 @@ class ReplSession:
             self.ops = loader(ops_dir)
         except TxclError as exc:
             self.ops_error = str(exc)
-        except ImportError as exc:  # the loader is not available in this build
-            self.ops_error = f"cannot load OPS trees here: {exc}"
 
     def completion_envelope(self) -> dict:
         """What path completion offers: the working envelope, and every path the loaded tree's
