@@ -263,7 +263,15 @@ def main() -> None:
         for name, fresh in backends:
             print(f"itemized await: {args.items} items, window {args.window}, {name} durable commits "
                   f"(cpu count {os.cpu_count()}, load average {load:.1f}); medians of {args.repeat} runs")
-            inproc = [in_process(args.items, args.window, fresh()) for _ in range(args.repeat)]
+            inproc, base = [], []
+            for _ in range(args.repeat):
+                if tree is None:
+                    inproc.append(in_process(args.items, args.window, fresh()))
+                    continue
+                # against a baseline both builds run in a fresh child process each, rounds
+                # alternating, so drifting load and a warm process favour neither
+                inproc.append(call_in_baseline(HERE.parent, __file__, "in_process", args.items, args.window, fresh()))
+                base.append(call_in_baseline(tree, __file__, "in_process", args.items, args.window, fresh()))
             report(f"[{name}] in-process (engine + store, direct admits)", statistics.median(r for r, _, _ in inproc),
                    "items/s", ">= 500")
             report("  store write transactions per item", statistics.median(c for _, c, _ in inproc), "commits")
@@ -272,9 +280,6 @@ def main() -> None:
             headline(f"itemized await, CPU per item ({args.items} items), {name}", cpu, "ms",
                      goal="flat from 1,000 to 10,000 items")
             if tree is not None:
-                # alternate the two builds' runs, so drifting machine load bends both alike
-                base = [call_in_baseline(tree, __file__, "in_process", args.items, args.window, fresh())
-                        for _ in range(args.repeat)]
                 base_rate = statistics.median(r for r, _, _ in base)
                 base_cpu = statistics.median(m for _, _, m in base)
                 report(f"  baseline {args.baseline}: items/s", base_rate, "items/s")

@@ -48,11 +48,17 @@ class UnitOptions:
         """The stored form back (a value of another shape gives the defaults' fields)."""
         if not isinstance(value, dict):
             return cls()
-        known = {f.name for f in attrs.fields(cls)}
-        fields = {k: v for k, v in value.items() if k in known}
+        fields = value if value.keys() == _FIELD_NAMES else {k: v for k, v in value.items() if k in _FIELD_NAMES}
         delays = fields.get("retry_delays_ms")
-        fields["retry_delays_ms"] = tuple(d for d in delays if isinstance(d, int)) if isinstance(delays, list) else ()
+        if delays:
+            fields = {**fields, "retry_delays_ms": tuple(d for d in delays if isinstance(d, int))
+                      if isinstance(delays, list) else ()}
+        elif delays is not None:
+            fields = {**fields, "retry_delays_ms": ()}
         return cls(**fields)
+
+
+_FIELD_NAMES = frozenset(f.name for f in attrs.fields(UnitOptions))
 
 
 def usable_cancel_url(url: Any) -> bool:
