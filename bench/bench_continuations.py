@@ -35,10 +35,7 @@ import argparse
 import asyncio
 import contextlib
 import contextvars
-import json
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -46,7 +43,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _backends import Backends, raw_commits  # noqa: E402
-from _baseline import baseline_tree  # noqa: E402
+from _baseline import baseline_tree, call_in_baseline  # noqa: E402
 from _timing import headline  # noqa: E402
 
 from txcl.continuations.service import ContinuationService, open_run_store  # noqa: E402
@@ -114,39 +111,21 @@ async def cycles(ws: Path, db: str, n: int, clients: int = 1) -> tuple[float, fl
 
 GOALS = {1: "≥ 3 × 223/s (SQLite)", 16: "≥ 3 × 328/s (SQLite)"}  # the cycles/s measured before this work
 
-# Run by the child process of `--baseline`: the revision's txcl (its worktree first on
-# sys.path) driven by this file's `cycles`, so both sides make exactly the same cycles.
-# Prints [cycles/s, CPU ms per cycle].
-_BASELINE_CHILD = r"""
-import asyncio, importlib.util, json, sys, tempfile
-from pathlib import Path
-root, bench_file, warm_db, db = sys.argv[1:5]
-n, clients = int(sys.argv[5]), int(sys.argv[6])
-sys.path.insert(0, root)
-import txcl
-if not Path(txcl.__file__).resolve().is_relative_to(Path(root).resolve()):
-    sys.exit(f"the baseline imported txcl from {txcl.__file__}, not from {root}")
-spec = importlib.util.spec_from_file_location("bench_cycles_driver", bench_file)
-bench = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench)
-with tempfile.TemporaryDirectory() as tmp:
-    ws = bench.workspace(Path(tmp) / "ws")
-    asyncio.run(bench.cycles(ws, warm_db, 10, clients))
-    got = asyncio.run(bench.cycles(ws, db, n, clients))
-print(json.dumps([got[0], got[1]]))
-"""
+def baseline_round(warm_db: str, db: str, n: int, clients: int) -> list[float]:
+    """[cycles/s, CPU ms per cycle] of `n` cycles after a warm-up of 10, in a workspace of its
+    own: what `--baseline` runs in a child process with the baseline revision's txcl (so both
+    sides make exactly the same cycles)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = workspace(Path(tmp) / "ws")
+        asyncio.run(cycles(ws, warm_db, 10, clients))
+        got = asyncio.run(cycles(ws, db, n, clients))
+    return [got[0], got[1]]
 
 
 def baseline_cycles(tree: Path, warm_db: str, db: str, n: int, clients: int) -> tuple[float, float]:
     """(cycles/s, CPU ms per cycle) of the baseline's txcl, in a child process."""
-    env = dict(os.environ, PYTHONPATH=str(tree))
-    done = subprocess.run([sys.executable, "-c", _BASELINE_CHILD, str(tree), str(Path(__file__).resolve()),
-                           warm_db, db, str(n), str(clients)], capture_output=True, text=True, env=env)
-    if done.returncode != 0:
-        raise SystemExit(f"the baseline's cycles failed (exit {done.returncode}; a revision whose continuation "
-                         f"API differs from this benchmark's cannot be driven by it):\n{done.stderr[-2000:]}")
-    got = json.loads(done.stdout.strip().splitlines()[-1])
-    return float(got[0]), float(got[1])
+    rate, cpu = call_in_baseline(tree, __file__, "baseline_round", warm_db, db, n, clients)
+    return float(rate), float(cpu)
 
 
 def main(argv: list[str] | None = None) -> int:
