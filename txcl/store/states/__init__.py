@@ -3,9 +3,10 @@
 Each module states a table's states (a ``Literal`` type and :data:`StateMachine.states`), the
 groups the procedures query by (``open``, ``terminal`` …), the states a row may be inserted in,
 and every transition a procedure may write. :func:`sql_in` spells a group for a query, so a
-status word in the SQL is always one of these; ``tests/store/test_store_states.py`` checks
-the SQL's words against them and installs :func:`guard_triggers` in every SQLite test database,
-so a transition no module allows fails the test that wrote it.
+status word in the SQL is always one of these. The tests check the SQL's words against them
+(tests/store/test_store_states.py), and every SQLite database the test suite migrates carries
+:func:`guard_triggers` (tests/conftest.py), so a transition no module allows fails the test
+that wrote it.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from txcl.store.states.machine import StateMachine, sql_in
 
 
 def machines() -> tuple[StateMachine, ...]:
-
     return (runs.MACHINE, suspends.MACHINE, units.MACHINE, interactions.MACHINE, children.MACHINE,
             terminals.MACHINE, cancel_calls.MACHINE)
 

@@ -1,4 +1,5 @@
-"""Admit callbacks: a worker's ack, heartbeats, the token check, and a terminal answer (with a retry when the unit's options ask for one)."""
+"""Admit callbacks: a worker's ack, heartbeats, the token check, and a terminal answer (with a
+retry when the unit's options ask for one)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Joins and deadlines: the deferred join check, joined markers, passing over at a join deadline, interaction timeouts and run expiry."""
+"""Joins and deadlines: the deferred join check, joined markers, passing over at a join deadline,
+interaction timeouts and run expiry."""
 
 from __future__ import annotations
 

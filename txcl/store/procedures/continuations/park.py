@@ -1,4 +1,5 @@
-"""Create and park: a request's run, its snapshot, its units and their first calls, and the suspend a segment parks at."""
+"""Create and park: a request's run, its snapshot, its units and their first calls, and the suspend
+a segment parks at."""
 
 from __future__ import annotations
 

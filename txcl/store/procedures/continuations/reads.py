@@ -1,4 +1,5 @@
-"""Reads: records of runs, suspends, units, interactions and their history, and the dashboard's pages and counts."""
+"""Reads: records of runs, suspends, units, interactions and their history, and the dashboard's
+pages and counts."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Release and resume: the compare-and-swap that moves a parked run to ``resuming``, the resume's claim, the end of a segment and of a run, and claim take-over."""
+"""Release and resume: the compare-and-swap that moves a parked run to ``resuming``, the resume's
+claim, the end of a segment and of a run, and claim take-over."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Settle units: an answer becomes an item's child outcome and a continuation fact; a unit whose facts are all in settles, and the next window of items is promoted."""
+"""Settle units: an answer becomes an item's child outcome and a continuation fact; a unit whose
+facts are all in settles, and the next window of items is promoted."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Sweeping and repair: the sweeper's bounded candidate lists and the repairs it asks for (resend, promote, reclaim children, purge)."""
+"""Sweeping and repair: the sweeper's bounded candidate lists and the repairs it asks for (resend,
+promote, reclaim children, purge)."""
 
 from __future__ import annotations
 
