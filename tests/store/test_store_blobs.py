@@ -11,7 +11,7 @@ from testtools import RawDb
 from contstore_util import complete, run_spec, unary, unit_spec
 
 from txcl.store.blobs import BLOB_MIN, pack, unpack
-from txcl.store.records import Fence, UnitSpec
+from txcl.store.records import Fence
 
 BODY = "".join(f"{i:x}," for i in range(BLOB_MIN // 2)) + "é"  # no repeated stretch: countable
 

@@ -68,7 +68,6 @@ def test_release_race_threads_one_winner_t23(store):
 
 def test_try_release_race_threads_one_winner(store):
     """A suspend that is releasable as parked (a member failed at dispatch): N drains, one winner."""
-    from txcl.store.records import UnitSpec
 
     bad = unit_spec(kind="itemized", op_name="pay", items=[1], failed_error={"message": "each is not an array"})
     park = park_barrier(store, units=[unary("a"), bad])

@@ -187,7 +187,6 @@ def test_failed_child_never_overwritten_by_stale_actor_t21(store):
 
 
 def test_failed_dispatch_validation_unit_fails_without_interactions(store):
-    from txcl.store.records import UnitSpec
 
     bad = unit_spec(kind="itemized", op_name="pay", items=[1, 2], failed_error={"message": "each is not an array"})
     park = park_barrier(store, units=[bad])

@@ -11,7 +11,7 @@ from contstore_util import join_at, complete, itemized, park_barrier, run_spec, 
 
 from txcl import ids
 from txcl.store.errors import RunLost
-from txcl.store.records import Fence, UnitSpec, resume_segment_id
+from txcl.store.records import Fence, resume_segment_id
 
 
 # ---------------------------------------------------------------- `create_or_reuse_run`

@@ -150,7 +150,6 @@ def multi_unit_trial(db, seed):
     """A barrier with several members (unary, itemized, sync): fail-fast and one release."""
     from contstore_util import unary
 
-    from txcl.store.records import UnitSpec
 
     rng = random.Random(seed)
     clock = FakeClock()

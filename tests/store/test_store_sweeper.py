@@ -8,7 +8,7 @@ from testtools import RawDb
 from contstore_util import complete, itemized, park_barrier, run_spec, unary, unit_spec
 
 from txcl.continuations.sweeper import SweepConfig, sweep
-from txcl.store.records import Fence, UnitSpec
+from txcl.store.records import Fence
 
 CFG = SweepConfig(retention_ms=100_000, stale_after_ms=5_000, max_attempts=3, reconcile_after_ms=2_000,
                   lease_ms=1_000, owner="sweeper-node")

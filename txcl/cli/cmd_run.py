@@ -7,7 +7,6 @@ Exit status: 0 completed, 1 failed (error payload on stdout), 2 usage or load er
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
 
 import click
