@@ -84,7 +84,7 @@ class OpRule:
 
 def _answer_validator(op: OpRule) -> Any:
     """The compiled `$defs.output` of an op, or the reason there is none (a string)."""
-    from txcl.types.validate import SchemaProblem, compile_definition
+    from txcl.jsonschemas import SchemaProblem, compile_definition
 
     if op.schema_text is None:
         return f"WITH validate = true, but {op.name} has no {op.name}.schema.json beside its rule"
