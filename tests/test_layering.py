@@ -113,12 +113,11 @@ def test_each_module_imports_alone(module):
 
 def test_the_store_decides_nothing_for_the_continuations_layer():
     """The store records facts and applies a unit's resolved options: no policy object, no
-    materialiser or error builder handed in, no cache of parsed WITH options, and no read of
-    a unit's WITH options in a procedure (their meaning is resolved once, by the
-    continuations layer, into ``options_json``). ``build_park`` is the one function a caller
-    still hands in: it gives the envelope to park with the units merged under the lock."""
-    forbidden_names = {"policy", "materialize", "join_error", "_directives_cache", "_directives", "use_policy",
-                       "StorePolicy", "Materializer", "JoinErrorBuilder"}
+    materialiser, error builder or park builder handed in, no cache of parsed WITH options,
+    and no read of a unit's WITH options in a procedure (their meaning is resolved once, by
+    the continuations layer, into ``options_json``). No public procedure takes a callable."""
+    forbidden_names = {"policy", "materialize", "join_error", "build_park", "_directives_cache", "_directives",
+                       "use_policy", "StorePolicy", "Materializer", "JoinErrorBuilder", "ParkBuilder"}
     for path in _modules("txcl.store"):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
@@ -136,6 +135,15 @@ def test_the_store_decides_nothing_for_the_continuations_layer():
             text = path.read_text(encoding="utf-8")
             assert "directives_json" not in text or path.name == "park.py", (
                 f"{_module_name(path)} reads a unit's WITH options; use its resolved options")
+    import inspect
+
+    from txcl.store.store import DatabaseStore
+
+    for name, member in inspect.getmembers(DatabaseStore, inspect.isfunction):
+        if name.startswith("_") or name in ("run_together", "run_batch", "subscribe", "unsubscribe"):
+            continue  # (the batch helpers run the caller's own store calls; listeners are notified)
+        hints = {k: str(v) for k, v in inspect.signature(member).parameters.items()}
+        assert not any("Callable" in h for h in hints.values()), f"DatabaseStore.{name} takes a callable: {hints}"
 
 
 def test_every_runtime_error_code_comes_from_the_table():

@@ -492,6 +492,26 @@ def test_two_joins_at_one_floor_merge_by_op_name(serve, workspace, store_at):
         assert status == 200 and json.loads(body)["log"] == ["sync", "alpha", "beta"]
 
 
+def test_a_result_in_before_the_park_is_merged_with_the_rest_in_merge_order(serve, workspace, store_at):
+    """beta answers before the flow reaches the join, alpha only after it parked there: the
+    resume merges both in merge order (alpha, then beta), as when both came first or both
+    came last — the joined envelope never depends on which worker answered first."""
+    with TestWorker() as wa, \
+            TestWorker(mode="callback-first", callback_output={"log": ["beta"]}) as fb:
+        ws = workspace(_two_joins(wa.url(), fb.url()))
+        srv = serve(ws)
+        status, _, _ = http_get(srv.url + "/go")
+        assert status == 202  # alpha is still out: the flow parked at the join
+        ja = wa.wait_job()
+        store = store_at(ws / ".txcl-data" / "txcl.db")
+        parked = store.get_run(_run_id(ja))
+        members = store.get_suspend(parked.run_id, parked.cur_stage, parked.cur_visit).members
+        assert len(members) == 2  # beta, already in, waits at the join with alpha
+        assert wa.callback(ja, {"log": ["alpha"]}) == (200, {"status": "resumed"})
+        run = wait_until(lambda: (r := store.get_run(_run_id(ja))) and r.status == "completed" and r)
+        assert run.result["log"] == ["sync", "alpha", "beta"] and run.result["joined"] == 3
+
+
 def test_same_scope_async_and_later_continuable_reuse_the_run(serve, workspace, store_at):
     """A plain async op at the deferred op's scope and a continuable op further on attach
     to the run the deferred op created; the request never has a second run."""

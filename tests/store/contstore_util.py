@@ -142,7 +142,7 @@ def proc_join_checks(path: str, run_ids: list[str], rids: list[str], seed: int, 
     for run_id, rid in zip(run_ids, rids):
         time.sleep(rng.random() * 0.003)  # the request side is a little slower: both orders occur
         res = join_at(store, run_id, Fence(rid), stage="shop/200", stack="shop", scope=200,
-                               build_park=lambda m: ({"parked": True}, {}))
+                               park_envelope={"parked": True}, park_state={})
         if res.merged:
             merged.append(run_id)
     out.put(("request", merged))

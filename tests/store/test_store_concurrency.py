@@ -110,7 +110,7 @@ def _join_race_trial(store, rid, rng):
     def request():
         time.sleep(rng.random() * 0.002)
         outcome["join"] = join_at(store, run_id, Fence(rid), stage="shop/200", stack="shop", scope=200,
-                                           build_park=lambda merged: ({"parked": True}, {}))
+                                           park_envelope={"parked": True}, park_state={})
 
     threads = [threading.Thread(target=callback), threading.Thread(target=request)]
     for t in threads:
@@ -150,7 +150,7 @@ def test_join_race_forced_interleavings(store):
     # `join_check` first
     disp = store.dispatch_deferred(run_spec("b"), Fence("b"), [unary("x", join_at=200)])
     j = join_at(store, disp.run.run_id, Fence("b"), stage="s/200", stack="shop", scope=200,
-                         build_park=lambda m: ({}, {}))
+                         park_envelope={}, park_state={})
     assert j.outcome == "parked" and j.merged == ()
     _, rel = complete(store, disp.dispatches[0])
     assert rel.won and store.get_joined_marker(disp.unit_ids[0]).segment_id == rel.claim.segment_id

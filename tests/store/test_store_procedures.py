@@ -415,7 +415,7 @@ def test_join_parks_when_not_ready_then_callback_releases_with_marker(store):
     disp = store.dispatch_deferred(run_spec(), Fence("rid-1"), [unary("b", join_at=200), unary("a", join_at=200)])
     run_id = disp.run.run_id
     res = join_at(store, run_id, Fence("rid-1"), stage="shop/200", stack="shop", scope=200,
-                           build_park=lambda merged: ({"env": [u.op_name for u in merged]}, {"ttl": 5}))
+                           park_envelope={"env": []}, park_state={"ttl": 5})
     assert res.outcome == "parked" and res.park.visit == 1
     susp = store.get_suspend(run_id, "shop/200", 1)
     assert susp.kind == "join" and {r for _, r in susp.members} == {"join"} and len(susp.members) == 2
@@ -609,7 +609,7 @@ def test_takeover_after_stale_then_attempt_limit(store, clock):
 def test_takeover_moves_join_markers_and_cancels_dead_units(store, clock):
     disp = store.dispatch_deferred(run_spec(), Fence("rid-1"), [unary("x", join_at=200)])
     join_at(store, disp.run.run_id, Fence("rid-1"), stage="shop/200", stack="shop", scope=200,
-                     build_park=lambda m: ({}, {}))
+                     park_envelope={}, park_state={})
     rel = complete(store, disp.dispatches[0])[1]
     old = Fence(rel.claim.segment_id, rel.claim.claim_token)
     dead = store.dispatch_deferred(disp.run.run_id, old, [unary("y", join_at=500)])

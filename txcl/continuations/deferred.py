@@ -181,17 +181,16 @@ async def join_check(service: "ContinuationServices", walker: "OpRunner", run: "
     due_ids = {j["unit_id"] for j in due}
     await _wait_for_nearly_done(service, run, due)
 
-    def build_park(merged: tuple[UnitRecord, ...]) -> tuple[Any, Any]:
-        # runs inside the join check's transaction (the run is locked); the loop awaits it
-        bad = merge_joined(walker, run, frame, merged, rec, steps=False, join_error=join_error)
-        assert bad is None  # the join check hands over completed units only
-        _forget(run, due_ids)
-        return run.envelope, run_state(run, frame)
-
+    # the state to park with, should a due op still be waiting: the flow as it stands, these
+    # joins settled by the park (the resume merges every one of them, in merge order)
+    joins = run.joins
+    _forget(run, due_ids)
+    state = run_state(run, frame)
+    run.joins = joins
     try:
         result = await service.call(
             service.store.join_check, run.run_id, fence_of(run), unit_ids=sorted(due_ids), stage=frame.stage,
-            build_park=build_park)
+            park_envelope=run.envelope, park_state=state)
     except RunLost as exc:
         run_lost(run, exc)
         return
@@ -218,9 +217,7 @@ async def join_check(service: "ContinuationServices", walker: "OpRunner", run: "
         park = result.park
         assert park is not None
         adopt_run(run, park.run, rec)
-        if result.merged:
-            rec.event("continuation.join", {"where": "request", "stage": frame.stage,
-                                            "ops": [u.op_name for u in result.merged]})
+        _forget(run, due_ids)
         rec.event("stage.suspend", {"stage": frame.stage, "visit": park.visit})
         rec.event("continuation.suspend", {"run_id": run.run_id, "stage": frame.stage, "visit": park.visit,
                                            "kind": "join"})

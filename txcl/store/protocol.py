@@ -27,7 +27,6 @@ from txcl.store.records import (
     JoinResult,
     JsonValue,
     KvEntry,
-    ParkBuilder,
     ParkResult,
     ReleaseResult,
     ResumeBundle,
@@ -134,7 +133,7 @@ class ContinuationStore(Protocol):
 
     # deferred joins
     def join_check(self, run_id: str, fence: Fence, *, unit_ids: Sequence[str], stage: str,
-                   build_park: ParkBuilder | None = None) -> JoinResult: ...
+                   park_envelope: JsonValue = None, park_state: JsonValue = None) -> JoinResult: ...
     def record_join(self, unit_id: str, fence: Fence) -> bool: ...
 
     # resumes, the end of a segment, claims

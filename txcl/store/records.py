@@ -12,7 +12,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Literal, Sequence, TypeVar, Union
+from typing import Any, Literal, Sequence, TypeVar, Union
 
 from txcl.runoptions import UnitOptions
 from txcl.trace.format import TraceRecord  # noqa: F401 - the store hands traces out as these
@@ -533,7 +533,6 @@ class TakeoverResult:
 
 
 
-ParkBuilder = Callable[[Sequence[UnitRecord]], "tuple[JsonValue, JsonValue]"]
 
 
 # ---------------------------------------------------------------------------------------------

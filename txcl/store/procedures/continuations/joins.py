@@ -35,7 +35,6 @@ from txcl.store.records import (
     Fence,
     JoinResult,
     JsonValue,
-    ParkBuilder,
     ParkResult,
     TimeoutResult,
     UnitRecord,
@@ -45,13 +44,15 @@ from txcl.store.records import (
 class JoinProcedures(ProcedureBase):
     @write_procedure
     def join_check(self, t: Tx, run_id: str, fence: Fence, *, unit_ids: Sequence[str], stage: str,
-                   build_park: ParkBuilder | None = None) -> JoinResult:
+                   park_envelope: JsonValue = None, park_state: JsonValue = None) -> JoinResult:
         """The join of the deferred units ``unit_ids`` (the caller's floor rule says they are
-        due at this frame), under the run lock: merge what has arrived (``proceed``, with the
-        units to merge, each marked joined exactly once), fail the run when a due unit failed
-        (``failed``: the run is failed in this same transaction), or park the flow here as a
-        ``join`` suspend (``parked``; ``build_park`` gives the envelope and state to park, with
-        the units merged so far already in it). Units already joined or cancelled are skipped.
+        due at this frame), under the run lock: merge what has arrived when nothing due is
+        still waiting (``proceed``, with the units to merge, each marked joined exactly once),
+        fail the run when a due unit failed (``failed``: the run is failed in this same
+        transaction), or park the flow here as a ``join`` suspend (``parked``) with the
+        caller's envelope and state as they are. A parked join waits for every due unit, those
+        that arrived already included: none is merged in the request, and the resume merges
+        them all in merge order. Units already joined or cancelled are skipped.
 
         A unit still waiting past its ``join_deadline`` fails the run (``join_deadline``), or
         under ``on_join_deadline = "continue"`` is passed over: marked joined by no segment
@@ -69,38 +70,44 @@ class JoinProcedures(ProcedureBase):
         )
         if not due:
             return JoinResult("proceed")
-        merged: list[UnitRecord] = []
+        arrived: list[UnitRecord] = []
         waiting: list[str] = []
         passed: list[UnitRecord] = []
+
+        def fail(unit: UnitRecord, error: JsonValue, reason: str) -> JoinResult:
+            for done in arrived:  # (as joined by this segment: the failed run merges nothing more)
+                self._insert_marker(t, done.unit_id, run_id, fence.segment_id)
+            self._finish(t, run, status="failed", result=None, error=error, fail_reason=reason)
+            return JoinResult("failed", tuple(arrived), unit, None, error, tuple(passed))
+
         for d in due:
             status = self._drain_unit(t, d["unit_id"])
             unit = unit_record(t.one("SELECT * FROM await_units WHERE unit_id = ?", (d["unit_id"],)), t)
             if status in UNIT_BAD:
                 self._insert_marker(t, unit.unit_id, run_id, fence.segment_id)
-                error = join_failed_error(unit.op_name, unit.unit_id, unit.status, unit.error)
-                self._finish(t, run, status="failed", result=None, error=error, fail_reason="join_failed")
-                return JoinResult("failed", tuple(merged), unit, None, error, tuple(passed))
+                return fail(unit, join_failed_error(unit.op_name, unit.unit_id, unit.status, unit.error),
+                            "join_failed")
             if status == "completed":
-                self._insert_marker(t, unit.unit_id, run_id, fence.segment_id)
-                merged.append(unit)
+                arrived.append(unit)
             elif unit.join_deadline_ms is not None and unit.join_deadline_ms <= t.now:
                 if not unit.options.pass_over_at_join_deadline:
-                    error = join_deadline_error(unit.op_name, unit.unit_id, unit.options.join_deadline_text)
-                    self._finish(t, run, status="failed", result=None, error=error, fail_reason="join_deadline")
-                    return JoinResult("failed", tuple(merged), unit, None, error, tuple(passed))
+                    return fail(unit, join_deadline_error(unit.op_name, unit.unit_id, unit.options.join_deadline_text),
+                                "join_deadline")
                 self._pass_over(t, unit)
                 passed.append(unit)
             else:
                 waiting.append(unit.unit_id)
         if not waiting:
-            return JoinResult("proceed", tuple(merged), passed_over=tuple(passed))
-        if build_park is None:
-            raise ValueError("join_check needs build_park when a due unit is still waiting")
-        envelope, budgets = build_park(tuple(merged))
-        visit, _, _, parked = self._park(t, run, fence, stage=stage, kind="join", envelope=envelope,
-                                         budgets=budgets, units=(), members=[(u, "join") for u in waiting])
+            for unit in arrived:
+                self._insert_marker(t, unit.unit_id, run_id, fence.segment_id)
+            return JoinResult("proceed", tuple(arrived), passed_over=tuple(passed))
+        if park_envelope is None:
+            raise ValueError("join_check needs the envelope to park when a due unit is still waiting")
+        members = [(u.unit_id, "join") for u in arrived] + [(u, "join") for u in waiting]
+        visit, _, _, parked = self._park(t, run, fence, stage=stage, kind="join", envelope=park_envelope,
+                                         budgets=park_state, units=(), members=members)
         t.fault("park")
-        return JoinResult("parked", tuple(merged), None, ParkResult(parked, False, stage, visit, (), ()),
+        return JoinResult("parked", (), None, ParkResult(parked, False, stage, visit, (), ()),
                           passed_over=tuple(passed))
 
     def _pass_over(self, t: Tx, unit: UnitRecord) -> None:
