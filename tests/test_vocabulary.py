@@ -81,7 +81,6 @@ def test_the_reserved_paths_are_stated_once():
     from txcl.values import reserved
 
     assert reserved.AUTHOR_WRITABLE is v.AUTHOR_WRITABLE
-    assert {("_txc", *p) for p in assign.WRITABLE} == v.AUTHOR_WRITABLE
     assert {("_txc", *p) for p in assign.DELETABLE_FACTS} == v.DELETE_ONLY_INBOUND
 
 

@@ -10,14 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from txcl.check.rules.base import (
-    is_literal,
-    is_unconditional,
-    literal_value,
-    read_paths,
-    truthy_literal,
-    with_map,
-)
+from txcl.check.rules.base import is_literal, is_unconditional, literal_value, read_paths, truthy_literal, with_map
 from txcl.errors import Span
 from txcl.syntax import ast
 from txcl.types.rulefacts import flow_facts

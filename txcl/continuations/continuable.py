@@ -21,14 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from txcl import runtime_codes as rc
 from txcl.continuations.model import OpClass, base_spec
-from txcl.continuations.segment import (
-    adopt_run,
-    fence_of,
-    recorder_of,
-    run_lost,
-    run_spec,
-    run_state,
-)
+from txcl.continuations.segment import adopt_run, fence_of, recorder_of, run_lost, run_spec, run_state
 from txcl.runtime.budget import DISPATCH_FUEL
 from txcl.runtime.dispatch import OpError
 from txcl.runtime_codes import OP_FAILED

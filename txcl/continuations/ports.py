@@ -11,7 +11,8 @@ from txcl.store.protocol import ContinuationStore
 from txcl.store.records import AdmitResult, ClaimRecord, Dispatch, ReleaseResult
 
 if TYPE_CHECKING:
-    from txcl.ops.tree import OpRule, OpsTree, Target
+    from txcl.ops.tree import OpRule, OpsTree
+    from txcl.syntax.targets import ExecTarget
     from txcl.runtime.config import Settings
     from txcl.runtime.state import Frame, PreparedOp, Run
     from txcl.trace.recorder import TraceRecorder
@@ -31,10 +32,10 @@ class OpRunner(Protocol):
 
     async def run_frame(self, run: "Run", frame: "Frame", rec: "TraceRecorder") -> None: ...
 
-    async def call_target(self, run: "Run", frame: "Frame", pop: "PreparedOp", target: "Target", op_input: dict,
+    async def call_target(self, run: "Run", frame: "Frame", pop: "PreparedOp", target: "ExecTarget", op_input: dict,
                           directives: dict, timeout_ms: int) -> tuple[Any, Any]: ...
 
-    def stamped_input(self, frame: "Frame", pop: "PreparedOp", target: "Target", source: dict) -> dict: ...
+    def stamped_input(self, frame: "Frame", pop: "PreparedOp", target: "ExecTarget", source: dict) -> dict: ...
 
     def tail(self, run: "Run", frame: "Frame", pop: "PreparedOp", raw: Any, trusted: bool,
              http_info: Any = None) -> tuple[dict | None, str | None, list[str]]: ...

@@ -14,13 +14,7 @@ from typing import Any
 
 from txcl.continuations.barrier import rerun_sync_member
 from txcl.continuations.cancellations import deliver_due
-from txcl.continuations.sweeper import (
-    SweepConfig,
-    SweepReport,
-    sweep,
-    sweep_due_retries,
-    sweep_join_deadlines,
-)
+from txcl.continuations.sweeper import SweepConfig, SweepReport, sweep, sweep_due_retries, sweep_join_deadlines
 from txcl.store.errors import StoreUnavailable
 
 log = logging.getLogger("txcl.continuations")

@@ -31,11 +31,7 @@ class OpError(Exception):
         super().__init__(message)
 
 
-# The one EXEC target type is the parser's (txcl.syntax.targets.ExecTarget); `Target` names it here.
-Target = ExecTarget
-
-
-def exec_target_of(text: str) -> tuple[Target | None, str | None, str]:
+def exec_target_of(text: str) -> tuple[ExecTarget | None, str | None, str]:
     """An EXEC string's target: (target, None, "") or (None, complete message, code). The
     parser's `classify_exec_target` decides, so load errors read the same everywhere."""
     result = classify_exec_target(text)

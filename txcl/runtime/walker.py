@@ -25,21 +25,14 @@ from txcl import runtime_codes as rc
 from txcl.evaluate.control import Control, apply_delete, read_control
 from txcl.evaluate.cow import private_input, write_paths
 from txcl.evaluate.plan import RulePlan, rule_plan
-from txcl.evaluate.rule import (
-    Prepared,
-    apply_set_post,
-    finish_output,
-    json_type,
-    local_output,
-    nest_into,
-    prepare,
-)
+from txcl.evaluate.rule import Prepared, apply_set_post, finish_output, json_type, local_output, nest_into, prepare
 from txcl.evaluate.when import compile_condition
 from txcl.ops.layout import is_system_stack
 from txcl.ops.tree import OpRule, OpsTree
 from txcl.runtime.budget import DISPATCH_FUEL
 from txcl.runtime.config import Settings
-from txcl.runtime.dispatch import OpContext, OpError, Target, resolve_py_target
+from txcl.runtime.dispatch import OpContext, OpError, resolve_py_target
+from txcl.syntax.targets import ExecTarget
 from txcl.runtime.hooks import NoHooks, WalkHooks
 from txcl.runtime.kv import Kv
 from txcl.runtime.schemes.goto import jump_output
@@ -384,7 +377,7 @@ class Walker:
         return OpContext(run.rid, frame.stack, frame.scope, op.name, directives, deadline, log, self.services.kv,
                          run.src, op.stack, tree.workspace, tree, op.fixtures, run.entry_stack, run.web_req)
 
-    async def call_target(self, run: Run, frame: Frame, pop: PreparedOp, target: Target, op_input: dict,
+    async def call_target(self, run: Run, frame: Frame, pop: PreparedOp, target: ExecTarget, op_input: dict,
                           directives: dict, timeout_ms: int) -> tuple[Any, Any]:
         """One dispatch of `target` (no tail). Returns (raw output, http status info)."""
         deadline = time.monotonic() + timeout_ms / 1000.0
@@ -430,7 +423,7 @@ class Walker:
             raise OpError(f"timeout after {_fmt_ms(timeout_ms)}", status="timeout") from None
         raise OpError(f"op not found: {target.text}")
 
-    def stamped_input(self, frame: Frame, pop: PreparedOp, target: Target, source: dict) -> dict:
+    def stamped_input(self, frame: Frame, pop: PreparedOp, target: ExecTarget, source: dict) -> dict:
         """The dispatched input with the identity stamp `_txc.op` / `_txc.step`."""
         if not target.stamped:
             return source
@@ -445,7 +438,7 @@ class Walker:
     async def run_op(self, run: Run, frame: Frame, pop: PreparedOp, rec: TraceRecorder) -> None:
         """Dispatch one sync op (or its LOOP) and apply its tail; never raises an op error."""
         op = pop.op
-        target: Target = op.target
+        target: ExecTarget = op.target
         started_wall, started = time.time(), time.perf_counter()
         if op.rule.loop is not None:
             from txcl.runtime.loop import run_loop
@@ -512,7 +505,7 @@ class Walker:
 
     def _call_in_place(self, run: Run, frame: Frame, pop: PreparedOp, rec: TraceRecorder) -> None:
         """`run_op` for one op calling a plain builtin (not mocked, no LOOP), in one call."""
-        target: Target = pop.op.target
+        target: ExecTarget = pop.op.target
         started_wall, started = time.time(), time.perf_counter()
         transport = target.transport
         started_op = self._dispatch_start(run, frame, pop, transport, started_wall, started, rec)
@@ -921,7 +914,7 @@ _by_name = attrgetter("name")
 _first = itemgetter(0)
 
 
-def _builtin_output(target: Target, op_input: dict, directives: dict, ctx: OpContext) -> Any:
+def _builtin_output(target: ExecTarget, op_input: dict, directives: dict, ctx: OpContext) -> Any:
     """What the builtin of `target` gives back: its output (a plain `def` that hands back an
     awaitable has it run to its end, or fails its op), or an awaitable of it (`async def`)."""
     raw = start_builtin(target.name, op_input, directives, ctx)

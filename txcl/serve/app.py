@@ -26,13 +26,7 @@ from starlette.routing import Mount
 from txcl import runtime_codes as rc
 from txcl.ops.tree import OpsTree
 from txcl.runtime.config import Settings
-from txcl.runtime.interpreter import (
-    Completed,
-    Failed,
-    Interpreter,
-    Suspended,
-    UnknownStack,
-)
+from txcl.runtime.interpreter import Completed, Failed, Interpreter, Suspended, UnknownStack
 from txcl.runtime.stepping import Resumed, first_step
 from txcl.runtime.walker import Walker
 from txcl.serve import extensions as ext_mod

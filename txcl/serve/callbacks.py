@@ -27,12 +27,7 @@ from typing import Any
 
 from txcl import runtime_codes as rc
 from txcl.continuations.acks import mark_then
-from txcl.serve.shaping import (
-    Answer,
-    error_payload,
-    json_answer,
-    store_unavailable_answer,
-)
+from txcl.serve.shaping import Answer, error_payload, json_answer, store_unavailable_answer
 from txcl.store.errors import StoreUnavailable
 
 log = logging.getLogger("txcl.serve")

@@ -15,15 +15,7 @@ from txcl.check.tree import Member, TreeContext
 from txcl.errors import Diagnostic, Span
 from txcl.types.findings import typed_findings
 from txcl.types.flow import Flow
-from txcl.types.shape import (
-    ABSENT,
-    KNOWN,
-    Shape,
-    describe_types,
-    enum_values,
-    lookup,
-    paths,
-)
+from txcl.types.shape import ABSENT, KNOWN, Shape, describe_types, enum_values, lookup, paths
 
 
 @attrs.frozen

@@ -8,10 +8,9 @@ from txcl.check.rules.base import FileContext, file_rule
 from txcl.errors import Diagnostic
 from txcl.syntax import ast
 from txcl.values.reserved import is_author_writable, is_deletable
-from txcl.vocabulary import AUTHOR_WRITABLE, CONTROL_FIELDS, DELETE_ONLY_INBOUND
+from txcl.vocabulary import CONTROL_FIELDS, DELETE_ONLY_INBOUND
 
 # the reserved `_txc` paths, below `_txc` (txcl.vocabulary states them; `ttl` only by EMIT)
-WRITABLE = tuple(sorted(p[1:] for p in AUTHOR_WRITABLE))
 DELETABLE_FACTS = tuple(sorted(p[1:] for p in DELETE_ONLY_INBOUND))
 CONTROL = tuple(p[1:] for p in CONTROL_FIELDS)
 

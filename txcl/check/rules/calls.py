@@ -4,13 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from txcl.check.rules.base import (
-    FileContext,
-    all_values,
-    file_rule,
-    is_literal,
-    literal_value,
-)
+from txcl.check.rules.base import FileContext, all_values, file_rule, is_literal, literal_value
 from txcl.errors import Diagnostic
 from txcl.syntax import ast
 

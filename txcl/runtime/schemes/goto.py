@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from txcl.runtime.dispatch import Target
+from txcl.syntax.targets import ExecTarget
 
 
-def jump_output(target: Target, current_stack: str) -> dict:
+def jump_output(target: ExecTarget, current_stack: str) -> dict:
     stack = target.stack if target.stack is not None else current_stack
     return {"_txc": {"goto": f"{stack}/{target.scope}"}}

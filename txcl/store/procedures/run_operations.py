@@ -14,12 +14,7 @@ from txcl.store.backend import Tx
 from txcl.store.procedures import read_procedure, write_procedure
 from txcl.store.procedures.continuations import PASSED_OVER, ContinuationProcedures
 from txcl.store.procedures.rows import unit_record
-from txcl.store.records import (
-    CancelCall,
-    JoinDeadlineResult,
-    RetryResult,
-    UnitRecord,
-)
+from txcl.store.records import CancelCall, JoinDeadlineResult, RetryResult, UnitRecord
 
 
 class RunOperationProcedures(ContinuationProcedures):

@@ -11,15 +11,7 @@ that wrote it.
 
 from __future__ import annotations
 
-from txcl.store.states import (
-    cancel_calls,
-    children,
-    interactions,
-    runs,
-    suspends,
-    terminals,
-    units,
-)
+from txcl.store.states import cancel_calls, children, interactions, runs, suspends, terminals, units
 from txcl.store.states.machine import StateMachine, sql_in
 
 

@@ -16,13 +16,7 @@ from txcl.store.procedures.continuations.base import (
     _next_beat,
     _token_problem,
 )
-from txcl.store.procedures.rows import (
-    Row,
-    dumps,
-    interaction_record,
-    lazy_unit_record,
-    terminal_record,
-)
+from txcl.store.procedures.rows import Row, dumps, interaction_record, lazy_unit_record, terminal_record
 from txcl.store.records import (
     INTERACTION_IN_FLIGHT,
     INTERACTION_OPEN,

@@ -5,22 +5,12 @@ from __future__ import annotations
 
 from typing import Callable, Sequence, TypeVar
 
-from txcl.ids import (
-    token_matches,
-)
+from txcl.ids import token_matches
 from txcl.runoptions import UnitOptions
 from txcl.store.backend import SqlBackend, Tx
 from txcl.store.errors import RunLost, UnknownRun
-from txcl.store.procedures.rows import (
-    Row,
-    dumps,
-    loads,
-)
-from txcl.store.records import (
-    Fence,
-    JsonValue,
-    UnitSpec,
-)
+from txcl.store.procedures.rows import Row, dumps, loads
+from txcl.store.records import Fence, JsonValue, UnitSpec
 from txcl.store.states import children, interactions, runs, sql_in
 
 _OPEN = sql_in(interactions.OPEN)

@@ -14,18 +14,8 @@ from txcl.runtime_codes import (
 )
 from txcl.store.backend import Tx
 from txcl.store.procedures import write_procedure
-from txcl.store.procedures.continuations.base import (
-    _OPEN,
-    PASSED_OVER,
-    ProcedureBase,
-    _full_deadline,
-)
-from txcl.store.procedures.rows import (
-    Row,
-    dumps,
-    placeholders,
-    unit_record,
-)
+from txcl.store.procedures.continuations.base import _OPEN, PASSED_OVER, ProcedureBase, _full_deadline
+from txcl.store.procedures.rows import Row, dumps, placeholders, unit_record
 from txcl.store.records import (
     INTERACTION_OPEN,
     UNIT_BAD,

@@ -6,31 +6,13 @@ from __future__ import annotations
 import zlib
 from typing import Sequence
 
-from txcl.ids import (
-    hash_token,
-    new_opc,
-    new_rcid,
-    new_run_id,
-    new_token,
-    random_base58,
-)
+from txcl.ids import hash_token, new_opc, new_rcid, new_run_id, new_token, random_base58
 from txcl.store.backend import Tx
 from txcl.store.blobs import pack
 from txcl.store.errors import RunLost, StoreError, UnknownRun
 from txcl.store.procedures import write_procedure
-from txcl.store.procedures.continuations.base import (
-    ProcedureBase,
-    _next_beat,
-    _unit_deadline,
-    _units_deadline,
-)
-from txcl.store.procedures.rows import (
-    Row,
-    dumps,
-    placeholders,
-    run_record,
-    write_blobs,
-)
+from txcl.store.procedures.continuations.base import ProcedureBase, _next_beat, _unit_deadline, _units_deadline
+from txcl.store.procedures.rows import Row, dumps, placeholders, run_record, write_blobs
 from txcl.store.records import (
     DEFAULT_ROLE,
     CreateRunResult,

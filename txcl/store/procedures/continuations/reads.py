@@ -8,10 +8,7 @@ from typing import Sequence
 
 from txcl.store.backend import Tx
 from txcl.store.procedures import read_procedure
-from txcl.store.procedures.continuations.base import (
-    _OPEN,
-    ProcedureBase,
-)
+from txcl.store.procedures.continuations.base import _OPEN, ProcedureBase
 from txcl.store.procedures.rows import (
     Row,
     child_record,

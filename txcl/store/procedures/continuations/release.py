@@ -3,28 +3,14 @@ claim, the end of a segment and of a run, and claim take-over."""
 
 from __future__ import annotations
 
-from txcl.ids import (
-    new_claim_token,
-)
+from txcl.ids import new_claim_token
 from txcl.runtime_codes import resume_exhausted_error
 from txcl.store.backend import Tx
 from txcl.store.blobs import pack
 from txcl.store.errors import RunLost, UnknownRun
 from txcl.store.procedures import read_procedure, write_procedure
-from txcl.store.procedures.continuations.base import (
-    _CHILD_OF_OPC,
-    PASSED_OVER,
-    ProcedureBase,
-)
-from txcl.store.procedures.rows import (
-    Row,
-    claim_record,
-    dumps,
-    placeholders,
-    run_record,
-    unit_record,
-    write_blobs,
-)
+from txcl.store.procedures.continuations.base import _CHILD_OF_OPC, PASSED_OVER, ProcedureBase
+from txcl.store.procedures.rows import Row, claim_record, dumps, placeholders, run_record, unit_record, write_blobs
 from txcl.store.records import (
     UNIT_BAD,
     UNIT_TERMINAL,

@@ -5,16 +5,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from txcl.ids import (
-    hash_token,
-    new_token,
-)
+from txcl.ids import hash_token, new_token
 from txcl.runoptions import UnitOptions
-from txcl.runtime_codes import (
-    item_failed_error,
-    normalize_error,
-    too_many_failures_error,
-)
+from txcl.runtime_codes import item_failed_error, normalize_error, too_many_failures_error
 from txcl.store.backend import Tx
 from txcl.store.procedures.continuations.base import (
     _CHILD_OF_OPC,
@@ -25,21 +18,8 @@ from txcl.store.procedures.continuations.base import (
     ProcedureBase,
     _next_beat,
 )
-from txcl.store.procedures.rows import (
-    Row,
-    columns,
-    dumps,
-    load_doc,
-    loads,
-    placeholders,
-    terminal_record,
-)
-from txcl.store.records import (
-    CHILD_PENDING,
-    Dispatch,
-    Materialized,
-    TerminalRecord,
-)
+from txcl.store.procedures.rows import Row, columns, dumps, load_doc, loads, placeholders, terminal_record
+from txcl.store.records import CHILD_PENDING, Dispatch, Materialized, TerminalRecord
 from txcl.store.states.terminals import CHILD_OUTCOME
 from txcl.values.reserved import sanitize_untrusted
 

@@ -3,24 +3,12 @@ promote, reclaim children, purge)."""
 
 from __future__ import annotations
 
-from txcl.ids import (
-    hash_token,
-    new_token,
-)
+from txcl.ids import hash_token, new_token
 from txcl.store.backend import Tx
 from txcl.store.procedures import read_procedure, write_procedure
-from txcl.store.procedures.continuations.base import (
-    _FINISHED,
-    _IN_FLIGHT,
-    _OPEN,
-    ProcedureBase,
-)
-from txcl.store.procedures.rows import (
-    load_doc,
-)
-from txcl.store.records import (
-    Dispatch,
-)
+from txcl.store.procedures.continuations.base import _FINISHED, _IN_FLIGHT, _OPEN, ProcedureBase
+from txcl.store.procedures.rows import load_doc
+from txcl.store.records import Dispatch
 
 
 class SweepProcedures(ProcedureBase):
