@@ -29,9 +29,6 @@ class RuntimeCode:
         """``{"code": …, "message": …, **details}`` (the template's text unless ``message``)."""
         return {"code": self.code, "message": self.template if message is None else message, **details}
 
-    def payload(self, message: str | None = None, **details: Any) -> dict:
-        """The error as a response body: ``{"error": {…}}``."""
-        return {"error": self.error(message, **details)}
 
 
 _BY_CODE: dict[str, RuntimeCode] = {}
@@ -228,15 +225,11 @@ def run_error_payload(record: Any) -> dict:
     return {"error": error}
 
 
-def lookup(code: str) -> RuntimeCode | None:
-    return _BY_CODE.get(code)
-
-
 def all_codes() -> tuple[RuntimeCode, ...]:
     return tuple(_BY_CODE.values())
 
 
-__all__ = ["RuntimeCode", "lookup", "all_codes", "error_text", "normalize_error", "item_failed_error",
+__all__ = ["RuntimeCode", "all_codes", "error_text", "normalize_error", "item_failed_error",
            "too_many_failures_error", "timeout_error", "heartbeat_missed_error", "join_failed_error",
            "join_deadline_error", "expiry_error", "resume_exhausted_error", "run_error_payload"] + [name for name, value in list(globals().items())
                                                      if isinstance(value, RuntimeCode)]

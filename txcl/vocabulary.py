@@ -115,8 +115,6 @@ def with_article(name: str) -> str:
 # ---------------------------------------------------------------------------------------------
 # the reserved `_txc` namespace
 
-RESERVED_ROOT = "_txc"
-
 #: Subtrees under which EMIT, SET POST, LOOP SET, `@delete` and untrusted outputs may write.
 AUTHOR_WRITABLE: frozenset[tuple[str, ...]] = frozenset({
     ("_txc", "web", "res"), ("_txc", "lmtp", "res"), ("_txc", "goto"), ("_txc", "halt"),
