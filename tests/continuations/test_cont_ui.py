@@ -187,10 +187,24 @@ def test_the_stacks_page_and_the_playground_use_the_stack_schema(serve, workspac
     rows = shop.locator("table.schema").first.locator("tbody tr").all_inner_texts()
     assert any(".order.total" in r and "number" in r and "the order's total" in r for r in rows)
     assert "No schema" in page.locator("section.stack", has=page.locator("h2", has_text="fan")).inner_text()
+    held = []  # the answer for the stack chosen first is held back until after shop's
+
+    def hold_other_stacks(route):
+        if "stack=shop" in route.request.url:
+            route.continue_()
+        else:
+            held.append(route)
+
+    page.route("**/playground/paths?*", hold_other_stacks)
     page.goto(srv.url + "/_txc/ui/playground")
     page.check('input[value="stack"]')
     page.select_option("#stack", "shop")
     page.wait_for_function("!document.getElementById('envelope-hint').hidden")
+    assert held, "the first stack's paths were asked for before shop was chosen"
+    for route in held:  # the stale answer arrives last; it must not clear shop's paths
+        route.fulfill(json={"paths": []})
+    page.evaluate("() => new Promise(r => setTimeout(r, 100))")
+    assert not page.locator("#envelope-hint").is_hidden()
     page.fill("#envelope", "")
     page.type("#envelope", '{"order": {"to')
     page.wait_for_selector("#envelope-suggest li")

@@ -96,13 +96,22 @@
   // ---- completion of keys in the envelope box, from the chosen stack's schema ($defs.input)
   var schemaPaths = [], suggest = $("envelope-suggest");
 
+  // Each load is numbered: when the stack changes while an earlier answer is still on its way,
+  // only the answer for the latest choice may set the paths (answers can arrive out of order).
+  var pathsRequest = 0;
+
   function loadPaths() {
     schemaPaths = [];
+    var ticket = ++pathsRequest;
     var select = $("stack");
     if (!select || mode() !== "stack") { hideSuggest(); $("envelope-hint").hidden = true; return; }
     fetch(base + "/playground/paths?stack=" + encodeURIComponent(select.value), { credentials: "same-origin" })
       .then(function (res) { return res.json(); })
-      .then(function (data) { schemaPaths = data.paths || []; $("envelope-hint").hidden = !schemaPaths.length; });
+      .then(function (data) {
+        if (ticket !== pathsRequest) { return; }
+        schemaPaths = data.paths || [];
+        $("envelope-hint").hidden = !schemaPaths.length;
+      });
   }
 
   // The object path at the caret and the key being typed there, when the caret is inside a
