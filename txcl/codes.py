@@ -293,6 +293,16 @@ _ENTRIES: tuple[CodeInfo, ...] = (
           "server's tools."),
           'EXEC "mcp+https://tools.example.net/mcp"',
           'EXEC "mcp+https://tools.example.net/mcp#summarize"'),
+    _code('TX114', 'invalid-secret-reference', 'error',
+          'a WITH secrets.* reference that is computed, malformed, or where no request carries it',
+          ('A secret is named in the rule\'s text: `secrets.headers.<header>.secret = "NAME"` (with '
+           '`.format = "Bearer {}"` and `.optional = true` beside it) or `secrets.body.<path>.secret` for a '
+           'sync http(s) op. The name must be a literal string — a secret chosen by a value of the envelope '
+           'would let a request pick any credential — and the op must make an http(s) or mcp+ request for '
+           'the value to travel in.'),
+          'EXEC "https://api.example.com/charge"\n  WITH secrets.headers.authorization.secret = .key_name',
+          'EXEC "https://api.example.com/charge"\n  WITH secrets.headers.authorization.secret = "STRIPE_KEY",\n'
+          '       secrets.headers.authorization.format = "Bearer {}"'),
     _code('TX120', 'no-scope-directory', 'error',
           'rule file not under a numbered scope directory',
           'Every rule file must sit under a numbered scope directory, else it is never loaded.',
@@ -512,6 +522,22 @@ _ENTRIES: tuple[CodeInfo, ...] = (
           'OPS/shop/0100/check.txcl.bak',
           'OPS/shop/0100/check.txcl',
           layout=True),
+    _code('TX241', 'egress-refused-target', 'warning',
+          'an EXEC target the egress policy refuses',
+          ('The EXEC target is a literal address (or a host on the deny list) that the egress policy '
+           'refuses: link-local and cloud metadata addresses always, private and loopback addresses '
+           'when `[egress]` in txcl.toml says so. At run time the op fails with `txcl_egress_denied`. '
+           'Call a host the policy permits, or add it to `allow` in `[egress]` when the call is meant.'),
+          'EXEC "http://169.254.169.254/latest/meta-data/"',
+          'EXEC "https://api.example.com/instances"'),
+    _code('TX242', 'secret-not-found', 'warning',
+          'a secret the configured provider does not have',
+          ('A `WITH secrets.….secret = "NAME"` names a secret the provider `txcl serve` uses does not have: '
+           'no environment variable `TXCL_SECRET_NAME` (the default provider, looked up in the environment '
+           'of `txcl check`), or no file `NAME` in the secrets directory (`secrets-provider = "dir"` in '
+           '`[serve]`). At run time the op fails with an error naming the secret.'),
+          'WITH secrets.headers.authorization.secret = "STRIPE_KYE"',
+          'WITH secrets.headers.authorization.secret = "STRIPE_KEY"'),
     _code('TX250', 'mcp-unknown-tool', 'error',
           'the MCP server of an `mcp+` target does not list its tool (`txcl check --mcp-schemas`)',
           ('Reported by `txcl check --mcp-schemas`, which asks each MCP server named by an `mcp+` target'

@@ -28,6 +28,7 @@ from typing import Any
 import attrs
 
 from txcl import __version__
+from txcl.egress import DEFAULT_POLICY, EgressDenied, EgressPolicy, denial_in, guarded_client
 
 log = logging.getLogger("txcl.mcp")
 
@@ -39,10 +40,11 @@ CONNECT_TIMEOUT_S = 10.0
 class McpCallError(Exception):
     """A call or a handshake failed; `message` says why (`status`: "error" or "timeout")."""
 
-    def __init__(self, message: str, status: str = "error") -> None:
+    def __init__(self, message: str, status: str = "error", denial: EgressDenied | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.status = status
+        self.denial = denial  # the egress policy refused the server's address
 
 
 class McpUnavailable(McpCallError):
@@ -86,12 +88,13 @@ def _client_info() -> Any:
     return Implementation(name="txcl", version=__version__)
 
 
-def _http_client(headers: dict[str, str], timeout_s: float, on_response: Any = None) -> Any:
+def _http_client(headers: dict[str, str], timeout_s: float, on_response: Any = None,
+                 policy: EgressPolicy = DEFAULT_POLICY) -> Any:
     import httpx
 
     hooks = {"response": [on_response]} if on_response is not None else {}
-    return httpx.AsyncClient(headers={"User-Agent": f"txcl/{__version__}", **headers}, follow_redirects=False,
-                             timeout=httpx.Timeout(timeout_s, read=max(timeout_s, 300.0)), event_hooks=hooks)
+    return guarded_client(policy, headers={"User-Agent": f"txcl/{__version__}", **headers}, follow_redirects=False,
+                          timeout=httpx.Timeout(timeout_s, read=max(timeout_s, 300.0)), event_hooks=hooks)
 
 
 def _is_jsonrpc(value: Any) -> bool:
@@ -119,9 +122,10 @@ class McpSession:
     """One open session with one server, owned by a background task (the SDK's transport and
     session live in task groups that must be entered and left by the same task)."""
 
-    def __init__(self, url: str, headers: dict[str, str]) -> None:
+    def __init__(self, url: str, headers: dict[str, str], policy: EgressPolicy = DEFAULT_POLICY) -> None:
         self.url = url
         self.headers = headers
+        self.policy = policy
         self.session: Any = None
         self.init_result: Any = None
         self._ready: asyncio.Future | None = None
@@ -172,7 +176,7 @@ class McpSession:
                                           "JSON that is not a JSON-RPC message"))
 
         try:
-            async with _http_client(self.headers, CONNECT_TIMEOUT_S, check_answer) as http:
+            async with _http_client(self.headers, CONNECT_TIMEOUT_S, check_answer, self.policy) as http:
                 async with streamable_http_client(self.url, http_client=http) as (read, write, _):
                     async with ClientSession(read, write, client_info=_client_info()) as session:
                         self.init_result = await session.initialize()
@@ -185,7 +189,10 @@ class McpSession:
                 _fail(ready, McpCallError(f"mcp {self.url}: connection closed"))
             raise
         except BaseException as exc:  # noqa: BLE001 - reported to whoever waits for the session
-            if not ready.done():
+            denial = denial_in(exc)
+            if denial is not None and not ready.done():
+                _fail(ready, McpCallError(f"mcp {self.url}: {denial}", denial=denial))
+            elif not ready.done():
                 reason = describe_error(exc, McpError)
                 if reason == "Session terminated":  # what the SDK makes of a 404 to initialize
                     reason = "the server answered 404 Not Found (is this the MCP endpoint?)"
@@ -321,8 +328,9 @@ class McpClients:
         self._sessions: dict[tuple, McpSession] = {}
         self._opening: dict[tuple, asyncio.Future] = {}
 
-    async def session(self, url: str, headers: dict[str, str], timeout_s: float) -> McpSession:
-        key = (url, tuple(sorted(headers.items())))
+    async def session(self, url: str, headers: dict[str, str], timeout_s: float,
+                      policy: EgressPolicy = DEFAULT_POLICY) -> McpSession:
+        key = (url, tuple(sorted(headers.items())), policy)
         found = self._sessions.get(key)
         if found is not None and found.alive and found.session is not None:
             self._sessions[key] = self._sessions.pop(key)  # most recently used last
@@ -330,13 +338,13 @@ class McpClients:
         pending = self._opening.get(key)
         if pending is not None:
             await asyncio.shield(pending)
-            return await self.session(url, headers, timeout_s)
+            return await self.session(url, headers, timeout_s, policy)
         self._opening[key] = asyncio.get_running_loop().create_future()
         try:
             if found is not None:
                 self._sessions.pop(key, None)
                 await found.close()
-            fresh = McpSession(url, headers)
+            fresh = McpSession(url, headers, policy)
             await fresh.open(min(timeout_s, CONNECT_TIMEOUT_S))
             self._sessions[key] = fresh
             while len(self._sessions) > self.max_sessions:
@@ -348,13 +356,13 @@ class McpClients:
             waiter.set_result(None)
 
     async def call(self, url: str, tool: str, arguments: dict, *, headers: dict[str, str] | None = None,
-                   timeout_s: float = 30.0, meta: dict | None = None) -> Any:
+                   timeout_s: float = 30.0, meta: dict | None = None, policy: EgressPolicy = DEFAULT_POLICY) -> Any:
         """Call `tool` and return its op output (see the module docstring)."""
         headers = headers or {}
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
         for attempt in (0, 1):
-            session = await self.session(url, headers, max(0.001, deadline - loop.time()))
+            session = await self.session(url, headers, max(0.001, deadline - loop.time()), policy)
             try:
                 result = await session.call(tool, arguments, max(0.001, deadline - loop.time()), meta, timeout_s)
             except _Dropped:

@@ -67,6 +67,18 @@ INVALID_INPUT = _entry("txcl_invalid_input", 422, "the input does not match the 
 INVALID_OUTPUT = _entry("txcl_invalid_output", 500, "the answer does not match the $defs.output of the stack's schema",
                         "The flow's answer fails the stack's `schema.json` `$defs.output` (with validation on).")
 
+EGRESS_DENIED = _entry("txcl_egress_denied", 502, "rule {rule}: {detail}",
+                       "An op, an async dispatch or a cancel call was refused by the egress policy: its target "
+                       "resolves to a link-local or cloud metadata address, to a private or loopback address the "
+                       "`[egress]` settings refuse, or is on the deny list. The op fails like any op error; the "
+                       "message names the rule, the host and the address.")
+
+
+def egress_denied_message(rule: str, denial: Any) -> str:
+    """`txcl_egress_denied: rule shop/charge: egress to … refused: …` (the op error's text)."""
+    return f"{EGRESS_DENIED.code}: {EGRESS_DENIED.message(rule=rule, detail=denial)}"
+
+
 # --- durable runs ---------------------------------------------------------------------------
 OP_FAILED = _entry("txcl_op_failed", 502, "the async op failed",
                    "An awaited op failed (its worker answered `failed`, or its call could not be sent).")

@@ -64,6 +64,12 @@ TREE_FIXTURES = {
     "TX232": [("OPS/shop/0100/go.txcl", "TX232", 1, 6), ("OPS/shop/0200/guarded.txcl", "TX232", 2, 1)],
     "TX233": [("OPS/shop/0100/go.txcl", "TX233", 1, 6)],
     "TX240": [("OPS/shop/0100/check.txcl.bak", "TX240", 1, 1), ("OPS/shop/0100/rule.TXCL", "TX240", 1, 1)],
+    # [egress] refuses private addresses, allows 10.9/16 and denies *.evil.example; the metadata
+    # address is refused by default; allowed.txcl and fine.txcl report nothing
+    "TX241": [("OPS/s/0100/denied.txcl", "TX241", 1, 1), ("OPS/s/0100/meta.txcl", "TX241", 1, 1),
+              ("OPS/s/0100/private.txcl", "TX241", 2, 3)],
+    # secrets read from files in secrets/ (secrets-provider = "dir"): PRESENT is there, ABSENT is not
+    "TX242": [("OPS/s/0100/call.txcl", "TX242", 2, 39)],
     # typed envelopes: a stack schema with an op schema (shop), and a broken stack schema
     "typed": [("OPS/broken/schema.json", "TX260", 1, 30), ("OPS/shop/0100_a/d.txcl", "TX261", 2, 6),
               ("OPS/shop/0100_a/d.txcl", "TX263", 2, 27), ("OPS/shop/0100_a/early.txcl", "TX262", 2, 6),

@@ -59,6 +59,19 @@ def _use_database(ws: Path, url: str) -> None:
     _PG_DATABASES[str(ws / ".txcl-data" / "txcl.db")] = url
 
 
+STRICT_EGRESS = '[egress]\nloopback = "deny"\nprivate = "deny"\nallow = ["127.0.0.1"]\n'
+
+
+def _strict_egress(ws: Path) -> None:
+    """Every served workspace refuses loopback and private addresses, and reaches the test
+    workers on 127.0.0.1 through an explicit allow (unless the test wrote its own [egress])."""
+    config = ws / "txcl.toml"
+    text = config.read_text(encoding="utf-8") if config.exists() else ""
+    if "[egress]" not in text:
+        config.write_text(text + ("\n" if text and not text.endswith("\n") else "") + STRICT_EGRESS,
+                          encoding="utf-8")
+
+
 def db_of(path: Path | str) -> str:
     """The database behind a workspace's default path (the path itself on SQLite)."""
     return _PG_DATABASES.get(str(path), str(path))
@@ -70,6 +83,7 @@ def workspace(tmp_path: Path, backend: str, request) -> Callable[[dict[str, str]
         ws = tmp_path / f"ws{next(_counter)}"
         ws.mkdir()
         write_tree(ws, files)
+        _strict_egress(ws)
         if backend == "postgresql":
             _use_database(ws, request.getfixturevalue("new_pg_database")())
         return ws

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 TXCL = [sys.executable, "-m", "txcl"]
-SERVING_RE = re.compile(r"txcl: serving .* on (http://127\.0\.0\.1:\d+)")
+SERVING_RE = re.compile(r"(?:txcl: |\"message\": \")serving .* on (http://127\.0\.0\.1:\d+)")
 
 
 def write_files(root: Path, files: dict[str, str]) -> Path:

@@ -189,3 +189,46 @@ def test_itemized_await_is_fine():
 def test_tx1xx_reported_in_source_order():
     codes = [d[0] for d in _diags('SET .a = &nope()\nEXEC "txco://noop"\nLOOP UNTIL .a == 1')]
     assert codes == ["TX101", "TX107"]
+
+
+@pytest.mark.parametrize("with_, message", [
+    ('secrets.headers.authorization.secret = .which',
+     "WITH secrets.headers.authorization.secret must be a literal: a secret reference is never computed "
+     "from the envelope"),
+    ('secrets.headers.authorization.secret = "K", secrets.headers.authorization.format = "Bearer"',
+     'WITH secrets.headers.authorization.format: the format holds exactly one "{}" for the value'),
+    ('secrets.headers.authorization.format = "Bearer {}"',
+     "WITH secrets.headers.authorization has no .secret naming the secret"),
+    ('secrets.headers.a = "K"',
+     "WITH secrets.headers.a: write secrets.headers.<header>.secret or secrets.body.<path>.secret "
+     "(with .format and .optional beside it)"),
+    ('secrets.key.secret = .which',  # a reference an op reads itself: still never computed
+     "WITH secrets.key.secret must be a literal: a secret reference is never computed from the envelope"),
+    ('secrets.headers.a.b.secret = "K"', "WITH secrets.headers.a.b.secret: secrets.headers.<header> names one header"),
+    ('secrets.headers.a.secret = "../etc/passwd"',
+     "WITH secrets.headers.a.secret: a secret name is letters, digits, '_', '.' and '-' (got '../etc/passwd')"),
+    ('secrets.headers.a.secret = "K", secrets.headers.a.optional = "yes"', "WITH secrets.headers.a.optional is true or false"),
+])
+def test_tx114_bad_secret_references(with_, message):
+    diags = _diags(f'WITH {with_}\nEXEC "https://api.example.com/x"')
+    assert [(d[0], d[1]) for d in diags] == [("TX114", message)]
+
+
+def test_tx114_secrets_need_a_request_to_travel_in():
+    assert _diags('WITH secrets.headers.a.secret = "K"\nEXEC "txco://noop"')[0][:2] == (
+        "TX114", "secrets are spliced into http(s) and mcp+ requests only; this op makes none")
+    assert _diags('WITH mode = "async", secrets.body.a.secret = "K"\nEXEC "https://w.example/job"')[0][:2] == (
+        "TX114", "secrets.body is for sync http(s) ops; an async dispatch or an MCP session carries secrets "
+                 "in headers only")
+
+
+def test_secret_keys_txcl_does_not_splice_are_left_to_the_op():
+    parse_rule('WITH secrets.token.name = "api", secrets.key.secret = "HMAC"\nEXEC "txco://noop"', "s.txcl")
+
+
+def test_well_formed_secret_references_load():
+    parse_rule('WITH secrets.headers.authorization.secret = "STRIPE_KEY",\n'
+               '     secrets.headers.authorization.format = "Bearer {}",\n'
+               '     secrets.headers.x-api-key.secret = "VENDOR", secrets.headers.x-api-key.optional = true,\n'
+               '     secrets.body.auth.client_secret.secret = "PARTNER"\n'
+               'EXEC "https://api.example.com/charge"', "s.txcl")

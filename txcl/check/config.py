@@ -39,6 +39,8 @@ class CheckConfig:
     exclude: tuple[str, ...] = ()
     allow: tuple[str, ...] = ()
     loop_max: int | None = None  # `op-loop-max` of [tool.txcl.serve] in the same file (TX211)
+    egress: Any = None  # the EgressPolicy of [egress] in the same file (TX241); None: the default policy
+    secrets: Any = None  # the SecretProvider of [serve] secrets-provider/-dir (TX242); None: the environment
     root: Path | None = None  # directory of the config file (patterns are relative to it)
     source: str | None = None  # the file it came from, for messages
 
@@ -174,7 +176,32 @@ def config_from_document(data: dict, path: Path) -> CheckConfig:
         raw = serve.get("op-loop-max", serve.get("op_loop_max"))
         if isinstance(raw, int) and not isinstance(raw, bool) and raw >= 0:
             cfg.loop_max = raw
+        kind = str(serve.get("secrets-provider", serve.get("secrets_provider", "env"))).lower()
+        directory = str(serve.get("secrets-dir", serve.get("secrets_dir", "/run/secrets")))
+        if kind in ("env", "dir"):
+            from txcl.secrets import SecretProvider
+
+            folder = Path(directory)
+            cfg.secrets = SecretProvider(kind, str(folder if folder.is_absolute() else path.parent / folder))
+    egress = (data.get("tool", {}).get("txcl", {}) if path.name == "pyproject.toml" else data).get("egress")
+    if isinstance(egress, dict):
+        cfg.egress = _egress_policy(egress, path)
     return cfg
+
+
+def _egress_policy(table: dict, path: Path) -> Any:
+    """The policy `txcl serve` would build from this `[egress]` table (TX241 checks targets against it)."""
+    from txcl.egress import EgressPolicy
+
+    def names(key: str) -> list[str]:
+        value = table.get(key, [])
+        return [str(v) for v in value] if isinstance(value, list) else [p.strip() for p in str(value).split(",")]
+
+    try:
+        return EgressPolicy.build(names("allow"), names("deny"), str(table.get("private", "allow")).lower(),
+                                  str(table.get("loopback", "allow")).lower())
+    except ValueError as exc:
+        raise ConfigError(f"{path} [egress]: {exc}") from None
 
 
 def config_from_table(table: Any, where: str, root: Path | None) -> CheckConfig:

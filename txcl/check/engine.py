@@ -16,6 +16,7 @@ from txcl.check.discover import discover
 from txcl.check.mcp_schemas import CODES as _OPT_IN_CODES  # the --mcp-schemas pass
 from txcl.check.noqa import apply_noqa
 from txcl.check.rules import base as _base
+from txcl.check.rules.egress import egress_findings, secret_findings
 from txcl.check.rules.loop import loop_max_findings
 from txcl.check.tree import Member, TreeContext
 from txcl.errors import Diagnostic
@@ -73,6 +74,8 @@ def check_source(text: str | bytes, filename: str = "<string>", config: CheckCon
     source = _decode(data)
     diags = analysis.materialize(filename, source)
     diags += loop_max_findings(analysis.facts, config.loop_max, filename, source)
+    diags += egress_findings(analysis.facts, config.egress, filename, source)
+    diags += secret_findings(analysis.facts, config.secrets, filename, source)
     if tree_path is not None and source is not None:
         diags += [attrs.evolve(d, file=filename) for d in buffer_tree_findings(tree_path, source, config)]
     out = finalize(diags, source, filename, config, complete=analysis.facts is not None)
@@ -236,6 +239,8 @@ def run_check(paths: list[str | Path], config: CheckConfig | None = None, *,
         source = result.sources.get(shown)
         per_file.setdefault(shown, []).extend(analysis.materialize(shown, source))
         per_file[shown].extend(loop_max_findings(analysis.facts, config.loop_max, shown, source))
+        per_file[shown].extend(egress_findings(analysis.facts, config.egress, shown, source))
+        per_file[shown].extend(secret_findings(analysis.facts, config.secrets, shown, source))
 
     for ops_dir, job in work.trees.items():
         scan = tree_scans[ops_dir]

@@ -105,6 +105,11 @@ def extract(rule: ast.Rule) -> dict[str, Any]:
         "halts": halt_emit or halt_post,
         "gotos": gotos,
         "exec": exec_target,
+        "exec_span": span_t(rule.exec.span) if rule.exec is not None else None,
+        # the secrets the op names, with the span of each `secrets.….secret = "NAME"` value (TX242)
+        "secrets": [(p.value.value, span_t(p.value.span)) for p in rule.with_
+                    if len(p.key) >= 4 and p.key[0] == "secrets" and p.key[-1] == "secret"
+                    and isinstance(p.value, ast.StringLit)],
         "loop": span_t(rule.loop.span) if rule.loop is not None else None,
         "loop_max": _loop_max(rule),
         "mode": mode if isinstance(mode, str) else None,

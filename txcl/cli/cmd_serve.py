@@ -65,6 +65,11 @@ def command(directory: str | None, workspace: str | None, log_level: str, **flag
         settings = load_settings(ws, flags)
     except ConfigError as exc:
         fail(str(exc))
+    from txcl.logs import never_log
+
+    never_log([settings.admin_token])
+    if settings.log_format != "text":
+        setup_logging(log_level, settings.log_format)
     try:
         sock = bind_socket(settings.host, settings.port)
     except (OSError, OverflowError) as exc:

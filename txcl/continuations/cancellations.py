@@ -19,6 +19,8 @@ from typing import Any
 
 import httpx
 
+from txcl.egress import EgressDenied
+from txcl.runtime_codes import EGRESS_DENIED
 from txcl.store.records import CancelCall
 
 log = logging.getLogger("txcl.continuations")
@@ -45,8 +47,8 @@ def verdict(status: int | None, error: str | None) -> tuple[bool, bool]:
     """(delivered, worth retrying) for one POST's answer: 2xx is delivered, and so are 404 and
     410 (the worker no longer has the job: nothing left to stop); 408, 429, 5xx and network
     errors are tried again; any other answer will not change, so the call is abandoned."""
-    if status is None:
-        return False, True
+    if status is None:  # no answer: worth another try, unless the egress policy refused the address
+        return False, not (error or "").startswith(EGRESS_DENIED.code)
     if 200 <= status < 300 or status in (404, 410):
         return True, False
     return False, status in (408, 429) or status >= 500
@@ -60,6 +62,8 @@ async def post_cancel(client: httpx.AsyncClient, call: CancelCall) -> tuple[int 
     try:
         response = await client.post(call.url, content=dumps_utf8(cancel_body(call)),
                                      headers=cancel_headers(call), timeout=httpx.Timeout(TIMEOUT_S))
+    except EgressDenied as exc:
+        return None, f"{EGRESS_DENIED.code}: {exc}"
     except httpx.TimeoutException:
         return None, f"no answer within {TIMEOUT_S:g}s"
     except (httpx.HTTPError, OSError, ValueError) as exc:

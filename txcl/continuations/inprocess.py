@@ -104,9 +104,10 @@ class InProcessCalls:
         try:
             output = await call_mcp(target, dispatch.input, dispatch.directives if isinstance(
                 dispatch.directives, dict) else {}, budget_ms / 1000.0, payload_max=settings.op_payload_max,
-                meta={IDEMPOTENCY_META: dispatch.opc})
+                meta={IDEMPOTENCY_META: dispatch.opc}, policy=self.service.egress, secrets=self.service.secrets,
+                rule=f"{dispatch.op_stack}/{dispatch.op_name}" if dispatch.op_stack else dispatch.op_name)
         except OpError as exc:
-            return "failed", {"message": exc.message}
+            return "failed", ({"message": exc.message, "code": exc.code} if exc.code else {"message": exc.message})
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - an SDK failure is this call's error, not the process's

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable
 from txcl.continuations.apply import apply_members
 from txcl.continuations.deferred import resume_join
 from txcl.continuations.segment import run_lost, segment_of, set_claim
+from txcl.logs import bind
 from txcl.runtime.state import Frame, Run
 from txcl.runtime_codes import RESUME_FAILED, RUN_LOST
 from txcl.store.errors import RunLost, StoreUnavailable
@@ -91,7 +92,13 @@ def run_from_suspend(bundle: ResumeBundle) -> tuple[Run, dict]:
 
 
 async def resume_run(service: Any, claim: ClaimRecord) -> Any:
-    """Drive one released (or taken-over) suspend to its next park or the run's end."""
+    """Drive one released (or taken-over) suspend to its next park or the run's end (its log
+    lines carry the run id and the segment's request id)."""
+    with bind(run_id=claim.run_id, request_id=claim.segment_id, stack=None):
+        return await _resume_run(service, claim)
+
+
+async def _resume_run(service: Any, claim: ClaimRecord) -> Any:
     bundle = claim.bundle  # read with the release when it was won by a callback's admission
     try:
         if bundle is None or bundle.claim.claim_token != claim.claim_token:

@@ -27,6 +27,8 @@ from txcl.continuations.inprocess import InProcessCalls, runs_in_process
 from txcl.continuations.lane import StoreLane
 from txcl.continuations.resume import resume_run
 from txcl.continuations.worker_client import AckResult, DispatchClient, post_dispatch
+from txcl.egress import EgressPolicy
+from txcl.secrets import SecretProvider
 from txcl.store import open_store
 from txcl.store.records import AdmitResult, ClaimRecord, Dispatch, ReleaseResult, evolve
 from txcl.store.store import DatabaseStore
@@ -68,6 +70,8 @@ class ContinuationService:
         self.suspended_envelopes: dict[str, dict] = {}  # rid -> envelope at the suspend (202 body)
         self.before_dispatch: Callable[[], None] | None = None  # e.g. `txcl run`'s one-time warning
         self.lane = StoreLane(store, inline=inline_store)
+        self.egress = EgressPolicy.from_settings(settings)  # what worker dispatches and cancel calls may reach
+        self.secrets = SecretProvider.from_settings(settings)  # where WITH secrets.* values are read
         self.dispatch_client = dispatch_client  # makes the worker POST client (`txcl test`: simulated workers)
         self.in_process = InProcessCalls(self)  # mcp+ units: txcl calls the tool itself
         # worker acks held back to share a commit (txcl.continuations.acks); one-shot commands write at once
@@ -146,7 +150,7 @@ class ContinuationService:
         loop = asyncio.get_running_loop()
         if self._http is None or self._http_loop is not loop:
             self._http = (self.dispatch_client() if self.dispatch_client is not None
-                          else DispatchClient(max_connections=256, max_idle=64))
+                          else DispatchClient(max_connections=256, max_idle=64, policy=self.egress))
             self._http_loop = loop
         return self._http
 
@@ -187,7 +191,8 @@ class ContinuationService:
             client = self.http()
             results = list(await asyncio.gather(*(
                 post_dispatch(client, d, base_url=self.callback_base_url,
-                              ack_timeout_ms=self.settings.async_ack_timeout, origin_rid=origin_rid)
+                              ack_timeout_ms=self.settings.async_ack_timeout, origin_rid=origin_rid,
+                              secrets=self.secrets)
                 for d in remote)))
         tokens = {d.opc: d.token for d in remote}
         # an ack naming a cancel URL keeps the call's token with it (a cancellation presents it)

@@ -19,7 +19,10 @@ import attrs
 import h11
 import httpx
 
+from txcl.egress import DEFAULT_POLICY, EgressDenied, EgressPolicy, guarded_client
 from txcl.runoptions import usable_cancel_url
+from txcl.runtime_codes import egress_denied_message
+from txcl.secrets import SecretError, SecretProvider, mask_text, refs_from_directives, resolve
 from txcl.store.records import Dispatch
 
 try:
@@ -111,18 +114,43 @@ def dispatch_headers(dispatch: Dispatch, origin_rid: str | None) -> dict[str, st
 
 
 async def post_dispatch(client: Any, dispatch: Dispatch, *, base_url: str | None,
-                        ack_timeout_ms: int, origin_rid: str | None = None) -> AckResult:
+                        ack_timeout_ms: int, origin_rid: str | None = None,
+                        secrets: SecretProvider | None = None) -> AckResult:
     """POST one interaction and wait for the 202 (never raises for worker problems).
 
     `client` is a :class:`DispatchClient` (plain `http://` URLs go over its own keep-alive
     connections, everything else through httpx) or an `httpx.AsyncClient`."""
-    from txcl.values.jsonio import dumps_utf8, loads
+    from txcl.values.jsonio import dumps_utf8
 
     url = worker_url(dispatch)
     body = dumps_utf8(dispatch_body(dispatch, base_url))
     headers = dispatch_headers(dispatch, origin_rid)
+    spliced = None
+    if isinstance(dispatch.directives, dict) and "secrets" in dispatch.directives:
+        refs, problems = refs_from_directives(dispatch.directives)
+        try:
+            if problems:
+                raise SecretError(problems[0])
+            spliced = resolve(refs, secrets or SecretProvider())
+        except SecretError as exc:  # not worth sending again until the operator sets the secret
+            return AckResult(dispatch.opc, False, error=f"async worker {url}: {exc}", retryable=False)
+        headers.update(spliced.headers)
     seconds = ack_timeout_ms / 1000.0
     target = client.lean_target(url, headers) if isinstance(client, DispatchClient) else None
+    try:
+        result = await _post_and_read(client, dispatch, target, url, body, headers, seconds, ack_timeout_ms)
+        if spliced is not None and result.error:  # an error that quotes the request keeps no secret
+            result = attrs.evolve(result, error=mask_text(result.error, spliced.values))
+        return result
+    except EgressDenied as exc:  # never worth sending again: the policy will not change its mind
+        rule = f"{dispatch.op_stack}/{dispatch.op_name}" if dispatch.op_stack else dispatch.op_name
+        return AckResult(dispatch.opc, False, error=egress_denied_message(rule, exc), retryable=False)
+
+
+async def _post_and_read(client: Any, dispatch: Dispatch, target: "LeanTarget | None", url: str, body: bytes,
+                         headers: dict[str, str], seconds: float, ack_timeout_ms: int) -> AckResult:
+    from txcl.values.jsonio import loads
+
     if target is not None:
         try:
             async with asyncio.timeout(seconds):
@@ -299,7 +327,8 @@ class DispatchClient:
     once; up to `max_idle` idle connections per worker address are kept for reuse."""
 
     def __init__(self, *, max_connections: int = 256, max_idle: int = 64,
-                 httpx_factory: Callable[[], Any] | None = None) -> None:
+                 httpx_factory: Callable[[], Any] | None = None, policy: EgressPolicy = DEFAULT_POLICY) -> None:
+        self.policy = policy  # every connection, its own and httpx's, goes through it
         self.max_idle = max_idle
         self._slots = asyncio.Semaphore(max_connections)
         self._idle: dict[tuple[str, int], list[_Conn]] = {}
@@ -311,8 +340,8 @@ class DispatchClient:
 
     def httpx_client(self) -> Any:
         if self._httpx is None:
-            factory = self._httpx_factory or (lambda: httpx.AsyncClient(
-                limits=httpx.Limits(max_connections=256, max_keepalive_connections=64)))
+            factory = self._httpx_factory or (lambda: guarded_client(
+                self.policy, limits=httpx.Limits(max_connections=256, max_keepalive_connections=64)))
             self._httpx = factory()
         return self._httpx
 
@@ -353,8 +382,7 @@ class DispatchClient:
                 conn = self._take(key)
                 reused = conn is not None
                 if conn is None:
-                    loop = asyncio.get_running_loop()
-                    _, conn = await loop.create_connection(_Conn, target.host, target.port)
+                    conn = await self._connect(target)
                 try:
                     status, content, keep = await conn.request(request, body)
                 except _Disconnected:
@@ -371,6 +399,19 @@ class DispatchClient:
                     conn.close()
                 return status, content
         raise AssertionError("unreachable")
+
+    async def _connect(self, target: LeanTarget) -> _Conn:
+        """A new connection to a permitted address of the target (resolved once, here)."""
+        loop = asyncio.get_running_loop()
+        last: OSError | None = None
+        for address in await self.policy.permitted_addresses(target.host, target.port):
+            try:
+                _, conn = await loop.create_connection(_Conn, address, target.port)
+                return conn
+            except OSError as exc:
+                last = exc
+        assert last is not None
+        raise last
 
     def _take(self, key: tuple[str, int]) -> _Conn | None:
         idle = self._idle.get(key)

@@ -129,6 +129,36 @@ def _validate_mode(value: Any) -> str:
     return text
 
 
+def _egress_mode(value: Any) -> str:
+    text = str(value).strip().lower()
+    if text not in ("allow", "deny"):
+        raise ValueError("must be allow or deny")
+    return text
+
+
+def _egress_list(value: Any) -> tuple[str, ...]:
+    """Host patterns and networks, each checked now so a typo fails at startup."""
+    items = _name_list(value)
+    from txcl.egress import EgressPolicy
+
+    EgressPolicy.build(allow=items)
+    return items
+
+
+def _log_format(value: Any) -> str:
+    text = str(value).strip().lower()
+    if text not in ("text", "json"):
+        raise ValueError("must be text or json")
+    return text
+
+
+def _secrets_provider(value: Any) -> str:
+    text = str(value).strip().lower()
+    if text not in ("env", "dir"):
+        raise ValueError("must be env or dir")
+    return text
+
+
 def _nonneg_int(value: Any) -> int:
     v = _int(value)
     if v < 0:
@@ -194,6 +224,13 @@ _FIELDS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "mcp": (_bool, False),
     "mcp_tools": (_name_list, ()),
     "ui_allowed_hosts": (_name_list, ()),
+    "egress_allow": (_egress_list, ()),
+    "egress_deny": (_egress_list, ()),
+    "egress_private": (_egress_mode, "allow"),
+    "egress_loopback": (_egress_mode, "allow"),
+    "secrets_provider": (_secrets_provider, "env"),
+    "secrets_dir": (_str, "/run/secrets"),
+    "log_format": (_log_format, "text"),
 }
 
 
@@ -328,6 +365,13 @@ SETTING_HELP: dict[str, tuple[str, str]] = {
     'mcp': ('', 'Serve the stacks named by --mcp-tools as Model Context Protocol tools on /_txc/mcp.'),
     'mcp_tools': ('', 'Stacks to offer as MCP tools with --mcp, separated by commas (a TOML array in the file).'),
     'ui_allowed_hosts': ('', 'Host names the dashboard and playground answer besides loopback and the bound address (without --admin-token).'),
+    'egress_allow': ('', 'Hosts (*.corp.example) and networks (10.1.0.0/16) ops may reach though the egress rules refuse them; commas between.'),
+    'egress_deny': ('', 'Hosts and networks ops may never reach, commas between; the deny list wins over the allow list.'),
+    'egress_private': ('', 'Whether ops may reach private addresses (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7): allow or deny.'),
+    'egress_loopback': ('', 'Whether ops may reach loopback addresses (127/8, ::1): allow or deny.'),
+    'secrets_provider': ('', 'Where the secrets rules name are read: env (TXCL_SECRET_<NAME>) or dir (files in --secrets-dir).'),
+    'secrets_dir': ('', 'The directory of secret files, one file per secret, with secrets-provider dir.'),
+    'log_format': ('', 'The server log: text, or json (one object per line with time, level, request and run ids).'),
 }
 
 
@@ -421,6 +465,16 @@ def load_settings(workspace: Path | None = None, flags: Mapping[str, Any] | None
             serve = table.get("serve", {})
             if not isinstance(serve, dict):
                 raise ConfigError(f"{path}: [serve] must be a table")
+            egress = table.get("egress", {})
+            if not isinstance(egress, dict):
+                raise ConfigError(f"{path}: [egress] must be a table")
+            for raw_key, value in egress.items():
+                key = "egress_" + raw_key.replace("-", "_")
+                if key not in _FIELDS:
+                    raise ConfigError(f"{path}: unknown setting {raw_key!r} in [egress] (expected allow, deny, "
+                                      "private or loopback)")
+                values[key] = _parse(key, value, f"{path} [egress]")
+                sources[key] = f"{path} [egress]"
             for raw_key, value in serve.items():
                 key = raw_key.replace("-", "_")
                 if key == "routes":

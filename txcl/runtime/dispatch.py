@@ -25,9 +25,10 @@ SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 class OpError(Exception):
     """A dispatch failed; `message` becomes the error step's text (best effort, R4)."""
 
-    def __init__(self, message: str, status: str = "error"):
+    def __init__(self, message: str, status: str = "error", code: str | None = None):
         self.message = message
         self.status = status  # "error" | "timeout"
+        self.code = code  # a txcl_* runtime code when the error has one (recorded in the trace step)
         super().__init__(message)
 
 

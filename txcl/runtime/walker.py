@@ -77,8 +77,26 @@ class WalkServices:
         if self.http_client is None:
             from txcl.runtime.schemes.http import new_client
 
-            self.http_client = new_client()
+            self.http_client = new_client(self.egress())
         return self.http_client
+
+    def secrets(self):
+        """Where the secrets a rule names are looked up (built once)."""
+        provider = self.__dict__.get("_secrets")
+        if provider is None:
+            from txcl.secrets import SecretProvider
+
+            provider = self._secrets = SecretProvider.from_settings(self.settings)
+        return provider
+
+    def egress(self):
+        """The egress policy of these settings (built once)."""
+        policy = self.__dict__.get("_egress")
+        if policy is None:
+            from txcl.egress import EgressPolicy
+
+            policy = self._egress = EgressPolicy.from_settings(self.settings)
+        return policy
 
 
 class Walker:
@@ -412,13 +430,16 @@ class Walker:
 
                 raw, status, status_into = await run_within(call_http(
                     self.services.http(), target.url or target.text, op_input, directives, ctx,
-                    self.settings.op_payload_max, timeout_ms / 1000.0), when)
+                    self.settings.op_payload_max, timeout_ms / 1000.0, self.services.secrets()), when)
                 return raw, (status, status_into)
             if kind == "mcp":
                 from txcl.runtime.schemes.mcp import call_mcp
 
                 return await run_within(call_mcp(target, op_input, directives, timeout_ms / 1000.0,
-                                                 payload_max=self.settings.op_payload_max), when), None
+                                                 payload_max=self.settings.op_payload_max,
+                                                 policy=self.services.egress(),
+                                                 rule=f"{pop.op.stack}/{pop.op.name}",
+                                                 secrets=self.services.secrets()), when), None
         except TimeoutError:
             raise OpError(f"timeout after {_fmt_ms(timeout_ms)}", status="timeout") from None
         raise OpError(f"op not found: {target.text}")
@@ -604,6 +625,10 @@ class Walker:
         if tb and rec.enabled:
             extra = dict(extra or {})
             extra["traceback"] = tb
+        code = getattr(exc, "code", None)
+        if code and rec.enabled:
+            extra = dict(extra or {})
+            extra["code"] = code
         self.record_step(run, frame, pop, exc.status, transport, started_wall, started, rec, error=exc.message,
                      input_value=input_value, extra=extra)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from starlette.responses import Response
 from starlette.routing import Mount
 
 from txcl import runtime_codes as rc
+from txcl.logs import log_context as _log_context
 from txcl.ops.tree import OpsTree
 from txcl.runtime.config import Settings
 from txcl.runtime.interpreter import Completed, Failed, Interpreter, Suspended, UnknownStack
@@ -160,6 +162,7 @@ class TxclHandler:
         self.state = state
         self._idle = asyncio.Event()
         self._idle.set()
+        self._json_logs = state.settings.log_format == "json"  # only then is each request's context kept
 
     _input_validators: tuple[Any, dict] = (None, {})
 
@@ -261,6 +264,8 @@ class TxclHandler:
             return
         state.inflight += 1
         self._idle.clear()
+        started = time.perf_counter()
+        context = _log_context.set({"request_id": rid}) if self._json_logs else None
         try:
             try:
                 answer = await self._handle(scope, receive, send, head, rid)
@@ -274,9 +279,14 @@ class TxclHandler:
             if answer is not None:
                 await _send(send, finish(answer, head.method, rid))
             if settings.access_log:
-                log.info("txcl: %s %s %s %s", head.method, head.path,
-                         answer.status if answer is not None else "-", rid)
+                latency = round((time.perf_counter() - started) * 1000.0, 3)
+                status = answer.status if answer is not None else None
+                log.info("txcl: %s %s %s %s %.1fms", head.method, head.path, status or "-", rid, latency,
+                         extra={"event": "access", "method": head.method, "path": head.path, "status": status,
+                                "latency_ms": latency, "request_id": rid})
         finally:
+            if context is not None:
+                _log_context.reset(context)
             state.inflight -= 1
             if state.inflight == 0:
                 self._idle.set()
@@ -315,6 +325,8 @@ class TxclHandler:
                                   document=document if settings.web_json_body else None)
         accept = head.first("accept")
         try:
+            if self._json_logs and (context := _log_context.get()) is not None:
+                context["stack"] = decision.stack  # this request's own dict (set in __call__)
             outcome = await self._walk(envelope, decision.stack, rid, receive, len(body))
         except UnknownStack as exc:  # only after a reload removed a stack mid-request
             return error_answer(error_payload(rc.UNKNOWN_STACK.code, str(exc)), 500)

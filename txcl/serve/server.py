@@ -53,10 +53,12 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def setup_logging(level: str = "info") -> None:
-    """txcl's own messages (`txcl: …`) on stderr; uvicorn's only from warnings up."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(message)s"))
+def setup_logging(level: str = "info", fmt: str = "text") -> None:
+    """txcl's own messages (`txcl: …`) on stderr, as text or one JSON object per line (see
+    txcl.logs), redacted; uvicorn's only from warnings up."""
+    from txcl.logs import handler as log_handler
+
+    handler = log_handler(fmt, sys.stderr)
     logger = logging.getLogger("txcl")
     logger.handlers[:] = [handler]
     logger.setLevel(level.upper())

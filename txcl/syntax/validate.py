@@ -165,5 +165,39 @@ def validate_rule(rule: ast.Rule, filename: str = "<string>",
         out.append(Diagnostic("TX112", 'each needs mode = "async" and into = "<path>"',
                               filename, each.span))
 
+    _check_secrets(rule, filename, out)
     out.sort(key=lambda d: (d.span.start.offset, d.code))
     return out
+
+
+def _check_secrets(rule: ast.Rule, filename: str, out: list[Diagnostic]) -> None:
+    """TX114: every `secrets.*` WITH pair is a well-formed literal reference."""
+    pairs = [p for p in rule.with_ if p.key and p.key[0] == "secrets"]
+    if not pairs:
+        return
+    from txcl.secrets import PLACES
+    from txcl.secrets import refs_from_pairs
+
+    for pair in pairs:
+        literal = isinstance(pair.value, (ast.StringLit, ast.BoolLit, ast.IntLit, ast.FloatLit))
+        value = pair.value.value if isinstance(pair.value, (ast.StringLit, ast.BoolLit)) else None
+        _, problems = refs_from_pairs([(tuple(pair.key), value, literal)])
+        if problems and not problems[0].endswith("has no .secret naming the secret"):
+            out.append(Diagnostic("TX114", problems[0], filename, pair.span))
+    pairs = [p for p in pairs if len(p.key) > 1 and p.key[1] in PLACES]  # what txcl itself splices
+    if not pairs:
+        return
+    by_place = {tuple(p.key[:-1]) for p in pairs if len(p.key) >= 4}
+    named = {tuple(p.key[:-1]) for p in pairs if p.key[-1] == "secret"}
+    for place in sorted(by_place - named):
+        first = next(p for p in pairs if tuple(p.key[:-1]) == place)
+        out.append(Diagnostic("TX114", f"WITH {'.'.join(place)} has no .secret naming the secret", filename,
+                              first.span))
+    target = classify_exec_target(rule.exec.target) if rule.exec is not None else None
+    if not isinstance(target, ExecTarget) or target.kind not in ("http", "mcp"):
+        out.append(Diagnostic("TX114", "secrets are spliced into http(s) and mcp+ requests only; this op makes none",
+                              filename, pairs[0].span))
+    elif any(p.key[1] == "body" for p in pairs) and (target.kind == "mcp" or _string(_literal_with(rule).get("mode")) == "async"):
+        body = next(p for p in pairs if p.key[1] == "body")
+        out.append(Diagnostic("TX114", "secrets.body is for sync http(s) ops; an async dispatch or an MCP "
+                              "session carries secrets in headers only", filename, body.span))

@@ -13,8 +13,12 @@ import asyncio
 import weakref
 from typing import Any
 
+from txcl.egress import DEFAULT_POLICY, EgressPolicy
 from txcl.mcpclient import IDEMPOTENCY_META, McpCallError, McpClients
 from txcl.runtime.dispatch import OpError
+from txcl.runtime.schemes.http import resolve_secrets
+from txcl.runtime_codes import EGRESS_DENIED, egress_denied_message
+from txcl.secrets import SecretProvider, mask, mask_text
 
 _BY_LOOP: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, McpClients]" = weakref.WeakKeyDictionary()
 
@@ -36,7 +40,8 @@ async def close_clients() -> None:
 
 
 async def call_mcp(target: Any, op_input: Any, directives: dict | None, timeout_s: float, *,
-                   payload_max: int | None = None, meta: dict | None = None) -> Any:
+                   payload_max: int | None = None, meta: dict | None = None,
+                   policy: EgressPolicy = DEFAULT_POLICY, rule: str = "", secrets: SecretProvider | None = None) -> Any:
     """One `tools/call` for an op: `target` is the classified EXEC (url and tool)."""
     arguments = tool_arguments(op_input)
     if payload_max:
@@ -46,11 +51,19 @@ async def call_mcp(target: Any, op_input: Any, directives: dict | None, timeout_
         if size > payload_max:
             raise OpError(f"mcp {target.url}#{target.tool}: arguments of {size} bytes exceed "
                           f"--op-payload-max ({payload_max})")
+    headers = call_headers(directives)
+    spliced = resolve_secrets(directives or {}, secrets)
+    if spliced is not None:
+        headers.update(spliced.headers)
     try:
-        return await clients().call(target.url, target.tool, arguments, headers=call_headers(directives),
-                                    timeout_s=timeout_s, meta=meta)
+        output = await clients().call(target.url, target.tool, arguments, headers=headers,
+                                      timeout_s=timeout_s, meta=meta, policy=policy)
     except McpCallError as exc:
-        raise OpError(exc.message, status=exc.status) from None
+        if exc.denial is not None:
+            raise OpError(egress_denied_message(rule or target.text, exc.denial), code=EGRESS_DENIED.code) from None
+        message = mask_text(exc.message, spliced.values) if spliced is not None else exc.message
+        raise OpError(message, status=exc.status) from None
+    return mask(output, spliced.values) if spliced is not None else output
 
 
 def tool_arguments(op_input: Any) -> dict:
