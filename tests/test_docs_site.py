@@ -243,3 +243,18 @@ def test_the_committed_reference_pages_are_up_to_date() -> None:
     diff = "".join(difflib.unified_diff((DOCS / stale[0]).read_text(encoding="utf-8").splitlines(True),
                                        PAGES[stale[0]]().splitlines(True))) if stale else ""
     assert stale == [], f"run `python -m txcl.docsgen` to write {', '.join(stale)}:\n{diff[:2000]}"
+
+
+def test_the_grafana_dashboard_queries_only_metrics_txcl_exports():
+    """The example dashboard is valid JSON, and every query names metrics of the catalogue
+    (a renamed metric would leave a panel empty)."""
+    from txcl.metrics import CATALOGUE, NAMESPACE
+
+    dashboard = json.loads((DOCS / "examples" / "grafana-dashboard.json").read_text(encoding="utf-8"))
+    known = {f"{NAMESPACE}_{s.name}" + ("_total" if s.kind == "counter" else "") for s in CATALOGUE}
+    known |= {f"{NAMESPACE}_{s.name}_bucket" for s in CATALOGUE if s.kind == "histogram"}
+    used = {name for panel in dashboard["panels"] for target in panel["targets"]
+            for name in re.findall(r"\btxcl_[a-z_]+", target["expr"])}
+    assert len(dashboard["panels"]) >= 12 and used and used <= known, used - known
+    covered = {name.removesuffix("_bucket") for name in used}
+    assert {f"{NAMESPACE}_{s.name}" + ("_total" if s.kind == "counter" else "") for s in CATALOGUE} <= covered

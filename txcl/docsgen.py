@@ -220,12 +220,33 @@ def runtime_errors_page() -> str:
     return "\n".join(out) + "\n"
 
 
+def metrics_page() -> str:
+    from txcl.metrics import CATALOGUE, NAMESPACE
+
+    out = ["# Metrics", "",
+           "What `txcl serve --metrics` exports on `/_txc/metrics` (Prometheus text format) and what the "
+           "OpenTelemetry meter exports when it is configured (the same names, dots for the underscores "
+           "after the namespace: `txcl.requests`). Each serve process exports its own numbers; see "
+           "[Operating txcl](../operating.md#metrics) for adding them up.", "",
+           "| Metric | Kind | Labels | Meaning |", "|---|---|---|---|"]
+    for spec in CATALOGUE:
+        name = f"{NAMESPACE}_{spec.name}" + ("_total" if spec.kind == "counter" else "")
+        labels = ", ".join(f"`{label}`" for label in spec.labels) or "—"
+        out.append(f"| `{name}` | {spec.kind} | {labels} | {_md_cell(spec.doc)} |")
+    out += ["", "Application metrics (`EMIT @telemetry.metrics`) are exported as `txcl_app_<name>` "
+            "(a counter or a histogram, dots in the name become underscores), their attributes as labels.",
+            "", "Besides these, the Prometheus endpoint exports the process's own `process_*` and "
+            "`python_*` metrics (CPU, memory, open files, garbage collections)."]
+    return "\n".join(out) + "\n"
+
+
 PAGES = {
     "reference/functions.md": functions_page,
     "reference/rule-codes.md": rule_codes_page,
     "reference/runtime-errors.md": runtime_errors_page,
     "reference/settings.md": settings_page,
     "reference/cli.md": cli_page,
+    "reference/metrics.md": metrics_page,
 }
 
 def write_pages(docs: str = "docs") -> list[str]:

@@ -16,7 +16,8 @@ import click
 
 from txcl.cli.common import DB_HELP, fail, print_error, require_extra
 
-_BOOL_KEYS = {"watch", "trust_request_id", "web_mock_header", "private", "mcp", "ui", "validate_input", "access_log"}
+_BOOL_KEYS = {"watch", "trust_request_id", "web_mock_header", "private", "mcp", "ui", "validate_input", "access_log",
+              "metrics"}
 _ON_BY_DEFAULT = {"web_json_body"}  # a --x/--no-x pair
 _SKIP_KEYS = {"workspace"}
 _HELP = {"db": DB_HELP}
@@ -65,6 +66,8 @@ def command(directory: str | None, workspace: str | None, log_level: str, **flag
         settings = load_settings(ws, flags)
     except ConfigError as exc:
         fail(str(exc))
+    if settings.metrics:
+        require_extra("metrics", "txcl serve --metrics")
     from txcl.logs import never_log
 
     never_log([settings.admin_token])

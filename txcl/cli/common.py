@@ -24,6 +24,8 @@ EXTRAS = {
     "mcp": ("mcp",),
     "ui": ("starlette", "uvicorn", "jinja2"),
     "generate": ("hypothesis",),
+    "metrics": ("prometheus_client",),
+    "otel": ("opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.http"),
 }
 
 

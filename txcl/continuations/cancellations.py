@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 
+from txcl import metrics as _metrics
 from txcl.egress import EgressDenied
 from txcl.runtime_codes import EGRESS_DENIED
 from txcl.store.records import CancelCall
@@ -92,6 +93,10 @@ async def deliver_due(service: Any, *, limit: int = 500) -> int:
         async with gate:
             status, error = await post_cancel(client, call)
         delivered, retry = verdict(status, error)
+        recorder = _metrics.current
+        if recorder.enabled:
+            recorder.cancellation("delivered" if delivered else "retry" if retry and call.attempts + 1 < MAX_ATTEMPTS
+                                  else "abandoned")
         await service.call_batched(store.record_cancel_call, call.opc, delivered=delivered, error=error,
                            max_attempts=MAX_ATTEMPTS if retry or delivered else call.attempts + 1,
                            backoff_ms=BACKOFF_MS)

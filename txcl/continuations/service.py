@@ -21,6 +21,7 @@ import logging
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
+from txcl import metrics as _metrics
 from txcl.continuations.acks import PendingAcks, mark_then
 from txcl.continuations.engine import ContinuationEngine
 from txcl.continuations.inprocess import InProcessCalls, runs_in_process
@@ -183,6 +184,11 @@ class ContinuationService:
         An `mcp+` dispatch is not sent anywhere: txcl calls the tool itself in the background
         (txcl.continuations.inprocess); it counts as sent and is never acked."""
         results: list[AckResult] = []
+        recorder = _metrics.current
+        if recorder.enabled:
+            retried = sum(1 for d in dispatches if d.retry)
+            if retried:
+                recorder.retry_sent(retried)
         local = [d for d in dispatches if runs_in_process(d)]
         remote = [d for d in dispatches if not runs_in_process(d)] if local else list(dispatches)
         if remote:

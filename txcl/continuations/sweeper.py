@@ -21,6 +21,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
+from txcl import metrics as _metrics
 from txcl.store.protocol import ContinuationStore
 from txcl.store.records import ClaimRecord, Dispatch, ReleaseResult
 
@@ -63,6 +64,14 @@ class SweepReport:
         return any((self.timed_out, self.expired, self.join_deadline_failed, self.taken_over, self.stale_failed, self.resent, self.promoted,
                     self.children_repaired, self.settled, self.released, self.purged_runs, self.purged_snapshots,
                     self.extra_purged))
+
+    def repairs(self) -> dict[str, int]:
+        """How many of each kind of repair this pass made (for the metrics)."""
+        return {"timed_out": len(self.timed_out), "expired": len(self.expired),
+                "join_deadline_failed": len(self.join_deadline_failed), "taken_over": len(self.taken_over),
+                "stale_failed": len(self.stale_failed), "resent": len(self.resent), "promoted": len(self.promoted),
+                "children_repaired": len(self.children_repaired), "settled": len(self.settled),
+                "released": len(self.released), "purged_runs": len(self.purged_runs)}
 
     @property
     def resumes_to_drive(self) -> list[ClaimRecord]:
@@ -174,6 +183,10 @@ def sweep(
     for purge in extra_purges:
         report.extra_purged += int(purge() or 0)
 
+    recorder = _metrics.current
+    if recorder.enabled and report.changed:
+        for kind, count in report.repairs().items():
+            recorder.sweeper(kind, count)
     # effects outside the store, after everything is committed
     if send is not None and (report.resent or report.promoted):
         send([*report.resent, *report.promoted])

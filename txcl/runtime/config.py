@@ -231,6 +231,9 @@ _FIELDS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "secrets_provider": (_secrets_provider, "env"),
     "secrets_dir": (_str, "/run/secrets"),
     "log_format": (_log_format, "text"),
+    "metrics": (_bool, False),
+    "metrics_port": (_nonneg_int, 0),
+    "metrics_refresh": (parse_duration_ms, 10_000),
 }
 
 
@@ -372,6 +375,9 @@ SETTING_HELP: dict[str, tuple[str, str]] = {
     'secrets_provider': ('', 'Where the secrets rules name are read: env (TXCL_SECRET_<NAME>) or dir (files in --secrets-dir).'),
     'secrets_dir': ('', 'The directory of secret files, one file per secret, with secrets-provider dir.'),
     'log_format': ('', 'The server log: text, or json (one object per line with time, level, request and run ids).'),
+    'metrics': ('', 'Serve Prometheus metrics on /_txc/metrics (behind --admin-token when set); needs the metrics extra.'),
+    'metrics_port': ('count', 'With --metrics: serve them on this port of --host instead (0: on the main port).'),
+    'metrics_refresh': ('duration', 'With --metrics: how often the gauges of open runs and items are read from the store.'),
 }
 
 

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 import attrs
 
+from txcl import metrics as _metrics
 from txcl import runtime_codes as rc
 from txcl.errors import TxclError, check_depth
 from txcl.ids import new_request_id
@@ -245,6 +246,10 @@ class Interpreter:
 
     async def _walk(self, run: Run, rec: TraceRecorder) -> None:
         walker = self.walker
+        recorder = _metrics.current
+        if recorder.enabled:
+            await self._timed_walk(run, rec, recorder)
+            return
         if not walker.local_steps(rec):
             while run.status == "running":
                 await walker.step(run, rec)
@@ -253,6 +258,17 @@ class Interpreter:
         while run.status == "running":
             if not step_local(run, rec):
                 await walker.step(run, rec)
+
+    async def _timed_walk(self, run: Run, rec: TraceRecorder, recorder: Any) -> None:
+        """`_walk` with each scope's time reported to the metrics (only when they are on)."""
+        walker = self.walker
+        fuse = walker.local_steps(rec)
+        clock = time.perf_counter
+        while run.status == "running":
+            stack, started = run.stack, clock()
+            if not (fuse and walker.step_local(run, rec)):
+                await walker.step(run, rec)
+            recorder.scope(stack, clock() - started)
 
     def _outcome(self, run: Run) -> Outcome:
         if run.status == "suspended":

@@ -21,7 +21,9 @@ from typing import Any, Callable
 
 import attrs
 
+from txcl import metrics as _metrics
 from txcl import runtime_codes as rc
+
 from txcl.evaluate.control import Control, apply_delete, read_control
 from txcl.evaluate.cow import private_input, write_paths
 from txcl.evaluate.plan import RulePlan, rule_plan
@@ -640,6 +642,9 @@ class Walker:
     def record_step(self, run: Run, frame: Frame, pop: PreparedOp, status: str, transport: str, started_wall: float,
                 started: float, rec: TraceRecorder, *, error: str | None = None, input_value: Any = None,
                 output_value: Any = None, extra: dict | None = None) -> None:
+        recorder = _metrics.current
+        if recorder.enabled:
+            recorder.op(transport, status, time.perf_counter() - started)
         if not rec.enabled:
             return
         duration = (time.perf_counter() - started) * 1000.0

@@ -24,6 +24,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Mount
 
+from txcl import metrics as _metrics
 from txcl import runtime_codes as rc
 from txcl.logs import log_context as _log_context
 from txcl.ops.tree import OpsTree
@@ -83,6 +84,7 @@ class ServeState:
     watcher: Any = None
     mcp: Any = None  # the /_txc/mcp endpoint with --mcp (txcl.serve.mcp_tools)
     ui: Any = None  # the dashboard on /_txc/ui with --ui (txcl.ui.app)
+    metrics: Any = None  # the Prometheus recorder with --metrics (txcl.serve.metrics_endpoint)
 
     def install_tree(self, tree: OpsTree) -> None:
         """Use `tree` for requests that start from now on; in-flight ones keep theirs.
@@ -135,6 +137,10 @@ def build_state(workspace: Path, settings: Settings, *, tree: OpsTree | None = N
     writer = AsyncTraceWriter(store) if store is not None and settings.trace_mode != "off" else None
     interp = Interpreter(tree, store=store, settings=settings, hooks=hooks, trace_sink=writer)
     state = ServeState(settings, workspace, tree, router, routes, interp, store, writer, exts)
+    if settings.metrics:
+        from txcl.serve.metrics_endpoint import setup_metrics
+
+        state.metrics = setup_metrics(state)
     if settings.mcp or settings.ui:
         try:
             if settings.mcp:
@@ -265,7 +271,10 @@ class TxclHandler:
         state.inflight += 1
         self._idle.clear()
         started = time.perf_counter()
-        context = _log_context.set({"request_id": rid}) if self._json_logs else None
+        recorder = _metrics.current
+        # the request's own fields (its stack and fuel are added as the walk learns them), for
+        # the JSON log lines and the request metrics; kept only when one of them is on
+        context = _log_context.set({"request_id": rid}) if self._json_logs or recorder.enabled else None
         try:
             try:
                 answer = await self._handle(scope, receive, send, head, rid)
@@ -276,6 +285,11 @@ class TxclHandler:
                 log.exception("txcl: request %s failed", rid)
                 answer = error_answer(error_payload(rc.INTERNAL_ERROR.code, "internal error; see the server log",
                                                     rid=rid), 500)
+            if recorder.enabled and answer is not None:  # before the answer leaves: a scrape right
+                fields = _log_context.get() or {}  # after it sees this request counted
+                if "stack" in fields:  # a request that ran a stack (not a callback, a poll, a 404)
+                    recorder.request(fields["stack"], answer.status, time.perf_counter() - started,
+                                     fields.get("fuel", 0))
             if answer is not None:
                 await _send(send, finish(answer, head.method, rid))
             if settings.access_log:
@@ -325,9 +339,12 @@ class TxclHandler:
                                   document=document if settings.web_json_body else None)
         accept = head.first("accept")
         try:
-            if self._json_logs and (context := _log_context.get()) is not None:
+            context = _log_context.get()
+            if context is not None:
                 context["stack"] = decision.stack  # this request's own dict (set in __call__)
             outcome = await self._walk(envelope, decision.stack, rid, receive, len(body))
+            if context is not None and outcome is not None:
+                context["fuel"] = getattr(outcome, "fuel_used", 0)
         except UnknownStack as exc:  # only after a reload removed a stack mid-request
             return error_answer(error_payload(rc.UNKNOWN_STACK.code, str(exc)), 500)
         except StoreUnavailable as exc:
@@ -400,6 +417,8 @@ class TxclHandler:
                                [("cache-control", "no-store")])
         result = await handler(Request(scope, receive), opc, self.state)
         if isinstance(result, Answer):
+            if _metrics.current.enabled:
+                _metrics.current.callback(*callback_outcome(result))
             return result
         if isinstance(result, Response):
             result.headers["x-request-id"] = rid
@@ -417,6 +436,24 @@ class TxclHandler:
         settings = self.state.settings
         return suspended_answer(outcome, path=head.path, accept=accept, query=head.query,
                                 retry_after_ms=settings.poll_retry_after, private=settings.private)
+
+
+def callback_outcome(answer: Answer) -> tuple[str, str]:
+    """(outcome, code) of a callback's answer for the metrics: resumed, recorded, retrying,
+    failed, running, cancelled or duplicate for a 200, rejected (with the error code) else."""
+    from txcl.values.jsonio import loads
+
+    try:
+        body = loads(answer.body.decode("utf-8")) if answer.body else {}
+    except (UnicodeDecodeError, ValueError):
+        body = {}
+    if answer.status >= 400:
+        error = body.get("error") if isinstance(body, dict) else None
+        code = error.get("code") if isinstance(error, dict) else None
+        return ("conflict" if answer.status == 409 else "rejected"), str(code or answer.status)
+    if isinstance(body, dict) and body.get("duplicate"):
+        return "duplicate", ""
+    return str(body.get("status", "recorded") if isinstance(body, dict) else "recorded"), ""
 
 
 async def _send(send: Any, answer: Answer) -> None:
@@ -438,6 +475,7 @@ class TxclApp(Starlette):
         self.txcl_state: ServeState = handler.state
         self.startup_error: BaseException | None = None
         self._watch_task: asyncio.Task | None = None
+        self._metrics_task: asyncio.Task | None = None
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         kind = scope["type"]
@@ -452,6 +490,12 @@ class TxclApp(Starlette):
                 return
             if state.settings.admin_token is not None and _under(scope["path"], ADMIN_PATH):
                 await self._admin(scope, receive, send)
+                return
+            if state.metrics is not None and scope["path"] == METRICS_PATH and not state.settings.metrics_port:
+                from txcl.serve.metrics_endpoint import metrics_answer
+
+                await _send(send, finish(metrics_answer(scope, state), scope["method"],
+                                         request_id(scope["headers"], False)))
                 return
             await self.handler(scope, receive, send)
         elif kind == "lifespan":
@@ -508,6 +552,11 @@ class TxclApp(Starlette):
                 await start(state)
         if state.mcp is not None:
             await state.mcp.startup()
+        service = next((ext.service for ext in state.extensions if getattr(ext, "service", None) is not None), None)
+        if state.metrics is not None and service is not None:
+            from txcl.serve.metrics_endpoint import refresh_open_work
+
+            self._metrics_task = asyncio.ensure_future(refresh_open_work(state, service))
 
     async def shutdown(self) -> None:
         state = self.txcl_state
@@ -516,6 +565,12 @@ class TxclApp(Starlette):
         await self.handler.wait_idle(grace)
         if self._watch_task is not None:
             self._watch_task.cancel()
+        if self._metrics_task is not None:
+            self._metrics_task.cancel()
+        if state.metrics is not None:
+            from txcl.serve.metrics_endpoint import stop_metrics
+
+            stop_metrics(state.metrics)
         if state.mcp is not None:
             try:  # in this task: the SDK's task group must be left where it was entered
                 await state.mcp.shutdown()
@@ -545,6 +600,7 @@ def freeze_startup_heap() -> None:
 MCP_PATH = "/_txc/mcp"
 UI_PATH = "/_txc/ui"
 ADMIN_PATH = "/_txc/admin"
+METRICS_PATH = "/_txc/metrics"
 
 
 def _under(path: str, prefix: str) -> bool:

@@ -35,6 +35,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence, TypeVar
 
+from txcl import metrics as _metrics
 from txcl.store.errors import StoreError, StoreUnavailable
 from txcl.testing.faults import enabled as faults_enabled
 from txcl.testing.faults import fault_point
@@ -279,6 +280,7 @@ class SqlBackend:
         if batch.conn is not None:
             return self._in_batch(batch, fn)
         attempt = 0
+        recorder = _metrics.current
         while True:
             attempt += 1
             conn = self._checkout_write()
@@ -286,6 +288,7 @@ class SqlBackend:
             healthy = True
             try:
                 try:
+                    started = time.perf_counter() if recorder.enabled else 0.0
                     self._begin(conn)
                     tx = Tx(self, conn, self._tx_now(conn))
                     result = fn(tx)
@@ -308,6 +311,8 @@ class SqlBackend:
                     raise
             finally:
                 self._checkin_write(conn, healthy)
+            if started:
+                recorder.commit(time.perf_counter() - started)
             self._committed(tx.fired, tx.notices)
             return result
 
@@ -414,6 +419,8 @@ class SqlBackend:
         failed = None
         conn = self._checkout_write()
         healthy = True
+        recorder = _metrics.current
+        started = time.perf_counter() if recorder.enabled else 0.0
         try:
             try:
                 self._begin(conn)
@@ -452,6 +459,8 @@ class SqlBackend:
             self._checkin_write(conn, healthy)
         if failed is not None:
             return failed
+        if started:
+            recorder.commit(time.perf_counter() - started)
         self._committed([], notices)
         return outcomes
 

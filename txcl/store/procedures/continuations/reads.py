@@ -9,6 +9,9 @@ from typing import Sequence
 from txcl.store.backend import Tx
 from txcl.store.procedures import read_procedure
 from txcl.store.procedures.continuations.base import _OPEN, ProcedureBase
+from txcl.store.states import interactions as interaction_states
+from txcl.store.states import runs as run_states
+from txcl.store.states.machine import sql_in
 from txcl.store.procedures.rows import (
     Row,
     child_record,
@@ -32,6 +35,11 @@ from txcl.store.records import (
     TerminalRecord,
     UnitRecord,
 )
+
+
+_RUN_OPEN = sql_in(run_states.OPEN)
+_UNIT_OPEN = sql_in(("waiting",))  # a unit not yet settled
+_CALL_OPEN = sql_in(interaction_states.OPEN)
 
 
 class ReadProcedures(ProcedureBase):
@@ -135,6 +143,33 @@ class ReadProcedures(ProcedureBase):
     def run_counts(self, t: Tx) -> dict[str, int]:
         """How many runs are in each state."""
         return {r[0]: r[1] for r in t.all("SELECT status, COUNT(*) FROM runs GROUP BY status")}
+
+    @read_procedure
+    def open_work(self, t: Tx, now_ms: int, unit_limit: int = 100) -> dict:
+        """What the metrics endpoint shows of open work, read through indexes only (runs by
+        status and expiry, items by their pending-status index): open runs by state, parked runs
+        by how long they have waited, and items queued and in flight per itemized unit."""
+        runs = {r[0]: r[1] for r in t.all(f"SELECT status, COUNT(*) FROM runs WHERE status IN {_RUN_OPEN} "
+                                          "GROUP BY status")}
+        ages = {r[0]: r[1] for r in t.all(
+            "SELECT CASE WHEN updated_ms > ? THEN '1m' WHEN updated_ms > ? THEN '10m' WHEN updated_ms > ? THEN '1h' "
+            "WHEN updated_ms > ? THEN '1d' ELSE 'older' END AS age, COUNT(*) FROM runs WHERE status = 'waiting' "
+            "GROUP BY age", (now_ms - 60_000, now_ms - 600_000, now_ms - 3_600_000, now_ms - 86_400_000))}
+        oldest = t.one("SELECT MIN(updated_ms) FROM runs WHERE status = 'waiting'")
+        open_units = t.all(f"SELECT unit_id, op_stack, op_name FROM await_units WHERE status IN {_UNIT_OPEN} "
+                           "AND kind = 'itemized' ORDER BY unit_id LIMIT ?", (unit_limit,))
+        units: dict[str, dict] = {}
+        if open_units:
+            for r in open_units:
+                units[r["unit_id"]] = {"op": f"{r['op_stack']}/{r['op_name']}" if r["op_stack"] else r["op_name"],
+                                       "queued": 0, "in_flight": 0}
+            for r in t.all(f"SELECT unit_id, status, COUNT(*) AS n FROM interactions WHERE unit_id IN "
+                           f"({placeholders(len(units))}) AND status IN {_CALL_OPEN} GROUP BY unit_id, status",
+                           tuple(units)):
+                units[r["unit_id"]]["queued" if r["status"] == "queued" else "in_flight"] += r["n"]
+        oldest_ms = oldest[0] if oldest is not None and oldest[0] is not None else None
+        return {"runs": runs, "parked_by_age": ages, "oldest_parked_s": (now_ms - oldest_ms) / 1000.0
+                if oldest_ms is not None else 0.0, "units": units}
 
     @read_procedure
     def run_stacks(self, t: Tx, limit: int = 200) -> list[str]:
