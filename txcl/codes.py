@@ -536,8 +536,16 @@ _ENTRIES: tuple[CodeInfo, ...] = (
            'no environment variable `TXCL_SECRET_NAME` (the default provider, looked up in the environment '
            'of `txcl check`), or no file `NAME` in the secrets directory (`secrets-provider = "dir"` in '
            '`[serve]`). At run time the op fails with an error naming the secret.'),
-          'WITH secrets.headers.authorization.secret = "STRIPE_KYE"',
-          'WITH secrets.headers.authorization.secret = "STRIPE_KEY"'),
+          'EXEC "https://api.stripe.com/v1/charges"\n  WITH secrets.headers.authorization.secret = "STRIPE_KYE"',
+          'EXEC "https://api.stripe.com/v1/charges"\n  WITH secrets.headers.authorization.secret = "STRIPE_KEY"'),
+    _code('TX243', 'telemetry-intent-dropped', 'warning',
+          'an application metric (EMIT @telemetry.metrics) the runtime would drop',
+          ('An intent written with literals that the runtime drops when the request completes: its name is '
+           'not dot-joined words (`book.queued`), its kind is neither `counter` nor `histogram`, its value is '
+           'not a number (or a negative counter), or its attributes are not an object of scalars. A dropped '
+           'intent never fails the request; it is only counted in `txcl_telemetry_dropped_total`.'),
+          'EMIT @telemetry.metrics = &array(&object("name", "book queued", "kind", "count", "value", 1))',
+          'EMIT @telemetry.metrics = &array(&object("name", "book.queued", "kind", "counter", "value", 1))'),
     _code('TX250', 'mcp-unknown-tool', 'error',
           'the MCP server of an `mcp+` target does not list its tool (`txcl check --mcp-schemas`)',
           ('Reported by `txcl check --mcp-schemas`, which asks each MCP server named by an `mcp+` target'

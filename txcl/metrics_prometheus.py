@@ -124,9 +124,7 @@ class PrometheusMetrics(Metrics):
             if len(self._app) >= _MAX_APP_METRICS:
                 self.dropped("too_many_metrics")
                 return
-            metric_name = f"{_APP_PREFIX}_{name.replace('.', '_').replace('-', '_')}"
-            if unit == "ms":
-                metric_name += "_ms"
+            metric_name = f"{_APP_PREFIX}_{name.replace('.', '_')}"
             doc = f"Application metric {name} (EMIT @telemetry.metrics)."
             try:
                 metric = (Counter(metric_name, doc, keys, namespace=NAMESPACE, registry=self.registry)
