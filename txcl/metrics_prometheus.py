@@ -8,6 +8,7 @@ adding them up across processes and nodes.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from typing import Any, Callable
 
 from prometheus_client import (
@@ -52,6 +53,66 @@ class _StoreCounters(Collector):
         return []
 
 
+class _Series:
+    """The numbers of one label set of a hot metric, kept without prometheus_client's per-call
+    locking: the event loop's thread is the only writer (a scrape from another thread may see
+    one observation half-counted, never a wrong total afterwards)."""
+
+    __slots__ = ("counts", "total", "count")
+
+    def __init__(self, buckets: int) -> None:
+        self.counts = [0] * (buckets + 1)
+        self.total = 0.0
+        self.count = 0
+
+
+class _HotMetrics(Collector):
+    """The per-request metrics (requests, fuel, request/scope/op latency): a dict lookup, a
+    bisect and two additions per event. prometheus_client still writes the exposition: these
+    are collected as its metric families."""
+
+    def __init__(self) -> None:
+        self.requests: dict[tuple[str, str], float] = {}
+        self.fuel: dict[str, float] = {}
+        self.latency: dict[str, dict[tuple[str, ...], _Series]] = {
+            "request_duration_seconds": {}, "scope_duration_seconds": {}, "op_duration_seconds": {}}
+
+    def series(self, name: str, labels: tuple[str, ...]) -> _Series:
+        table = self.latency[name]
+        found = table.get(labels)
+        if found is None:
+            found = table[labels] = _Series(len(LATENCY_BUCKETS))
+        return found
+
+    def collect(self) -> Any:
+        from prometheus_client.core import HistogramMetricFamily
+
+        from txcl.metrics import SPECS
+
+        family = CounterMetricFamily(f"{NAMESPACE}_requests", SPECS["requests"].doc, labels=SPECS["requests"].labels)
+        for (stack, status), value in list(self.requests.items()):
+            family.add_metric([stack, status], value)
+        yield family
+        family = CounterMetricFamily(f"{NAMESPACE}_fuel_used", SPECS["fuel_used"].doc, labels=("stack",))
+        for stack, value in list(self.fuel.items()):
+            family.add_metric([stack], value)
+        yield family
+        bounds = [str(b) for b in LATENCY_BUCKETS] + ["+Inf"]
+        for name, table in self.latency.items():
+            spec = SPECS[name]
+            hist = HistogramMetricFamily(f"{NAMESPACE}_{name}", spec.doc, labels=spec.labels)
+            for labels, series in list(table.items()):
+                running, buckets = 0, []
+                for bound, count in zip(bounds, series.counts):
+                    running += count
+                    buckets.append((bound, running))
+                hist.add_metric(list(labels), buckets, series.total)
+            yield hist
+
+    def describe(self) -> Any:
+        return []
+
+
 class PrometheusMetrics(Metrics):
     enabled = True
 
@@ -63,8 +124,15 @@ class PrometheusMetrics(Metrics):
             ProcessCollector(registry=self.registry)
             PlatformCollector(registry=self.registry)
             GCCollector(registry=self.registry)
-        self.m = {spec.name: _instrument(spec, self.registry) for spec in CATALOGUE if spec.name != "store_retries"}
+        hot = ("requests", "fuel_used", "request_duration_seconds", "scope_duration_seconds", "op_duration_seconds")
+        self.hot = _HotMetrics()
+        self.registry.register(self.hot)
+        self.m = {spec.name: _instrument(spec, self.registry) for spec in CATALOGUE
+                  if spec.name != "store_retries" and spec.name not in hot}
         self._children: dict[tuple, Any] = {}  # (metric, labels) -> child: labels() costs more than inc()
+        self._per_request: dict[str, _Series] = {}
+        self._per_scope: dict[str, _Series] = {}
+        self._per_op: dict[tuple[str, str], _Series] = {}
         self._app: dict[str, tuple[Any, tuple[str, ...]]] = {}
         self._item_labels: set[tuple[str, str, str]] = set()
 
@@ -83,17 +151,32 @@ class PrometheusMetrics(Metrics):
         return child
 
     # ------------------------------------------------------------------ events
+    # the per-request events (see _HotMetrics)
     def request(self, stack: str, status: int, seconds: float, fuel: int) -> None:
-        self._child("requests", stack, str(status)).inc()
-        self._child("request_duration_seconds", stack).observe(seconds)
+        hot = self.hot
+        key = (stack, str(status))
+        hot.requests[key] = hot.requests.get(key, 0.0) + 1
+        series = self._per_request.get(stack)
+        if series is None:
+            series = self._per_request[stack] = hot.series("request_duration_seconds", (stack,))
+        series.counts[bisect_left(LATENCY_BUCKETS, seconds)] += 1
+        series.total += seconds
         if fuel:
-            self._child("fuel_used", stack).inc(fuel)
+            hot.fuel[stack] = hot.fuel.get(stack, 0.0) + fuel
 
     def scope(self, stack: str, seconds: float) -> None:
-        self._child("scope_duration_seconds", stack).observe(seconds)
+        series = self._per_scope.get(stack)
+        if series is None:
+            series = self._per_scope[stack] = self.hot.series("scope_duration_seconds", (stack,))
+        series.counts[bisect_left(LATENCY_BUCKETS, seconds)] += 1
+        series.total += seconds
 
     def op(self, scheme: str, outcome: str, seconds: float) -> None:
-        self._child("op_duration_seconds", scheme, outcome).observe(seconds)
+        series = self._per_op.get((scheme, outcome))
+        if series is None:
+            series = self._per_op[(scheme, outcome)] = self.hot.series("op_duration_seconds", (scheme, outcome))
+        series.counts[bisect_left(LATENCY_BUCKETS, seconds)] += 1
+        series.total += seconds
 
     def callback(self, outcome: str, code: str = "") -> None:
         self._child("callbacks", outcome, code).inc()

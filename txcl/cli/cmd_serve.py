@@ -68,6 +68,11 @@ def command(directory: str | None, workspace: str | None, log_level: str, **flag
         fail(str(exc))
     if settings.metrics:
         require_extra("metrics", "txcl serve --metrics")
+    from txcl import otel
+
+    if otel.configured():
+        require_extra("otel", "OpenTelemetry export (OTEL_EXPORTER_OTLP_ENDPOINT is set)")
+        otel.setup()
     from txcl.logs import never_log
 
     never_log([settings.admin_token])

@@ -136,7 +136,7 @@ async def _resume_run(service: Any, claim: ClaimRecord) -> Any:
                      503, reason="unsupported_suspend")
         else:
             await resumer(service, walker, run, frame, bundle, rec)
-        return await interp.drive(run, rec)
+        return await interp.drive(run, rec, resumed=True)
     except (asyncio.CancelledError, RunLost, StoreUnavailable):
         raise  # shutting down, or the store decides (the claim goes stale and is taken over)
     except Exception as exc:  # noqa: BLE001 - a resume that cannot go on fails its run now

@@ -19,6 +19,7 @@ import attrs
 import h11
 import httpx
 
+from txcl import otel as _otel
 from txcl.egress import DEFAULT_POLICY, EgressDenied, EgressPolicy, guarded_client
 from txcl.runoptions import usable_cancel_url
 from txcl.runtime_codes import egress_denied_message
@@ -125,6 +126,8 @@ async def post_dispatch(client: Any, dispatch: Dispatch, *, base_url: str | None
     url = worker_url(dispatch)
     body = dumps_utf8(dispatch_body(dispatch, base_url))
     headers = dispatch_headers(dispatch, origin_rid)
+    if _otel.current.enabled:  # W3C traceparent/tracestate: the worker's span joins the trace
+        _otel.current.inject(headers)
     spliced = None
     if isinstance(dispatch.directives, dict) and "secrets" in dispatch.directives:
         refs, problems = refs_from_directives(dispatch.directives)

@@ -16,6 +16,7 @@ from typing import Any, Callable
 import attrs
 
 from txcl import metrics as _metrics
+from txcl import otel as _otel
 from txcl import runtime_codes as rc
 from txcl.errors import TxclError, check_depth
 from txcl.ids import new_request_id
@@ -198,9 +199,17 @@ class Interpreter:
             await self.aclose_http()
 
     async def drive(self, run: Run, rec: TraceRecorder | None = None, *, bytes_in: int | None = None,
-                    respond: Callable[[Completed], Any] | None = None) -> Outcome:
+                    respond: Callable[[Completed], Any] | None = None, resumed: bool = False) -> Outcome:
         """Step `run` until its segment ends; write the trace; return the outcome (`respond`:
-        see `run`)."""
+        see `run`; `resumed`: the segment resumes a parked run)."""
+        tracing = _otel.current
+        if tracing.enabled:  # OpenTelemetry: one span per segment
+            with tracing.segment(run, "resume" if resumed else "request"):
+                return await self._drive(run, rec, bytes_in=bytes_in, respond=respond)
+        return await self._drive(run, rec, bytes_in=bytes_in, respond=respond)
+
+    async def _drive(self, run: Run, rec: TraceRecorder | None, *, bytes_in: int | None,
+                     respond: Callable[[Completed], Any] | None) -> Outcome:
         self._pool()
         settings = self.settings
         if rec is None:
@@ -251,8 +260,8 @@ class Interpreter:
     async def _walk(self, run: Run, rec: TraceRecorder) -> None:
         walker = self.walker
         recorder = _metrics.current
-        if recorder.enabled:
-            await self._timed_walk(run, rec, recorder)
+        if recorder.enabled or _otel.current.enabled:
+            await self._observed_walk(run, rec, recorder, _otel.current)
             return
         if not walker.local_steps(rec):
             while run.status == "running":
@@ -263,16 +272,23 @@ class Interpreter:
             if not step_local(run, rec):
                 await walker.step(run, rec)
 
-    async def _timed_walk(self, run: Run, rec: TraceRecorder, recorder: Any) -> None:
-        """`_walk` with each scope's time reported to the metrics (only when they are on)."""
+    async def _observed_walk(self, run: Run, rec: TraceRecorder, recorder: Any, tracing: Any) -> None:
+        """`_walk` with each scope timed for the metrics and traced as a span (only when
+        metrics or OpenTelemetry are on)."""
         walker = self.walker
         fuse = walker.local_steps(rec)
         clock = time.perf_counter
+        timed = recorder.enabled
         while run.status == "running":
             stack, started = run.stack, clock()
-            if not (fuse and walker.step_local(run, rec)):
+            if run.traced:
+                with tracing.scope(run):
+                    if not (fuse and walker.step_local(run, rec)):
+                        await walker.step(run, rec)
+            elif not (fuse and walker.step_local(run, rec)):
                 await walker.step(run, rec)
-            recorder.scope(stack, clock() - started)
+            if timed:
+                recorder.scope(stack, clock() - started)
 
     def _outcome(self, run: Run) -> Outcome:
         if run.status == "suspended":

@@ -41,6 +41,8 @@ class Run:
     snapshot_id: str | None = None
     joins: list[dict] = attrs.Factory(list)
     reason: str | None = None
+    trace_context: str | None = None  # W3C traceparent of the segment span (OpenTelemetry): a resume links to it
+    traced: bool = False  # this segment's span records (OpenTelemetry on and sampled): scopes and ops get spans
     started_monotonic: float = 0.0
     # what the walk hooks keep about the segment driving this run (the continuations layer's
     # typed `txcl.continuations.segment.Segment`); never serialised
@@ -66,7 +68,7 @@ class Run:
             "stacks_seen": list(self.stacks_seen), "mocks": self.mocks, "web_req": self.web_req,
             "run_id": self.run_id, "rcid": self.rcid, "origin_rid": self.origin_rid,
             "segment_id": self.segment_id, "snapshot_id": self.snapshot_id, "joins": list(self.joins),
-            "reason": self.reason,
+            "reason": self.reason, "trace_context": self.trace_context,
         }
 
     @classmethod

@@ -22,6 +22,7 @@ from typing import Any, Callable
 import attrs
 
 from txcl import metrics as _metrics
+from txcl import otel as _otel
 from txcl import runtime_codes as rc
 
 from txcl.evaluate.control import Control, apply_delete, read_control
@@ -645,6 +646,10 @@ class Walker:
         recorder = _metrics.current
         if recorder.enabled:
             recorder.op(transport, status, time.perf_counter() - started)
+        if run.traced:
+            _otel.current.op(run, frame, pop.op, transport, status, started_wall, time.perf_counter() - started, error,
+                       _json_size(input_value) if input_value is not None else None,
+                       _json_size(output_value) if output_value is not None else None)
         if not rec.enabled:
             return
         duration = (time.perf_counter() - started) * 1000.0

@@ -25,6 +25,7 @@ from starlette.responses import Response
 from starlette.routing import Mount
 
 from txcl import metrics as _metrics
+from txcl import otel as _otel
 from txcl import runtime_codes as rc
 from txcl.logs import log_context as _log_context
 from txcl.ops.tree import OpsTree
@@ -275,6 +276,11 @@ class TxclHandler:
         # the request's own fields (its stack and fuel are added as the walk learns them), for
         # the JSON log lines and the request metrics; kept only when one of them is on
         context = _log_context.set({"request_id": rid}) if self._json_logs or recorder.enabled else None
+        tracing = _otel.current
+        span = (tracing.request(scope["headers"], head.method, head.path, rid,
+                                head.method == "POST" and head.path.startswith(CALLBACK_PREFIX))
+                if tracing.enabled else None)
+        request_span = span.__enter__() if span is not None else None
         try:
             try:
                 answer = await self._handle(scope, receive, send, head, rid)
@@ -290,6 +296,8 @@ class TxclHandler:
                 if "stack" in fields:  # a request that ran a stack (not a callback, a poll, a 404)
                     recorder.request(fields["stack"], answer.status, time.perf_counter() - started,
                                      fields.get("fuel", 0))
+            if request_span is not None and answer is not None:
+                request_span.set_attribute("http.response.status_code", answer.status)
             if answer is not None:
                 await _send(send, finish(answer, head.method, rid))
             if settings.access_log:
@@ -299,6 +307,8 @@ class TxclHandler:
                          extra={"event": "access", "method": head.method, "path": head.path, "status": status,
                                 "latency_ms": latency, "request_id": rid})
         finally:
+            if span is not None:
+                span.__exit__(None, None, None)
             if context is not None:
                 _log_context.reset(context)
             state.inflight -= 1
@@ -553,7 +563,7 @@ class TxclApp(Starlette):
         if state.mcp is not None:
             await state.mcp.startup()
         service = next((ext.service for ext in state.extensions if getattr(ext, "service", None) is not None), None)
-        if state.metrics is not None and service is not None:
+        if _metrics.current.enabled and service is not None:
             from txcl.serve.metrics_endpoint import refresh_open_work
 
             self._metrics_task = asyncio.ensure_future(refresh_open_work(state, service))
@@ -571,6 +581,8 @@ class TxclApp(Starlette):
             from txcl.serve.metrics_endpoint import stop_metrics
 
             stop_metrics(state.metrics)
+        if _otel.current.enabled:  # flush the spans and metrics still batched
+            await asyncio.get_running_loop().run_in_executor(None, _otel.shutdown)
         if state.mcp is not None:
             try:  # in this task: the SDK's task group must be left where it was entered
                 await state.mcp.shutdown()
@@ -601,6 +613,7 @@ MCP_PATH = "/_txc/mcp"
 UI_PATH = "/_txc/ui"
 ADMIN_PATH = "/_txc/admin"
 METRICS_PATH = "/_txc/metrics"
+CALLBACK_PREFIX = "/_txc/continuations/op/"  # a worker's callback (its span links to the worker's)
 
 
 def _under(path: str, prefix: str) -> bool:

@@ -7,6 +7,7 @@ from typing import Any
 import httpx
 
 from txcl import __version__
+from txcl import otel as _otel
 from txcl.egress import DEFAULT_POLICY, EgressDenied, EgressPolicy, guarded_client
 from txcl.runtime.dispatch import OpContext, OpError
 from txcl.runtime_codes import EGRESS_DENIED, egress_denied_message
@@ -100,6 +101,8 @@ async def _exchange(client: httpx.AsyncClient, target_url: str, op_input: dict, 
                 headers[str(name)] = str(value)
     if spliced is not None:
         headers.update(spliced.headers)
+    if _otel.current.enabled:  # W3C traceparent/tracestate of the current span
+        _otel.current.inject(headers)
     content: bytes | None = None
     if method in BODY_METHODS:
         body_obj: Any = op_input

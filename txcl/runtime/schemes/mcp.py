@@ -13,6 +13,7 @@ import asyncio
 import weakref
 from typing import Any
 
+from txcl import otel as _otel
 from txcl.egress import DEFAULT_POLICY, EgressPolicy
 from txcl.mcpclient import IDEMPOTENCY_META, McpCallError, McpClients
 from txcl.runtime.dispatch import OpError
@@ -52,6 +53,10 @@ async def call_mcp(target: Any, op_input: Any, directives: dict | None, timeout_
             raise OpError(f"mcp {target.url}#{target.tool}: arguments of {size} bytes exceed "
                           f"--op-payload-max ({payload_max})")
     headers = call_headers(directives)
+    if _otel.current.enabled:  # the trace context rides in the call's _meta (the session's headers are fixed)
+        carrier: dict[str, str] = {}
+        _otel.current.inject(carrier)
+        meta = {**(meta or {}), **carrier}
     spliced = resolve_secrets(directives or {}, secrets)
     if spliced is not None:
         headers.update(spliced.headers)

@@ -1,0 +1,369 @@
+"""OpenTelemetry traces and metrics (the `otel` extra), configured by the standard `OTEL_*`
+environment variables.
+
+Spans:
+
+- ``txcl request`` (kind SERVER) for each HTTP request: it continues the trace of an incoming
+  ``traceparent``; a worker's callback is a root span *linked* to the ``traceparent`` it
+  carries (the worker's span), never its child.
+- ``txcl segment`` for each segment of a walk — the original request, each resume, each
+  inline continuation — with the request id and run id as attributes. A resumed segment is a
+  new root span **linked** to the segment that parked it (and to the callback that released
+  it): no span is ever held open across a suspend, however long the wait.
+- ``txcl scope <stack>/<scope>`` for each scope, and ``txcl op <name>`` for each EXEC (its stack,
+  scope, rule, how it ran, target scheme and host, status, fuel and bytes).
+
+Outgoing http(s) and MCP calls and async dispatches carry W3C ``traceparent``/``tracestate``.
+
+Metrics: the recorder of :mod:`txcl.metrics` is also exported through the OTel meter (the
+same catalogue, ``txcl.requests`` for ``txcl_requests_total``) when a metrics exporter is
+configured.
+
+Off (no ``OTEL_EXPORTER_OTLP_*ENDPOINT`` set, or ``OTEL_SDK_DISABLED=true``): `current` is a
+:class:`Tracing` whose `enabled` is False, and the walk takes its plain path. An application
+that embeds txcl and has set its own global tracer provider keeps it: txcl only adds spans.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import os
+from typing import Any, Iterator
+
+from txcl import metrics as _metrics
+
+ENDPOINT_VARS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+                 "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
+
+
+class Tracing:
+    """The tracing interface; this base class traces nothing (OpenTelemetry off)."""
+
+    enabled = False
+
+    def inject(self, headers: dict[str, str]) -> None: ...
+
+
+OFF = Tracing()
+current: Tracing = OFF
+# the SERVER span of the request being handled (None: not in a request, or in a callback)
+_request_span: contextvars.ContextVar[Any] = contextvars.ContextVar("txcl.otel.request_span", default=None)
+
+
+def configured(env: Any = None) -> bool:
+    """Whether the environment asks for OpenTelemetry export."""
+    env = os.environ if env is None else env
+    if str(env.get("OTEL_SDK_DISABLED", "")).strip().lower() == "true":
+        return False
+    return any(env.get(name) for name in ENDPOINT_VARS)
+
+
+class OtelTracing(Tracing):
+    enabled = True
+
+    def __init__(self, tracer_provider: Any, owned: bool) -> None:
+        from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+        from txcl import __version__
+
+        self.provider = tracer_provider
+        self.owned = owned  # txcl made the provider (and shuts it down); else the application did
+        self.tracer = tracer_provider.get_tracer("txcl", __version__)
+        self.propagator = TraceContextTextMapPropagator()
+
+    # ------------------------------------------------------------------ HTTP
+    def _carrier(self, raw_headers: Any) -> dict[str, str]:
+        carrier = {}
+        for key, value in raw_headers:
+            name = key.decode("latin-1").lower() if isinstance(key, bytes) else str(key).lower()
+            if name in ("traceparent", "tracestate"):
+                carrier[name] = value.decode("latin-1") if isinstance(value, bytes) else str(value)
+        return carrier
+
+    @contextlib.contextmanager
+    def request(self, raw_headers: Any, method: str, path: str, rid: str, callback: bool) -> Iterator[Any]:
+        """The span of one HTTP request, current while it is handled."""
+        from opentelemetry import context as otel_context
+        from opentelemetry import trace
+
+        carrier = self._carrier(raw_headers)
+        incoming = self.propagator.extract(carrier) if carrier else None
+        links = []
+        if callback:  # a worker's callback: linked to the worker's span, not its child
+            parent = otel_context.Context()
+            if incoming is not None:
+                remote = trace.get_current_span(incoming).get_span_context()
+                if remote.is_valid:
+                    links.append(trace.Link(remote, {"txcl.link": "worker"}))
+        else:
+            parent = incoming
+        with self.tracer.start_as_current_span(
+                "txcl callback" if callback else "txcl request", context=parent, kind=trace.SpanKind.SERVER,
+                links=links, attributes={"http.request.method": method, "url.path": path,
+                                         "txcl.request_id": rid}) as span:
+            token = _request_span.set(None if callback else span)
+            try:
+                yield span
+            finally:
+                _request_span.reset(token)
+
+    def inject(self, headers: dict[str, str]) -> None:
+        """Add traceparent/tracestate of the current span to outgoing `headers`."""
+        self.propagator.inject(headers)
+
+    # ------------------------------------------------------------------ walks
+    @contextlib.contextmanager
+    def segment(self, run: Any, kind: str) -> Iterator[Any]:
+        """One segment of a walk. A resume (`run.trace_context` holds the parker's) is a new
+        root span linked to the segment that parked it and to the span current here (the
+        callback that released it); a request's segment is a child of the request span."""
+        from opentelemetry import context as otel_context
+        from opentelemetry import trace
+
+        links = []
+        parent = None
+        if kind == "resume":
+            parent = otel_context.Context()
+            parked = self.propagator.extract({"traceparent": run.trace_context}) if run.trace_context else None
+            if parked is not None:
+                found = trace.get_current_span(parked).get_span_context()
+                if found.is_valid:
+                    links.append(trace.Link(found, {"txcl.link": "parked"}))
+            releaser = trace.get_current_span().get_span_context()
+            if releaser.is_valid:
+                links.append(trace.Link(releaser, {"txcl.link": "released_by"}))
+        attributes = {"txcl.request_id": run.rid, "txcl.stack": run.entry_stack or "", "txcl.segment": kind}
+        if run.run_id:
+            attributes["txcl.run_id"] = run.run_id
+        here = _request_span.get() if kind == "request" else None
+        if here is not None and here is trace.get_current_span():
+            # a served request: its SERVER span is the segment's span (one span fewer per request;
+            # and a request the sampler left out costs no second span)
+            run.traced = here.is_recording()
+            if run.traced:
+                here.set_attributes(attributes)
+            span_context = here.get_span_context()
+            run.trace_context = f"00-{span_context.trace_id:032x}-{span_context.span_id:016x}-01"
+            try:
+                yield here
+            finally:
+                self._finish(here, run)
+            return
+        with self.tracer.start_as_current_span("txcl segment", context=parent, links=links,
+                                               attributes=attributes) as span:
+            run.traced = span.is_recording()  # sampled out: no scope or op spans either
+            span_context = span.get_span_context()
+            # what a park stores, for the resume's link
+            run.trace_context = f"00-{span_context.trace_id:032x}-{span_context.span_id:016x}-01"
+            try:
+                yield span
+            finally:
+                self._finish(span, run)
+
+    @staticmethod
+    def _finish(span: Any, run: Any) -> None:
+        if span.is_recording():
+            if run.run_id:
+                span.set_attribute("txcl.run_id", run.run_id)
+            span.set_attribute("txcl.status", str(run.status))
+            span.set_attribute("txcl.fuel", int(run.budget.fuel_used))
+
+    @contextlib.contextmanager
+    def scope(self, run: Any) -> Iterator[Any]:
+        attributes = {"txcl.stack": run.stack, "txcl.request_id": run.rid}
+        if run.run_id:
+            attributes["txcl.run_id"] = run.run_id
+        with self.tracer.start_as_current_span(f"txcl scope {run.stack}", attributes=attributes) as span:
+            yield span
+
+    def op(self, run: Any, frame: Any, op: Any, transport: str, status: str, started_wall: float,
+           duration_s: float, error: str | None, bytes_in: int | None, bytes_out: int | None) -> None:
+        """The span of one EXEC, made when it ends (its start time is the op's own)."""
+        from opentelemetry.trace import Status, StatusCode
+
+        start_ns = int(started_wall * 1e9)
+        target = op.target
+        attributes: dict[str, Any] = {
+            "txcl.stack": frame.stack, "txcl.scope": frame.scope, "txcl.rule": op.name, "txcl.op": f"{op.stack}/{op.name}",
+            "txcl.transport": transport, "txcl.status": status, "txcl.request_id": run.rid,
+            "txcl.fuel": int(run.budget.fuel_used)}
+        if run.run_id:
+            attributes["txcl.run_id"] = run.run_id
+        if target is not None:
+            attributes["txcl.target.scheme"] = target.kind
+            url = getattr(target, "url", None)
+            if url:
+                from urllib.parse import urlsplit
+
+                try:
+                    attributes["server.address"] = urlsplit(url).hostname or ""
+                except ValueError:
+                    pass
+        if bytes_in is not None:
+            attributes["txcl.bytes_in"] = bytes_in
+        if bytes_out is not None:
+            attributes["txcl.bytes_out"] = bytes_out
+        span = self.tracer.start_span(f"txcl op {op.name}", start_time=start_ns, attributes=attributes)
+        if status not in ("ok", "pending", "completed"):
+            span.set_status(Status(StatusCode.ERROR, error or status))
+        span.end(end_time=start_ns + int(duration_s * 1e9))
+
+    def shutdown(self) -> None:
+        if self.owned:
+            self.provider.shutdown()
+
+
+class OtelMetrics(_metrics.Metrics):
+    """The metrics catalogue as OpenTelemetry instruments (`txcl.requests`, …)."""
+
+    enabled = True
+
+    def __init__(self, meter_provider: Any) -> None:
+        from txcl import __version__
+
+        self.provider = meter_provider
+        meter = meter_provider.get_meter("txcl", __version__)
+        self.meter = meter
+        self.i: dict[str, Any] = {}
+        self._open: dict = {}
+        for spec in _metrics.CATALOGUE:
+            name = f"{_metrics.NAMESPACE}.{spec.name.removesuffix('_seconds')}"
+            unit = "s" if spec.unit == "seconds" else "1"
+            if spec.kind == "counter":
+                self.i[spec.name] = meter.create_counter(name, unit=unit, description=spec.doc)
+            elif spec.kind == "histogram":
+                self.i[spec.name] = meter.create_histogram(name, unit=unit, description=spec.doc)
+        from opentelemetry.metrics import Observation
+
+        def observe(which: str):
+            def callback(_options: Any) -> list:
+                snapshot = self._open
+                if which == "runs":
+                    return [Observation(v, {"state": k}) for k, v in snapshot.get("runs", {}).items()]
+                if which == "parked_runs":
+                    return [Observation(v, {"age": k}) for k, v in snapshot.get("parked_by_age", {}).items()]
+                if which == "oldest_parked_run_age_seconds":
+                    return [Observation(snapshot.get("oldest_parked_s", 0.0))]
+                return [Observation(c.get(state, 0), {"op": str(c.get("op", "")), "unit": u, "state": state})
+                        for u, c in snapshot.get("units", {}).items() for state in ("queued", "in_flight")]
+            return callback
+
+        for spec in _metrics.CATALOGUE:
+            if spec.kind == "gauge":
+                meter.create_observable_gauge(f"{_metrics.NAMESPACE}.{spec.name.removesuffix('_seconds')}",
+                                              callbacks=[observe(spec.name)], description=spec.doc,
+                                              unit="s" if spec.unit == "seconds" else "1")
+        self._app: dict[str, Any] = {}
+
+    def request(self, stack: str, status: int, seconds: float, fuel: int) -> None:
+        self.i["requests"].add(1, {"stack": stack, "status": str(status)})
+        self.i["request_duration_seconds"].record(seconds, {"stack": stack})
+        if fuel:
+            self.i["fuel_used"].add(fuel, {"stack": stack})
+
+    def scope(self, stack: str, seconds: float) -> None:
+        self.i["scope_duration_seconds"].record(seconds, {"stack": stack})
+
+    def op(self, scheme: str, outcome: str, seconds: float) -> None:
+        self.i["op_duration_seconds"].record(seconds, {"scheme": scheme, "outcome": outcome})
+
+    def callback(self, outcome: str, code: str = "") -> None:
+        self.i["callbacks"].add(1, {"outcome": outcome, "code": code})
+
+    def sweeper(self, kind: str, count: int = 1) -> None:
+        if count:
+            self.i["sweeper_repairs"].add(count, {"kind": kind})
+
+    def commit(self, seconds: float) -> None:
+        self.i["store_commit_duration_seconds"].record(seconds)
+
+    def store_retry(self) -> None:
+        self.i["store_retries"].add(1)
+
+    def cancellation(self, outcome: str) -> None:
+        self.i["cancellations"].add(1, {"outcome": outcome})
+
+    def retry_sent(self, count: int = 1) -> None:
+        self.i["retries_sent"].add(count)
+
+    def dropped(self, reason: str) -> None:
+        self.i["telemetry_dropped"].add(1, {"reason": reason})
+
+    def application(self, name: str, kind: str, value: float, attrs: dict[str, str], unit: str | None) -> None:
+        found = self._app.get(name)
+        if found is None:
+            if len(self._app) >= 256:
+                self.dropped("too_many_metrics")
+                return
+            full = f"{_metrics.NAMESPACE}.app.{name}"
+            found = self._app[name] = (self.meter.create_counter(full, unit=unit or "1") if kind == "counter"
+                                       else self.meter.create_histogram(full, unit=unit or "1"))
+        if kind == "counter":
+            found.add(value, attrs)
+        else:
+            found.record(value, attrs)
+
+    def open_work(self, snapshot: dict) -> None:
+        self._open = snapshot
+
+    def shutdown(self) -> None:
+        self.provider.shutdown()
+
+
+def setup(env: Any = None) -> OtelTracing | None:
+    """Turn OpenTelemetry on when the environment asks for it; the tracing installed as
+    `current` (its metrics recorder joins txcl.metrics). None when off."""
+    global current
+    if not configured(env):
+        return None
+    from opentelemetry import metrics as otel_metrics
+    from opentelemetry import trace
+    from opentelemetry.sdk.resources import Resource
+
+    resource = Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME", "txcl")})
+    provider = trace.get_tracer_provider()
+    owned = False
+    if not hasattr(provider, "add_span_processor"):  # the API's proxy: nobody set one
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+        provider = TracerProvider(resource=resource)
+        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+        trace.set_tracer_provider(provider)
+        owned = True
+    tracing = OtelTracing(provider, owned)
+    if os.environ.get("OTEL_METRICS_EXPORTER", "").strip().lower() == "none":  # the standard way to turn one off
+        current = tracing
+        return tracing
+    meters = otel_metrics.get_meter_provider()
+    if not hasattr(meters, "force_flush"):
+        from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+
+        meters = MeterProvider(resource=resource, metric_readers=[PeriodicExportingMetricReader(OTLPMetricExporter())])
+        otel_metrics.set_meter_provider(meters)
+        tracing.meter_owned = True
+    recorder = OtelMetrics(meters)
+    _metrics.install(recorder)
+    tracing.recorder = recorder
+    current = tracing
+    return tracing
+
+
+def shutdown() -> None:
+    """Flush and stop what `setup` started (at server shutdown)."""
+    global current
+    tracing = current
+    current = OFF
+    if isinstance(tracing, OtelTracing):
+        tracing.shutdown()
+        if getattr(tracing, "meter_owned", False):
+            tracing.recorder.shutdown()
+
+
+
+
+__all__ = ["Tracing", "OtelTracing", "OtelMetrics", "setup", "shutdown", "configured", "current", "OFF"]
