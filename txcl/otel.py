@@ -29,6 +29,8 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import os
+import re
+import time
 from typing import Any, Iterator
 
 from txcl import metrics as _metrics
@@ -47,6 +49,8 @@ class Tracing:
 
 OFF = Tracing()
 current: Tracing = OFF
+# the native tracer's current span
+_native_current: contextvars.ContextVar[Any] = contextvars.ContextVar("txcl.otel.native_span", default=None)
 # the SERVER span of the request being handled (None: not in a request, or in a callback)
 _request_span: contextvars.ContextVar[Any] = contextvars.ContextVar("txcl.otel.request_span", default=None)
 
@@ -169,13 +173,22 @@ class OtelTracing(Tracing):
             span.set_attribute("txcl.status", str(run.status))
             span.set_attribute("txcl.fuel", int(run.budget.fuel_used))
 
-    @contextlib.contextmanager
-    def scope(self, run: Any) -> Iterator[Any]:
+    def open_scope(self, run: Any) -> Any:
+        from opentelemetry import context as otel_context
+        from opentelemetry import trace
+
         attributes = {"txcl.stack": run.stack, "txcl.request_id": run.rid}
         if run.run_id:
             attributes["txcl.run_id"] = run.run_id
-        with self.tracer.start_as_current_span(f"txcl scope {run.stack}", attributes=attributes) as span:
-            yield span
+        span = self.tracer.start_span(f"txcl scope {run.stack}", attributes=attributes)
+        return span, otel_context.attach(trace.set_span_in_context(span))
+
+    def close_scope(self, handle: Any, local: bool) -> None:
+        from opentelemetry import context as otel_context
+
+        span, token = handle
+        otel_context.detach(token)
+        span.end()
 
     def op(self, run: Any, frame: Any, op: Any, transport: str, status: str, started_wall: float,
            duration_s: float, error: str | None, bytes_in: int | None, bytes_out: int | None) -> None:
@@ -183,27 +196,7 @@ class OtelTracing(Tracing):
         from opentelemetry.trace import Status, StatusCode
 
         start_ns = int(started_wall * 1e9)
-        target = op.target
-        attributes: dict[str, Any] = {
-            "txcl.stack": frame.stack, "txcl.scope": frame.scope, "txcl.rule": op.name, "txcl.op": f"{op.stack}/{op.name}",
-            "txcl.transport": transport, "txcl.status": status, "txcl.request_id": run.rid,
-            "txcl.fuel": int(run.budget.fuel_used)}
-        if run.run_id:
-            attributes["txcl.run_id"] = run.run_id
-        if target is not None:
-            attributes["txcl.target.scheme"] = target.kind
-            url = getattr(target, "url", None)
-            if url:
-                from urllib.parse import urlsplit
-
-                try:
-                    attributes["server.address"] = urlsplit(url).hostname or ""
-                except ValueError:
-                    pass
-        if bytes_in is not None:
-            attributes["txcl.bytes_in"] = bytes_in
-        if bytes_out is not None:
-            attributes["txcl.bytes_out"] = bytes_out
+        attributes = _op_attributes(run, frame, op, transport, status, bytes_in, bytes_out)
         span = self.tracer.start_span(f"txcl op {op.name}", start_time=start_ns, attributes=attributes)
         if status not in ("ok", "pending", "completed"):
             span.set_status(Status(StatusCode.ERROR, error or status))
@@ -311,12 +304,327 @@ class OtelMetrics(_metrics.Metrics):
         self.provider.shutdown()
 
 
-def setup(env: Any = None) -> OtelTracing | None:
+class _Span:
+    """One span of the native tracer, until it ends (then a tuple in the exporter's queue)."""
+
+    __slots__ = ("trace_id", "span_id", "parent", "name", "kind", "start", "attrs", "links", "sampled", "events")
+
+    def __init__(self, trace_id: bytes, span_id: bytes, parent: bytes | None, name: str, kind: int,
+                 attrs: dict, links: list | None, sampled: bool) -> None:
+        self.trace_id, self.span_id, self.parent, self.name, self.kind = trace_id, span_id, parent, name, kind
+        self.start = time.time_ns()
+        self.attrs, self.links, self.sampled = attrs, links, sampled
+        self.events: list | None = None
+
+    def set_attribute(self, key: str, value: Any) -> None:
+        self.attrs[key] = value
+
+    def set_attributes(self, values: dict) -> None:
+        self.attrs.update(values)
+
+    def is_recording(self) -> bool:
+        return self.sampled
+
+    def traceparent(self) -> str:
+        return f"00-{self.trace_id.hex()}-{self.span_id.hex()}-{'01' if self.sampled else '00'}"
+
+
+_TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
+
+
+def parse_traceparent(value: str | None) -> tuple[bytes, bytes, bool] | None:
+    """(trace id, span id, sampled) of a W3C traceparent, or None when it is not one."""
+    m = _TRACEPARENT.match((value or "").strip().lower())
+    if m is None or m.group(1) == "0" * 32 or m.group(2) == "0" * 16:
+        return None
+    return bytes.fromhex(m.group(1)), bytes.fromhex(m.group(2)), bool(int(m.group(3), 16) & 1)
+
+
+class NativeTracing(Tracing):
+    """The same spans as OtelTracing, recorded by txcl itself and sent by its own OTLP
+    exporter (txcl.otlp): a span costs a small object and a queue append on the request path."""
+
+    enabled = True
+
+    def __init__(self, exporter: Any, sampler: Any) -> None:
+        self.exporter = exporter
+        self.sampler = sampler
+
+    def _start(self, name: str, kind: int, attrs: dict, *, root: bool = False,
+               remote: tuple[bytes, bytes, bool] | None = None, links: list | None = None) -> _Span:
+        from txcl.otlp import new_span_id, new_trace_id
+
+        parent = None if root else _native_current.get()
+        if remote is not None:
+            trace_id, parent_id, sampled = remote[0], remote[1], self.sampler.sample(remote[0], remote[2])
+        elif parent is not None:
+            trace_id, parent_id, sampled = parent.trace_id, parent.span_id, parent.sampled
+        else:
+            trace_id = new_trace_id()
+            parent_id, sampled = None, self.sampler.sample(trace_id, None)
+        return _Span(trace_id, new_span_id(), parent_id, name, kind, attrs, links, sampled)
+
+    def _end(self, span: _Span, status: tuple[int, str] | None = None, end: int | None = None) -> None:
+        if span.sampled:
+            self.exporter.add((span.trace_id, span.span_id, span.parent, span.name, span.kind, span.start,
+                               end or time.time_ns(), span.attrs, span.links, status, span.events))
+
+    @contextlib.contextmanager
+    def _current(self, span: _Span) -> Iterator[_Span]:
+        token = _native_current.set(span)
+        try:
+            yield span
+        finally:
+            _native_current.reset(token)
+            self._end(span)
+
+    def request(self, raw_headers: Any, method: str, path: str, rid: str, callback: bool) -> Any:
+        incoming = None
+        for key, value in raw_headers:
+            if key == b"traceparent":
+                incoming = parse_traceparent(value.decode("latin-1"))
+        attrs = {"http.request.method": method, "url.path": path, "txcl.request_id": rid}
+        if callback:
+            links = [(incoming[0], incoming[1], {"txcl.link": "worker"})] if incoming else None
+            span = self._start("txcl callback", 2, attrs, root=True, links=links)
+        else:
+            span = self._start("txcl request", 2, attrs, root=True, remote=incoming)
+        return self._request_scope(span, callback)
+
+    @contextlib.contextmanager
+    def _request_scope(self, span: _Span, callback: bool) -> Iterator[_Span]:
+        token = _request_span.set(None if callback else span)
+        try:
+            with self._current(span):
+                yield span
+        finally:
+            _request_span.reset(token)
+
+    def inject(self, headers: dict[str, str]) -> None:
+        span = _native_current.get()
+        if span is not None:
+            headers["traceparent"] = span.traceparent()
+
+    @contextlib.contextmanager
+    def segment(self, run: Any, kind: str) -> Iterator[Any]:
+        attrs = {"txcl.request_id": run.rid, "txcl.stack": run.entry_stack or "", "txcl.segment": kind}
+        if run.run_id:
+            attrs["txcl.run_id"] = run.run_id
+        here = _request_span.get() if kind == "request" else None
+        if here is not None and here is _native_current.get():
+            run.traced = here.sampled
+            here.attrs.update(attrs)
+            run.trace_context = here.traceparent()
+            try:
+                yield here
+            finally:
+                self._finish(here, run)
+            return
+        links = None
+        if kind == "resume":
+            links = []
+            parked = parse_traceparent(run.trace_context)
+            if parked is not None:
+                links.append((parked[0], parked[1], {"txcl.link": "parked"}))
+            releaser = _native_current.get()
+            if releaser is not None:
+                links.append((releaser.trace_id, releaser.span_id, {"txcl.link": "released_by"}))
+        span = self._start("txcl segment", 1, attrs, root=kind == "resume", links=links)
+        run.traced = span.sampled
+        run.trace_context = span.traceparent()
+        with self._current(span):
+            try:
+                yield span
+            finally:
+                self._finish(span, run)
+
+    @staticmethod
+    def _finish(span: Any, run: Any) -> None:
+        if run.run_id:
+            span.attrs["txcl.run_id"] = run.run_id
+        span.attrs["txcl.status"] = str(run.status)
+        span.attrs["txcl.fuel"] = int(run.budget.fuel_used)
+
+    def open_scope(self, run: Any) -> Any:
+        """A scope's span, current until `close_scope`."""
+        parent = _native_current.get()
+        attrs = {"txcl.stack": run.stack, "txcl.request_id": run.rid}
+        if run.run_id:
+            attrs["txcl.run_id"] = run.run_id
+        span = self._start(f"txcl scope {run.stack}", 1, attrs)
+        return span, parent, _native_current.set(span)
+
+    def close_scope(self, handle: Any, local: bool) -> None:
+        """End a scope. One that only evaluated local rules (no op ran: nothing can be its
+        child) becomes an event of its segment's span, with its duration: a span costs
+        several times what such a scope does."""
+        span, parent, token = handle
+        _native_current.reset(token)
+        if local and parent is not None:
+            if parent.sampled:
+                now = time.time_ns()
+                if parent.events is None:
+                    parent.events = []
+                if len(parent.events) < 128:
+                    parent.events.append((span.start, span.name, {"txcl.stack": span.attrs["txcl.stack"],
+                                                                   "txcl.duration_us": (now - span.start) // 1000}))
+            return
+        self._end(span)
+
+    def op(self, run: Any, frame: Any, op: Any, transport: str, status: str, started_wall: float,
+           duration_s: float, error: str | None, bytes_in: int | None, bytes_out: int | None) -> None:
+        attrs = _op_attributes(run, frame, op, transport, status, bytes_in, bytes_out)
+        span = self._start(f"txcl op {op.name}", 1, attrs)
+        span.start = int(started_wall * 1e9)
+        failed = status not in ("ok", "pending", "completed")
+        self._end(span, (2, error or status) if failed else None, span.start + int(duration_s * 1e9))
+
+    def shutdown(self) -> None:
+        self.exporter.shutdown()
+
+
+def _op_attributes(run: Any, frame: Any, op: Any, transport: str, status: str, bytes_in: int | None,
+                   bytes_out: int | None) -> dict:
+    attributes: dict[str, Any] = {
+        "txcl.stack": frame.stack, "txcl.scope": frame.scope, "txcl.rule": op.name, "txcl.op": f"{op.stack}/{op.name}",
+        "txcl.transport": transport, "txcl.status": status, "txcl.request_id": run.rid,
+        "txcl.fuel": int(run.budget.fuel_used)}
+    if run.run_id:
+        attributes["txcl.run_id"] = run.run_id
+    target = op.target
+    if target is not None:
+        attributes["txcl.target.scheme"] = target.kind
+        url = getattr(target, "url", None)
+        if url:
+            from urllib.parse import urlsplit
+
+            try:
+                attributes["server.address"] = urlsplit(url).hostname or ""
+            except ValueError:
+                pass
+    if bytes_in is not None:
+        attributes["txcl.bytes_in"] = bytes_in
+    if bytes_out is not None:
+        attributes["txcl.bytes_out"] = bytes_out
+    return attributes
+
+
+class NativeMetrics(_metrics.Metrics):
+    """The metrics catalogue aggregated by txcl (txcl.otlp.Aggregate) and sent by its exporter."""
+
+    enabled = True
+
+    def __init__(self) -> None:
+        from txcl.otlp import Aggregate
+
+        self.agg = Aggregate(_metrics.CATALOGUE, _metrics.NAMESPACE, _metrics.LATENCY_BUCKETS)
+
+    def request(self, stack: str, status: int, seconds: float, fuel: int) -> None:
+        agg = self.agg
+        agg.add("requests", (stack, str(status)))
+        agg.observe("request_duration_seconds", (stack,), seconds)
+        if fuel:
+            agg.add("fuel_used", (stack,), fuel)
+
+    def scope(self, stack: str, seconds: float) -> None:
+        self.agg.observe("scope_duration_seconds", (stack,), seconds)
+
+    def op(self, scheme: str, outcome: str, seconds: float) -> None:
+        self.agg.observe("op_duration_seconds", (scheme, outcome), seconds)
+
+    def callback(self, outcome: str, code: str = "") -> None:
+        self.agg.add("callbacks", (outcome, code))
+
+    def sweeper(self, kind: str, count: int = 1) -> None:
+        if count:
+            self.agg.add("sweeper_repairs", (kind,), count)
+
+    def commit(self, seconds: float) -> None:
+        self.agg.observe("store_commit_duration_seconds", (), seconds)
+
+    def store_retry(self) -> None:
+        self.agg.add("store_retries", ())
+
+    def cancellation(self, outcome: str) -> None:
+        self.agg.add("cancellations", (outcome,))
+
+    def retry_sent(self, count: int = 1) -> None:
+        self.agg.add("retries_sent", (), count)
+
+    def dropped(self, reason: str) -> None:
+        self.agg.add("telemetry_dropped", (reason,))
+
+    def application(self, name: str, kind: str, value: float, attrs: dict[str, str], unit: str | None) -> None:
+        from bisect import bisect_left
+
+        found = self.agg.app.get(name)
+        if found is None:
+            if len(self.agg.app) >= 256:
+                self.dropped("too_many_metrics")
+                return
+            found = self.agg.app[name] = (kind, unit or "1", {})
+        points = found[2]
+        labels = tuple(sorted(attrs.items()))
+        if found[0] == "counter":
+            points[labels] = points.get(labels, 0.0) + value
+        else:
+            series = points.get(labels)
+            if series is None:
+                series = points[labels] = [[0] * (len(_metrics.LATENCY_BUCKETS) + 1), 0.0]
+            series[0][bisect_left(_metrics.LATENCY_BUCKETS, value)] += 1
+            series[1] += value
+
+    def open_work(self, snapshot: dict) -> None:
+        gauges = self.agg.gauges
+        gauges["runs"] = [({"state": k}, v) for k, v in snapshot.get("runs", {}).items()]
+        gauges["parked_runs"] = [({"age": k}, v) for k, v in snapshot.get("parked_by_age", {}).items()]
+        gauges["oldest_parked_run_age_seconds"] = [({}, snapshot.get("oldest_parked_s", 0.0))]
+        gauges["itemized_items"] = [({"op": str(c.get("op", "")), "unit": u, "state": state}, c.get(state, 0))
+                                    for u, c in snapshot.get("units", {}).items() for state in ("queued", "in_flight")]
+
+
+def setup(env: Any = None) -> Tracing | None:
+    """Turn OpenTelemetry on when the environment asks for it (None when it does not). txcl's
+    own exporter (txcl.otlp) sends the spans and metrics, unless an application already set
+    an SDK tracer provider or `OTEL_TXCL_EXPORTER=sdk` asks for the SDK's (the otel extra)."""
+    global current
+    env = os.environ if env is None else env
+    if not configured(env):
+        return None
+    if not wants_sdk(env) and not _sdk_provider_set():
+        from txcl.otlp import Exporter, Sampler
+
+        recorder = None
+        if str(env.get("OTEL_METRICS_EXPORTER", "otlp")).strip().lower() != "none":
+            recorder = NativeMetrics()
+        exporter = Exporter(env, recorder.agg.collect if recorder is not None else None)
+        tracing = NativeTracing(exporter, Sampler(env))
+        if recorder is not None:
+            _metrics.install(recorder)
+        current = tracing
+        return tracing
+    return _setup_sdk(env)
+
+
+def wants_sdk(env: Any = None) -> bool:
+    """Whether the SDK's exporter is asked for (OTEL_TXCL_EXPORTER=sdk)."""
+    env = os.environ if env is None else env
+    return str(env.get("OTEL_TXCL_EXPORTER", "native")).strip().lower() == "sdk"
+
+
+def _sdk_provider_set() -> bool:
+    """Whether an application set its own OpenTelemetry tracer provider (then txcl uses it)."""
+    try:
+        from opentelemetry import trace
+    except ImportError:
+        return False
+    return hasattr(trace.get_tracer_provider(), "add_span_processor")
+
+
+def _setup_sdk(env: Any) -> OtelTracing | None:
     """Turn OpenTelemetry on when the environment asks for it; the tracing installed as
     `current` (its metrics recorder joins txcl.metrics). None when off."""
     global current
-    if not configured(env):
-        return None
     from opentelemetry import metrics as otel_metrics
     from opentelemetry import trace
     from opentelemetry.sdk.resources import Resource
@@ -358,7 +666,9 @@ def shutdown() -> None:
     global current
     tracing = current
     current = OFF
-    if isinstance(tracing, OtelTracing):
+    if isinstance(tracing, NativeTracing):
+        tracing.shutdown()
+    elif isinstance(tracing, OtelTracing):
         tracing.shutdown()
         if getattr(tracing, "meter_owned", False):
             tracing.recorder.shutdown()
@@ -366,4 +676,4 @@ def shutdown() -> None:
 
 
 
-__all__ = ["Tracing", "OtelTracing", "OtelMetrics", "setup", "shutdown", "configured", "current", "OFF"]
+__all__ = ["Tracing", "OtelTracing", "OtelMetrics", "NativeTracing", "NativeMetrics", "parse_traceparent", "setup", "shutdown", "configured", "current", "OFF"]

@@ -81,12 +81,14 @@ def receiver():
     found.close()
 
 
+@pytest.mark.parametrize("exporter", ["native", "sdk"])
 def test_a_parked_request_and_its_resume_on_another_node_are_two_linked_root_spans(serve, workspace, worker,
-                                                                                     receiver, tmp_path):
+                                                                                     receiver, exporter):
+    """With txcl's own OTLP exporter (the default) and with the OpenTelemetry SDK's."""
     ws = workspace({"OPS/shop/100/job.txcl": f'WITH mode = "async", into = "job"\nEXEC "{worker.url()}"',
                     "OPS/shop/200/after.txcl": "EMIT .after = true"})
     env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url, "OTEL_BSP_SCHEDULE_DELAY": "100",
-           "OTEL_METRIC_EXPORT_INTERVAL": "300", "OTEL_SERVICE_NAME": "txcl-under-test"}
+           "OTEL_METRIC_EXPORT_INTERVAL": "300", "OTEL_SERVICE_NAME": "txcl-under-test", "OTEL_TXCL_EXPORTER": exporter}
     node_a = serve(ws, "--node-id", "a", env=env)
     node_b = serve(ws, "--node-id", "b", env=env)
     status, headers, _ = http_get(node_a.url + "/go")

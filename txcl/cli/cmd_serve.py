@@ -71,7 +71,8 @@ def command(directory: str | None, workspace: str | None, log_level: str, **flag
     from txcl import otel
 
     if otel.configured():
-        require_extra("otel", "OpenTelemetry export (OTEL_EXPORTER_OTLP_ENDPOINT is set)")
+        if otel.wants_sdk():
+            require_extra("otel", "OpenTelemetry through the SDK (OTEL_TXCL_EXPORTER=sdk)")
         otel.setup()
     from txcl.logs import never_log
 

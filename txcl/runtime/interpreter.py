@@ -282,9 +282,13 @@ class Interpreter:
         while run.status == "running":
             stack, started = run.stack, clock()
             if run.traced:
-                with tracing.scope(run):
-                    if not (fuse and walker.step_local(run, rec)):
+                handle, local = tracing.open_scope(run), False
+                try:
+                    local = fuse and walker.step_local(run, rec)
+                    if not local:
                         await walker.step(run, rec)
+                finally:
+                    tracing.close_scope(handle, local)
             elif not (fuse and walker.step_local(run, rec)):
                 await walker.step(run, rec)
             if timed:

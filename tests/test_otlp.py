@@ -1,0 +1,102 @@
+"""txcl's own OTLP encoder, decoded with the official protobuf definitions (opentelemetry-proto):
+spans with every kind of attribute, links, events and status; sums, gauges and histograms;
+the sampler and W3C traceparent parsing; the exporter's configuration from OTEL_* variables."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("opentelemetry.proto")
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest  # noqa: E402
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest  # noqa: E402
+
+from txcl.otel import parse_traceparent  # noqa: E402
+from txcl.otlp import Sampler, encode_metrics, encode_traces, endpoint, headers, resource_attributes  # noqa: E402
+
+
+def _attrs(items):
+    out = {}
+    for kv in items:
+        which = kv.value.WhichOneof("value")
+        out[kv.key] = getattr(kv.value, which)
+    return out
+
+
+def test_spans_round_trip_through_the_official_definitions():
+    trace_id, span_id, parent = bytes(range(16)), bytes(range(8)), bytes(range(8, 16))
+    span = (trace_id, span_id, parent, "txcl op charge", 1, 1_000_000_000, 1_250_000_000,
+            {"s": "shop", "n": 300, "neg": -5, "f": 0.5, "b": True, "long": "x" * 300, "é": "ü"},
+            [(bytes(16), bytes(8), {"txcl.link": "parked"})], (2, "op failed"),
+            [(1_100_000_000, "txcl scope shop", {"txcl.duration_us": 12})])
+    body = encode_traces({"service.name": "txcl-test"}, ("txcl", "0.1"), [span, span])
+    request = ExportTraceServiceRequest.FromString(body)
+    resource = request.resource_spans[0]
+    assert _attrs(resource.resource.attributes) == {"service.name": "txcl-test"}
+    scope = resource.scope_spans[0]
+    assert (scope.scope.name, scope.scope.version) == ("txcl", "0.1") and len(scope.spans) == 2
+    got = scope.spans[0]
+    assert (got.trace_id, got.span_id, got.parent_span_id) == (trace_id, span_id, parent)
+    assert got.name == "txcl op charge" and got.kind == 1
+    assert (got.start_time_unix_nano, got.end_time_unix_nano) == (1_000_000_000, 1_250_000_000)
+    assert _attrs(got.attributes) == {"s": "shop", "n": 300, "neg": -5, "f": 0.5, "b": True, "long": "x" * 300,
+                                      "é": "ü"}
+    assert got.links[0].trace_id == bytes(16) and _attrs(got.links[0].attributes) == {"txcl.link": "parked"}
+    assert got.events[0].name == "txcl scope shop" and got.events[0].time_unix_nano == 1_100_000_000
+    assert (got.status.code, got.status.message) == (2, "op failed")
+
+
+def test_true_and_one_are_different_attribute_values():
+    span = (bytes(16), bytes(8), None, "s", 1, 1, 2, {"k": 1}, None, None, None)
+    other = (bytes(16), bytes(8), None, "s", 1, 1, 2, {"k": True}, None, None, None)
+    spans = ExportTraceServiceRequest.FromString(encode_traces({}, ("txcl", "0"), [span, other])) \
+        .resource_spans[0].scope_spans[0].spans
+    assert spans[0].attributes[0].value.WhichOneof("value") == "int_value"
+    assert spans[1].attributes[0].value.WhichOneof("value") == "bool_value"
+
+
+def test_metrics_round_trip():
+    bounds = (0.1, 1.0)
+    body = encode_metrics({"service.name": "t"}, ("txcl", "0"), [
+        ("txcl.requests", "Requests.", "1", "sum", [({"stack": "shop"}, 3.0)]),
+        ("txcl.runs", "Runs.", "1", "gauge", [({"state": "waiting"}, 2.0)]),
+        ("txcl.request_duration", "Latency.", "s", "histogram", [({"stack": "shop"}, [1, 2, 0], 1.5, bounds)]),
+    ])
+    metrics = ExportMetricsServiceRequest.FromString(body).resource_metrics[0].scope_metrics[0].metrics
+    by_name = {m.name: m for m in metrics}
+    total = by_name["txcl.requests"].sum
+    assert total.is_monotonic and total.aggregation_temporality == 2 and total.data_points[0].as_double == 3.0
+    assert _attrs(total.data_points[0].attributes) == {"stack": "shop"}
+    assert by_name["txcl.runs"].gauge.data_points[0].as_double == 2.0
+    point = by_name["txcl.request_duration"].histogram.data_points[0]
+    assert list(point.bucket_counts) == [1, 2, 0] and list(point.explicit_bounds) == [0.1, 1.0]
+    assert point.count == 3 and point.sum == 1.5 and by_name["txcl.request_duration"].unit == "s"
+
+
+def test_the_sampler():
+    low, high = bytes(8) + bytes(8), bytes(8) + b"\xff" * 8
+    assert Sampler({}).sample(high, None) and Sampler({}).sample(low, False) is False  # parent-based always on
+    assert not Sampler({"OTEL_TRACES_SAMPLER": "always_off"}).sample(low, None)
+    ratio = Sampler({"OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.5"})
+    assert ratio.sample(low, None) and not ratio.sample(high, None) and not ratio.sample(high, True)
+    parent_ratio = Sampler({"OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.5"})
+    assert parent_ratio.sample(high, True)  # a sampled parent decides
+
+
+def test_traceparent_parsing():
+    trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+    assert parse_traceparent(f"00-{trace}-00f067aa0ba902b7-01") == (bytes.fromhex(trace),
+                                                                      bytes.fromhex("00f067aa0ba902b7"), True)
+    assert parse_traceparent(f"00-{trace}-00f067aa0ba902b7-00")[2] is False
+    for bad in (None, "", "01-x", f"00-{'0' * 32}-00f067aa0ba902b7-01", f"00-{trace}-{'0' * 16}-01", "garbage"):
+        assert parse_traceparent(bad) is None
+
+
+def test_configuration_from_the_environment():
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318/", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": "http://m/x",
+           "OTEL_EXPORTER_OTLP_HEADERS": "api-key=a%20b,x=1", "OTEL_RESOURCE_ATTRIBUTES": "env=prod,service.name=s",
+           "OTEL_SERVICE_NAME": "orders"}
+    assert endpoint(env, "traces") == "http://c:4318/v1/traces" and endpoint(env, "metrics") == "http://m/x"
+    assert endpoint({}, "traces") is None
+    assert headers(env, "traces") == {"api-key": "a b", "x": "1"}
+    attrs = resource_attributes(env)
+    assert attrs["service.name"] == "orders" and attrs["env"] == "prod"
