@@ -15,10 +15,8 @@ of traces sampled, with and without its metrics.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -29,7 +27,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from _baseline import baseline_tree  # noqa: E402
 from _timing import headline  # noqa: E402
-from bench_serve import SERVING_RE, measure, stop, write_stack  # noqa: E402
+from bench_serve import measure, start, stop, write_stack  # noqa: E402
 
 BASELINE = "8696d68"  # main before the egress/secrets/logs/metrics/OpenTelemetry work
 
@@ -43,18 +41,6 @@ class _Sink(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Length", "0")
         self.end_headers()
-
-
-def start(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen(cmd, cwd=cwd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1", **env})
-    assert proc.stderr is not None
-    for line in proc.stderr:
-        m = SERVING_RE.search(line)
-        if m and "serving" in line:
-            threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()  # type: ignore[union-attr]
-            return proc, m.group(1)
-    raise SystemExit(f"server did not start: {' '.join(cmd)} (exit {proc.wait()})")
 
 
 def main() -> None:

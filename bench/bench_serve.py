@@ -84,8 +84,8 @@ def run_bare_server() -> None:
 
 # ---------------------------------------------------------------- helpers
 
-def start(cmd: list[str], cwd: Path) -> tuple[subprocess.Popen, str]:
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+def start(cmd: list[str], cwd: Path, extra_env: dict[str, str] | None = None) -> tuple[subprocess.Popen, str]:
+    env = dict(os.environ, PYTHONUNBUFFERED="1", **(extra_env or {}))
     proc = subprocess.Popen(cmd, cwd=cwd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env)
     assert proc.stderr is not None
     for line in proc.stderr:

@@ -88,3 +88,45 @@ def walk_observed(outcome: Any, record: Any) -> tuple:
     steps = [{k: v for k, v in step.items() if k not in STEP_TIMES} for step in record.steps]
     events = [(seq, kind, data) for seq, _at, kind, data in record.events]
     return seen, steps, events
+
+
+class EchoServer:
+    """An HTTP server on 127.0.0.1 that answers each POST with what it received:
+    `{"headers": {…lower-case…}, "body": …}` (a JSON body, or a form body as an object); every
+    request is kept in `received` as (headers, raw body)."""
+
+    def __init__(self) -> None:
+        import json
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        from urllib.parse import parse_qs
+
+        received = self.received = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                received.append((headers, raw))
+                if headers.get("content-type", "").startswith("application/x-www-form-urlencoded"):
+                    body = {k: v[0] for k, v in parse_qs(raw.decode()).items()}
+                else:
+                    body = json.loads(raw or b"{}")
+                answer = json.dumps({"headers": headers, "body": body}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -152,7 +152,7 @@ class OtelTracing(Tracing):
             try:
                 yield here
             finally:
-                self._finish(here, run)
+                _finish_segment(here, run)
             return
         with self.tracer.start_as_current_span("txcl segment", context=parent, links=links,
                                                attributes=attributes) as span:
@@ -163,24 +163,13 @@ class OtelTracing(Tracing):
             try:
                 yield span
             finally:
-                self._finish(span, run)
-
-    @staticmethod
-    def _finish(span: Any, run: Any) -> None:
-        if span.is_recording():
-            if run.run_id:
-                span.set_attribute("txcl.run_id", run.run_id)
-            span.set_attribute("txcl.status", str(run.status))
-            span.set_attribute("txcl.fuel", int(run.budget.fuel_used))
+                _finish_segment(span, run)
 
     def open_scope(self, run: Any) -> Any:
         from opentelemetry import context as otel_context
         from opentelemetry import trace
 
-        attributes = {"txcl.stack": run.stack, "txcl.request_id": run.rid}
-        if run.run_id:
-            attributes["txcl.run_id"] = run.run_id
-        span = self.tracer.start_span(f"txcl scope {run.stack}", attributes=attributes)
+        span = self.tracer.start_span(f"txcl scope {run.stack}", attributes=_scope_attributes(run))
         return span, otel_context.attach(trace.set_span_in_context(span))
 
     def close_scope(self, handle: Any, local: bool) -> None:
@@ -418,7 +407,7 @@ class NativeTracing(Tracing):
             try:
                 yield here
             finally:
-                self._finish(here, run)
+                _finish_segment(here, run)
             return
         links = None
         if kind == "resume":
@@ -436,22 +425,12 @@ class NativeTracing(Tracing):
             try:
                 yield span
             finally:
-                self._finish(span, run)
-
-    @staticmethod
-    def _finish(span: Any, run: Any) -> None:
-        if run.run_id:
-            span.attrs["txcl.run_id"] = run.run_id
-        span.attrs["txcl.status"] = str(run.status)
-        span.attrs["txcl.fuel"] = int(run.budget.fuel_used)
+                _finish_segment(span, run)
 
     def open_scope(self, run: Any) -> Any:
         """A scope's span, current until `close_scope`."""
         parent = _native_current.get()
-        attrs = {"txcl.stack": run.stack, "txcl.request_id": run.rid}
-        if run.run_id:
-            attrs["txcl.run_id"] = run.run_id
-        span = self._start(f"txcl scope {run.stack}", 1, attrs)
+        span = self._start(f"txcl scope {run.stack}", 1, _scope_attributes(run))
         return span, parent, _native_current.set(span)
 
     def close_scope(self, handle: Any, local: bool) -> None:
@@ -481,6 +460,22 @@ class NativeTracing(Tracing):
 
     def shutdown(self) -> None:
         self.exporter.shutdown()
+
+
+def _scope_attributes(run: Any) -> dict:
+    attributes = {"txcl.stack": run.stack, "txcl.request_id": run.rid}
+    if run.run_id:
+        attributes["txcl.run_id"] = run.run_id
+    return attributes
+
+
+def _finish_segment(span: Any, run: Any) -> None:
+    """The attributes a segment's span learns only at its end (either tracer's span)."""
+    if span.is_recording():
+        if run.run_id:
+            span.set_attribute("txcl.run_id", run.run_id)
+        span.set_attribute("txcl.status", str(run.status))
+        span.set_attribute("txcl.fuel", int(run.budget.fuel_used))
 
 
 def _op_attributes(run: Any, frame: Any, op: Any, transport: str, status: str, bytes_in: int | None,
@@ -555,8 +550,6 @@ class NativeMetrics(_metrics.Metrics):
         self.agg.add("telemetry_dropped", (reason,))
 
     def application(self, name: str, kind: str, value: float, attrs: dict[str, str], unit: str | None) -> None:
-        from bisect import bisect_left
-
         found = self.agg.app.get(name)
         if found is None:
             if len(self.agg.app) >= 256:
@@ -568,11 +561,7 @@ class NativeMetrics(_metrics.Metrics):
         if found[0] == "counter":
             points[labels] = points.get(labels, 0.0) + value
         else:
-            series = points.get(labels)
-            if series is None:
-                series = points[labels] = [[0] * (len(_metrics.LATENCY_BUCKETS) + 1), 0.0]
-            series[0][bisect_left(_metrics.LATENCY_BUCKETS, value)] += 1
-            series[1] += value
+            self.agg.observe_into(points, labels, value)
 
     def open_work(self, snapshot: dict) -> None:
         gauges = self.agg.gauges

@@ -369,6 +369,10 @@ class Aggregate:
         table = self.histograms.get(name)
         if table is None:
             table = self.histograms[name] = {}
+        self.observe_into(table, labels, value)
+
+    def observe_into(self, table: dict, labels: tuple, value: float) -> None:
+        """One value into the histogram series `table[labels]` ([bucket counts, sum])."""
         series = table.get(labels)
         if series is None:
             series = table[labels] = [[0] * (len(self.bounds) + 1), 0.0]

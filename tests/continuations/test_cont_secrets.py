@@ -11,38 +11,19 @@ from __future__ import annotations
 import json
 import secrets as pysecrets
 import subprocess
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 from cont_support import TXCL, db_of, http_get, wait_until
 from contworker import TestWorker
-
-
-class _Echo(BaseHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-    def do_POST(self):
-        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        answer = json.dumps({"headers": {k.lower(): v for k, v in self.headers.items()},
-                             "body": json.loads(body or b"{}")}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(answer)))
-        self.end_headers()
-        self.wfile.write(answer)
+from testtools import EchoServer
 
 
 @pytest.fixture
 def echo():
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), _Echo)
-    srv.daemon_threads = True
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}"
-    srv.shutdown()
-    srv.server_close()
+    server = EchoServer()
+    yield server.url
+    server.close()
 
 
 def _database_bytes(ws: Path, backend: str) -> bytes:

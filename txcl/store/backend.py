@@ -514,6 +514,9 @@ class SqlBackend:
     def _count_retry(self) -> None:
         with self._counters.lock:
             self._counters.retries += 1
+        recorder = _metrics.current
+        if recorder.enabled:  # (the Prometheus endpoint reads the counter above instead)
+            recorder.store_retry()
 
     def commit_count(self) -> int:
         """Write transactions committed through this backend so far (benchmarks)."""
