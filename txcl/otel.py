@@ -172,12 +172,20 @@ class OtelTracing(Tracing):
         span = self.tracer.start_span(f"txcl scope {run.stack}", attributes=_scope_attributes(run))
         return span, otel_context.attach(trace.set_span_in_context(span))
 
-    def close_scope(self, handle: Any, local: bool) -> None:
+    def close_scope(self, handle: Any) -> None:
         from opentelemetry import context as otel_context
 
         span, token = handle
         otel_context.detach(token)
         span.end()
+
+    def local_scope(self, run: Any, stack: str, started: float) -> None:
+        """A scope of local rules, traced after it ran: a span with its own start time."""
+        duration_ns = int((time.perf_counter() - started) * 1e9)
+        end = time.time_ns()
+        span = self.tracer.start_span(f"txcl scope {stack}", start_time=end - duration_ns,
+                                      attributes={**_scope_attributes(run), "txcl.stack": stack})
+        span.end(end_time=end)
 
     def op(self, run: Any, frame: Any, op: Any, transport: str, status: str, started_wall: float,
            duration_s: float, error: str | None, bytes_in: int | None, bytes_out: int | None) -> None:
@@ -433,22 +441,24 @@ class NativeTracing(Tracing):
         span = self._start(f"txcl scope {run.stack}", 1, _scope_attributes(run))
         return span, parent, _native_current.set(span)
 
-    def close_scope(self, handle: Any, local: bool) -> None:
-        """End a scope. One that only evaluated local rules (no op ran: nothing can be its
-        child) becomes an event of its segment's span, with its duration: a span costs
-        several times what such a scope does."""
-        span, parent, token = handle
+    def close_scope(self, handle: Any) -> None:
+        span, _parent, token = handle
         _native_current.reset(token)
-        if local and parent is not None:
-            if parent.sampled:
-                now = time.time_ns()
-                if parent.events is None:
-                    parent.events = []
-                if len(parent.events) < 128:
-                    parent.events.append((span.start, span.name, {"txcl.stack": span.attrs["txcl.stack"],
-                                                                   "txcl.duration_us": (now - span.start) // 1000}))
-            return
         self._end(span)
+
+    def local_scope(self, run: Any, stack: str, started: float) -> None:
+        """A scope that only evaluated local rules (`started`: its perf_counter start): an
+        event of the segment's span with its duration, since a span would cost several times
+        what such a scope does."""
+        parent = _native_current.get()
+        if parent is None or not parent.sampled:
+            return
+        duration_ns = int((time.perf_counter() - started) * 1e9)
+        if parent.events is None:
+            parent.events = []
+        if len(parent.events) < 128:
+            parent.events.append((time.time_ns() - duration_ns, f"txcl scope {stack}",
+                                  {"txcl.stack": stack, "txcl.duration_us": duration_ns // 1000}))
 
     def op(self, run: Any, frame: Any, op: Any, transport: str, status: str, started_wall: float,
            duration_s: float, error: str | None, bytes_in: int | None, bytes_out: int | None) -> None:

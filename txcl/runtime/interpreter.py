@@ -282,13 +282,16 @@ class Interpreter:
         while run.status == "running":
             stack, started = run.stack, clock()
             if run.traced:
-                handle, local = tracing.open_scope(run), False
-                try:
-                    local = fuse and walker.step_local(run, rec)
-                    if not local:
+                # a scope of local rules runs whole inside step_local (no op: nothing can be its
+                # child), so it is traced after the fact; any other scope gets a span first
+                if fuse and walker.step_local(run, rec):
+                    tracing.local_scope(run, stack, started)
+                else:
+                    handle = tracing.open_scope(run)
+                    try:
                         await walker.step(run, rec)
-                finally:
-                    tracing.close_scope(handle, local)
+                    finally:
+                        tracing.close_scope(handle)
             elif not (fuse and walker.step_local(run, rec)):
                 await walker.step(run, rec)
             if timed:
