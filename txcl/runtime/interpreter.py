@@ -231,9 +231,11 @@ class Interpreter:
         await walker.hooks.segment_end(walker, run)
         outcome = self._outcome(run)
         if type(outcome) is Completed and _metrics.current.enabled:  # EMIT @telemetry.metrics
-            from txcl.telemetry import export
+            txc = outcome.envelope.get("_txc")
+            if type(txc) is dict and "telemetry" in txc:
+                from txcl.telemetry import export
 
-            export(outcome.envelope, _metrics.current)
+                export(outcome.envelope, _metrics.current)
         bytes_out = answer_status = None
         if respond is not None and type(outcome) is Completed:
             outcome = _answered(outcome, respond)
