@@ -546,6 +546,13 @@ _ENTRIES: tuple[CodeInfo, ...] = (
            'intent never fails the request; it is only counted in `txcl_telemetry_dropped_total`.'),
           'EMIT @telemetry.metrics = &array(&object("name", "book queued", "kind", "count", "value", 1))',
           'EMIT @telemetry.metrics = &array(&object("name", "book.queued", "kind", "counter", "value", 1))'),
+    _code('TX244', 'unknown-cron-field', 'warning',
+          'a read of @cron.<field> that the cron tick never holds',
+          ('A `_cron` stack receives a tick envelope whose `@cron.*` fields are minute, hour, dom, dow, '
+           'month, year, mod5, mod10, mod15, mod30, bucket, bucket_ms, tick, job, node, tz and period_s. A '
+           'read of any other field is always missing, so a condition on it never holds.'),
+          'WHEN @cron.hours == 9\n  EXEC "https://ops.example.com/morning"',
+          'WHEN @cron.hour == 9\n  EXEC "https://ops.example.com/morning"'),
     _code('TX250', 'mcp-unknown-tool', 'error',
           'the MCP server of an `mcp+` target does not list its tool (`txcl check --mcp-schemas`)',
           ('Reported by `txcl check --mcp-schemas`, which asks each MCP server named by an `mcp+` target'

@@ -130,6 +130,27 @@ DELETE_ONLY_INBOUND: frozenset[tuple[str, ...]] = frozenset({
     ("_txc", "contacts", "prior"), ("_txc", "websocket", "msg", "text"), ("_txc", "websocket", "msg", "data"),
 })
 
+#: what `@cron.*` holds: the tick envelope of a `_cron` stack (txcl.serve.cron fills it)
+CRON_FIELDS: dict[str, str] = {
+    "minute": "the minute of the tick (0-59), in UTC or --cron-timezone",
+    "hour": "the hour (0-23)",
+    "dom": "the day of the month (1-31)",
+    "dow": "the day of the week (0 Sunday to 6 Saturday)",
+    "month": "the month (1-12)",
+    "year": "the year",
+    "mod5": "the minute modulo 5 (0 every five minutes)",
+    "mod10": "the minute modulo 10",
+    "mod15": "the minute modulo 15",
+    "mod30": "the minute modulo 30",
+    "bucket": "the tick's time, RFC 3339 in UTC: the same on every node (the key that fires it once)",
+    "bucket_ms": "the tick's time in milliseconds since the epoch",
+    "tick": "how many ticks this node has fired since it started",
+    "job": '"_cron"',
+    "node": "the node that fired the tick (--node-id)",
+    "tz": "the zone of the clock fields (UTC, or --cron-timezone)",
+    "period_s": "seconds between ticks (--cron-period)",
+}
+
 #: Control fields SET PRE must not write (they steer the walk after the op).
 CONTROL_FIELDS: tuple[tuple[str, ...], ...] = (("_txc", "halt"), ("_txc", "goto"), ("_txc", "delete"),
                                                ("_txc", "web", "res"))

@@ -34,6 +34,7 @@ RULE_FIXTURES = {
     "TX214": [("TX214", 1, 22), ("TX214", 1, 42)],
     "TX215": [("TX207", 1, 11), ("TX302", 2, 1), ("TX215", 2, 11)],
     "TX243": [("TX243", 2, 34), ("TX243", 3, 34), ("TX243", 4, 34)],  # the computed intent is left alone
+    "TX244": [("TX244", 1, 6), ("TX244", 2, 34)],  # @cron.minute and @cron.dom are fields
     "TX268": [("TX268", 1, 13)],  # untyped: a SELECT item under the op's own literal `into`
     "TX301": [("TX301", 2, 1), ("TX301", 3, 1), ("TX301", 4, 1), ("TX301", 5, 1)],
     "TX302": [("TX301", 3, 1), ("TX302", 3, 1), ("TX302", 4, 1), ("TX301", 5, 1), ("TX301", 6, 1),

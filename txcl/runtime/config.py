@@ -145,6 +145,26 @@ def _egress_list(value: Any) -> tuple[str, ...]:
     return items
 
 
+def _cron_missed(value: Any) -> str:
+    text = str(value).strip().lower()
+    if text not in ("skip", "catch-up"):
+        raise ValueError("must be skip or catch-up")
+    return text
+
+
+def _time_zone(value: Any) -> str:
+    text = str(value).strip()
+    if text.upper() == "UTC":
+        return "UTC"
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        ZoneInfo(text)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"{text!r} is not an IANA time zone (such as Europe/Paris)") from None
+    return text
+
+
 def _log_format(value: Any) -> str:
     text = str(value).strip().lower()
     if text not in ("text", "json"):
@@ -234,6 +254,10 @@ _FIELDS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "metrics": (_bool, False),
     "metrics_port": (_nonneg_int, 0),
     "metrics_refresh": (parse_duration_ms, 10_000),
+    "cron_period": (parse_duration_ms, 60_000),
+    "cron_missed": (_cron_missed, "skip"),
+    "cron_timezone": (_time_zone, "UTC"),
+    "cron_catch_up_max": (_nonneg_int, 60),
 }
 
 
@@ -304,6 +328,8 @@ class Settings(_SettingsBase):  # type: ignore[misc, valid-type]
             bad("admin_token", "must be at least 16 characters")
         if self.mcp and not self.mcp_tools:
             bad("mcp", "name the stacks to offer as tools with --mcp-tools (mcp_tools = [...] in [serve])")
+        if self.cron_period and self.cron_period < 1000:
+            bad("cron_period", "must be at least 1s (or 0: no ticks)")
         if self.callback_base_url is not None and not re.match(r"^https?://[^/\s]+", self.callback_base_url):
             bad("callback_base_url", "must be an absolute http(s) URL")
         return self
@@ -378,6 +404,10 @@ SETTING_HELP: dict[str, tuple[str, str]] = {
     'metrics': ('', 'Serve Prometheus metrics on /_txc/metrics (behind --admin-token when set); needs the metrics extra.'),
     'metrics_port': ('count', 'With --metrics: serve them on this port of --host instead (0: on the main port).'),
     'metrics_refresh': ('duration', 'With --metrics: how often the gauges of open runs and items are read from the store.'),
+    'cron_period': ('duration', 'Time between the ticks a _cron stack receives, on the wall clock\'s boundaries (0: no ticks).'),
+    'cron_missed': ('', 'Ticks missed while every node was down: skip them, or catch-up (fire them at start-up).'),
+    'cron_timezone': ('', 'The IANA time zone of the @cron clock fields.'),
+    'cron_catch_up_max': ('count', 'With cron-missed catch-up: at most this many missed ticks are fired at start-up.'),
 }
 
 

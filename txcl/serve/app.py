@@ -486,6 +486,7 @@ class TxclApp(Starlette):
         self.startup_error: BaseException | None = None
         self._watch_task: asyncio.Task | None = None
         self._metrics_task: asyncio.Task | None = None
+        self._cron_task: asyncio.Task | None = None
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         kind = scope["type"]
@@ -563,6 +564,10 @@ class TxclApp(Starlette):
         if state.mcp is not None:
             await state.mcp.startup()
         service = next((ext.service for ext in state.extensions if getattr(ext, "service", None) is not None), None)
+        if state.settings.cron_period and state.store is not None:
+            from txcl.serve.cron import CronTicker
+
+            self._cron_task = asyncio.ensure_future(CronTicker(state, service).run())
         if _metrics.current.enabled and service is not None:
             from txcl.serve.metrics_endpoint import refresh_open_work
 
@@ -577,6 +582,8 @@ class TxclApp(Starlette):
             self._watch_task.cancel()
         if self._metrics_task is not None:
             self._metrics_task.cancel()
+        if self._cron_task is not None:
+            self._cron_task.cancel()
         if state.metrics is not None:
             from txcl.serve.metrics_endpoint import stop_metrics
 

@@ -353,7 +353,23 @@ CONTINUATIONS = Component(
     {8: _backfill_unit_options},
 )
 
-COMPONENTS: tuple[Component, ...] = (TRACES, KV, CONTINUATIONS)
+CLOCK = Component(
+    "clock",
+    1,
+    (
+        # one row per fired cron tick: the first node to insert a (job, bucket) fires it
+        """CREATE TABLE IF NOT EXISTS cron_ticks (
+    job        TEXT NOT NULL,
+    bucket_ms  {bigint} NOT NULL,
+    node       TEXT NOT NULL,
+    rid        TEXT NOT NULL,
+    claimed_ms {bigint} NOT NULL,
+    PRIMARY KEY (job, bucket_ms)
+)""",
+    ),
+)
+
+COMPONENTS: tuple[Component, ...] = (TRACES, KV, CONTINUATIONS, CLOCK)
 
 
 @dataclass(frozen=True)
