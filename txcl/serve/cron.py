@@ -89,7 +89,7 @@ class CronTicker:
             while following <= current:
                 await self.fire(following)
                 following += self.period_ms
-            if time.monotonic() - purged_at > 3600:
+            if time.monotonic() - purged_at > 3600 and self.state.tree.has_stack(JOB):
                 purged_at = time.monotonic()
                 await self._store(store.purge_ticks, current - KEEP_TICKS_MS)
 
