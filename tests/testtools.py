@@ -90,6 +90,18 @@ def walk_observed(outcome: Any, record: Any) -> tuple:
     return seen, steps, events
 
 
+def start_http_server(handler: Any) -> tuple[Any, str]:
+    """A ThreadingHTTPServer of `handler` on 127.0.0.1, serving in a daemon thread: (server, its
+    base URL). Stop it with `server.shutdown(); server.server_close()`."""
+    import threading
+    from http.server import ThreadingHTTPServer
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
 class EchoServer:
     """An HTTP server on 127.0.0.1 that answers each POST with what it received:
     `{"headers": {…lower-case…}, "body": …}` (a JSON body, or a form body as an object); every
@@ -97,8 +109,7 @@ class EchoServer:
 
     def __init__(self) -> None:
         import json
-        import threading
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        from http.server import BaseHTTPRequestHandler
         from urllib.parse import parse_qs
 
         received = self.received = []
@@ -122,10 +133,7 @@ class EchoServer:
                 self.end_headers()
                 self.wfile.write(answer)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.server, self.url = start_http_server(Handler)
 
     def close(self) -> None:
         self.server.shutdown()

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import json
 import secrets
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 from cont_support import http_get, wait_until
 from contworker import post_json
+from testtools import start_http_server
 
 pytest.importorskip("opentelemetry.sdk")
 from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2  # noqa: E402
@@ -64,10 +64,7 @@ class Receiver:
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.server, self.url = start_http_server(Handler)
 
     def close(self) -> None:
         self.server.shutdown()

@@ -111,11 +111,16 @@ def _name_list(value: Any) -> tuple[str, ...]:
     return tuple(item for item in items if item)
 
 
-def _trace_mode(value: Any) -> str:
-    text = str(value).strip().lower()
-    if text not in ("off", "summary", "full"):
-        raise ValueError("must be off, summary or full")
-    return text
+def _choice(*options: str) -> Callable[[Any], str]:
+    """A parser of one of `options` (case does not matter), naming them all when it fails."""
+    listed = ", ".join(options[:-1]) + " or " + options[-1]
+
+    def parse(value: Any) -> str:
+        text = str(value).strip().lower()
+        if text not in options:
+            raise ValueError(f"must be {listed}")
+        return text
+    return parse
 
 
 def _validate_mode(value: Any) -> str:
@@ -129,13 +134,6 @@ def _validate_mode(value: Any) -> str:
     return text
 
 
-def _egress_mode(value: Any) -> str:
-    text = str(value).strip().lower()
-    if text not in ("allow", "deny"):
-        raise ValueError("must be allow or deny")
-    return text
-
-
 def _egress_list(value: Any) -> tuple[str, ...]:
     """Host patterns and networks, each checked now so a typo fails at startup."""
     items = _name_list(value)
@@ -143,13 +141,6 @@ def _egress_list(value: Any) -> tuple[str, ...]:
 
     EgressPolicy.build(allow=items)
     return items
-
-
-def _cron_missed(value: Any) -> str:
-    text = str(value).strip().lower()
-    if text not in ("skip", "catch-up"):
-        raise ValueError("must be skip or catch-up")
-    return text
 
 
 def _time_zone(value: Any) -> str:
@@ -162,20 +153,6 @@ def _time_zone(value: Any) -> str:
         ZoneInfo(text)
     except (ZoneInfoNotFoundError, ValueError):
         raise ValueError(f"{text!r} is not an IANA time zone (such as Europe/Paris)") from None
-    return text
-
-
-def _log_format(value: Any) -> str:
-    text = str(value).strip().lower()
-    if text not in ("text", "json"):
-        raise ValueError("must be text or json")
-    return text
-
-
-def _secrets_provider(value: Any) -> str:
-    text = str(value).strip().lower()
-    if text not in ("env", "dir"):
-        raise ValueError("must be env or dir")
     return text
 
 
@@ -232,7 +209,7 @@ _FIELDS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "validate_input": (_bool, False),
     "validate_output": (_validate_mode, "off"),
     "private": (_bool, False),
-    "trace_mode": (_trace_mode, "summary"),
+    "trace_mode": (_choice("off", "summary", "full"), "summary"),
     "trace_body_cap_bytes": (parse_size, 65_536),
     "trace_retention": (parse_duration_ms, 7 * 86_400_000),
     "shutdown_grace": (parse_duration_ms, 25_000),
@@ -246,16 +223,16 @@ _FIELDS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "ui_allowed_hosts": (_name_list, ()),
     "egress_allow": (_egress_list, ()),
     "egress_deny": (_egress_list, ()),
-    "egress_private": (_egress_mode, "allow"),
-    "egress_loopback": (_egress_mode, "allow"),
-    "secrets_provider": (_secrets_provider, "env"),
+    "egress_private": (_choice("allow", "deny"), "allow"),
+    "egress_loopback": (_choice("allow", "deny"), "allow"),
+    "secrets_provider": (_choice("env", "dir"), "env"),
     "secrets_dir": (_str, "/run/secrets"),
-    "log_format": (_log_format, "text"),
+    "log_format": (_choice("text", "json"), "text"),
     "metrics": (_bool, False),
     "metrics_port": (_nonneg_int, 0),
     "metrics_refresh": (parse_duration_ms, 10_000),
     "cron_period": (parse_duration_ms, 60_000),
-    "cron_missed": (_cron_missed, "skip"),
+    "cron_missed": (_choice("skip", "catch-up"), "skip"),
     "cron_timezone": (_time_zone, "UTC"),
     "cron_catch_up_max": (_nonneg_int, 60),
 }
