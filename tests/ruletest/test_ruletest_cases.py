@@ -194,3 +194,30 @@ def test_an_ops_mock_request_and_response_pair_is_a_case(ws, run_tests) -> None:
     assert out.splitlines()[-1].startswith("1 passed, 1 failed")
     code, out, err = run_tests(root, "--no-ops-fixtures")
     assert code == 2 and "no test files" in err
+
+
+def test_a_case_can_be_a_cron_tick(ws, run_tests) -> None:
+    """`tick:` makes the case's envelope the tick a `_cron` stack receives at that time (and
+    the stack `_cron` unless the case names one)."""
+    root = ws({"OPS/_cron/100/morning.txcl": "WHEN @cron.hour == 9 && @cron.minute == 0\nEMIT .morning = true",
+               "OPS/_cron/100/every.txcl": "WHEN @cron.mod15 == 0\nEMIT .quarter = @cron.bucket",
+               "cron.test.yaml": """cases:
+  - name: nine o'clock
+    tick: "2026-12-07T09:00:00Z"
+    expect:
+      envelope: {morning: true, quarter: "2026-12-07T09:00:00Z"}
+  - name: ten past nine
+    tick: "2026-12-07T09:10:00Z"
+    expect:
+      absent: [.morning, .quarter]
+  - name: a wrong expectation fails
+    tick: "2026-12-07T10:15:00Z"
+    expect:
+      envelope: {morning: true}
+"""})
+    code, out, err = run_tests(root)
+    assert code == 1 and "2 passed, 1 failed" in out.splitlines()[-1], out + err
+    assert "a wrong expectation fails" in out and ".morning: expected true, got nothing" in out
+    root = ws({"OPS/_cron/100/a.txcl": "EMIT .a = 1", "bad.test.yaml": "cases:\n  - name: x\n    tick: soon\n"})
+    code, out, err = run_tests(root)
+    assert code == 2 and "TX405" in out + err and "tick is not a time" in out + err

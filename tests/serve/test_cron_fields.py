@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from txcl.serve.cron import tick_fields
+from txcl.cronticks import tick_fields
 from txcl.vocabulary import CRON_FIELDS
 
 

@@ -24,7 +24,7 @@ STATUSES = ("completed", "halted", "failed", "suspended")
 DEFAULT_CLOCK = "2026-01-01T00:00:00Z"
 
 FILE_KEYS = ("stack", "cases")
-CASE_KEYS = ("name", "input", "input_file", "stack", "clock", "mocks", "workers", "expect")
+CASE_KEYS = ("name", "input", "input_file", "stack", "tick", "clock", "mocks", "workers", "expect")
 MOCK_KEYS = ("output", "error", "status")
 ANSWER_KEYS = ("after", "status", "output", "error", "each_output", "outputs", "ack", "duplicate", "conflicting")
 EXPECT_KEYS = ("status", "envelope", "absent", "error", "ran", "not_ran")
@@ -441,6 +441,12 @@ def _read_case(reader: _Reader, parent: list, index: int, node: Any, path: Path)
                     reader.report("TX406", f"{where}.input_file: {rel} holds {_kind(envelope)}, not a JSON object",
                                   reader.value_span(case, "input_file"))
     stack = reader.string(case, "stack", where)
+    if "tick" in case:  # a cron tick: the envelope a _cron stack receives at that time
+        from txcl.cronticks import JOB, tick_envelope
+
+        tick_ms = _read_clock(reader, case, where, "tick")
+        envelope = {**(envelope if isinstance(envelope, dict) else {}), **tick_envelope(tick_ms)}
+        stack = stack or JOB
     clock_ms = _read_clock(reader, case, where)
     mocks = _read_mocks(reader, case, where)
     workers = _read_workers(reader, case, where)
@@ -451,10 +457,10 @@ def _read_case(reader: _Reader, parent: list, index: int, node: Any, path: Path)
     return Case(str(name), line, envelope, stack, clock_ms, mocks, workers, expect, spans)
 
 
-def _read_clock(reader: _Reader, case: dict, where: str) -> int:
+def _read_clock(reader: _Reader, case: dict, where: str, key: str = "clock") -> int:
     import datetime as dt
 
-    value = case.get("clock", DEFAULT_CLOCK)
+    value = case.get(key, DEFAULT_CLOCK)
     moment = value if isinstance(value, dt.datetime) else None
     if isinstance(value, str):
         try:
@@ -465,7 +471,7 @@ def _read_clock(reader: _Reader, case: dict, where: str) -> int:
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=dt.timezone.utc)
         return int(moment.timestamp() * 1000)
-    reader.report("TX405", f"{where}.clock is not a time: {value!r}", reader.value_span(case, "clock"),
+    reader.report("TX405", f"{where}.{key} is not a time: {value!r}", reader.value_span(case, key),
                   'write an RFC 3339 time such as "2026-01-01T09:30:00Z"')
     return 0
 

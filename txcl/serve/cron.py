@@ -19,34 +19,16 @@ The clock fields are in UTC, or in the IANA zone of `--cron-timezone`.
 from __future__ import annotations
 
 import asyncio
-import datetime as _dt
 import logging
 import time
 from typing import Any
-from zoneinfo import ZoneInfo
 
+from txcl.cronticks import JOB, tick_fields
 from txcl.ids import new_request_id
-from txcl.vocabulary import CRON_FIELDS
 
 log = logging.getLogger("txcl.serve")
 
-JOB = "_cron"
 KEEP_TICKS_MS = 7 * 86_400_000  # fired ticks are remembered a week (they only guard against firing twice)
-
-FIELDS = CRON_FIELDS  # what `@cron.*` holds (txcl.vocabulary keeps the table for the check)
-
-
-def tick_fields(bucket_ms: int, zone: str, period_ms: int, tick: int, node: str) -> dict[str, Any]:
-    """`_txc.cron` of the tick at `bucket_ms`."""
-    utc = _dt.datetime.fromtimestamp(bucket_ms / 1000, _dt.timezone.utc)
-    local = utc.astimezone(ZoneInfo(zone)) if zone != "UTC" else utc
-    minute = local.minute
-    return {"minute": minute, "hour": local.hour, "dom": local.day, "dow": (local.weekday() + 1) % 7,
-            "month": local.month, "year": local.year, "mod5": minute % 5, "mod10": minute % 10,
-            "mod15": minute % 15, "mod30": minute % 30,
-            "bucket": utc.strftime("%Y-%m-%dT%H:%M:%S") + (f".{bucket_ms % 1000:03d}Z" if bucket_ms % 1000 else "Z"),
-            "bucket_ms": bucket_ms, "tick": tick, "job": JOB, "node": node, "tz": zone, "period_s": period_ms / 1000}
-
 
 class CronTicker:
     """One node's ticker (a task of `txcl serve`)."""
@@ -110,4 +92,4 @@ class CronTicker:
             log.warning("txcl: cron tick %s failed: %s: %s", bucket_ms, type(exc).__name__, exc)
 
 
-__all__ = ["CronTicker", "tick_fields", "FIELDS", "JOB"]
+__all__ = ["CronTicker"]
