@@ -2,9 +2,9 @@
 body field, against a server that echoes both back), in an async dispatch that fails, is
 retried and resumes, and in an op whose secret is missing. Then every place txcl writes is
 searched for the secret's bytes — the database files and their WAL (or, on PostgreSQL, every
-row of every table), the serve log, the HTTP answers, the dashboard pages, `txcl runs show`
-and `txcl trace` — and none holds them. The worker did receive the secret, so the search
-looks for bytes that really travelled."""
+row of every table), the serve log (JSON, with the access log), the HTTP answers, the dashboard
+pages, the metrics, `txcl runs show` and `txcl trace` — and none holds them. The worker did
+receive the secret, so the search looks for bytes that really travelled."""
 
 from __future__ import annotations
 
@@ -56,7 +56,8 @@ def test_a_secret_reaches_the_request_and_nothing_else(serve, workspace, echo, b
             "OPS/shop/300/missing.txcl": f'WITH secrets.headers.x-other.secret = "NOT_SET_ANYWHERE"\nEXEC "{echo}/echo"',
             "OPS/shop/400/done.txcl": "EMIT .done = true",
         })
-        srv = serve(ws, "--ui", "--trace-mode", "full", "--access-log", env={"TXCL_SECRET_API_KEY": secret})
+        srv = serve(ws, "--ui", "--trace-mode", "full", "--access-log", "--metrics", "--log-format", "json",
+                    env={"TXCL_SECRET_API_KEY": secret})
         status, headers, body = http_get(srv.url + "/go")
         assert status == 202, body
         first = worker.wait_job()
@@ -82,7 +83,7 @@ def test_a_secret_reaches_the_request_and_nothing_else(serve, workspace, echo, b
 
         seen = [final, body]
         for path in ("/_txc/ui/", f"/_txc/ui/runs/{run_id}", "/_txc/ui/traces", f"/_txc/ui/traces/{rid}",
-                     headers["location"]):
+                     headers["location"], "/_txc/metrics"):
             page_status, _, page = http_get(srv.url + path, accept="text/html")
             assert page_status == 200, path
             seen.append(page)
@@ -97,7 +98,7 @@ def test_a_secret_reaches_the_request_and_nothing_else(serve, workspace, echo, b
         assert "TXCL_SECRET_NOT_SET_ANYWHERE" in missing["error"]
         seen += [shown.stdout, shown.stderr, traced.stdout]
         srv.stop()
-        assert "/go" in srv.log  # the access log was written (and is searched)
+        assert '"path": "/go"' in srv.log  # the JSON access log was written (and is searched)
         seen.append(srv.log.encode())
         seen.append(_database_bytes(ws, backend))
 
