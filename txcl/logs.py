@@ -55,17 +55,18 @@ def bound() -> dict[str, Any]:
 
 _CREDENTIAL = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{4,}")
 _TOKEN_HEADER = re.compile(r"(?i)(x-txco-continuation-token['\"]?\s*[:=]\s*['\"]?)[^\s'\",}]+")
-_known: list[str] = []  # values never to print (the admin token, secrets used by rules)
+_known: dict[str, None] = {}  # values never to print (the admin token, secrets used by rules), oldest first
 _MAX_KNOWN = 1024
 
 
 def never_log(values: Iterable[str | None]) -> None:
-    """Register values no log line may contain (kept for the life of the process)."""
+    """Register values no log line may contain (kept for the life of the process; a secret
+    used on every op call is looked up, not appended again)."""
     for value in values:
         if value and len(value) >= 4 and value not in _known:
             if len(_known) >= _MAX_KNOWN:
-                _known.pop(0)
-            _known.append(value)
+                del _known[next(iter(_known))]
+            _known[value] = None
 
 
 def redact(text: str) -> str:

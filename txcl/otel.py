@@ -144,26 +144,15 @@ class OtelTracing(Tracing):
         if here is not None and here is trace.get_current_span():
             # a served request: its SERVER span is the segment's span (one span fewer per request;
             # and a request the sampler left out costs no second span)
-            run.traced = here.is_recording()
-            if run.traced:
+            if here.is_recording():
                 here.set_attributes(attributes)
-            span_context = here.get_span_context()
-            run.trace_context = f"00-{span_context.trace_id:032x}-{span_context.span_id:016x}-01"
-            try:
+            with _segment_of(here, run):
                 yield here
-            finally:
-                _finish_segment(here, run)
             return
         with self.tracer.start_as_current_span("txcl segment", context=parent, links=links,
                                                attributes=attributes) as span:
-            run.traced = span.is_recording()  # sampled out: no scope or op spans either
-            span_context = span.get_span_context()
-            # what a park stores, for the resume's link
-            run.trace_context = f"00-{span_context.trace_id:032x}-{span_context.span_id:016x}-01"
-            try:
+            with _segment_of(span, run):
                 yield span
-            finally:
-                _finish_segment(span, run)
 
     def open_scope(self, run: Any) -> Any:
         from opentelemetry import context as otel_context
@@ -477,6 +466,19 @@ def _scope_attributes(run: Any) -> dict:
     if run.run_id:
         attributes["txcl.run_id"] = run.run_id
     return attributes
+
+
+@contextlib.contextmanager
+def _segment_of(span: Any, run: Any) -> Iterator[None]:
+    """`span` (an SDK span) as the segment's: a sampled-out one makes no scope or op spans, its
+    context is what a park stores (for the resume's link), and its end learns the outcome."""
+    run.traced = span.is_recording()
+    context = span.get_span_context()
+    run.trace_context = f"00-{context.trace_id:032x}-{context.span_id:016x}-01"
+    try:
+        yield
+    finally:
+        _finish_segment(span, run)
 
 
 def _finish_segment(span: Any, run: Any) -> None:

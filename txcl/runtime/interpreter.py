@@ -11,7 +11,7 @@ import asyncio
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 import attrs
 
@@ -198,15 +198,19 @@ class Interpreter:
         finally:
             await self.aclose_http()
 
-    async def drive(self, run: Run, rec: TraceRecorder | None = None, *, bytes_in: int | None = None,
-                    respond: Callable[[Completed], Any] | None = None, resumed: bool = False) -> Outcome:
-        """Step `run` until its segment ends; write the trace; return the outcome (`respond`:
-        see `run`; `resumed`: the segment resumes a parked run)."""
-        tracing = _otel.current
-        if tracing.enabled:  # OpenTelemetry: one span per segment
-            with tracing.segment(run, "resume" if resumed else "request"):
-                return await self._drive(run, rec, bytes_in=bytes_in, respond=respond)
-        return await self._drive(run, rec, bytes_in=bytes_in, respond=respond)
+    def drive(self, run: Run, rec: TraceRecorder | None = None, *, bytes_in: int | None = None,
+              respond: Callable[[Completed], Any] | None = None, resumed: bool = False) -> Awaitable[Outcome]:
+        """Step `run` until its segment ends; write the trace; the outcome, to await
+        (`respond`: see `run`; `resumed`: the segment resumes a parked run). With OpenTelemetry
+        off this is `_drive` itself: no coroutine of its own on every request."""
+        if _otel.current.enabled:
+            return self._traced_drive(run, rec, bytes_in, respond, resumed)
+        return self._drive(run, rec, bytes_in=bytes_in, respond=respond)
+
+    async def _traced_drive(self, run: Run, rec: TraceRecorder | None, bytes_in: int | None,
+                            respond: Callable[[Completed], Any] | None, resumed: bool) -> Outcome:
+        with _otel.current.segment(run, "resume" if resumed else "request"):  # one span per segment
+            return await self._drive(run, rec, bytes_in=bytes_in, respond=respond)
 
     async def _drive(self, run: Run, rec: TraceRecorder | None, *, bytes_in: int | None,
                      respond: Callable[[Completed], Any] | None) -> Outcome:

@@ -27,7 +27,8 @@ _OPERATION = re.compile(r"^/_txc/admin/runs/([A-Za-z0-9_-]{1,80})/(cancel|retry)
 MAX_BODY = 16 * 1024
 
 
-def _bearer(scope: dict) -> str | None:
+def bearer_token(scope: dict) -> str | None:
+    """The token of an `Authorization: Bearer …` header (the admin endpoint and the metrics)."""
     for key, value in scope.get("headers", ()):
         if key == b"authorization":
             text = value.decode("latin-1")
@@ -56,7 +57,7 @@ async def handle(scope: dict, receive: Any, store: Any, token: str, lane: Any = 
     worker thread per call)."""
     run: Callable[..., Awaitable[Any]] = lane.call if lane is not None else asyncio.to_thread
     batched: Callable[..., Awaitable[Any]] = lane.call_batched if lane is not None else asyncio.to_thread
-    if not admin_token_matches(_bearer(scope), token):
+    if not admin_token_matches(bearer_token(scope), token):
         return json_answer(401, error_payload(rc.UNAUTHORIZED.code, "this needs Authorization: Bearer <admin token>"),
                            [("www-authenticate", 'Bearer realm="txcl admin"'), ("cache-control", "no-store")])
     found = _OPERATION.match(scope["path"])

@@ -16,6 +16,7 @@ from typing import Any
 from txcl import metrics
 from txcl import runtime_codes as rc
 from txcl.ids import admin_token_matches
+from txcl.serve.admin import bearer_token
 from txcl.serve.shaping import Answer, error_payload, json_answer
 
 log = logging.getLogger("txcl.serve")
@@ -54,12 +55,7 @@ def stop_metrics(recorder: Any) -> None:
 def metrics_answer(scope: dict, state: Any) -> Answer:
     token = state.settings.admin_token
     if token is not None:
-        given = None
-        for key, value in scope.get("headers", ()):
-            if key == b"authorization":
-                text = value.decode("latin-1")
-                given = text[7:].strip() if text[:7].lower() == "bearer " else None
-        if not admin_token_matches(given, token):
+        if not admin_token_matches(bearer_token(scope), token):
             return json_answer(401, error_payload(rc.UNAUTHORIZED.code, rc.UNAUTHORIZED.template),
                                [("www-authenticate", 'Bearer realm="txcl"'), ("cache-control", "no-store")])
     if scope.get("method") not in ("GET", "HEAD"):
