@@ -15,11 +15,12 @@ inline without a 202) and the background resume tasks. Store calls go through th
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import logging
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterator, TypeVar
 
 from txcl import metrics as _metrics
 from txcl.continuations.acks import PendingAcks, mark_then
@@ -348,15 +349,16 @@ class ContinuationService:
         if subscribe is not None:
             subscribe(changed)
 
-    async def wait_for_run(self, run_id: str, timeout: float) -> None:
-        """Sleep up to `timeout` s, waking early when the run's state changes."""
+    @contextlib.contextmanager
+    def watch_run(self, run_id: str) -> Iterator[asyncio.Future]:
+        """A future that a change of the run completes, registered from the moment the block
+        is entered: read the run inside the block, then await the future (with a timeout) —
+        a change committed between the read and the wait is not missed."""
         self._listen_to_store()
         future = asyncio.get_running_loop().create_future()
         self._run_waiters.setdefault(run_id, []).append(future)
         try:
-            await asyncio.wait_for(future, timeout)
-        except (TimeoutError, asyncio.TimeoutError):
-            pass
+            yield future
         finally:
             waiters = self._run_waiters.get(run_id)
             if waiters is not None:
@@ -364,6 +366,19 @@ class ContinuationService:
                     waiters.remove(future)
                 if not waiters:
                     self._run_waiters.pop(run_id, None)
+
+    @staticmethod
+    async def until_changed(future: asyncio.Future, timeout: float) -> None:
+        """Wait up to `timeout` s for a `watch_run` future."""
+        try:
+            await asyncio.wait_for(asyncio.shield(future), timeout)
+        except (TimeoutError, asyncio.TimeoutError):
+            pass
+
+    async def wait_for_run(self, run_id: str, timeout: float) -> None:
+        """Sleep up to `timeout` s, waking early when the run's state changes."""
+        with self.watch_run(run_id) as changed:
+            await self.until_changed(changed, timeout)
 
     def notify_run(self, run_id: str | None) -> None:
         """Wake the waiters of a run (``None``: of every run)."""

@@ -118,12 +118,14 @@ async def poll_answer(service: Any, rcid: Any, *, browser: bool, want_json: bool
     if run.status in RUNNING and not browser and wait_s > 0:
         interval = ANNOUNCED_INTERVAL_S if getattr(store, "kind", "") == "postgresql" else POLL_INTERVAL_S
         end = time.monotonic() + wait_s
-        while run is not None and run.status in RUNNING:
-            left = end - time.monotonic()
-            if left <= 0:
-                break
-            await service.wait_for_run(run.run_id, min(interval, left))
-            run = await service.call(store.get_run_by_rcid, rcid)
+        run_id = run.run_id
+        while True:
+            with service.watch_run(run_id) as changed:  # watching before the read: no change slips between
+                run = await service.call(store.get_run_by_rcid, rcid)
+                left = end - time.monotonic()
+                if run is None or run.status not in RUNNING or left <= 0:
+                    break
+                await service.until_changed(changed, min(interval, left))
         if run is None:
             return not_found(rcid, "unknown_or_expired", browser)
     progress = None

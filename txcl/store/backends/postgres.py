@@ -412,9 +412,7 @@ class PostgresBackend(SqlBackend):
             self._listen_thread.start()
 
     def _listen(self) -> None:
-        """Deliver other nodes' notices; after a reconnect, announce ``None`` (anything may
-        have changed while we were not listening)."""
-        first = True
+        """Deliver other nodes' notices; each time LISTEN takes hold, announce ``None``."""
         while not self._listen_stop.is_set():
             try:
                 conn = psycopg.connect(self.url, autocommit=True, connect_timeout=max(1, int(self.connect_timeout_s)),
@@ -425,9 +423,9 @@ class PostgresBackend(SqlBackend):
             self._listen_conn = conn
             try:
                 conn.execute(f"LISTEN {CHANNEL}")
-                if not first:
-                    self._announce([None])
-                first = False
+                # anything may have changed before we listened (the first time too: a waiter
+                # that subscribed a moment ago must not miss a commit made while we connected)
+                self._announce([None])
                 while not self._listen_stop.is_set():
                     for notice in conn.notifies(timeout=1.0):
                         self._announce([notice.payload or None])
