@@ -355,7 +355,7 @@ CONTINUATIONS = Component(
 
 CLOCK = Component(
     "clock",
-    1,
+    2,
     (
         # one row per fired cron tick: the first node to insert a (job, bucket) fires it
         """CREATE TABLE IF NOT EXISTS cron_ticks (
@@ -366,7 +366,28 @@ CLOCK = Component(
     claimed_ms {bigint} NOT NULL,
     PRIMARY KEY (job, bucket_ms)
 )""",
+        # one row per scheduled event (EXEC "txco://schedule"), keyed by its idempotency key:
+        # pending → claimed (a node fires it) → fired | failed; pending → cancelled
+        """CREATE TABLE IF NOT EXISTS scheduled_events (
+    idempotency_key TEXT PRIMARY KEY,
+    event_id        TEXT NOT NULL UNIQUE,
+    status          TEXT NOT NULL,
+    schedule_at_ms  {bigint} NOT NULL,
+    payload_json    TEXT NOT NULL,
+    origin_stack    TEXT,
+    origin_rid      TEXT,
+    created_ms      {bigint} NOT NULL,
+    updated_ms      {bigint} NOT NULL,
+    claimed_by      TEXT,
+    claimed_ms      {bigint},
+    attempts        {bigint} NOT NULL DEFAULT 0,
+    fired_ms        {bigint},
+    rid             TEXT,
+    error           TEXT
+)""",
+        "CREATE INDEX IF NOT EXISTS scheduled_due ON scheduled_events (status, schedule_at_ms)",
     ),
+    {1: ()},  # v2: the scheduled_events table, created above
 )
 
 COMPONENTS: tuple[Component, ...] = (TRACES, KV, CONTINUATIONS, CLOCK)
