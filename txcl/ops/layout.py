@@ -20,6 +20,15 @@ def numbered_value(segment: str) -> int | None:
     return int(match.group(1))
 
 
+#: stacks that receive events of another inlet, never a web request by default: clock ticks,
+#: scheduled events, and mail no other stack takes
+INLET_STACKS: tuple[str, ...] = ("_cron", "_scheduled", "_mail")
+
+
+def is_inlet_stack(stack: str) -> bool:
+    return stack in INLET_STACKS
+
+
 def is_system_stack(stack: str) -> bool:
     """`_sys/health` is a system stack; a one-segment `_jobs` is not."""
     parts = stack.split("/")

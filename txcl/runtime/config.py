@@ -235,6 +235,10 @@ _FIELDS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "cron_missed": (_choice("skip", "catch-up"), "skip"),
     "cron_timezone": (_time_zone, "UTC"),
     "cron_catch_up_max": (_nonneg_int, 60),
+    "scheduled_poll": (parse_duration_ms, 1_000),
+    "scheduled_max_inflight": (_nonneg_int, 32),
+    "scheduled_stale_after": (parse_duration_ms, 600_000),
+    "scheduled_retention": (parse_duration_ms, 7 * 86_400_000),
 }
 
 
@@ -307,6 +311,10 @@ class Settings(_SettingsBase):  # type: ignore[misc, valid-type]
             bad("mcp", "name the stacks to offer as tools with --mcp-tools (mcp_tools = [...] in [serve])")
         if self.cron_period and self.cron_period < 1000:
             bad("cron_period", "must be at least 1s (or 0: no ticks)")
+        if self.scheduled_poll and self.scheduled_poll < 50:
+            bad("scheduled_poll", "must be at least 50ms (or 0: no scheduled events fire here)")
+        if self.scheduled_max_inflight < 1:
+            bad("scheduled_max_inflight", "must be at least 1")
         if self.callback_base_url is not None and not re.match(r"^https?://[^/\s]+", self.callback_base_url):
             bad("callback_base_url", "must be an absolute http(s) URL")
         return self
@@ -385,6 +393,10 @@ SETTING_HELP: dict[str, tuple[str, str]] = {
     'cron_missed': ('', 'Ticks missed while every node was down: skip them, or catch-up (fire them at start-up).'),
     'cron_timezone': ('', 'The IANA time zone of the @cron clock fields.'),
     'cron_catch_up_max': ('count', 'With cron-missed catch-up: at most this many missed ticks are fired at start-up.'),
+    'scheduled_poll': ('duration', 'Time between two looks for due scheduled events (0: this node fires none).'),
+    'scheduled_max_inflight': ('count', 'Scheduled events a node fires at once.'),
+    'scheduled_stale_after': ('duration', 'A claimed event whose node stopped while firing it is fired again after this long.'),
+    'scheduled_retention': ('duration', 'Fired, failed and cancelled events are kept this long (their keys stay spent).'),
 }
 
 

@@ -486,7 +486,7 @@ class TxclApp(Starlette):
         self.startup_error: BaseException | None = None
         self._watch_task: asyncio.Task | None = None
         self._metrics_task: asyncio.Task | None = None
-        self._cron_task: asyncio.Task | None = None
+        self._clock_tasks: list[asyncio.Task] = []  # the cron ticker and the scheduled-events poller
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         kind = scope["type"]
@@ -567,7 +567,11 @@ class TxclApp(Starlette):
         if state.settings.cron_period and state.store is not None:
             from txcl.serve.cron import CronTicker
 
-            self._cron_task = asyncio.ensure_future(CronTicker(state, service).run())
+            self._clock_tasks.append(asyncio.ensure_future(CronTicker(state, service).run()))
+        if state.settings.scheduled_poll and state.store is not None:
+            from txcl.serve.scheduled import ScheduledPoller
+
+            self._clock_tasks.append(asyncio.ensure_future(ScheduledPoller(state, service).run()))
         if _metrics.current.enabled and service is not None:
             from txcl.serve.metrics_endpoint import refresh_open_work
 
@@ -582,8 +586,8 @@ class TxclApp(Starlette):
             self._watch_task.cancel()
         if self._metrics_task is not None:
             self._metrics_task.cancel()
-        if self._cron_task is not None:
-            self._cron_task.cancel()
+        for task in self._clock_tasks:
+            task.cancel()
         if state.metrics is not None:
             from txcl.serve.metrics_endpoint import stop_metrics
 

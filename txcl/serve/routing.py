@@ -5,7 +5,7 @@
 3. any request with the query parameter `_txc.continuation` → `_sys/continuation`
 4. any other path under `/_txc/` → `_sys/notfound`
 5. the `routes` table, in configuration order
-6. `default_stack`, else the only non-system stack of the tree
+6. `default_stack`, else the only stack of the tree that is neither a system nor an inlet stack (`_cron`, `_scheduled`, `_mail`)
 7. `_sys/notfound`
 """
 
@@ -17,6 +17,7 @@ from typing import Any, Iterable
 import attrs
 
 from txcl.runtime.config import ConfigError
+from txcl.ops.layout import is_inlet_stack
 
 HEALTH, NOTFOUND, CONTINUATION = "_sys/health", "_sys/notfound", "_sys/continuation"
 CALLBACK_RE = re.compile(r"^/_txc/continuations/op/([^/]+)/complete$")
@@ -116,7 +117,7 @@ class Router:
         """Build and validate against `tree`: routes and default naming unknown stacks fail."""
         router = cls(routes, default_stack)
         router.check(tree)
-        users = tree.user_stacks()
+        users = [s for s in tree.user_stacks() if not is_inlet_stack(s)]
         router.fallback_stack = users[0] if default_stack is None and len(users) == 1 else None
         return router
 

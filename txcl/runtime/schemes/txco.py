@@ -342,3 +342,35 @@ def _continuation_result(op_input: dict, d: dict, ctx: OpContext) -> dict:
     if not is_system_stack(ctx.op_stack or ctx.stack):
         raise OpError("txco://continuation-result runs only in system stacks")
     raise OpError("txco://continuation-result: continuations are not available in this process")
+
+
+# ---------------------------------------------------------------- schedule
+
+@builtin("schedule")
+def _schedule(op_input: dict, d: dict, ctx: OpContext) -> dict:
+    """Schedule (or with `cancel = true`, cancel) a one-shot event for the `_scheduled` stack."""
+    from txcl.scheduling import ScheduleError, check_key, parse_schedule_at, rfc3339
+
+    store = getattr(ctx.kv, "store", None)
+    if store is None or not hasattr(store, "schedule_event"):
+        raise OpError("txco://schedule: no store is configured")
+    try:
+        key = check_key(d.get("idempotency_key"))
+        if d.get("cancel") is True:
+            status, event = store.cancel_event(key)
+            return {"idempotency_key": key, "status": status,
+                    "event_id": event.event_id if event is not None else None}
+        at_ms = parse_schedule_at(d.get("schedule_at"))
+    except ScheduleError as exc:
+        raise OpError(f"txco://schedule: {exc}") from None
+    payload = d.get("payload", {})
+    if not isinstance(payload, dict):
+        raise OpError("txco://schedule: payload must be a JSON object")
+    from txcl.values.jsonio import dumps
+
+    if len(dumps(payload).encode("utf-8")) > ctx.kv.payload_max:
+        raise OpError(f"txco://schedule: payload is larger than --op-payload-max ({ctx.kv.payload_max} bytes)")
+    result = store.schedule_event(key, at_ms, payload, origin_stack=ctx.envelope_stack or ctx.stack,
+                                  origin_rid=ctx.rid)
+    return {"idempotency_key": key, "status": result.status, "event_id": result.event.event_id,
+            "schedule_at": rfc3339(result.event.schedule_at_ms)}

@@ -1,0 +1,108 @@
+"""Scheduled events on real servers: a request schedules events with `txco://schedule`; at
+their time a `_scheduled` stack reports each to an HTTP server. Two nodes on one database
+fire each event once; rescheduling happens in place; a cancelled event never fires; events
+that came due while no node ran fire at start-up."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from cont_support import wait_until
+from contworker import post_json
+from testtools import EchoServer
+
+
+@pytest.fixture
+def reports():
+    server = EchoServer()
+    yield server
+    server.close()
+
+
+def scheduled_tree(url: str) -> dict[str, str]:
+    return {
+        "OPS/shop/100/schedule.txcl": ('WHEN .cancel != true\n'
+                                       'EXEC "txco://schedule" WITH idempotency_key = .key, schedule_at = .at,\n'
+                                       '    payload = .payload'),
+        "OPS/shop/100/cancel.txcl": ('WHEN .cancel == true\n'
+                                     'EXEC "txco://schedule" WITH idempotency_key = .key, cancel = true'),
+        "OPS/_scheduled/100/report.txcl": ("SET .key = @scheduled.idempotency_key, .payload = @scheduled.payload,\n"
+                                           "    .node = @scheduled.node, .at = @scheduled.schedule_at,\n"
+                                           "    .fired = @scheduled.fired_at, .attempt = @scheduled.attempt,\n"
+                                           "    .origin = @scheduled.origin_stack\n"
+                                           f'EXEC "{url}/fired"'),
+    }
+
+
+def fired(reports: EchoServer) -> list[dict]:
+    return [json.loads(raw) for _, raw in reports.received]
+
+
+def _at(seconds: float) -> str:
+    import datetime as dt
+
+    moment = dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=seconds)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def _epoch(text: str) -> float:
+    import datetime as dt
+
+    return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def test_two_nodes_fire_each_event_once_near_its_time(serve, workspace, reports, store_at):
+    ws = workspace(scheduled_tree(reports.url))
+    node_a = serve(ws, "--scheduled-poll", "200ms", "--node-id", "a")
+    node_b = serve(ws, "--scheduled-poll", "200ms", "--node-id", "b")
+    for i in range(8):
+        status, answer = post_json(node_a.url + "/", {"key": f"drip:{i}", "at": _at(2.0), "payload": {"i": i}})
+        assert status == 200 and answer["status"] == "scheduled" and answer["event_id"].startswith("sev_"), answer
+    wait_until(lambda: len(fired(reports)) >= 8, timeout=20)
+    time.sleep(1.0)  # a second firing would have come by now
+    node_a.stop()
+    node_b.stop()
+    seen = fired(reports)
+    assert sorted(e["key"] for e in seen) == [f"drip:{i}" for i in range(8)]  # each once
+    assert {e["node"] for e in seen} <= {"a", "b"} and all(e["attempt"] == 1 for e in seen)
+    assert all(e["payload"] == {"i": int(e["key"].split(":")[1])} and e["origin"] == "shop" for e in seen)
+    for e in seen:
+        late = _epoch(e["fired"]) - _epoch(e["at"])
+        assert 0 <= late < 3.0, e  # not before its time; about a poll after it
+    store = store_at(ws / ".txcl-data" / "txcl.db")
+    assert store.count_events() == {"fired": 8}
+    traced = wait_until(lambda: store.recent_traces(stack="_scheduled", limit=100), timeout=5)
+    assert {t["src"] for t in traced} == {"scheduled"} and len(traced) == 8
+
+
+def test_reschedule_in_place_cancel_and_a_spent_key(serve, workspace, reports):
+    ws = workspace(scheduled_tree(reports.url))
+    node = serve(ws, "--scheduled-poll", "200ms")
+    assert post_json(node.url + "/", {"key": "k1", "at": _at(30), "payload": {"v": 1}})[1]["status"] == "scheduled"
+    assert post_json(node.url + "/", {"key": "k1", "at": _at(1.5), "payload": {"v": 2}})[1]["status"] == "rescheduled"
+    post_json(node.url + "/", {"key": "k2", "at": _at(1.5), "payload": {"v": 3}})
+    status, answer = post_json(node.url + "/", {"key": "k2", "cancel": True})
+    assert status == 200 and answer["status"] == "cancelled"
+    wait_until(lambda: fired(reports), timeout=10)
+    time.sleep(1.0)
+    assert [(e["key"], e["payload"]) for e in fired(reports)] == [("k1", {"v": 2})]
+    assert post_json(node.url + "/", {"key": "k1", "at": _at(1), "payload": {"v": 4}})[1]["status"] == "spent"
+    assert post_json(node.url + "/", {"key": "k1", "cancel": True})[1]["status"] == "fired"
+    node.stop()
+
+
+def test_events_due_while_no_node_ran_fire_at_start_up(serve, workspace, reports):
+    ws = workspace(scheduled_tree(reports.url))
+    idle = serve(ws, "--scheduled-poll", "0")  # this node fires nothing
+    post_json(idle.url + "/", {"key": "late", "at": _at(0.5), "payload": {"late": True}})
+    time.sleep(1.0)
+    idle.stop()
+    assert fired(reports) == []
+    started = time.time()
+    node = serve(ws, "--scheduled-poll", "10s")  # the first look is at start-up, not a period later
+    wait_until(lambda: fired(reports), timeout=8)
+    assert time.time() - started < 8
+    node.stop()
+    assert [e["key"] for e in fired(reports)] == ["late"]
