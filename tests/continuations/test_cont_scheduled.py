@@ -106,3 +106,45 @@ def test_events_due_while_no_node_ran_fire_at_start_up(serve, workspace, reports
     assert time.time() - started < 8
     node.stop()
     assert [e["key"] for e in fired(reports)] == ["late"]
+
+
+def test_txcl_run_schedules_and_txcl_schedules_lists_shows_and_cancels(workspace, reports, store_at):
+    import subprocess
+
+    from cont_support import TXCL
+
+    def txcl(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([TXCL, *args], capture_output=True, text=True, timeout=60)
+
+    ws = workspace(scheduled_tree(reports.url))
+    for key, at in (("b", "2031-01-01T00:00:00Z"), ("a", "2030-01-01T00:00:00Z")):
+        ran = txcl("run", str(ws), "--stack", "shop", "--input",
+                   json.dumps({"key": key, "at": at, "payload": {"k": key}}))
+        assert ran.returncode == 0 and json.loads(ran.stdout)["status"] == "scheduled", ran.stderr
+    listed = txcl("schedules", "--workspace", str(ws))
+    lines = listed.stdout.splitlines()
+    assert listed.returncode == 0 and lines[0].split()[:2] == ["KEY", "STATUS"]
+    assert [line.split()[0] for line in lines[1:]] == ["a", "b"]  # soonest first
+    shown = json.loads(txcl("schedules", "show", "a", "--workspace", str(ws), "--json").stdout)
+    assert shown["schedule_at"] == "2030-01-01T00:00:00Z" and shown["payload"] == {"k": "a"}
+    assert shown["origin_stack"] == "shop" and shown["status"] == "pending"
+    by_id = txcl("schedules", "show", shown["event_id"], "--workspace", str(ws))
+    assert by_id.returncode == 0 and "event a  pending" in by_id.stdout
+    cancelled = txcl("schedules", "cancel", "a", "--workspace", str(ws))
+    assert cancelled.returncode == 0 and cancelled.stdout.strip() == "cancelled a"
+    again = txcl("schedules", "cancel", "a", "--workspace", str(ws))
+    assert again.returncode == 0 and again.stdout.strip() == "a was already cancelled"
+    store = store_at(ws / ".txcl-data" / "txcl.db")
+    store.schedule_event("c", 0, {})  # due at once
+    [claimed] = store.claim_due_events(limit=5, stale_after_ms=60_000)
+    store.finish_event("c", claimed.event_id, status="fired", rid="r")
+    late = txcl("schedules", "cancel", "c", "--workspace", str(ws))
+    assert late.returncode == 1 and "is fired; only a pending event" in late.stderr
+    missing = txcl("schedules", "show", "zzz", "--workspace", str(ws))
+    assert missing.returncode == 1 and "no scheduled event zzz" in missing.stderr
+    pending = json.loads(txcl("schedules", "list", "--status", "pending", "--workspace", str(ws), "--json").stdout)
+    assert [e["idempotency_key"] for e in pending] == ["b"]
+    fired_ = json.loads(txcl("schedules", "list", "--status", "fired", "--workspace", str(ws), "--json").stdout)
+    assert [(e["idempotency_key"], e["rid"]) for e in fired_] == [("c", "r")]
+    usage = txcl("schedules", "show", "--workspace", str(ws))
+    assert usage.returncode == 2 and "needs an idempotency key" in usage.stderr and "Traceback" not in usage.stderr
