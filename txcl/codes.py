@@ -546,13 +546,46 @@ _ENTRIES: tuple[CodeInfo, ...] = (
            'intent never fails the request; it is only counted in `txcl_telemetry_dropped_total`.'),
           'EMIT @telemetry.metrics = &array(&object("name", "book queued", "kind", "count", "value", 1))',
           'EMIT @telemetry.metrics = &array(&object("name", "book.queued", "kind", "counter", "value", 1))'),
-    _code('TX244', 'unknown-cron-field', 'warning',
-          'a read of @cron.<field> that the cron tick never holds',
-          ('A `_cron` stack receives a tick envelope whose `@cron.*` fields are minute, hour, dom, dow, '
-           'month, year, mod5, mod10, mod15, mod30, bucket, bucket_ms, tick, job, node, tz and period_s. A '
-           'read of any other field is always missing, so a condition on it never holds.'),
+    _code('TX244', 'unknown-event-field', 'warning',
+          'a read of @cron.*, @scheduled.* or @lmtp.* that the event never holds',
+          ('A `_cron` stack receives a tick whose `@cron.*` fields are minute, hour, dom, dow, month, year, '
+           'mod5, mod10, mod15, mod30, bucket, bucket_ms, tick, job, node, tz and period_s; a `_scheduled` '
+           'stack receives `@scheduled.*` (payload, idempotency_key, event_id, schedule_at, fired_at, attempt, '
+           'origin_stack, origin_rid, node); a delivered mail message is `@lmtp.*` (listener, client, mail, '
+           'rcpt, transaction_rcpt, msg, res; `@lmtp.msg.*` is id, date, from, to, cc, subject, text, html, '
+           'headers, attachments, raw). A read of any other field is always missing, so a condition on it '
+           'never holds.'),
           'WHEN @cron.hours == 9\n  EXEC "https://ops.example.com/morning"',
           'WHEN @cron.hour == 9\n  EXEC "https://ops.example.com/morning"'),
+    _code('TX245', 'schedule-missing-key', 'error',
+          'EXEC "txco://schedule" without WITH idempotency_key',
+          ('Every scheduled event is named by its idempotency key: scheduling the same key again while it is '
+           'pending moves it, `cancel = true` cancels it, and once it has fired the key is spent. A call '
+           'without one fails every time.'),
+          'WITH schedule_at = .at, payload = .job\nEXEC "txco://schedule"',
+          'WITH idempotency_key = .reader.id, schedule_at = .at, payload = .job\nEXEC "txco://schedule"'),
+    _code('TX246', 'schedule-bad-time', 'error',
+          'EXEC "txco://schedule" without a usable schedule_at',
+          ('`schedule_at` is the time the event fires (not before), an RFC 3339 time with a zone: '
+           '`"2026-06-30T08:00:00Z"` or `"2026-06-30T10:00:00+02:00"`. A call without it (and without '
+           '`cancel = true`), or with a literal that is not such a time, fails every time.'),
+          'WITH idempotency_key = "reminder", schedule_at = "2026-06-30 08:00"\nEXEC "txco://schedule"',
+          'WITH idempotency_key = "reminder", schedule_at = "2026-06-30T08:00:00Z"\nEXEC "txco://schedule"'),
+    _code('TX247', 'schedule-without-receiver', 'warning',
+          'events are scheduled but no _scheduled stack receives them',
+          ('A scheduled event is delivered into the `_scheduled` stack at its time; the stack\'s existence is '
+           'the subscription. Without one, the events this rule schedules stay pending '
+           '(`txcl schedules` lists them).'),
+          'OPS/shop/0100/remind.txcl: WITH idempotency_key = .id, schedule_at = .at EXEC "txco://schedule"',
+          ('OPS/shop/0100/remind.txcl: WITH idempotency_key = .id, schedule_at = .at EXEC "txco://schedule"\n'
+           'OPS/_scheduled/0100/remind.txcl: EXEC "https://mail.example.com/remind"'),
+          layout=True),
+    _code('TX248', 'misspelled-inlet-stack', 'warning',
+          'a stack named almost like _cron, _scheduled or _mail',
+          ('Clock ticks go to `_cron`, scheduled events to `_scheduled`, and mail no other stack takes to '
+           '`_mail`. A stack whose name is one letter away from these receives nothing.'),
+          'OPS/_schedule/0100/report.txcl: EMIT .seen = @scheduled.payload',
+          'OPS/_scheduled/0100/report.txcl: EMIT .seen = @scheduled.payload', layout=True),
     _code('TX250', 'mcp-unknown-tool', 'error',
           'the MCP server of an `mcp+` target does not list its tool (`txcl check --mcp-schemas`)',
           ('Reported by `txcl check --mcp-schemas`, which asks each MCP server named by an `mcp+` target'

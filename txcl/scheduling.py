@@ -14,23 +14,11 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any
 
+from txcl.vocabulary import SCHEDULED_FIELDS
+
 JOB = "_scheduled"
 MAX_KEY_BYTES = 512
 DIRECTIVES = ("idempotency_key", "schedule_at", "payload", "cancel")
-
-#: what `@scheduled.*` holds in a `_scheduled` stack
-SCHEDULED_FIELDS: dict[str, str] = {
-    "payload": "the JSON object the event was scheduled with",
-    "idempotency_key": "the key it was scheduled under",
-    "event_id": "the event's id in the store (txcl schedules show <id>)",
-    "schedule_at": "the time it was scheduled for, RFC 3339 in UTC",
-    "fired_at": "when it fired, RFC 3339 in UTC",
-    "attempt": "1, or more when a node stopped while firing it and another fired it again",
-    "origin_stack": "the stack whose rule scheduled it",
-    "origin_rid": "the request id of the request that scheduled it",
-    "node": "the node that fired it (--node-id)",
-}
-
 
 class ScheduleError(ValueError):
     """A directive of txco://schedule that cannot be used (the message says which and why)."""

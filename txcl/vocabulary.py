@@ -151,6 +151,51 @@ CRON_FIELDS: dict[str, str] = {
     "period_s": "seconds between ticks (--cron-period)",
 }
 
+#: what `@scheduled.*` holds in a `_scheduled` stack (txcl.serve.scheduled fills it)
+SCHEDULED_FIELDS: dict[str, str] = {
+    "payload": "the JSON object the event was scheduled with",
+    "idempotency_key": "the key it was scheduled under",
+    "event_id": "the event's id in the store (txcl schedules show <id>)",
+    "schedule_at": "the time it was scheduled for, RFC 3339 in UTC",
+    "fired_at": "when it fired, RFC 3339 in UTC",
+    "attempt": "1, or more when a node stopped while firing it and another fired it again",
+    "origin_stack": "the stack whose rule scheduled it",
+    "origin_rid": "the request id of the request that scheduled it",
+    "node": "the node that fired it (--node-id)",
+}
+
+#: what `@lmtp.*` holds for a delivered message (txcl.serve.lmtp fills it; `res` is the
+#: verdict the rules write)
+LMTP_FIELDS: dict[str, str] = {
+    "listener": "the listening address the message came in on",
+    "client": "the delivering MTA: {ip, helo}",
+    "mail": "the envelope sender: {from, size}",
+    "rcpt": "the recipients of this envelope (those routed to this stack)",
+    "transaction_rcpt": "every recipient of the delivery, in RCPT TO order",
+    "msg": "the parsed message",
+    "res": "the verdict the rules write: {code, msg} for every recipient, or recipients[i].{code, msg}",
+}
+
+#: what `@lmtp.msg.*` holds
+LMTP_MSG_FIELDS: dict[str, str] = {
+    "id": "the Message-ID header",
+    "date": "the Date header, RFC 3339 in UTC",
+    "from": "the From addresses: [{name, addr}]",
+    "to": "the To addresses: [{name, addr}]",
+    "cc": "the Cc addresses: [{name, addr}]",
+    "subject": "the Subject header, decoded",
+    "text": "the plain-text body",
+    "html": "the HTML body",
+    "headers": "every header, names lower-cased, each a list of values in order",
+    "attachments": "[{name, type, size, sha256, inline}] of the attached parts (contents are in raw)",
+    "raw": "the whole message as received, base64 with a b64: prefix",
+}
+
+#: the fields of each inlet's event, by the `_txc` key it lies under (TX244)
+EVENT_FIELDS: dict[str, dict[str, str]] = {"cron": CRON_FIELDS, "scheduled": SCHEDULED_FIELDS,
+                                           "lmtp": LMTP_FIELDS}
+
+
 #: Control fields SET PRE must not write (they steer the walk after the op).
 CONTROL_FIELDS: tuple[tuple[str, ...], ...] = (("_txc", "halt"), ("_txc", "goto"), ("_txc", "delete"),
                                                ("_txc", "web", "res"))

@@ -34,7 +34,9 @@ RULE_FIXTURES = {
     "TX214": [("TX214", 1, 22), ("TX214", 1, 42)],
     "TX215": [("TX207", 1, 11), ("TX302", 2, 1), ("TX215", 2, 11)],
     "TX243": [("TX243", 2, 34), ("TX243", 3, 34), ("TX243", 4, 34)],  # the computed intent is left alone
-    "TX244": [("TX244", 1, 6), ("TX244", 2, 34)],  # @cron.minute and @cron.dom are fields
+    "TX244": [("TX244", 1, 6), ("TX244", 2, 34), ("TX244", 3, 10), ("TX244", 3, 36)],  # the others are fields
+    "TX245": [("TX245", 2, 1)],
+    "TX246": [("TX246", 2, 17)],
     "TX268": [("TX268", 1, 13)],  # untyped: a SELECT item under the op's own literal `into`
     "TX301": [("TX301", 2, 1), ("TX301", 3, 1), ("TX301", 4, 1), ("TX301", 5, 1)],
     "TX302": [("TX301", 3, 1), ("TX302", 3, 1), ("TX302", 4, 1), ("TX301", 5, 1), ("TX301", 6, 1),
@@ -72,6 +74,8 @@ TREE_FIXTURES = {
               ("OPS/s/0100/private.txcl", "TX241", 2, 3)],
     # secrets read from files in secrets/ (secrets-provider = "dir"): PRESENT is there, ABSENT is not
     "TX242": [("OPS/s/0100/call.txcl", "TX242", 2, 39)],
+    # _schedule is one letter from _scheduled, so nothing receives what shop schedules; _cron is right
+    "inlets": [("OPS/_schedule/0100/report.txcl", "TX248", 1, 1), ("OPS/shop/0100/remind.txcl", "TX247", 2, 1)],
     # typed envelopes: a stack schema with an op schema (shop), and a broken stack schema
     "typed": [("OPS/broken/schema.json", "TX260", 1, 30), ("OPS/shop/0100_a/d.txcl", "TX261", 2, 6),
               ("OPS/shop/0100_a/d.txcl", "TX263", 2, 27), ("OPS/shop/0100_a/early.txcl", "TX262", 2, 6),
@@ -248,3 +252,14 @@ def test_layout_docs_examples_trigger_their_codes(code, tmp_path) -> None:
     doc = DOCS[code]
     assert code in _layout_codes(doc.bad, tmp_path / "bad")
     assert code not in _layout_codes(doc.good, tmp_path / "good")
+
+
+@pytest.mark.parametrize("rule, found", [
+    ('WITH idempotency_key = "a", payload = .job\nEXEC "txco://schedule"\n', [("TX246", 2, 1)]),
+    ('WITH idempotency_key = "a", schedule_at = "2026-06-30T08:00:00"\nEXEC "txco://schedule"\n', [("TX246", 1, 43)]),
+    ('WITH idempotency_key = "a", cancel = true\nEXEC "txco://schedule"\n', []),
+    ('WITH idempotency_key = .k, schedule_at = .at\nEXEC "txco://schedule"\n', []),  # computed: run time decides
+    ('WITH idempotency_key = "a", schedule_at = "2026-06-30T10:00:00+02:00"\nEXEC "txco://schedule"\n', []),
+])
+def test_schedule_calls_are_checked(rule, found) -> None:
+    assert [(d.code, d.line, d.column) for d in check_source(rule, "s.txcl")] == found
