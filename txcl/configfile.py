@@ -1,7 +1,7 @@
 """The tables a txcl configuration file may hold, checked in one place.
 
-`txcl.toml` (or `[tool.txcl]` in pyproject.toml) holds three tables: `[serve]` (runtime and
-server settings), `[egress]` (what ops may reach) and `[check]` (the linter). Any other key — a misspelled table, or a lint
+`txcl.toml` (or `[tool.txcl]` in pyproject.toml) holds four tables: `[serve]` (runtime and
+server settings), `[egress]` (what ops may reach), `[lmtp]` (mail in) and `[check]` (the linter). Any other key — a misspelled table, or a lint
 key such as `select` written at the top level — is an error naming the file and the key,
 with a suggestion. (Unlike ruff, lint keys are not accepted at the top level: one place per
 setting keeps `txcl.toml` unambiguous.)
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-TABLES = ("serve", "check", "egress")
+TABLES = ("serve", "check", "egress", "lmtp")
 LINT_KEYS = ("select", "ignore", "extend-select", "extend-ignore", "per-file-ignores", "severity", "exclude",
              "extend-exclude", "allow")
 

@@ -143,6 +143,39 @@ def _egress_list(value: Any) -> tuple[str, ...]:
     return items
 
 
+def _lmtp_listen(value: Any) -> str | None:
+    """`unix:/path/lmtp.sock`, `host:port` or `:port` (empty: no LMTP listener)."""
+    text = str(value).strip() if value is not None else ""
+    if not text:
+        return None
+    if text.startswith("unix:"):
+        if len(text) == 5:
+            raise ValueError("needs a socket path after unix:")
+        return text
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"must be unix:/path, host:port or :port, got {text!r}")
+    return text
+
+
+def _recipient_map(value: Any) -> tuple[tuple[str, str], ...]:
+    """Recipient overrides: `{"vip@acme.example" = "exec", "@partner.example" = "partners"}`
+    in the file, `vip@acme.example=exec,@partner.example=partners` in a flag or variable."""
+    if isinstance(value, dict):
+        pairs = [(str(k).strip(), str(v).strip()) for k, v in value.items()]
+    else:
+        pairs = []
+        for part in _name_list(value):
+            address, sep, stack = part.partition("=")
+            if not sep:
+                raise ValueError(f"{part!r} needs address=stack")
+            pairs.append((address.strip(), stack.strip()))
+    for address, stack in pairs:
+        if "@" not in address or not stack:
+            raise ValueError(f"{address!r} must be an address (name@host) or a domain (@host) mapped to a stack")
+    return tuple((address.lower(), stack) for address, stack in pairs)
+
+
 def _time_zone(value: Any) -> str:
     text = str(value).strip()
     if text.upper() == "UTC":
@@ -239,6 +272,15 @@ _FIELDS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "scheduled_max_inflight": (_nonneg_int, 32),
     "scheduled_stale_after": (parse_duration_ms, 600_000),
     "scheduled_retention": (parse_duration_ms, 7 * 86_400_000),
+    "lmtp": (_lmtp_listen, None),
+    "lmtp_default_hosts": (_name_list, ()),
+    "lmtp_recipients": (_recipient_map, ()),
+    "lmtp_hostname": (_str, ""),
+    "lmtp_max_msg_bytes": (parse_size, 25 * 1024 * 1024),
+    "lmtp_max_recipients": (_nonneg_int, 50),
+    "lmtp_read_timeout": (parse_duration_ms, 30_000),
+    "lmtp_data_timeout": (parse_duration_ms, 60_000),
+    "lmtp_resp_timeout": (parse_duration_ms, 30_000),
 }
 
 
@@ -313,6 +355,8 @@ class Settings(_SettingsBase):  # type: ignore[misc, valid-type]
             bad("cron_period", "must be at least 1s (or 0: no ticks)")
         if self.scheduled_poll and self.scheduled_poll < 50:
             bad("scheduled_poll", "must be at least 50ms (or 0: no scheduled events fire here)")
+        if self.lmtp_max_recipients < 1:
+            bad("lmtp_max_recipients", "must be at least 1")
         if self.scheduled_max_inflight < 1:
             bad("scheduled_max_inflight", "must be at least 1")
         if self.callback_base_url is not None and not re.match(r"^https?://[^/\s]+", self.callback_base_url):
@@ -396,6 +440,15 @@ SETTING_HELP: dict[str, tuple[str, str]] = {
     'scheduled_poll': ('duration', 'Time between two looks for due scheduled events (0: this node fires none).'),
     'scheduled_max_inflight': ('count', 'Scheduled events a node fires at once.'),
     'scheduled_stale_after': ('duration', 'A claimed event whose node stopped while firing it is fired again after this long.'),
+    'lmtp': ('', 'Accept mail over LMTP here: unix:/path/lmtp.sock, host:port or :port (off by default).'),
+    'lmtp_default_hosts': ('', 'Mail hosts whose recipients <stack>[+tag]@host route to that stack (else to _mail); commas between.'),
+    'lmtp_recipients': ('', 'Recipient overrides, address=stack or @domain=stack, commas between; they win over the default hosts.'),
+    'lmtp_hostname': ('', 'The host name the LMTP greeting gives (default: this machine\'s).'),
+    'lmtp_max_msg_bytes': ('size', 'The largest message accepted over LMTP; a larger one gets 552 5.3.4.'),
+    'lmtp_max_recipients': ('count', 'Recipients per LMTP delivery; more get 452 4.5.3.'),
+    'lmtp_read_timeout': ('duration', 'An LMTP session idle this long between commands is closed.'),
+    'lmtp_data_timeout': ('duration', 'The longest an LMTP client may take to send a message\'s data.'),
+    'lmtp_resp_timeout': ('duration', 'The longest a delivery\'s walk may take before the recipients get 451 4.3.0 (try again).'),
     'scheduled_retention': ('duration', 'Fired, failed and cancelled events are kept this long (their keys stay spent).'),
 }
 
@@ -490,16 +543,19 @@ def load_settings(workspace: Path | None = None, flags: Mapping[str, Any] | None
             serve = table.get("serve", {})
             if not isinstance(serve, dict):
                 raise ConfigError(f"{path}: [serve] must be a table")
-            egress = table.get("egress", {})
-            if not isinstance(egress, dict):
-                raise ConfigError(f"{path}: [egress] must be a table")
-            for raw_key, value in egress.items():
-                key = "egress_" + raw_key.replace("-", "_")
-                if key not in _FIELDS:
-                    raise ConfigError(f"{path}: unknown setting {raw_key!r} in [egress] (expected allow, deny, "
-                                      "private or loopback)")
-                values[key] = _parse(key, value, f"{path} [egress]")
-                sources[key] = f"{path} [egress]"
+            for name in ("egress", "lmtp"):  # tables whose keys are settings named <table>_<key>
+                sub = table.get(name, {})
+                if not isinstance(sub, dict):
+                    raise ConfigError(f"{path}: [{name}] must be a table")
+                for raw_key, value in sub.items():
+                    key = name + "_" + raw_key.replace("-", "_")
+                    if name == "lmtp" and raw_key == "listen":
+                        key = "lmtp"
+                    if key not in _FIELDS:
+                        expected = ", ".join(k[len(name) + 1:] for k in _FIELDS if k.startswith(name + "_"))
+                        raise ConfigError(f"{path}: unknown setting {raw_key!r} in [{name}] (expected {expected})")
+                    values[key] = _parse(key, value, f"{path} [{name}]")
+                    sources[key] = f"{path} [{name}]"
             for raw_key, value in serve.items():
                 key = raw_key.replace("-", "_")
                 if key == "routes":

@@ -390,7 +390,27 @@ CLOCK = Component(
     {1: ()},  # v2: the scheduled_events table, created above
 )
 
-COMPONENTS: tuple[Component, ...] = (TRACES, KV, CONTINUATIONS, CLOCK)
+MAIL = Component(
+    "mail",
+    1,
+    (
+        # one row per (message, recipient) delivered over LMTP: a delivery the MTA repeats
+        # (same Message-ID and recipient) gets the recorded verdict instead of a second walk
+        """CREATE TABLE IF NOT EXISTS lmtp_deliveries (
+    delivery_key TEXT PRIMARY KEY,
+    status       TEXT NOT NULL,
+    code         {bigint},
+    message      TEXT,
+    rid          TEXT NOT NULL,
+    node         TEXT NOT NULL,
+    created_ms   {bigint} NOT NULL,
+    updated_ms   {bigint} NOT NULL
+)""",
+        "CREATE INDEX IF NOT EXISTS lmtp_deliveries_age ON lmtp_deliveries (updated_ms)",
+    ),
+)
+
+COMPONENTS: tuple[Component, ...] = (TRACES, KV, CONTINUATIONS, CLOCK, MAIL)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from typing import Callable
 
 from txcl.store.backend import SqlBackend
 from txcl.store.procedures.clock import ClockProcedures
+from txcl.store.procedures.mail import MailProcedures
 from txcl.store.procedures.run_operations import RunOperationProcedures
 from txcl.store.procedures.traces_kv import KvProcedures, TraceProcedures
 
@@ -16,8 +17,8 @@ def default_node_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}"
 
 
-class DatabaseStore(RunOperationProcedures, TraceProcedures, KvProcedures, ClockProcedures):
-    """Traces, kv, durable runs and cron ticks in one database (open it with :func:`txcl.store.open_store`)."""
+class DatabaseStore(RunOperationProcedures, TraceProcedures, KvProcedures, ClockProcedures, MailProcedures):
+    """Traces, kv, durable runs, cron ticks, scheduled events and mail deliveries in one database (open it with :func:`txcl.store.open_store`)."""
 
     def __init__(self, backend: SqlBackend, *, node_id: str | None = None) -> None:
         self.backend = backend
