@@ -68,6 +68,15 @@ def command(directory: str | None, workspace: str | None, log_level: str, **flag
         fail(str(exc))
     if settings.metrics:
         require_extra("metrics", "txcl serve --metrics")
+    lmtp_sock = None
+    if settings.lmtp:
+        require_extra("mail", "txcl serve --lmtp")
+        from txcl.serve.lmtp import bind_lmtp
+
+        try:
+            lmtp_sock = bind_lmtp(settings.lmtp, settings.lmtp_socket_mode)
+        except (OSError, OverflowError) as exc:
+            fail(f"cannot accept mail on {settings.lmtp}: {getattr(exc, 'strerror', None) or exc}")
     from txcl import otel
 
     if otel.configured():
@@ -90,6 +99,7 @@ def command(directory: str | None, workspace: str | None, log_level: str, **flag
                        f"address; workers will be told {base_url(host, port)}", err=True)
         settings = settings.evolve(callback_base_url=base_url(host, port))
     state = _build_state(ws, settings, sock)
+    state.lmtp_socket = lmtp_sock
     try:
         started = run_server(state, sock, log_level=log_level)
     except KeyboardInterrupt:

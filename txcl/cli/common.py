@@ -26,6 +26,7 @@ EXTRAS = {
     "generate": ("hypothesis",),
     "metrics": ("prometheus_client",),
     "otel": ("opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.http"),
+    "mail": ("aiosmtpd",),
 }
 
 

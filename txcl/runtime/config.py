@@ -158,6 +158,13 @@ def _lmtp_listen(value: Any) -> str | None:
     return text
 
 
+def _octal_mode(value: Any) -> str:
+    text = str(value).strip()
+    if not re.fullmatch(r"0?[0-7]{3}", text):
+        raise ValueError(f"must be an octal file mode such as 0660, got {text!r}")
+    return text
+
+
 def _recipient_map(value: Any) -> tuple[tuple[str, str], ...]:
     """Recipient overrides: `{"vip@acme.example" = "exec", "@partner.example" = "partners"}`
     in the file, `vip@acme.example=exec,@partner.example=partners` in a flag or variable."""
@@ -276,6 +283,7 @@ _FIELDS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "lmtp_default_hosts": (_name_list, ()),
     "lmtp_recipients": (_recipient_map, ()),
     "lmtp_hostname": (_str, ""),
+    "lmtp_socket_mode": (_octal_mode, "0660"),
     "lmtp_max_msg_bytes": (parse_size, 25 * 1024 * 1024),
     "lmtp_max_recipients": (_nonneg_int, 50),
     "lmtp_read_timeout": (parse_duration_ms, 30_000),
@@ -444,6 +452,7 @@ SETTING_HELP: dict[str, tuple[str, str]] = {
     'lmtp_default_hosts': ('', 'Mail hosts whose recipients <stack>[+tag]@host route to that stack (else to _mail); commas between.'),
     'lmtp_recipients': ('', 'Recipient overrides, address=stack or @domain=stack, commas between; they win over the default hosts.'),
     'lmtp_hostname': ('', 'The host name the LMTP greeting gives (default: this machine\'s).'),
+    'lmtp_socket_mode': ('', 'The file mode of the LMTP Unix socket (octal): the user of the MTA must be able to write to it.'),
     'lmtp_max_msg_bytes': ('size', 'The largest message accepted over LMTP; a larger one gets 552 5.3.4.'),
     'lmtp_max_recipients': ('count', 'Recipients per LMTP delivery; more get 452 4.5.3.'),
     'lmtp_read_timeout': ('duration', 'An LMTP session idle this long between commands is closed.'),

@@ -86,6 +86,8 @@ class ServeState:
     mcp: Any = None  # the /_txc/mcp endpoint with --mcp (txcl.serve.mcp_tools)
     ui: Any = None  # the dashboard on /_txc/ui with --ui (txcl.ui.app)
     metrics: Any = None  # the Prometheus recorder with --metrics (txcl.serve.metrics_endpoint)
+    lmtp: Any = None  # the LMTP inlet with --lmtp (txcl.serve.lmtp)
+    lmtp_socket: Any = None  # its listening socket, bound before start-up (txcl.serve.lmtp.bind_lmtp)
 
     def install_tree(self, tree: OpsTree) -> None:
         """Use `tree` for requests that start from now on; in-flight ones keep theirs.
@@ -572,6 +574,11 @@ class TxclApp(Starlette):
             from txcl.serve.scheduled import ScheduledPoller
 
             self._clock_tasks.append(asyncio.ensure_future(ScheduledPoller(state, service).run()))
+        if state.settings.lmtp and state.store is not None:
+            from txcl.serve.lmtp import LmtpServer
+
+            state.lmtp = LmtpServer(state, service, state.lmtp_socket)
+            await state.lmtp.start()
         if _metrics.current.enabled and service is not None:
             from txcl.serve.metrics_endpoint import refresh_open_work
 
@@ -588,6 +595,8 @@ class TxclApp(Starlette):
             self._metrics_task.cancel()
         for task in self._clock_tasks:
             task.cancel()
+        if state.lmtp is not None:
+            await state.lmtp.stop()
         if state.metrics is not None:
             from txcl.serve.metrics_endpoint import stop_metrics
 
