@@ -221,3 +221,67 @@ def test_a_case_can_be_a_cron_tick(ws, run_tests) -> None:
     root = ws({"OPS/_cron/100/a.txcl": "EMIT .a = 1", "bad.test.yaml": "cases:\n  - name: x\n    tick: soon\n"})
     code, out, err = run_tests(root)
     assert code == 2 and "TX405" in out + err and "tick is not a time" in out + err
+
+
+def test_a_case_can_be_a_delivered_mail_message(ws, run_tests) -> None:
+    """`mail: file.eml` makes the case's envelope the one a stack receives for that message over
+    LMTP (`rcpt:` the recipients, by default its To and Cc), so the verdict can be expected."""
+    root = ws({"OPS/support/100/accept.txcl": ('WHEN @lmtp.msg.subject =~ /wifi/\n'
+                                               'EMIT @lmtp.res.code = 250, .who = @lmtp.msg.from.0.addr, '
+                                               '.rcpt = @lmtp.rcpt'),
+               "wifi.eml": "From: Alice <alice@example.com>\nTo: support@mail.test\nCc: ops@mail.test\n"
+                           "Subject: wifi keeps dropping\n\nHelp\n",
+               "mail.test.yaml": """stack: support
+cases:
+  - name: wifi is accepted
+    mail: wifi.eml
+    expect:
+      envelope: {who: alice@example.com, rcpt: [support@mail.test, ops@mail.test], _txc: {lmtp: {res: {code: 250}}}}
+  - name: one recipient
+    mail: wifi.eml
+    rcpt: [support+urgent@mail.test]
+    expect:
+      envelope: {rcpt: [support+urgent@mail.test]}
+  - name: a wrong expectation fails
+    mail: wifi.eml
+    expect:
+      envelope: {_txc: {lmtp: {res: {code: 550}}}}
+"""})
+    code, out, err = run_tests(root)
+    assert code == 1 and "2 passed, 1 failed" in out.splitlines()[-1], out + err
+    assert "_txc.lmtp.res.code: expected 550, got 250" in out, out
+    root = ws({"OPS/support/100/a.txcl": "EMIT .a = 1", "bad.test.yaml": "cases:\n  - name: x\n    mail: gone.eml\n"})
+    code, out, err = run_tests(root)
+    assert code == 2 and "TX406" in out + err and "no file gone.eml" in out + err
+
+
+def test_a_case_can_be_a_scheduled_event_and_schedule_one(ws, run_tests) -> None:
+    """`scheduled:` makes the envelope what a `_scheduled` stack receives when the event fires at
+    the case's clock; a rule that schedules runs against the case's virtual clock."""
+    root = ws({"OPS/_scheduled/100/drip.txcl": ('WHEN @scheduled.payload.kind == "drip"\n'
+                                                'EMIT .send = @scheduled.payload.step, .late = @scheduled.fired_at,\n'
+                                                '  .key = @scheduled.idempotency_key'),
+               "OPS/shop/100/later.txcl": ('WITH idempotency_key = .id, schedule_at = .at, payload = .job\n'
+                                           'EXEC "txco://schedule"'),
+               "scheduled.test.yaml": """cases:
+  - name: a drip step fires
+    clock: "2026-06-30T08:00:05Z"
+    scheduled: {payload: {kind: drip, step: 2}, idempotency_key: "drip:1", schedule_at: "2026-06-30T08:00:00Z"}
+    expect:
+      envelope: {send: 2, late: "2026-06-30T08:00:05Z", key: "drip:1"}
+  - name: another kind is left alone
+    scheduled: {payload: {kind: other}}
+    expect:
+      absent: [.send]
+  - name: a rule schedules an event
+    stack: shop
+    input: {id: "r:1", at: "2026-07-01T00:00:00+02:00", job: {kind: drip}}
+    expect:
+      envelope: {status: scheduled, schedule_at: "2026-06-30T22:00:00Z", idempotency_key: "r:1"}
+"""})
+    code, out, err = run_tests(root)
+    assert code == 0 and "3 passed" in out.splitlines()[-1], out + err
+    root = ws({"OPS/_scheduled/100/a.txcl": "EMIT .a = 1",
+               "bad.test.yaml": "cases:\n  - name: x\n    scheduled: {payload: {}, schedule_at: soon}\n"})
+    code, out, err = run_tests(root)
+    assert code == 2 and "TX406" in out + err and "is not an RFC 3339 time" in out + err

@@ -41,14 +41,14 @@ class CaseRun:
 
 
 def needs_store(tree: Any) -> bool:
-    """Whether any rule of the tree can suspend or uses the kv builtins."""
+    """Whether any rule of the tree can suspend or uses the kv or schedule builtins."""
     for stack in tree.stacks():
         for scope in tree.own_scopes(stack):
             for op in tree.rules_at(stack, scope):
                 if any(pair.key == ("mode",) for pair in op.rule.with_):
                     return True
                 text = op.exec_text or ""
-                if text.startswith("txco://kv"):
+                if text.startswith("txco://kv") or text == "txco://schedule":
                     return True
     return False
 

@@ -24,7 +24,9 @@ STATUSES = ("completed", "halted", "failed", "suspended")
 DEFAULT_CLOCK = "2026-01-01T00:00:00Z"
 
 FILE_KEYS = ("stack", "cases")
-CASE_KEYS = ("name", "input", "input_file", "stack", "tick", "clock", "mocks", "workers", "expect")
+CASE_KEYS = ("name", "input", "input_file", "stack", "tick", "mail", "rcpt", "scheduled", "clock", "mocks", "workers",
+             "expect")
+SCHEDULED_KEYS = ("payload", "idempotency_key", "schedule_at", "attempt")
 MOCK_KEYS = ("output", "error", "status")
 ANSWER_KEYS = ("after", "status", "output", "error", "each_output", "outputs", "ack", "duplicate", "conflicting")
 EXPECT_KEYS = ("status", "envelope", "absent", "error", "ran", "not_ran")
@@ -448,6 +450,17 @@ def _read_case(reader: _Reader, parent: list, index: int, node: Any, path: Path)
         envelope = {**(envelope if isinstance(envelope, dict) else {}), **tick_envelope(tick_ms)}
         stack = stack or JOB
     clock_ms = _read_clock(reader, case, where)
+    if "mail" in case:  # a delivered message: the envelope its recipients' stack receives
+        mail = _read_mail(reader, case, where, path)
+        if mail is not None:
+            envelope = {**(envelope if isinstance(envelope, dict) else {}), **mail}
+    if "scheduled" in case:  # a scheduled event firing: the envelope a _scheduled stack receives
+        from txcl.scheduling import JOB
+
+        event = _read_scheduled(reader, case, where, clock_ms)
+        if event is not None:
+            envelope = {**(envelope if isinstance(envelope, dict) else {}), **event}
+        stack = stack or JOB
     mocks = _read_mocks(reader, case, where)
     workers = _read_workers(reader, case, where)
     expect = _read_expect(reader, case, where)
@@ -455,6 +468,60 @@ def _read_case(reader: _Reader, parent: list, index: int, node: Any, path: Path)
         return None
     line = reader.node_span(case).start.line if hasattr(case, "lc") else 1
     return Case(str(name), line, envelope, stack, clock_ms, mocks, workers, expect, spans)
+
+
+def _read_mail(reader: _Reader, case: dict, where: str, path: Path) -> dict | None:
+    """`mail: message.eml` (next to the test file) and `rcpt:` (default: its To and Cc)."""
+    from txcl.mail.envelope import mail_envelope
+    from txcl.mail.message import parse_message
+
+    rel = reader.string(case, "mail", where)
+    if rel is None:
+        return None
+    try:
+        raw = (path.parent / rel).read_bytes()
+    except OSError:
+        reader.report("TX406", f"{where}.mail: no file {rel} next to the test file", reader.value_span(case, "mail"))
+        return None
+    msg = parse_message(raw)
+    rcpt = list(reader.string_list(case, "rcpt", where)) if "rcpt" in case else \
+        [a["addr"] for a in (*msg["to"], *msg["cc"])]
+    sender = msg["from"][0]["addr"] if msg["from"] else ""
+    return mail_envelope(msg=msg, mail_from=sender, size=len(raw), rcpt=rcpt, transaction_rcpt=rcpt,
+                         listener="test", helo="test")
+
+
+def _read_scheduled(reader: _Reader, case: dict, where: str, clock_ms: int) -> dict | None:
+    """`scheduled: {payload, idempotency_key, schedule_at, attempt}`: the event fires at the
+    case's clock."""
+    from txcl.scheduling import ScheduleError, parse_schedule_at, scheduled_envelope
+
+    node = case.get("scheduled")
+    if not isinstance(node, dict):
+        reader.report("TX406", f"{where}.scheduled must be a mapping (payload, idempotency_key, schedule_at)",
+                      reader.value_span(case, "scheduled"))
+        return None
+    reader.keys(node, SCHEDULED_KEYS, f"{where}.scheduled")
+    payload = reader.json_object(node, "payload", f"{where}.scheduled.payload", "TX406",
+                                 "the object scheduled") if "payload" in node else {}
+    if payload is None:
+        return None
+    at_ms = clock_ms
+    if "schedule_at" in node:
+        value = node["schedule_at"]
+        try:
+            at_ms = parse_schedule_at(value.isoformat() if hasattr(value, "isoformat") else value)
+        except ScheduleError as exc:
+            reader.report("TX406", f"{where}.scheduled: {exc}", reader.value_span(node, "schedule_at"))
+            return None
+    attempt = node.get("attempt", 1)
+    if not isinstance(attempt, int) or isinstance(attempt, bool) or attempt < 1:
+        reader.report("TX406", f"{where}.scheduled.attempt must be a whole number from 1",
+                      reader.value_span(node, "attempt"))
+        return None
+    return scheduled_envelope(payload=payload, key=str(node.get("idempotency_key", "test")),
+                              event_id="sev_test", schedule_at_ms=at_ms, fired_at_ms=clock_ms, attempt=attempt,
+                              origin_stack=None, origin_rid=None, node="test")
 
 
 def _read_clock(reader: _Reader, case: dict, where: str, key: str = "clock") -> int:

@@ -83,9 +83,9 @@ class MailHandler:
             return f"550 5.1.1 <{address}>: no stack takes mail for this recipient"
         envelope.rcpt_tos.append(address)
         envelope.rcpt_options.extend(rcpt_options)
-        routes = getattr(envelope, "txcl_routes", None)
+        routes = getattr(envelope, "stack_routes", None)
         if routes is None:
-            routes = envelope.txcl_routes = []
+            routes = envelope.stack_routes = []
         routes.append(route.stack)
         return "250 2.1.5 ok"
 
@@ -93,7 +93,7 @@ class MailHandler:
         server.data_is_in()
         raw = bytes(envelope.original_content or b"")
         recipients = list(envelope.rcpt_tos)
-        stacks = list(getattr(envelope, "txcl_routes", []))
+        stacks = list(getattr(envelope, "stack_routes", []))
         try:
             lines = await self.deliver(raw, envelope.mail_from or "", recipients, stacks,
                                        client_ip=_peer_ip(session.peer), helo=session.host_name or "")

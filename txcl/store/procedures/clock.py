@@ -10,7 +10,7 @@ from typing import Any
 
 import attrs
 
-from txcl.store import jsoncols
+from txcl.store.jsoncols import dumps as json_dumps, loads as json_loads
 from txcl.store.backend import Tx
 from txcl.store.procedures import read_procedure, write_procedure
 
@@ -51,7 +51,7 @@ class ScheduleResult:
 
 def _event(row: Any) -> ScheduledEvent:
     values = list(row)
-    values[4] = jsoncols.loads(values[4])
+    values[4] = json_loads(values[4])
     return ScheduledEvent(*values)
 
 
@@ -96,7 +96,7 @@ class ClockProcedures:
         rescheduled in place with the new time and payload; a key that fired is spent."""
         t.lock_key(f"scheduled:{key}")
         current = self._get_event(t, key)
-        text = jsoncols.dumps(payload)
+        text = json_dumps(payload)
         if current is None:
             t.run(f"INSERT INTO scheduled_events ({_EVENT_COLUMNS}) VALUES "
                   "(?, ?, 'pending', ?, ?, ?, ?, ?, ?, NULL, NULL, 0, NULL, NULL, NULL)",
