@@ -148,3 +148,20 @@ def test_txcl_run_schedules_and_txcl_schedules_lists_shows_and_cancels(workspace
     assert [(e["idempotency_key"], e["rid"]) for e in fired_] == [("c", "r")]
     usage = txcl("schedules", "show", "--workspace", str(ws))
     assert usage.returncode == 2 and "needs an idempotency key" in usage.stderr and "Traceback" not in usage.stderr
+
+
+def test_the_dashboard_lists_the_scheduled_events(serve, workspace, reports):
+    from cont_support import http_get
+
+    ws = workspace(scheduled_tree(reports.url))
+    node = serve(ws, "--scheduled-poll", "200ms", "--ui")
+    post_json(node.url + "/", {"key": "soon", "at": _at(0.5), "payload": {"n": 1}})
+    post_json(node.url + "/", {"key": "<b>later</b>", "at": "2031-01-01T00:00:00Z", "payload": {"n": 2}})
+    wait_until(lambda: fired(reports), timeout=10)
+    status, _, body = http_get(node.url + "/_txc/ui/schedules", accept="text/html")
+    page = body.decode()
+    assert status == 200 and "Scheduled events" in page and 'aria-current="page">Schedules' in page
+    assert page.index("&lt;b&gt;later&lt;/b&gt;") < page.index(">soon<")  # pending first; keys escaped
+    assert "2031-01-01T00:00:00Z" in page and "1 pending" in page and "1 fired" in page
+    status, _, body = http_get(node.url + "/_txc/ui/schedules?status=fired", accept="text/html")
+    assert ">soon<" in body.decode() and "later" not in body.decode()

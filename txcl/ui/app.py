@@ -51,6 +51,7 @@ class Dashboard:
             Route("/runs/{run_id}/retry", self.retry_run, methods=["POST"]),
             Route("/traces", self.traces_page),
             Route("/traces/{rid}", self.trace_page),
+            Route("/schedules", self.schedules_page),
             Route("/stacks", self.stacks_page),
             Route("/playground", self.playground_page),
             Route("/playground/paths", self.playground_paths),
@@ -201,6 +202,13 @@ class Dashboard:
         view = await self._read(views.traces_view, self.store, stack=q.get("stack"), before=q.get("before"),
                                 stacks=sorted(self.tree.user_stacks()) if self.tree is not None else None)
         return self._page(request, "traces.html", {"view": view, "title": "Requests"})
+
+    async def schedules_page(self, request: Request) -> Response:
+        """The scheduled events (EXEC "txco://schedule"): pending ones soonest first."""
+        if self.store is None:
+            return RedirectResponse(f"{access.PREFIX}/playground", status_code=303)
+        view = await self._read(views.schedules_view, self.store, status=request.query_params.get("status"))
+        return self._page(request, "schedules.html", {"view": view, "title": "Schedules"})
 
     async def stacks_page(self, request: Request) -> Response:
         """Each stack's schema (typed envelopes): what a request brings and what it answers."""
