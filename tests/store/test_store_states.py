@@ -90,7 +90,8 @@ def test_the_guard_refuses_a_transition_no_module_allows(tmp_path):
 
     db = sqlite3.connect(tmp_path / "g.db")
     db.execute("CREATE TABLE runs (run_id TEXT, status TEXT)")
-    for table in ("suspends", "await_units", "interactions", "item_children", "terminals", "cancel_calls"):
+    for table in ("suspends", "await_units", "interactions", "item_children", "terminals", "cancel_calls",
+                  "scheduled_events", "lmtp_deliveries"):
         db.execute(f"CREATE TABLE {table} (status TEXT)")
     for ddl in guard_triggers():
         db.execute(ddl)
@@ -104,6 +105,11 @@ def test_the_guard_refuses_a_transition_no_module_allows(tmp_path):
         db.execute("INSERT INTO runs VALUES ('s', 'completed')")  # no run is born finished
     with pytest.raises(sqlite3.IntegrityError, match="state guard"):
         db.execute("INSERT INTO terminals VALUES ('timed_out')")
+    db.execute("INSERT INTO scheduled_events VALUES ('pending')")
+    db.execute("UPDATE scheduled_events SET status = 'claimed'")
+    db.execute("UPDATE scheduled_events SET status = 'fired'")
+    with pytest.raises(sqlite3.IntegrityError, match="state guard"):
+        db.execute("UPDATE scheduled_events SET status = 'pending'")  # a fired key is spent
 
 
 def test_the_test_databases_carry_the_guard(tmp_path):

@@ -11,8 +11,9 @@ from typing import Any
 import click
 
 from txcl.cli.common import DB_HELP
+from txcl.store.states.scheduled_events import MACHINE
 
-STATUSES = ("pending", "claimed", "fired", "failed", "cancelled")
+STATUSES = MACHINE.states
 
 
 def event_json(event: Any) -> dict:

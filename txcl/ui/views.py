@@ -362,15 +362,13 @@ def traces_view(store: Any, *, stack: str | None, before: str | None, stacks: li
             "next": str(rows[-1]["started_ms"]) if more and rows else None}
 
 
-SCHEDULE_STATUSES = ("pending", "claimed", "fired", "failed", "cancelled")
-
-
 def schedules_view(store: Any, *, status: str | None) -> dict:
     """The scheduled events, pending ones soonest first, with the count in each state."""
     from txcl.scheduling import rfc3339
+    from txcl.store.states.scheduled_events import MACHINE
     from txcl.values.jsonio import dumps
 
-    wanted = status if status in SCHEDULE_STATUSES else None
+    wanted = status if status in MACHINE.states else None
     rows = []
     for e in store.list_events(status=wanted, limit=PAGE_SIZE):
         payload = dumps(e.payload)
@@ -379,7 +377,7 @@ def schedules_view(store: Any, *, status: str | None) -> dict:
                      "origin_rid": e.origin_rid, "attempts": e.attempts, "fired_at": rfc3339(e.fired_ms) or "",
                      "rid": e.rid, "error": e.error or "",
                      "payload": payload if len(payload) <= 200 else payload[:199] + "\u2026"})
-    return {"rows": rows, "counts": store.count_events(), "statuses": SCHEDULE_STATUSES,
+    return {"rows": rows, "counts": store.count_events(), "statuses": MACHINE.states,
             "filters": {"status": wanted or ""}}
 
 

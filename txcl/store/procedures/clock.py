@@ -13,10 +13,12 @@ import attrs
 from txcl.store.jsoncols import dumps as json_dumps, loads as json_loads
 from txcl.store.backend import Tx
 from txcl.store.procedures import read_procedure, write_procedure
+from txcl.store.states.machine import sql_in
+from txcl.store.states.scheduled_events import MACHINE as EVENTS
 
-EVENT_STATUSES = ("pending", "claimed", "fired", "failed", "cancelled")
-TERMINAL_EVENT_STATUSES = ("fired", "failed", "cancelled")
+EVENT_STATUSES = EVENTS.states
 
+OPEN = sql_in(EVENTS.group("open"))
 _EVENT_COLUMNS = ("idempotency_key, event_id, status, schedule_at_ms, payload_json, origin_stack, origin_rid, "
                   "created_ms, updated_ms, claimed_by, claimed_ms, attempts, fired_ms, rid, error")
 
@@ -172,8 +174,8 @@ class ClockProcedures:
         """Events, soonest first (pending and claimed), then the rest by when they last changed."""
         where, params = ("WHERE status = ?", (status,)) if status else ("", ())
         rows = t.all(f"SELECT {_EVENT_COLUMNS} FROM scheduled_events {where} "
-                     "ORDER BY CASE WHEN status IN ('pending', 'claimed') THEN 0 ELSE 1 END, "
-                     "CASE WHEN status IN ('pending', 'claimed') THEN schedule_at_ms ELSE -updated_ms END "
+                     f"ORDER BY CASE WHEN status IN {OPEN} THEN 0 ELSE 1 END, "
+                     f"CASE WHEN status IN {OPEN} THEN schedule_at_ms ELSE -updated_ms END "
                      "LIMIT ?", (*params, limit))
         return [_event(r) for r in rows]
 
@@ -185,8 +187,8 @@ class ClockProcedures:
     def purge_events(self, t: Tx, before_ms: int) -> int:
         """Forget the fired, failed and cancelled events that last changed before `before_ms`
         (a spent key becomes usable again once forgotten)."""
-        return t.run("DELETE FROM scheduled_events WHERE status IN ('fired', 'failed', 'cancelled') "
+        return t.run(f"DELETE FROM scheduled_events WHERE status IN {sql_in(EVENTS.group('terminal'))} "
                      "AND updated_ms < ?", (before_ms,))
 
 
-__all__ = ["ClockProcedures", "ScheduledEvent", "ScheduleResult", "EVENT_STATUSES", "TERMINAL_EVENT_STATUSES"]
+__all__ = ["ClockProcedures", "ScheduledEvent", "ScheduleResult", "EVENT_STATUSES"]
