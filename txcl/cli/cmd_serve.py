@@ -10,6 +10,8 @@ traceback.
 
 from __future__ import annotations
 
+import logging
+import sys
 from typing import Any
 
 import click
@@ -21,6 +23,7 @@ _BOOL_KEYS = {"watch", "trust_request_id", "web_mock_header", "private", "mcp", 
 _ON_BY_DEFAULT = {"web_json_body"}  # a --x/--no-x pair
 _SKIP_KEYS = {"workspace"}
 _HELP = {"db": DB_HELP}
+log = logging.getLogger("txcl.serve")
 
 
 def _settings_options(func: Any) -> Any:
@@ -55,7 +58,7 @@ def command(directory: str | None, workspace: str | None, log_level: str, **flag
     require_extra("serve", "txcl serve")
     from txcl.ops.tree import WorkspaceNotFound, find_workspace
     from txcl.runtime.config import ConfigError, load_settings
-    from txcl.serve.server import base_url, bind_socket, is_loopback, run_server, setup_logging
+    from txcl.serve.server import base_url, bind_socket, is_loopback, setup_logging
 
     setup_logging(log_level)
     try:
@@ -77,19 +80,17 @@ def command(directory: str | None, workspace: str | None, log_level: str, **flag
             lmtp_sock = bind_lmtp(settings.lmtp, settings.lmtp_socket_mode)
         except (OSError, OverflowError) as exc:
             fail(f"cannot accept mail on {settings.lmtp}: {getattr(exc, 'strerror', None) or exc}")
-    from txcl import otel
-
-    if otel.configured():
-        if otel.wants_sdk():
-            require_extra("otel", "OpenTelemetry through the SDK (OTEL_TXCL_EXPORTER=sdk)")
-        otel.setup()
     from txcl.logs import never_log
 
     never_log([settings.admin_token])
     if settings.log_format != "text":
         setup_logging(log_level, settings.log_format)
+    from txcl.serve.workers import resolve_workers, reserve_port, reuse_port_available
+
+    workers = resolve_workers(settings.workers)
+    reuse = workers > 1 and reuse_port_available()
     try:
-        sock = bind_socket(settings.host, settings.port)
+        sock = reserve_port(settings.host, settings.port) if reuse else bind_socket(settings.host, settings.port)
     except (OSError, OverflowError) as exc:
         fail(f"cannot listen on {settings.host}:{settings.port}: {getattr(exc, 'strerror', None) or exc}")
     host, port = sock.getsockname()[:2]
@@ -98,14 +99,80 @@ def command(directory: str | None, workspace: str | None, log_level: str, **flag
             click.echo("txcl: warning: --callback-base-url is not set and the server does not bind a loopback "
                        f"address; workers will be told {base_url(host, port)}", err=True)
         settings = settings.evolve(callback_base_url=base_url(host, port))
+    if workers == 1:
+        if not _serve_one(ws, settings, sock, lmtp_sock, log_level):
+            fail("the server could not start (see the message above)")
+        return
+    _preflight(ws, settings, sock)
+    from txcl.serve.workers import Supervisor, worker_socket
+
+    def serve_worker(index: int) -> int:
+        own = sock
+        if reuse:
+            sock.close()  # the parent's reservation; this worker listens on its own socket
+            own = worker_socket(host, port)
+        changes: dict[str, Any] = {"workers": "1"}
+        if settings.node_id:
+            changes["node_id"] = f"{settings.node_id}-{index}"
+        if settings.metrics_port:
+            changes["metrics_port"] = settings.metrics_port + index - 1  # one port per worker
+        return 0 if _serve_one(ws, settings.evolve(**changes), own, lmtp_sock, log_level, shared=True) else 2
+
+    log.info("txcl: %d worker processes serve %s", workers, base_url(host, port))
+    status = Supervisor(workers, serve_worker, settings.shutdown_grace / 1000).run()
+    if lmtp_sock is not None and settings.lmtp.startswith("unix:"):
+        from pathlib import Path
+
+        Path(settings.lmtp[5:]).unlink(missing_ok=True)  # the workers share it; the parent removes it
+    sys.exit(status)
+
+
+def _serve_one(ws: Any, settings: Any, sock: Any, lmtp_sock: Any, log_level: str, shared: bool = False) -> bool:
+    """One serving process (the only one, or a worker of --workers: `shared`, its LMTP socket
+    is the parent's to remove): False when it failed to start."""
+    from txcl import otel
+    from txcl.serve.server import run_server
+
+    if otel.configured():
+        if otel.wants_sdk():
+            require_extra("otel", "OpenTelemetry through the SDK (OTEL_TXCL_EXPORTER=sdk)")
+        otel.setup()
     state = _build_state(ws, settings, sock)
     state.lmtp_socket = lmtp_sock
+    state.lmtp_shared = shared
     try:
-        started = run_server(state, sock, log_level=log_level)
+        return run_server(state, sock, log_level=log_level)
     except KeyboardInterrupt:
-        started = True
-    if not started:
-        fail("the server could not start (see the message above)")
+        return True
+
+
+def _preflight(ws: Any, settings: Any, sock: Any) -> None:
+    """Before forking the workers: the tree loads, the routes name its stacks, and the database
+    opens and is migrated — once here (reported once, and the workers do not race to create
+    the schema), closed again before the fork."""
+    from txcl.errors import TxclLoadError
+    from txcl.runtime.config import ConfigError
+    from txcl.serve.app import open_default_store
+    from txcl.serve.mount import load_serve_tree
+    from txcl.serve.routing import Router, parse_routes
+    from txcl.store.errors import StoreError
+
+    try:
+        tree = load_serve_tree(ws)
+        Router.for_tree(tree, parse_routes(settings.routes, settings.sources.get("routes", "configuration")),
+                        settings.default_stack)
+        open_default_store(settings, ws).close()
+    except StoreError as exc:
+        sock.close()
+        fail(f"--db: {exc}")
+    except TxclLoadError as exc:
+        sock.close()
+        print_error(exc)
+        n = len(exc.diagnostics)
+        fail(f"the OPS tree failed to load ({n} error{'s' if n != 1 else ''})")
+    except ConfigError as exc:
+        sock.close()
+        fail(str(exc))
 
 
 def _build_state(ws: Any, settings: Any, sock: Any) -> Any:

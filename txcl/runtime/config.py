@@ -158,6 +158,16 @@ def _lmtp_listen(value: Any) -> str | None:
     return text
 
 
+def _workers(value: Any) -> str:
+    """`auto` (the machine's cores) or a count of processes from 1."""
+    text = str(value).strip().lower()
+    if text == "auto":
+        return text
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"must be a number of processes from 1, or auto, got {value!r}")
+    return str(int(text))
+
+
 def _octal_mode(value: Any) -> str:
     text = str(value).strip()
     if not re.fullmatch(r"0?[0-7]{3}", text):
@@ -279,6 +289,7 @@ _FIELDS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "scheduled_max_inflight": (_nonneg_int, 32),
     "scheduled_stale_after": (parse_duration_ms, 600_000),
     "scheduled_retention": (parse_duration_ms, 7 * 86_400_000),
+    "workers": (_workers, "1"),
     "lmtp": (_lmtp_listen, None),
     "lmtp_default_hosts": (_name_list, ()),
     "lmtp_recipients": (_recipient_map, ()),
@@ -448,6 +459,7 @@ SETTING_HELP: dict[str, tuple[str, str]] = {
     'scheduled_poll': ('duration', 'Time between two looks for due scheduled events (0: this node fires none).'),
     'scheduled_max_inflight': ('count', 'Scheduled events a node fires at once.'),
     'scheduled_stale_after': ('duration', 'A claimed event whose node stopped while firing it is fired again after this long.'),
+    'workers': ('', 'Processes serving the port: a number, or auto for one per core; they coordinate through the store as nodes do.'),
     'lmtp': ('', 'Accept mail over LMTP here: unix:/path/lmtp.sock, host:port or :port (off by default).'),
     'lmtp_default_hosts': ('', 'Mail hosts whose recipients <stack>[+tag]@host route to that stack (else to _mail); commas between.'),
     'lmtp_recipients': ('', 'Recipient overrides, address=stack or @domain=stack, commas between; they win over the default hosts.'),

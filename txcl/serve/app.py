@@ -88,6 +88,7 @@ class ServeState:
     metrics: Any = None  # the Prometheus recorder with --metrics (txcl.serve.metrics_endpoint)
     lmtp: Any = None  # the LMTP inlet with --lmtp (txcl.serve.lmtp)
     lmtp_socket: Any = None  # its listening socket, bound before start-up (txcl.serve.lmtp.bind_lmtp)
+    lmtp_shared: bool = False  # the socket belongs to the parent of --workers (which removes its file)
 
     def install_tree(self, tree: OpsTree) -> None:
         """Use `tree` for requests that start from now on; in-flight ones keep theirs.

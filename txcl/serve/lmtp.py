@@ -297,7 +297,7 @@ class LmtpServer:
             self.server = None
         else:
             self.sock.close()
-        if self.socket_path is not None:
+        if self.socket_path is not None and not self.state.lmtp_shared:
             try:
                 self.socket_path.unlink()
             except FileNotFoundError:
