@@ -136,6 +136,11 @@ FORBIDDEN = _entry("txcl_forbidden", 403, "forbidden",
 NOT_FOUND = _entry("txcl_not_found", 404, "not found", "No such endpoint or admin operation.")
 BAD_REQUEST = _entry("txcl_bad_request", 400, "bad request", "The request's body or arguments are not valid.")
 UNKNOWN_RUN = _entry("txcl_unknown_run", 404, "no such run", "The run named does not exist (or was purged).")
+BREAKPOINTS_OFF = _entry("txcl_breakpoints_off", 403, "request breakpoints are off on this server",
+                         "A request asked for ?_txc.break=<scope>, which only a server started with "
+                         "--debug-breakpoints honours.")
+BAD_BREAKPOINT = _entry("txcl_bad_breakpoint", 400, "?_txc.break must be a scope (200) or a stage (shop/200)",
+                        "The value of ?_txc.break is neither a scope number nor <stack>/<scope>.")
 MISDIRECTED_REQUEST = _entry("txcl_misdirected_request", 421, "misdirected request",
                              "The dashboard was reached under a Host it does not serve (DNS rebinding guard).")
 

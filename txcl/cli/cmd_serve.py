@@ -19,7 +19,7 @@ import click
 from txcl.cli.common import DB_HELP, fail, print_error, require_extra
 
 _BOOL_KEYS = {"watch", "trust_request_id", "web_mock_header", "private", "mcp", "ui", "validate_input", "access_log",
-              "metrics"}
+              "metrics", "debug_breakpoints"}
 _ON_BY_DEFAULT = {"web_json_body"}  # a --x/--no-x pair
 _SKIP_KEYS = {"workspace"}
 _HELP = {"db": DB_HELP}

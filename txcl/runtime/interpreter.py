@@ -49,6 +49,7 @@ class Completed:
     status: str = "completed"
     # what `run(respond=...)` made of this outcome (the caller's response), shaped once
     answer: Any = attrs.field(default=None, eq=False, repr=False)
+    breakpoint: str | None = None  # the stage a request breakpoint stopped the walk at
 
     @property
     def error(self) -> None:
@@ -170,7 +171,8 @@ class Interpreter:
     # ------------------------------------------------------------ running
     async def run(self, envelope: dict, stack: str | None = None, *, src: str = "api", rid: str | None = None,
                   mocks: list[str] | None = None, bytes_in: int | None = None,
-                  from_json: bool = False, respond: Callable[[Completed], Any] | None = None) -> Outcome:
+                  from_json: bool = False, respond: Callable[[Completed], Any] | None = None,
+                  break_at: tuple[str | None, int] | None = None) -> Outcome:
         """Walk one request to its outcome (Completed, Failed or Suspended).
 
         `bytes_in` is the size of the received input when the caller knows it (an inlet that
@@ -182,10 +184,16 @@ class Interpreter:
         `Completed.answer`, and its body's length is the trace's `bytes_out` — the output is
         encoded once, not once for the trace and again for the response. When the response
         has an integer `status`, the trace records it as the request's HTTP status (what was
-        sent, even where the caller shaped the envelope's status differently)."""
+        sent, even where the caller shaped the envelope's status differently).
+
+        `break_at` (a request breakpoint, `?_txc.break=`): the walk stops as it enters that scope
+        (of that stack, or of any stack when it is None) and the outcome is Completed with
+        `breakpoint` naming the stage, its envelope as it entered the scope (not shaped by
+        `respond`)."""
         if not from_json:
             check_depth(envelope, what="the envelope")
         run = self.new_run(envelope, stack, src=src, rid=rid, mocks=mocks)
+        run.break_at = break_at
         return await self.drive(run, bytes_in=bytes_in, respond=respond)
 
     def run_sync(self, envelope: dict, stack: str | None = None, **kwargs: Any) -> Outcome:
@@ -241,7 +249,7 @@ class Interpreter:
 
                 export(outcome.envelope, _metrics.current)
         bytes_out = answer_status = None
-        if respond is not None and type(outcome) is Completed:
+        if respond is not None and type(outcome) is Completed and outcome.breakpoint is None:
             outcome = _answered(outcome, respond)
             answer = outcome.answer
             if answer is not None:
@@ -265,6 +273,9 @@ class Interpreter:
 
     async def _walk(self, run: Run, rec: TraceRecorder) -> None:
         walker = self.walker
+        if run.break_at is not None:
+            await self._walk_to_break(run, rec)
+            return
         recorder = _metrics.current
         if recorder.enabled or _otel.current.enabled:
             await self._observed_walk(run, rec, recorder, _otel.current)
@@ -277,6 +288,21 @@ class Interpreter:
         while run.status == "running":
             if not step_local(run, rec):
                 await walker.step(run, rec)
+
+    async def _walk_to_break(self, run: Run, rec: TraceRecorder) -> None:
+        """`_walk` for a request with a breakpoint: frame by frame, stopping (status halted,
+        reason breakpoint) before the frame that enters the breakpoint's scope."""
+        walker = self.walker
+        want_stack, want_scope = run.break_at  # type: ignore[misc]
+        while run.status == "running":
+            scope, stage = walker.next_stage(run)
+            if scope == want_scope and (want_stack is None or want_stack == run.stack):
+                run.break_hit = stage
+                run.status, run.reason = "halted", "breakpoint"
+                if rec.enabled:
+                    rec.event("breakpoint", {"stage": stage})
+                return
+            await walker.step(run, rec)
 
     async def _observed_walk(self, run: Run, rec: TraceRecorder, recorder: Any, tracing: Any) -> None:
         """`_walk` with each scope timed for the metrics and traced as a span (only when
@@ -310,7 +336,8 @@ class Interpreter:
             return Failed(run.error or {}, run.http_status or 500, run.rid, run.budget.fuel_used)
         envelope = run.envelope
         strip_budget_fields(envelope)
-        return Completed(envelope, run.rid, halted=run.status == "halted", fuel_used=run.budget.fuel_used)
+        return Completed(envelope, run.rid, halted=run.status == "halted", fuel_used=run.budget.fuel_used,
+                         breakpoint=run.break_hit)
 
     def _write_trace(self, rec: TraceRecorder) -> None:
         record = rec.build(self._sink_packs)

@@ -41,6 +41,10 @@ class Run:
     snapshot_id: str | None = None
     joins: list[dict] = attrs.Factory(list)
     reason: str | None = None
+    # a request breakpoint (`?_txc.break=`): (stack or None for any, scope); the walk stops as
+    # it enters that scope and `break_hit` names the stage it stopped at
+    break_at: tuple[str | None, int] | None = None
+    break_hit: str | None = None
     trace_context: str | None = None  # W3C traceparent of the segment span (OpenTelemetry): a resume links to it
     traced: bool = False  # this segment's span records (OpenTelemetry on and sampled): scopes and ops get spans
     started_monotonic: float = 0.0

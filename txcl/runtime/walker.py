@@ -277,6 +277,10 @@ class Walker:
                 rec.stage_enter(stage, budget.fuel_used, budget.ttl, code)
         return visit
 
+    def next_stage(self, run: Run) -> tuple[int | None, str]:
+        """The scope (None: the stack's end) and stage text the next frame of `run` enters."""
+        return self._resolve(run.stack, run.requested_scope)
+
     def _resolve(self, stack: str, requested: int) -> tuple[int | None, str]:
         """The scope entered for `requested` (cached) and its stage text."""
         key = (stack, requested)

@@ -34,6 +34,7 @@ from txcl.runtime.interpreter import Completed, Failed, Interpreter, Suspended, 
 from txcl.runtime.stepping import Resumed, first_step
 from txcl.runtime.walker import Walker
 from txcl.serve import extensions as ext_mod
+from txcl.serve.breakpoints import BREAK_PARAM, breakpoint_answer, parse_break
 from txcl.serve.inlet import (
     BodyTooLarge,
     ClientGone,
@@ -350,12 +351,21 @@ class TxclHandler:
                 return refused
         envelope = build_envelope(scope, head, body, rid, mock_header=settings.web_mock_header,
                                   document=document if settings.web_json_body else None)
+        break_at = None
+        if settings.debug_breakpoints:
+            envelope["_txc"]["flag_breakpoint"] = True
+            if BREAK_PARAM in head.query:
+                break_at = parse_break(head.query[BREAK_PARAM][-1])
+                if break_at is None:
+                    return json_answer(400, error_payload(rc.BAD_BREAKPOINT.code, rc.BAD_BREAKPOINT.template))
+        elif BREAK_PARAM in head.query:
+            return json_answer(403, error_payload(rc.BREAKPOINTS_OFF.code, rc.BREAKPOINTS_OFF.template))
         accept = head.first("accept")
         try:
             context = _log_context.get()
             if context is not None:
                 context["stack"] = decision.stack  # this request's own dict (set in __call__)
-            outcome = await self._walk(envelope, decision.stack, rid, receive, len(body))
+            outcome = await self._walk(envelope, decision.stack, rid, receive, len(body), break_at)
             if context is not None and outcome is not None:
                 context["fuel"] = getattr(outcome, "fuel_used", 0)
         except UnknownStack as exc:  # only after a reload removed a stack mid-request
@@ -370,14 +380,20 @@ class TxclHandler:
         if outcome is None:
             return None  # the client went away
         if isinstance(outcome, Completed):  # shaped during the walk (its size is in the trace)
-            return outcome.answer if outcome.answer is not None else self._respond(outcome)
+            if outcome.breakpoint is not None:
+                return breakpoint_answer(outcome)
+            answer = outcome.answer if outcome.answer is not None else self._respond(outcome)
+            if break_at is not None:
+                answer.set_header("x-txcl-breakpoint", "not reached")
+            return answer
         if isinstance(outcome, Failed):
             return error_answer(outcome.payload, outcome.http_status)
         if isinstance(outcome, Suspended):
             return await self._suspended(scope, receive, outcome, head, accept)
         return error_answer(error_payload(rc.INTERNAL_ERROR.code, f"unexpected outcome {outcome!r}"), 500)
 
-    async def _walk(self, envelope: dict, stack: str | None, rid: str, receive: Any, bytes_in: int) -> Any:
+    async def _walk(self, envelope: dict, stack: str | None, rid: str, receive: Any, bytes_in: int,
+                    break_at: tuple[str | None, int] | None = None) -> Any:
         """Run the walk; a client disconnect cancels it (in-flight ops see CancelledError).
         The trace counts the request body's bytes in and the answer's body bytes out.
 
@@ -386,7 +402,7 @@ class TxclHandler:
         watcher starts when the walk has waited DISCONNECT_WATCH_AFTER, so a quick wait pays
         one timer instead of a task."""
         walk = self.state.interp.run(envelope, stack, src="http", rid=rid, from_json=True,
-                                     bytes_in=bytes_in, respond=self._respond)
+                                     bytes_in=bytes_in, respond=self._respond, break_at=break_at)
         done, first = first_step(walk)
         if done:
             return first
