@@ -209,6 +209,7 @@ EXEC_ALLOWED = {"txcl/evaluate/codegen.py", "txcl/syntax/codec.py", "txcl/syntax
 # `run`, `serve` and `test`, never by `check`, `fmt` or the language server
 IMPORT_ALLOWED = {"txcl/__init__.py", "txcl/syntax/compiled.py", "txcl/serve/extensions.py",
                   "txcl/ops/pytargets.py",  # py:// targets: the module a rule names, by design
+                  "txcl/cli/cmd_worker.py",  # txcl worker serve MODULE:ATTR: the module its command line names
                   # a command or output format of txcl's own, from a fixed list of names
                   "txcl/cli/main.py", "txcl/check/formats/__init__.py",
                   # the check rules: the modules of txcl's own rules package, as installed
