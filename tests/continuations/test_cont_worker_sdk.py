@@ -10,8 +10,6 @@ import json
 import re
 import subprocess
 import threading
-import time
-from pathlib import Path
 
 import pytest
 from cont_support import TXCL, http_get, wait_until
