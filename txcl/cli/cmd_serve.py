@@ -11,6 +11,7 @@ traceback.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from typing import Any
 
@@ -88,6 +89,8 @@ def command(directory: str | None, workspace: str | None, log_level: str, **flag
     from txcl.serve.workers import resolve_workers, reserve_port, reuse_port_available
 
     workers = resolve_workers(settings.workers)
+    if workers > 1 and not hasattr(os, "fork"):
+        fail("--workers above 1 needs a system that can fork processes (Linux, macOS, the BSDs)")
     reuse = workers > 1 and reuse_port_available()
     try:
         sock = reserve_port(settings.host, settings.port) if reuse else bind_socket(settings.host, settings.port)
