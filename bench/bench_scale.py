@@ -18,6 +18,14 @@ rounds:
 
 Goals on a 2-core machine: 2 processes ≥ 1.7× one (both backends); txcl --workers 2 ≥ 0.35
 of bare Starlette --workers 2.
+
+Then the itemized await (bench_nodes' callback-heavy load: itemized runs whose worker
+callbacks are spread over the serving processes) with one and two processes on each backend:
+items/s, the serving processes' CPU per item and — on PostgreSQL — the database server's
+(its postmaster and backends, from /proc). From those per-item costs it prints the
+throughput projected for N nodes, with its model: each node on its own core, one database
+server with the cores given, no other bottleneck (network, locks):
+items/s(N) = min(N / node CPU per item, server cores / server CPU per item).
 """
 
 from __future__ import annotations
@@ -40,6 +48,7 @@ sys.path.insert(0, str(HERE))
 from _backends import Backends  # noqa: E402
 from _timing import headline  # noqa: E402
 from bench_serve import BARE_BODY, cpu_seconds, start, stop, write_stack  # noqa: E402
+import bench_nodes  # noqa: E402
 
 BARE_APP = f'''
 from starlette.applications import Starlette
@@ -126,6 +135,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--backend", choices=["sqlite", "postgresql", "both"], default="both")
+    parser.add_argument("--runs", type=int, default=4, help="itemized runs at once")
+    parser.add_argument("--items", type=int, default=300, help="items per itemized run")
+    parser.add_argument("--server-cores", type=int, default=4, help="the database server's cores, for the projection")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         raise SystemExit("bench_scale needs wrk (apt-get install wrk)")
@@ -188,6 +200,56 @@ def main() -> None:
         print(f"{name}: txcl --workers 2 / bare uvicorn --workers 2 = {versus:.2f}")
         headline(f"txcl serve --workers 2 ({name}) vs bare Starlette", med(two, "rate"), "req/s",
                  baseline="bare Starlette, uvicorn --workers 2, same run", ratio=versus, goal="ratio ≥ 0.35")
+    itemized(names, args)
+
+
+def server_cpu(backends: Backends) -> float | None:
+    """CPU seconds of the benchmark's PostgreSQL server: the postmaster, its live backends, and
+    the backends that have exited (their time is the postmaster's children's)."""
+    server = backends.server
+    if server is None:
+        return None
+    try:
+        pid = int((server.datadir / "postmaster.pid").read_text().split()[0])
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, ValueError, IndexError):
+        return None
+    waited = (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")
+    return tree_cpu(pid) + waited
+
+
+def itemized(names: list[str], args: argparse.Namespace) -> None:
+    print(f"\nitemized await: {args.runs} runs x {args.items} items at once, callbacks spread over the processes")
+    print(f"{'':<30} {'items/s':>8} {'node CPU ms/item':>17} {'DB server CPU ms/item':>22}")
+    costs: dict[str, tuple[float, float | None]] = {}
+    with Backends(names) as backends:
+        for name, fresh in backends:
+            rates = {}
+            for nodes in (1, 2):
+                before = server_cpu(backends) if name == "postgresql" else None
+                rate, node_ms = bench_nodes.load(nodes, fresh(), args.runs, args.items, 25)
+                after = server_cpu(backends) if name == "postgresql" else None
+                db_ms = (after - before) * 1000 / (args.runs * args.items) if before is not None and after else None
+                rates[nodes] = rate
+                label = f"{name}, {nodes} process{'es' if nodes > 1 else ''}"
+                shown = f"{db_ms:>22.2f}" if db_ms is not None else f"{'(in the node)':>22}"
+                print(f"{label:<30} {rate:>8.0f} {node_ms or float('nan'):>17.2f} {shown}")
+                if nodes == 1:
+                    costs[name] = (node_ms or float("nan"), db_ms)
+            ratio = rates[2] / rates[1]
+            print(f"{name}: 2 processes / 1 = {ratio:.2f}")
+            headline(f"itemized await, 2 processes ({name})", rates[2], "items/s", baseline="1 process, same run",
+                     ratio=ratio)
+        if "sqlite" in costs and "postgresql" in costs:
+            print(f"node CPU per item, PostgreSQL / SQLite: {costs['postgresql'][0] / costs['sqlite'][0]:.2f} "
+                  "(goal ≤ 1.25)")
+    if "postgresql" in costs and costs["postgresql"][1]:
+        node_ms, db_ms = costs["postgresql"]
+        print(f"projection for N PostgreSQL nodes (model: a core per node, {args.server_cores} database server "
+              "cores, nothing else limits): items/s = min(N / node CPU per item, server cores / server CPU per item)")
+        for n in (1, 2, 4, 8, 16):
+            projected = min(n * 1000 / node_ms, args.server_cores * 1000 / db_ms)
+            print(f"  {n:>2} nodes: {projected:8.0f} items/s")
 
 
 if __name__ == "__main__":
