@@ -3,6 +3,7 @@
 from cont_support import (  # noqa: F401 - fixtures are found by name
     workspace,
     worker,
+    reports,
     serve,
     store_at,
     shared_barrier,

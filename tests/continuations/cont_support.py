@@ -92,6 +92,16 @@ def workspace(tmp_path: Path, backend: str, request) -> Callable[[dict[str, str]
 
 
 @pytest.fixture
+def reports():
+    """An HTTP server on loopback that records what rules send it (`.received`, `.url`)."""
+    from testtools import EchoServer
+
+    server = EchoServer()
+    yield server
+    server.close()
+
+
+@pytest.fixture
 def worker():
     with TestWorker() as w:
         yield w

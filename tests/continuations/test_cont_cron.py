@@ -7,16 +7,8 @@ from __future__ import annotations
 import json
 import time
 
-import pytest
 from cont_support import wait_until
 from testtools import EchoServer
-
-
-@pytest.fixture
-def reports():
-    server = EchoServer()
-    yield server
-    server.close()
 
 
 def cron_tree(url: str) -> dict[str, str]:

@@ -18,13 +18,6 @@ from testtools import EchoServer
 
 
 @pytest.fixture
-def reports():
-    server = EchoServer()
-    yield server
-    server.close()
-
-
-@pytest.fixture
 def sock_dir():
     path = Path(tempfile.mkdtemp(prefix="lmtp", dir="/tmp"))  # short: a socket path has ~100 bytes
     yield path

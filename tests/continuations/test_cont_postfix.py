@@ -12,16 +12,8 @@ from pathlib import Path
 
 import pytest
 from cont_support import wait_until
-from testtools import EchoServer
 
 pytestmark = pytest.mark.parametrize("backend", ["sqlite"])
-
-
-@pytest.fixture
-def reports():
-    server = EchoServer()
-    yield server
-    server.close()
 
 
 @pytest.fixture

@@ -8,17 +8,9 @@ from __future__ import annotations
 import json
 import time
 
-import pytest
 from cont_support import wait_until
 from contworker import post_json
 from testtools import EchoServer
-
-
-@pytest.fixture
-def reports():
-    server = EchoServer()
-    yield server
-    server.close()
 
 
 def scheduled_tree(url: str) -> dict[str, str]:

@@ -10,10 +10,11 @@ traceback.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
-from typing import Any
+from typing import Any, Iterator
 
 import click
 
@@ -153,40 +154,27 @@ def _preflight(ws: Any, settings: Any, sock: Any) -> None:
     """Before forking the workers: the tree loads, the routes name its stacks, and the database
     opens and is migrated — once here (reported once, and the workers do not race to create
     the schema), closed again before the fork."""
-    from txcl.errors import TxclLoadError
-    from txcl.runtime.config import ConfigError
     from txcl.serve.app import open_default_store
     from txcl.serve.mount import load_serve_tree
     from txcl.serve.routing import Router, parse_routes
-    from txcl.store.errors import StoreError
 
-    try:
+    with _startup_errors(sock):
         tree = load_serve_tree(ws)
         Router.for_tree(tree, parse_routes(settings.routes, settings.sources.get("routes", "configuration")),
                         settings.default_stack)
         open_default_store(settings, ws).close()
-    except StoreError as exc:
-        sock.close()
-        fail(f"--db: {exc}")
-    except TxclLoadError as exc:
-        sock.close()
-        print_error(exc)
-        n = len(exc.diagnostics)
-        fail(f"the OPS tree failed to load ({n} error{'s' if n != 1 else ''})")
-    except ConfigError as exc:
-        sock.close()
-        fail(str(exc))
 
 
-def _build_state(ws: Any, settings: Any, sock: Any) -> Any:
-    """Load the tree, check routes, open the store; exit 2 (closing `sock`) on any problem."""
+@contextlib.contextmanager
+def _startup_errors(sock: Any) -> Iterator[None]:
+    """A start-up problem (a tree that fails to load, a bad route, a database that cannot be
+    opened) exits 2 with its message, closing `sock`."""
     from txcl.errors import TxclLoadError
     from txcl.runtime.config import ConfigError
-    from txcl.serve.app import build_state
     from txcl.store.errors import StoreError
 
     try:
-        return build_state(ws, settings)
+        yield
     except TxclLoadError as exc:
         sock.close()
         print_error(exc)
@@ -198,9 +186,23 @@ def _build_state(ws: Any, settings: Any, sock: Any) -> Any:
     except StoreError as exc:  # unreachable server, refused login, newer schema, unwritable file
         sock.close()
         fail(f"--db: {exc}")
-    except OSError as exc:
-        sock.close()
-        fail(f"cannot start: {exc}")
-    except Exception as exc:  # noqa: BLE001 - a startup problem, not a crash
-        sock.close()
-        fail(f"cannot start: {type(exc).__name__}: {exc}")
+
+
+def _build_state(ws: Any, settings: Any, sock: Any) -> Any:
+    """Load the tree, check routes, open the store; exit 2 (closing `sock`) on any problem."""
+    from txcl.errors import TxclLoadError
+    from txcl.runtime.config import ConfigError
+    from txcl.serve.app import build_state
+    from txcl.store.errors import StoreError
+
+    with _startup_errors(sock):
+        try:
+            return build_state(ws, settings)
+        except (TxclLoadError, ConfigError, StoreError):
+            raise  # reported by _startup_errors
+        except OSError as exc:
+            sock.close()
+            fail(f"cannot start: {exc}")
+        except Exception as exc:  # noqa: BLE001 - a startup problem, not a crash
+            sock.close()
+            fail(f"cannot start: {type(exc).__name__}: {exc}")
