@@ -251,3 +251,31 @@ async def test_a_schema_file_gets_live_diagnostics(client: LanguageClient, tmp_p
     diags = await _diagnostics(client, uri)
     assert [d.code for d in diags if d.code == "TX260"] == ["TX260"]
     assert "did you mean" in diags[0].message or any("numbr" in d.message for d in diags)
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_a_jump_leads_to_the_rules_of_its_scope(client: LanguageClient, tmp_path: Path) -> None:
+    """Go-to-definition on `EMIT @goto = "300"`, `EXEC "goto://250"` or `EXEC "billing/100"`
+    opens the rule files of the scope the walk enters (the next one at or after the number),
+    even while another rule of the tree does not load."""
+    files = {"OPS/shop/0100_a/go.txcl": 'EMIT @goto = "300"\n', "OPS/shop/0300_c/c.txcl": "EMIT .c = 1\n",
+             "OPS/shop/0300_c/d.txcl": "EMIT .d = 1\n", "OPS/billing/0100/b.txcl": "EMIT .b = 1\n",
+             "OPS/shop/0400/broken.txcl": "WHEN WHEN\n"}
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    uri = (tmp_path / "OPS/shop/0100_a/go.txcl").as_uri()
+    cases = [('EMIT @goto = "300"\n', 15, ["c.txcl", "d.txcl"]), ('EXEC "goto://250"\n', 8, ["c.txcl", "d.txcl"]),
+             ('EXEC "billing/100"\n', 8, ["b.txcl"]), ('EMIT @goto = "900"\n', 15, None)]
+    for version, (text, column, wanted) in enumerate(cases, start=1):
+        if version == 1:
+            _open(client, uri, text)
+        else:
+            client.text_document_did_change(types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)]))
+        await _diagnostics(client, uri)
+        places = await client.text_document_definition_async(types.DefinitionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(0, column)))
+        got = [p.uri.rsplit("/", 1)[-1] for p in places] if places else None
+        assert got == wanted, (text, got)

@@ -266,7 +266,13 @@ def ast_path_text(segments: tuple[str, ...]) -> str:
 
 
 def definition(text: str, offset: int, path: str | None) -> list[tuple[str, Span]]:
-    """Where the path under the cursor comes from (schema property, writing rules)."""
+    """Where the jump under the cursor leads (the rule files of its scope), or where the path
+    under the cursor comes from (schema property, writing rules)."""
+    from txcl.lsp.navigation import jump_definition
+
+    jumps = jump_definition(_parse_for_outline(text, path or "<buffer>"), offset, path)
+    if jumps:
+        return jumps
     tok = token_at(text, offset)
     if tok is None or tok.type not in Name.Variable or tok.type in Name.Variable.Magic:
         return []

@@ -1,0 +1,85 @@
+"""Go to definition for jumps: from a stage-jump target — `EXEC "goto://300"`,
+`EXEC "billing/100"`, `EMIT @goto = "300"` — to the rule files of the scope the walk would
+enter. Resolved from the folders on disk, so it works while other rules of the tree do not
+load (an editor's usual state): the scope folder numbered exactly so, else the next one up
+(the walk enters the first scope at or after a jump's number), in the stack and then in the
+stacks it overlays."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from txcl.errors import Span
+
+
+def _offset_in(span: Any, offset: int) -> bool:
+    return span is not None and span.start.offset <= offset <= span.end.offset
+
+
+def jump_at(rule: Any, offset: int) -> tuple[str | None, int] | None:
+    """(stack or None for the rule's own, scope) of the jump target under `offset`."""
+    from txcl.check.facts import jump_of_exec, jump_of_goto_value
+    from txcl.syntax import ast
+
+    if rule.exec is not None and _offset_in(rule.exec.span, offset):
+        return jump_of_exec(rule.exec.target)
+    for assignment in (*rule.emit, *rule.set_post):
+        if tuple(assignment.target.segments) != ("_txc", "goto") or not _offset_in(assignment.value.span, offset):
+            continue
+        value = assignment.value
+        if isinstance(value, ast.StringLit):
+            return jump_of_goto_value(str(value.value).strip())
+        if isinstance(value, ast.IntLit):
+            return None, int(value.text)
+    return None
+
+
+def _layout(path: Path) -> tuple[Path, str] | None:
+    """(the OPS folder, the rule's stack) of a rule file at OPS/<stack…>/<scope>/<name>.txcl."""
+    parts = path.resolve().parts
+    if "OPS" not in parts:
+        return None
+    at = len(parts) - 1 - parts[::-1].index("OPS")
+    stack = parts[at + 1:-2]
+    if not stack:
+        return None
+    return Path(*parts[:at + 1]), "/".join(stack)
+
+
+def scope_files(ops_dir: Path, stack: str, scope: int) -> list[Path]:
+    """The rule files the walk runs at `stack`/`scope` (see the module docstring): the scopes of
+    the stack and the stacks it overlays, a stack's own folder winning over its parents' for the
+    same number, and the first at or after `scope` that holds rules."""
+    from txcl.ops.layout import lineage, numbered_value
+
+    folders: dict[int, Path] = {}
+    for owner in reversed(lineage(stack)):  # parents first: the stack's own folders win
+        folder = ops_dir.joinpath(*owner.split("/"))
+        if not folder.is_dir():
+            continue
+        for child in folder.iterdir():
+            number = numbered_value(child.name)
+            if child.is_dir() and number is not None and any(child.glob("*.txcl")):
+                folders[number] = child
+    after = [n for n in folders if n >= scope]
+    return sorted(folders[min(after)].glob("*.txcl")) if after else []
+
+
+def jump_definition(rule: Any, offset: int, path: str | None) -> list[tuple[str, Span]]:
+    """The rule files a jump under the cursor leads to (empty: no jump there)."""
+    if rule is None or path is None:
+        return []
+    target = jump_at(rule, offset)
+    layout = _layout(Path(path))
+    if target is None or layout is None:
+        return []
+    ops_dir, own = layout
+    stack, scope = target[0] or own, target[1]
+    from txcl.errors import Position
+
+    start = Position(1, 1, 0)
+    return [(str(f), Span(start, start)) for f in scope_files(ops_dir, stack, scope)]
+
+
+__all__ = ["jump_at", "jump_definition", "scope_files"]
