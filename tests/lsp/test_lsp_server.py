@@ -279,3 +279,33 @@ async def test_a_jump_leads_to_the_rules_of_its_scope(client: LanguageClient, tm
             text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(0, column)))
         got = [p.uri.rsplit("/", 1)[-1] for p in places] if places else None
         assert got == wanted, (text, got)
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_references_find_every_reader_and_writer_and_every_jump(client: LanguageClient, tmp_path: Path) -> None:
+    """Find references on a path lists the rules of the tree that read or write it (the unsaved
+    text of the open document included, a broken file skipped); on a jump, every jump to the
+    same stage."""
+    files = {"OPS/shop/0100/a.txcl": "EMIT .order.total = 10\n",
+             "OPS/shop/0200/b.txcl": 'WHEN .order.total > 5\nEMIT @goto = "400", .seen = true\n',
+             "OPS/shop/0300/c.txcl": 'SELECT .order.total AS .t\nEXEC "goto://400"\n',
+             "OPS/shop/0350/broken.txcl": "WHEN WHEN .order.total\n",
+             "OPS/shop/0400/d.txcl": "EMIT .other = .order.totals\n"}
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    uri = (tmp_path / "OPS/shop/0100/a.txcl").as_uri()
+    _open(client, uri, "EMIT .order.total = 10, .x = .order.total\n")  # unsaved: a second use
+    await _diagnostics(client, uri)
+    places = await client.text_document_references_async(types.ReferenceParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(0, 8),
+        context=types.ReferenceContext(include_declaration=True)))
+    got = sorted((p.uri.rsplit("/", 1)[-1], p.range.start.line, p.range.start.character) for p in places)
+    assert got == [("a.txcl", 0, 5), ("a.txcl", 0, 29), ("b.txcl", 0, 5), ("c.txcl", 0, 7)]
+    other = (tmp_path / "OPS/shop/0200/b.txcl").as_uri()
+    _open(client, other, files["OPS/shop/0200/b.txcl"])
+    await _diagnostics(client, other)
+    jumps = await client.text_document_references_async(types.ReferenceParams(
+        text_document=types.TextDocumentIdentifier(uri=other), position=types.Position(1, 15),
+        context=types.ReferenceContext(include_declaration=True)))
+    assert sorted(p.uri.rsplit("/", 1)[-1] for p in jumps) == ["b.txcl", "c.txcl"]

@@ -212,6 +212,37 @@ def definition(ls: TxclLanguageServer, params: types.DefinitionParams) -> list[t
     return out or None
 
 
+def _locations(ls: TxclLanguageServer, found: list, texts: dict | None = None) -> list[types.Location]:
+    """LSP locations of (file, span) pairs (`texts`: the unsaved text of open documents)."""
+    out = []
+    for file, span in found:
+        text = (texts or {}).get(Path(file).resolve())
+        if text is None:
+            try:
+                text = Path(file).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+        out.append(types.Location(uri=Path(file).as_uri(), range=ls.lsp_range(positions.LineIndex(text), span)))
+    return out
+
+
+@server.feature(types.TEXT_DOCUMENT_REFERENCES)
+@_guarded(None)
+def references(ls: TxclLanguageServer, params: types.ReferenceParams) -> list[types.Location] | None:
+    """Every rule of the tree that reads or writes the path under the cursor, or every jump to
+    the stage of the jump under it."""
+    from txcl.lsp.references import references as find
+
+    text = ls.workspace.get_text_document(params.text_document.uri).source
+    open_texts = {}
+    for uri, doc in ls.workspace.text_documents.items():
+        path = _path(uri)
+        if path is not None:
+            open_texts[Path(path).resolve()] = doc.source
+    found = find(text, ls.offset(text, params.position), _path(params.text_document.uri), open_texts)
+    return _locations(ls, found, open_texts) or None
+
+
 def _symbol(ls: TxclLanguageServer, index: positions.LineIndex, sym: analysis.Symbol) -> types.DocumentSymbol:
     return types.DocumentSymbol(
         name=sym.name,
