@@ -309,3 +309,29 @@ async def test_references_find_every_reader_and_writer_and_every_jump(client: La
         text_document=types.TextDocumentIdentifier(uri=other), position=types.Position(1, 15),
         context=types.ReferenceContext(include_declaration=True)))
     assert sorted(p.uri.rsplit("/", 1)[-1] for p in jumps) == ["b.txcl", "c.txcl"]
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_code_actions_fix_and_suppress(client: LanguageClient, tmp_path: Path) -> None:
+    """A fixable finding offers its safe fix and "fix all"; any finding offers a # noqa
+    suppression for its line (added to an existing # noqa list)."""
+    uri = (tmp_path / "fix.txcl").as_uri()
+    text = "EMIT .a = 012\nWHEN .x == 1  # noqa: TX999\n"
+    _open(client, uri, text)
+    diagnostics = await _diagnostics(client, uri)
+    assert {d.code for d in diagnostics} >= {"TX201", "TX301"}
+    actions = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        range=types.Range(start=types.Position(0, 0), end=types.Position(2, 0)),
+        context=types.CodeActionContext(diagnostics=[d for d in diagnostics if d.code in ("TX201", "TX301")])))
+    by_title = {a.title: a for a in actions}
+    fix = by_title["Fix TX201 (leading-zero-number)"].edit.changes[uri][0]
+    assert fix.new_text == "EMIT .a = 12\nWHEN .x == 1  # noqa: TX999\n"
+    fix_all = by_title["Fix all safe fixes (txcl check --fix)"]
+    assert fix_all.kind == types.CodeActionKind.SourceFixAll
+    assert fix_all.edit.changes[uri][0].new_text.startswith("WHEN .x == 1") and "EMIT .a = 12" in \
+        fix_all.edit.changes[uri][0].new_text
+    suppress = by_title["Suppress TX201 on this line (# noqa: TX201)"].edit.changes[uri][0]
+    assert (suppress.range.start.line, suppress.range.start.character, suppress.new_text) == (0, 13, "  # noqa: TX201")
+    joined = by_title["Suppress TX301 on this line (# noqa: TX301)"].edit.changes[uri][0]
+    assert (joined.range.start.character, joined.new_text) == (14, "# noqa: TX999, TX301")

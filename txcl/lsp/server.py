@@ -18,7 +18,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from txcl import __version__
-from txcl.errors import Diagnostic, Span, TxclError, TxclSyntaxError
+from txcl.errors import Diagnostic, Position, Span, TxclError, TxclSyntaxError
 from txcl.lsp import analysis, positions
 
 log = logging.getLogger(__name__)
@@ -241,6 +241,38 @@ def references(ls: TxclLanguageServer, params: types.ReferenceParams) -> list[ty
             open_texts[Path(path).resolve()] = doc.source
     found = find(text, ls.offset(text, params.position), _path(params.text_document.uri), open_texts)
     return _locations(ls, found, open_texts) or None
+
+
+@server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
+                types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix,
+                                                           types.CodeActionKind.SourceFixAll]))
+@_guarded(None)
+def code_action(ls: TxclLanguageServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
+    """Quick fixes for the findings under the cursor: the safe fixes, and # noqa suppressions."""
+    from txcl.lsp.actions import code_actions
+
+    uri = params.text_document.uri
+    text = ls.workspace.get_text_document(uri).source
+    findings = [(str(d.code), d.range.start.line) for d in params.context.diagnostics if d.code]
+    index = positions.LineIndex(text)
+    lines = text.split("\n")
+
+    def span(line: int, start_col: int, end_line: int, end_col: int) -> Span:  # 0-based in, txcl's 1-based out
+        return Span(Position(line + 1, start_col + 1, 0), Position(end_line + 1, end_col + 1, 0))
+
+    whole = ls.lsp_range(index, span(0, 0, len(lines) - 1, len(lines[-1])))
+    out = []
+    for action in code_actions(text, _path(uri) or "<buffer>", findings):
+        if action.text is not None:
+            edit = types.TextEdit(range=whole, new_text=action.text)
+        else:
+            line_text = lines[action.line]
+            where = ls.lsp_range(index, span(action.line, action.replace_from or 0, action.line, len(line_text)))
+            edit = types.TextEdit(range=where, new_text=action.insert or "")
+        diagnostics = [d for d in params.context.diagnostics if str(d.code) == action.code] or None
+        out.append(types.CodeAction(title=action.title, kind=action.kind, diagnostics=diagnostics,
+                                    edit=types.WorkspaceEdit(changes={uri: [edit]})))
+    return out or None
 
 
 def _symbol(ls: TxclLanguageServer, index: positions.LineIndex, sym: analysis.Symbol) -> types.DocumentSymbol:
