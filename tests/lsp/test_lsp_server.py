@@ -335,3 +335,24 @@ async def test_code_actions_fix_and_suppress(client: LanguageClient, tmp_path: P
     assert (suppress.range.start.line, suppress.range.start.character, suppress.new_text) == (0, 13, "  # noqa: TX201")
     joined = by_title["Suppress TX301 on this line (# noqa: TX301)"].edit.changes[uri][0]
     assert (joined.range.start.character, joined.new_text) == (14, "# noqa: TX999, TX301")
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_jump_targets_complete_inside_goto_strings(client: LanguageClient, tmp_path: Path) -> None:
+    for rel in ("OPS/shop/0100_a/go.txcl", "OPS/shop/0300_c/c.txcl", "OPS/billing/0100/b.txcl"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("EMIT .a = 1\n")
+    uri = (tmp_path / "OPS/shop/0100_a/go.txcl").as_uri()
+    _open(client, uri, 'EMIT @goto = "3')
+    result = await client.text_document_completion_async(types.CompletionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(0, 15)))
+    items = result.items if isinstance(result, types.CompletionList) else result
+    assert [(i.label, i.detail) for i in items] == [("300", "scope 300 of this stack")]
+    assert items[0].text_edit.range.start.character == 14  # replaces what was typed inside the string
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text='EXEC "goto://')]))
+    result = await client.text_document_completion_async(types.CompletionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(0, 13)))
+    items = result.items if isinstance(result, types.CompletionList) else result
+    assert {i.label for i in items} == {"100", "300", "shop/100", "shop/300", "billing/100"}

@@ -227,10 +227,19 @@ def _segments(path: str) -> tuple[str, ...]:
     return head + tuple(q or plain for q, plain in parts)
 
 
+_JUMP_STRING = re.compile(r'(?:@goto\s*=\s*"|EXEC\s*"goto://)(?P<typed>[A-Za-z0-9_/-]*)$', re.IGNORECASE)
+
+
 def completions(text: str, offset: int, path: str | None = None) -> list[Candidate]:
     """Candidates at `offset`: paths of the document, and (in a typed stack) every path the
     envelope can hold at this rule's scope, with its type and description."""
     before = text[:offset]
+    jump = _JUMP_STRING.search(before)
+    if jump is not None:  # a stage being typed: `@goto = "3|` or `EXEC "goto://3|`
+        from txcl.lsp.navigation import jump_candidates
+
+        typed_so_far = jump.group("typed")
+        return [Candidate(t, -len(typed_so_far), t, detail, "stage") for t, detail in jump_candidates(path, typed_so_far)]
     skeleton = _document_paths(text[:offset] + " " + text[offset:])
     typed: dict[str, str] = {}
     view = _typed_view(path, text) if re.search(r"[.@][A-Za-z0-9_\-.\"]*$", before) else None

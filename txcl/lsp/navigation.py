@@ -66,6 +66,39 @@ def scope_files(ops_dir: Path, stack: str, scope: int) -> list[Path]:
     return sorted(folders[min(after)].glob("*.txcl")) if after else []
 
 
+def stages(ops_dir: Path) -> dict[str, list[int]]:
+    """Every stack of the tree with its numbered scopes that hold rules (from the folders)."""
+    from txcl.ops.layout import numbered_value
+
+    found: dict[str, set[int]] = {}
+    for rule_file in ops_dir.rglob("*.txcl"):
+        scope_dir = rule_file.parent
+        number = numbered_value(scope_dir.name)
+        if number is None or scope_dir.parent == ops_dir:
+            continue
+        stack = "/".join(scope_dir.parent.relative_to(ops_dir).parts)
+        found.setdefault(stack, set()).add(number)
+    return {stack: sorted(scopes) for stack, scopes in sorted(found.items())}
+
+
+def jump_candidates(path: str | None, typed: str) -> list[tuple[str, str]]:
+    """(completion, detail) for a jump target being typed: the scopes of the rule's own stack
+    (`300`), then `stack/scope` of every stack."""
+    if path is None:
+        return []
+    layout = _layout(Path(path))
+    if layout is None:
+        return []
+    ops_dir, own = layout
+    out = []
+    for stack, scopes in stages(ops_dir).items():
+        for scope in scopes:
+            if stack == own:
+                out.append((str(scope), f"scope {scope} of this stack"))
+            out.append((f"{stack}/{scope}", f"scope {scope} of {stack}"))
+    return [(text, detail) for text, detail in out if text.startswith(typed)]
+
+
 def jump_definition(rule: Any, offset: int, path: str | None) -> list[tuple[str, Span]]:
     """The rule files a jump under the cursor leads to (empty: no jump there)."""
     if rule is None or path is None:
@@ -82,4 +115,4 @@ def jump_definition(rule: Any, offset: int, path: str | None) -> list[tuple[str,
     return [(str(f), Span(start, start)) for f in scope_files(ops_dir, stack, scope)]
 
 
-__all__ = ["jump_at", "jump_definition", "scope_files"]
+__all__ = ["jump_at", "jump_definition", "jump_candidates", "scope_files", "stages"]

@@ -47,6 +47,7 @@ COMPLETION_KIND = {
     "path": types.CompletionItemKind.Variable,
     "with-key": types.CompletionItemKind.Property,
     "scheme": types.CompletionItemKind.Module,
+    "stage": types.CompletionItemKind.Reference,
 }
 
 
