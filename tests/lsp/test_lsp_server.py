@@ -356,3 +356,27 @@ async def test_jump_targets_complete_inside_goto_strings(client: LanguageClient,
         text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(0, 13)))
     items = result.items if isinstance(result, types.CompletionList) else result
     assert {i.label for i in items} == {"100", "300", "shop/100", "shop/300", "billing/100"}
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_workspace_symbols_and_folding(client: LanguageClient, tmp_path: Path) -> None:
+    for rel in ("OPS/shop/0100_a/check.txcl", "OPS/shop/0300_c/charge.txcl", "OPS/billing/0100/invoice.txcl"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("EMIT .a = 1\n")
+    uri = (tmp_path / "OPS/shop/0100_a/check.txcl").as_uri()
+    text = "WHEN .a == 1\n  && .b == 2\nEMIT .x = 1,\n  .y = 2\n"
+    _open(client, uri, text)
+    await _diagnostics(client, uri)
+    # the test client's workspace root is not this folder: ask through a folder it knows
+    client.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
+        event=types.WorkspaceFoldersChangeEvent(added=[types.WorkspaceFolder(uri=tmp_path.as_uri(), name="t")],
+                                                removed=[])))
+    found = await client.workspace_symbol_async(types.WorkspaceSymbolParams(query="shop/"))
+    names = {(s.name, s.kind) for s in found}
+    assert ("shop/100", types.SymbolKind.Module) in names and ("shop/300/charge", types.SymbolKind.Function) in names
+    assert not any(n.startswith("billing") for n, _ in names)
+    charge = next(s for s in found if s.name == "shop/300/charge")
+    assert charge.location.uri.endswith("OPS/shop/0300_c/charge.txcl") and charge.container_name == "shop/300"
+    folds = await client.text_document_folding_range_async(types.FoldingRangeParams(
+        text_document=types.TextDocumentIdentifier(uri=uri)))
+    assert [(f.start_line, f.end_line) for f in folds] == [(0, 1), (2, 3)]

@@ -99,6 +99,43 @@ def jump_candidates(path: str | None, typed: str) -> list[tuple[str, str]]:
     return [(text, detail) for text, detail in out if text.startswith(typed)]
 
 
+def workspace_symbols(ops_dir: Path, query: str, limit: int = 500) -> list[tuple[str, str, str, Path]]:
+    """(name, kind, container, file) of the stacks, scopes and ops whose name holds `query`
+    (case does not matter): a stack or scope points at its first rule file."""
+    from txcl.ops.layout import numbered_value
+
+    wanted = query.lower()
+    out: list[tuple[str, str, str, Path]] = []
+    seen: set[str] = set()
+    for rule_file in sorted(ops_dir.rglob("*.txcl")):
+        scope_dir = rule_file.parent
+        number = numbered_value(scope_dir.name)
+        if number is None or scope_dir.parent == ops_dir:
+            continue
+        stack = "/".join(scope_dir.parent.relative_to(ops_dir).parts)
+        stage = f"{stack}/{number}"
+        for name, kind, container in ((stack, "stack", ""), (stage, "scope", stack),
+                                      (f"{stage}/{rule_file.stem}", "op", stage)):
+            if name in seen or wanted not in name.lower():
+                continue
+            seen.add(name)
+            out.append((name, kind, container, rule_file))
+            if len(out) >= limit:
+                return out
+    return out
+
+
+def ops_dirs(roots: list[Path]) -> list[Path]:
+    """The OPS folders of the editor's workspace folders (each a workspace or inside one)."""
+    found = []
+    for root in roots:
+        for candidate in (root, *root.parents):
+            if (candidate / "OPS").is_dir():
+                found.append((candidate / "OPS").resolve())
+                break
+    return sorted(set(found))
+
+
 def jump_definition(rule: Any, offset: int, path: str | None) -> list[tuple[str, Span]]:
     """The rule files a jump under the cursor leads to (empty: no jump there)."""
     if rule is None or path is None:
@@ -115,4 +152,4 @@ def jump_definition(rule: Any, offset: int, path: str | None) -> list[tuple[str,
     return [(str(f), Span(start, start)) for f in scope_files(ops_dir, stack, scope)]
 
 
-__all__ = ["jump_at", "jump_definition", "jump_candidates", "scope_files", "stages"]
+__all__ = ["jump_at", "jump_definition", "jump_candidates", "scope_files", "stages", "workspace_symbols", "ops_dirs"]

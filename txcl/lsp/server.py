@@ -276,6 +276,38 @@ def code_action(ls: TxclLanguageServer, params: types.CodeActionParams) -> list[
     return out or None
 
 
+@server.feature(types.WORKSPACE_SYMBOL)
+@_guarded([])
+def workspace_symbol(ls: TxclLanguageServer, params: types.WorkspaceSymbolParams) -> list[types.SymbolInformation]:
+    """The stacks, scopes and ops of the OPS trees of the open workspace folders."""
+    from txcl.lsp.navigation import ops_dirs, workspace_symbols
+
+    roots = [Path(p) for folder in (ls.workspace.folders or {}).values() if (p := _path(folder.uri))]
+    if not roots and ls.workspace.root_path:
+        roots = [Path(ls.workspace.root_path)]
+    kinds = {"stack": types.SymbolKind.Namespace, "scope": types.SymbolKind.Module, "op": types.SymbolKind.Function}
+    start = types.Position(0, 0)
+    return [types.SymbolInformation(name=name, kind=kinds[kind], container_name=container or None,
+                                    location=types.Location(uri=file.as_uri(), range=types.Range(start, start)))
+            for ops_dir in ops_dirs(roots) for name, kind, container, file in workspace_symbols(ops_dir, params.query)]
+
+
+@server.feature(types.TEXT_DOCUMENT_FOLDING_RANGE)
+@_guarded(None)
+def folding_range(ls: TxclLanguageServer, params: types.FoldingRangeParams) -> list[types.FoldingRange] | None:
+    """A fold for each clause spanning several lines."""
+    doc = ls.workspace.get_text_document(params.text_document.uri)
+    text = doc.source
+    index = positions.LineIndex(text)
+    out = []
+    for sym in analysis.outline(text, _path(doc.uri) or "<buffer>"):
+        where = ls.lsp_range(index, sym.span)
+        if where.end.line > where.start.line:
+            out.append(types.FoldingRange(start_line=where.start.line, end_line=where.end.line,
+                                          kind=types.FoldingRangeKind.Region))
+    return out or None
+
+
 def _symbol(ls: TxclLanguageServer, index: positions.LineIndex, sym: analysis.Symbol) -> types.DocumentSymbol:
     return types.DocumentSymbol(
         name=sym.name,
