@@ -380,3 +380,43 @@ async def test_workspace_symbols_and_folding(client: LanguageClient, tmp_path: P
     folds = await client.text_document_folding_range_async(types.FoldingRangeParams(
         text_document=types.TextDocumentIdentifier(uri=uri)))
     assert [(f.start_line, f.end_line) for f in folds] == [(0, 1), (2, 3)]
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_rename_a_path_across_the_tree_or_refuse_with_the_reason(client: LanguageClient,
+                                                                        tmp_path: Path) -> None:
+    files = {"OPS/shop/0100/a.txcl": "EMIT .order.total = 10\n",
+             "OPS/shop/0200/b.txcl": "WHEN .order.total > 5\nEMIT .seen = .order.total\n",
+             "OPS/shop/0300/c.txcl": "SELECT .order.total AS .t\nEXEC \"https://w.example/x\"\n",
+             "shop.test.yaml": "cases:\n  - name: x\n    input: {}\n    expect:\n      absent: [.order.total]\n"}
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    uri = (tmp_path / "OPS/shop/0100/a.txcl").as_uri()
+    _open(client, uri, files["OPS/shop/0100/a.txcl"])
+    await _diagnostics(client, uri)
+    where = types.TextDocumentIdentifier(uri=uri)
+    ready = await client.text_document_prepare_rename_async(types.PrepareRenameParams(
+        text_document=where, position=types.Position(0, 8)))
+    assert (ready.start.character, ready.end.character) == (5, 17)
+    edit = await client.text_document_rename_async(types.RenameParams(
+        text_document=where, position=types.Position(0, 8), new_name=".order.sum"))
+    changed = {u.rsplit("/", 1)[-1]: [(e.range.start.line, e.range.start.character, e.new_text) for e in edits]
+               for u, edits in edit.changes.items()}
+    assert changed == {"a.txcl": [(0, 5, ".order.sum")], "b.txcl": [(0, 5, ".order.sum"), (1, 13, ".order.sum")],
+                       "c.txcl": [(0, 7, ".order.sum")], "shop.test.yaml": [(4, 15, ".order.sum")]}
+    refusals = [(".seen", "already used"), ("order.sum", "is not an envelope path"), ("@x", "is not an envelope path"),
+                ("._txc.x", "reserved")]
+    for new_name, reason in refusals:
+        with pytest.raises(Exception, match=reason):
+            await client.text_document_rename_async(types.RenameParams(
+                text_document=where, position=types.Position(0, 8), new_name=new_name))
+    (tmp_path / "OPS/shop/0400/d.txcl").parent.mkdir(parents=True)
+    (tmp_path / "OPS/shop/0400/d.txcl").write_text('EMIT @delete = "order.total"\n')
+    with pytest.raises(Exception, match="in a string, which only the run time resolves"):
+        await client.text_document_rename_async(types.RenameParams(
+            text_document=where, position=types.Position(0, 8), new_name=".order.sum"))
+    (tmp_path / "OPS/shop/0400/d.txcl").write_text("WHEN WHEN\n")
+    with pytest.raises(Exception, match="d.txcl does not parse"):
+        await client.text_document_rename_async(types.RenameParams(
+            text_document=where, position=types.Position(0, 8), new_name=".order.sum"))

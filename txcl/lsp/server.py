@@ -276,6 +276,62 @@ def code_action(ls: TxclLanguageServer, params: types.CodeActionParams) -> list[
     return out or None
 
 
+def _path_under(text: str, offset: int) -> Any:
+    """(token, segments) of the envelope path under `offset`, or None."""
+    from pygments.token import Name
+
+    tok = analysis.token_at(text, offset)
+    if tok is None or tok.type not in Name.Variable or tok.type in Name.Variable.Magic:
+        return None
+    return tok, analysis._segments(tok.value)
+
+
+@server.feature(types.TEXT_DOCUMENT_PREPARE_RENAME)
+@_guarded(None)
+def prepare_rename(ls: TxclLanguageServer, params: types.PrepareRenameParams) -> types.Range | None:
+    text = ls.workspace.get_text_document(params.text_document.uri).source
+    found = _path_under(text, ls.offset(text, params.position))
+    if found is None or found[1][:1] == ("_txc",):
+        return None
+    tok = found[0]
+    return ls.lsp_range(positions.LineIndex(text), analysis.span_of(text, tok.start, tok.end))
+
+
+@server.feature(types.TEXT_DOCUMENT_RENAME)
+def rename(ls: TxclLanguageServer, params: types.RenameParams) -> types.WorkspaceEdit | None:
+    """Rename the envelope path under the cursor in every rule (and test file) of the tree;
+    refused with the reason where that could miss a use or merge two paths."""
+    from pygls.exceptions import JsonRpcInvalidRequest
+
+    from txcl.lsp.rename import RenameRefused, rename as plan
+
+    uri = params.text_document.uri
+    text = ls.workspace.get_text_document(uri).source
+    found = _path_under(text, ls.offset(text, params.position))
+    if found is None:
+        return None
+    open_texts = {}
+    for other, doc in ls.workspace.text_documents.items():
+        path = _path(other)
+        if path is not None:
+            open_texts[Path(path).resolve()] = doc.source
+    try:
+        edits = plan(text, found[1], params.new_name, _path(uri) or "", open_texts)
+    except RenameRefused as exc:
+        raise JsonRpcInvalidRequest(f"txcl: cannot rename: {exc}") from None
+    changes: dict[str, list[types.TextEdit]] = {}
+    for file, spans in edits.items():
+        body = open_texts.get(file)
+        if body is None:
+            body = file.read_text(encoding="utf-8")
+        index = positions.LineIndex(body)
+        changes[file.as_uri()] = [
+            types.TextEdit(range=ls.lsp_range(index, Span(analysis.position_at(body, a), analysis.position_at(body, b))),
+                           new_text=new)
+            for a, b, new in spans]
+    return types.WorkspaceEdit(changes=changes)
+
+
 @server.feature(types.WORKSPACE_SYMBOL)
 @_guarded([])
 def workspace_symbol(ls: TxclLanguageServer, params: types.WorkspaceSymbolParams) -> list[types.SymbolInformation]:
