@@ -420,3 +420,27 @@ async def test_rename_a_path_across_the_tree_or_refuse_with_the_reason(client: L
     with pytest.raises(Exception, match="d.txcl does not parse"):
         await client.text_document_rename_async(types.RenameParams(
             text_document=where, position=types.Position(0, 8), new_name=".order.sum"))
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_definition_of_a_py_target_and_of_an_untyped_path(client: LanguageClient, tmp_path: Path) -> None:
+    files = {"OPS/shop/0100/a.txcl": 'EXEC "py://ops.pricing:total"\n',
+             "OPS/shop/0200/b.txcl": "EMIT .order.total = 10\n",
+             "OPS/shop/0300/c.txcl": "EMIT .seen = .order.total\n",
+             "ops/pricing.py": "import os\n\n\nasync def total(op_input, ctx):\n    return {}\n"}
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    uri = (tmp_path / "OPS/shop/0100/a.txcl").as_uri()
+    _open(client, uri, files["OPS/shop/0100/a.txcl"])
+    await _diagnostics(client, uri)
+    places = await client.text_document_definition_async(types.DefinitionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(0, 12)))
+    assert [(p.uri.rsplit("/", 1)[-1], p.range.start.line) for p in places] == [("pricing.py", 3)]
+    reader = (tmp_path / "OPS/shop/0300/c.txcl").as_uri()
+    _open(client, reader, files["OPS/shop/0300/c.txcl"])
+    await _diagnostics(client, reader)
+    places = await client.text_document_definition_async(types.DefinitionParams(
+        text_document=types.TextDocumentIdentifier(uri=reader), position=types.Position(0, 17)))
+    assert [(p.uri.rsplit("/", 1)[-1], p.range.start.line, p.range.start.character) for p in places] == [
+        ("b.txcl", 0, 5)]  # the rule that writes it

@@ -274,23 +274,30 @@ def ast_path_text(segments: tuple[str, ...]) -> str:
     return ast.Path(tuple(segments)).source_text
 
 
-def definition(text: str, offset: int, path: str | None) -> list[tuple[str, Span]]:
-    """Where the jump under the cursor leads (the rule files of its scope), or where the path
-    under the cursor comes from (schema property, writing rules)."""
-    from txcl.lsp.navigation import jump_definition
+def definition(text: str, offset: int, path: str | None,
+               open_texts: dict[Path, str] | None = None) -> list[tuple[str, Span]]:
+    """Where the thing under the cursor is defined: a jump's scope (its rule files), a `py://`
+    target's function, a path's schema property and writing rules (typed stacks), or the
+    rules of the tree that write the path (any stack)."""
+    from txcl.lsp.navigation import jump_definition, py_definition
 
-    jumps = jump_definition(_parse_for_outline(text, path or "<buffer>"), offset, path)
-    if jumps:
-        return jumps
+    rule = _parse_for_outline(text, path or "<buffer>")
+    found = jump_definition(rule, offset, path) or py_definition(rule, offset, path)
+    if found:
+        return found
     tok = token_at(text, offset)
     if tok is None or tok.type not in Name.Variable or tok.type in Name.Variable.Magic:
         return []
     view = _typed_view(path, text)
-    if view is None:
-        return []
-    from txcl.types.workspace import definitions
+    if view is not None:
+        from txcl.types.workspace import definitions
 
-    return definitions(view, _segments(tok.value))
+        found = definitions(view, _segments(tok.value))
+        if found:
+            return found
+    from txcl.lsp.references import writers
+
+    return writers(text, _segments(tok.value), path, open_texts or {})
 
 
 # ---------------------------------------------------------------- outline

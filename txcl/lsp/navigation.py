@@ -7,6 +7,7 @@ stacks it overlays."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -136,6 +137,35 @@ def ops_dirs(roots: list[Path]) -> list[Path]:
     return sorted(set(found))
 
 
+_PY = re.compile(r"^py://(?P<module>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*):(?P<function>[A-Za-z_][A-Za-z0-9_]*)$")
+
+
+def py_definition(rule: Any, offset: int, path: str | None) -> list[tuple[str, Span]]:
+    """`EXEC "py://ops.pricing:total"` -> the `def total` of ops/pricing.py beside OPS/ (read as
+    text: nothing is imported)."""
+    if rule is None or path is None or rule.exec is None or not _offset_in(rule.exec.span, offset):
+        return []
+    match = _PY.match(rule.exec.target or "")
+    layout = _layout(Path(path))
+    if match is None or layout is None:
+        return []
+    base = layout[0].parent.joinpath(*match.group("module").split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        try:
+            source = candidate.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        found = re.search(r"^(?:async\s+)?def\s+" + match.group("function") + r"\b", source, re.MULTILINE)
+        from txcl.errors import Position
+
+        if found is None:
+            return [(str(candidate), Span(Position(1, 1, 0), Position(1, 1, 0)))]
+        line = source.count("\n", 0, found.start()) + 1
+        point = Position(line, 1, found.start())
+        return [(str(candidate), Span(point, point))]
+    return []
+
+
 def jump_definition(rule: Any, offset: int, path: str | None) -> list[tuple[str, Span]]:
     """The rule files a jump under the cursor leads to (empty: no jump there)."""
     if rule is None or path is None:
@@ -152,4 +182,4 @@ def jump_definition(rule: Any, offset: int, path: str | None) -> list[tuple[str,
     return [(str(f), Span(start, start)) for f in scope_files(ops_dir, stack, scope)]
 
 
-__all__ = ["jump_at", "jump_definition", "jump_candidates", "scope_files", "stages", "workspace_symbols", "ops_dirs"]
+__all__ = ["py_definition", "jump_at", "jump_definition", "jump_candidates", "scope_files", "stages", "workspace_symbols", "ops_dirs"]

@@ -142,4 +142,20 @@ def references(text: str, offset: int, path: str | None, open_texts: dict[Path, 
     return out
 
 
-__all__ = ["references", "uses", "TreeIndex", "INDEX"]
+def writers(text: str, segments: tuple[str, ...], path: str | None,
+            open_texts: dict[Path, str]) -> list[tuple[str, Span]]:
+    """The rules of the tree that write the path `segments` (go to definition, untyped stacks)."""
+    if path is None:
+        return []
+    file = Path(path).resolve()
+    parts = file.parts
+    if "OPS" not in parts:
+        return []
+    ops_dir = Path(*parts[:len(parts) - parts[::-1].index("OPS")])
+    out = []
+    for where, found in sorted(INDEX.scan(ops_dir, {**open_texts, file: text}).items()):
+        out += [(str(where), use.span) for use in found if use.kind == "write" and use.key == segments]
+    return out
+
+
+__all__ = ["references", "writers", "uses", "TreeIndex", "INDEX"]

@@ -197,20 +197,22 @@ def completion(ls: TxclLanguageServer, params: types.CompletionParams) -> types.
 @server.feature(types.TEXT_DOCUMENT_DEFINITION)
 @_guarded(None)
 def definition(ls: TxclLanguageServer, params: types.DefinitionParams) -> list[types.Location] | None:
-    """Go to where a path comes from: its property in the stack's schema.json, and the rules
-    that write it (typed stacks)."""
+    """Go to where the thing under the cursor is defined: a jump's scope, a `py://` function,
+    a path's schema property and the rules that write it."""
     text = ls.workspace.get_text_document(params.text_document.uri).source
-    found = analysis.definition(text, ls.offset(text, params.position), _path(params.text_document.uri))
-    if not found:
-        return None
-    out = []
-    for file, span in found:
-        try:
-            target = Path(file).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue
-        out.append(types.Location(uri=Path(file).as_uri(), range=ls.lsp_range(positions.LineIndex(target), span)))
-    return out or None
+    open_texts = _open_texts(ls)
+    found = analysis.definition(text, ls.offset(text, params.position), _path(params.text_document.uri), open_texts)
+    return _locations(ls, found, open_texts) or None
+
+
+def _open_texts(ls: TxclLanguageServer) -> dict[Path, str]:
+    """The text of every open document with a file, by resolved path (unsaved edits included)."""
+    out = {}
+    for uri, doc in ls.workspace.text_documents.items():
+        path = _path(uri)
+        if path is not None:
+            out[Path(path).resolve()] = doc.source
+    return out
 
 
 def _locations(ls: TxclLanguageServer, found: list, texts: dict | None = None) -> list[types.Location]:
@@ -235,11 +237,7 @@ def references(ls: TxclLanguageServer, params: types.ReferenceParams) -> list[ty
     from txcl.lsp.references import references as find
 
     text = ls.workspace.get_text_document(params.text_document.uri).source
-    open_texts = {}
-    for uri, doc in ls.workspace.text_documents.items():
-        path = _path(uri)
-        if path is not None:
-            open_texts[Path(path).resolve()] = doc.source
+    open_texts = _open_texts(ls)
     found = find(text, ls.offset(text, params.position), _path(params.text_document.uri), open_texts)
     return _locations(ls, found, open_texts) or None
 
@@ -310,11 +308,7 @@ def rename(ls: TxclLanguageServer, params: types.RenameParams) -> types.Workspac
     found = _path_under(text, ls.offset(text, params.position))
     if found is None:
         return None
-    open_texts = {}
-    for other, doc in ls.workspace.text_documents.items():
-        path = _path(other)
-        if path is not None:
-            open_texts[Path(path).resolve()] = doc.source
+    open_texts = _open_texts(ls)
     try:
         edits = plan(text, found[1], params.new_name, _path(uri) or "", open_texts)
     except RenameRefused as exc:
