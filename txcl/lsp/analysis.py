@@ -59,6 +59,19 @@ def stack_for_path(path: str | Path | None) -> str | None:
     return None
 
 
+def _may_be_typed(path: str) -> bool:
+    """Whether the rule's stack, or a stack it inherits from, has a schema.json: without one the
+    stack is untyped, and the analysis of the whole tree need not run (a quick look at a few
+    files, where the analysis reads every rule)."""
+    stack = stack_for_path(path)
+    parts = Path(path).resolve().parts
+    if stack is None or "OPS" not in parts:
+        return True  # not laid out as the analysis expects: let it decide
+    ops_dir = Path(*parts[:len(parts) - parts[::-1].index("OPS")])
+    segments = stack.split("/")
+    return any((ops_dir.joinpath(*segments[:n]) / "schema.json").is_file() for n in range(1, len(segments) + 1))
+
+
 def _check_config(path: str | None) -> Any:
     from txcl.check.config import CheckConfig, load_config
 
@@ -157,7 +170,7 @@ class Hover:
 
 def _typed_view(path: str | None, text: str) -> Any:
     """What the checker computed for the scope of the rule file at `path` (None: untyped)."""
-    if path is None or not path.endswith(".txcl"):
+    if path is None or not path.endswith(".txcl") or not _may_be_typed(path):
         return None
     from txcl.types.workspace import scope_view
 

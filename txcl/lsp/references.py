@@ -68,7 +68,7 @@ class TreeIndex:
     """The uses of every rule file under an OPS folder, refreshed file by file."""
 
     def __init__(self) -> None:
-        self._files: dict[Path, tuple[tuple, list[Use]]] = {}
+        self._files: dict[Path, tuple[tuple, list[Use], str]] = {}  # path -> (key, uses, text)
 
     def _parse(self, path: Path, text: str) -> list[Use]:
         from txcl.check.analyze import parse
@@ -98,12 +98,17 @@ class TreeIndex:
                         text = path.read_text(encoding="utf-8")
                     except (OSError, UnicodeDecodeError):
                         continue
-                cached = (key, self._parse(path, text))
+                cached = (key, self._parse(path, text), text)
                 self._files[path] = cached
             seen[path] = cached[1]
         for gone in set(self._files) - set(seen):
             del self._files[gone]
         return seen
+
+    def text(self, path: Path) -> str | None:
+        """The text the last scan read for `path`."""
+        entry = self._files.get(path)
+        return entry[2] if entry is not None else None
 
 
 INDEX = TreeIndex()

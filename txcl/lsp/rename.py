@@ -61,9 +61,7 @@ def rename(text: str, old: tuple[str, ...], new_name: str, path: str,
     dotted = ".".join(old)
     edits: dict[Path, list[tuple[int, int, str]]] = {}
     for where, uses in sorted(index.items()):
-        body = texts.get(where)
-        if body is None:
-            body = where.read_text(encoding="utf-8")
+        body = texts.get(where) or INDEX.text(where) or ""
         if not uses and body.strip():
             from txcl.check.analyze import parse
 
