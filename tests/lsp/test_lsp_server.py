@@ -198,6 +198,12 @@ async def test_a_deferred_ops_output_read_before_its_join_is_shown(client: Langu
     assert [d for d in await _diagnostics(client, uri) if d.code == "TX222"] == []
 
 
+def _write(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+
+
 def _typed_tree(tmp_path: Path) -> Path:
     import shutil
 
@@ -261,9 +267,7 @@ async def test_a_jump_leads_to_the_rules_of_its_scope(client: LanguageClient, tm
     files = {"OPS/shop/0100_a/go.txcl": 'EMIT @goto = "300"\n', "OPS/shop/0300_c/c.txcl": "EMIT .c = 1\n",
              "OPS/shop/0300_c/d.txcl": "EMIT .d = 1\n", "OPS/billing/0100/b.txcl": "EMIT .b = 1\n",
              "OPS/shop/0400/broken.txcl": "WHEN WHEN\n"}
-    for rel, text in files.items():
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text(text)
+    _write(tmp_path, files)
     uri = (tmp_path / "OPS/shop/0100_a/go.txcl").as_uri()
     cases = [('EMIT @goto = "300"\n', 15, ["c.txcl", "d.txcl"]), ('EXEC "goto://250"\n', 8, ["c.txcl", "d.txcl"]),
              ('EXEC "billing/100"\n', 8, ["b.txcl"]), ('EMIT @goto = "900"\n', 15, None)]
@@ -291,9 +295,7 @@ async def test_references_find_every_reader_and_writer_and_every_jump(client: La
              "OPS/shop/0300/c.txcl": 'SELECT .order.total AS .t\nEXEC "goto://400"\n',
              "OPS/shop/0350/broken.txcl": "WHEN WHEN .order.total\n",
              "OPS/shop/0400/d.txcl": "EMIT .other = .order.totals\n"}
-    for rel, text in files.items():
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text(text)
+    _write(tmp_path, files)
     uri = (tmp_path / "OPS/shop/0100/a.txcl").as_uri()
     _open(client, uri, "EMIT .order.total = 10, .x = .order.total\n")  # unsaved: a second use
     await _diagnostics(client, uri)
@@ -339,9 +341,7 @@ async def test_code_actions_fix_and_suppress(client: LanguageClient, tmp_path: P
 
 @pytest.mark.asyncio(loop_scope="module")
 async def test_jump_targets_complete_inside_goto_strings(client: LanguageClient, tmp_path: Path) -> None:
-    for rel in ("OPS/shop/0100_a/go.txcl", "OPS/shop/0300_c/c.txcl", "OPS/billing/0100/b.txcl"):
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text("EMIT .a = 1\n")
+    _write(tmp_path, dict.fromkeys(("OPS/shop/0100_a/go.txcl", "OPS/shop/0300_c/c.txcl", "OPS/billing/0100/b.txcl"), "EMIT .a = 1\n"))
     uri = (tmp_path / "OPS/shop/0100_a/go.txcl").as_uri()
     _open(client, uri, 'EMIT @goto = "3')
     result = await client.text_document_completion_async(types.CompletionParams(
@@ -360,9 +360,7 @@ async def test_jump_targets_complete_inside_goto_strings(client: LanguageClient,
 
 @pytest.mark.asyncio(loop_scope="module")
 async def test_workspace_symbols_and_folding(client: LanguageClient, tmp_path: Path) -> None:
-    for rel in ("OPS/shop/0100_a/check.txcl", "OPS/shop/0300_c/charge.txcl", "OPS/billing/0100/invoice.txcl"):
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text("EMIT .a = 1\n")
+    _write(tmp_path, dict.fromkeys(("OPS/shop/0100_a/check.txcl", "OPS/shop/0300_c/charge.txcl", "OPS/billing/0100/invoice.txcl"), "EMIT .a = 1\n"))
     uri = (tmp_path / "OPS/shop/0100_a/check.txcl").as_uri()
     text = "WHEN .a == 1\n  && .b == 2\nEMIT .x = 1,\n  .y = 2\n"
     _open(client, uri, text)
@@ -389,9 +387,7 @@ async def test_rename_a_path_across_the_tree_or_refuse_with_the_reason(client: L
              "OPS/shop/0200/b.txcl": "WHEN .order.total > 5\nEMIT .seen = .order.total\n",
              "OPS/shop/0300/c.txcl": "SELECT .order.total AS .t\nEXEC \"https://w.example/x\"\n",
              "shop.test.yaml": "cases:\n  - name: x\n    input: {}\n    expect:\n      absent: [.order.total]\n"}
-    for rel, text in files.items():
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text(text)
+    _write(tmp_path, files)
     uri = (tmp_path / "OPS/shop/0100/a.txcl").as_uri()
     _open(client, uri, files["OPS/shop/0100/a.txcl"])
     await _diagnostics(client, uri)
@@ -428,9 +424,7 @@ async def test_definition_of_a_py_target_and_of_an_untyped_path(client: Language
              "OPS/shop/0200/b.txcl": "EMIT .order.total = 10\n",
              "OPS/shop/0300/c.txcl": "EMIT .seen = .order.total\n",
              "ops/pricing.py": "import os\n\n\nasync def total(op_input, ctx):\n    return {}\n"}
-    for rel, text in files.items():
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text(text)
+    _write(tmp_path, files)
     uri = (tmp_path / "OPS/shop/0100/a.txcl").as_uri()
     _open(client, uri, files["OPS/shop/0100/a.txcl"])
     await _diagnostics(client, uri)
