@@ -52,3 +52,53 @@ def test_the_documented_snippet_gets_diagnostics_in_debians_neovim(tmp_path):
                    capture_output=True, timeout=120, check=False)
     assert out.exists(), "Neovim wrote no diagnostics"
     assert "TX026" in out.read_text()
+
+
+@pytest.mark.skipif(shutil.which("nvim") is None, reason="Neovim is installed by ./run-tests (.ci/services.sh)")
+def test_navigation_in_debians_neovim(tmp_path):
+    """Neovim's own LSP client asks `txcl lsp` for a jump's definition, a path's references and
+    a rename, as a user's `gd`, `gr` and rename would."""
+    ws = tmp_path / "ws"
+    files = {"OPS/s/0100/a.txcl": 'EMIT @goto = "300", .y = .order.total\n',
+             "OPS/s/0200/b.txcl": "EMIT .order.total = 1\n", "OPS/s/0300/c.txcl": "EMIT .c = .order.total\n"}
+    for rel, text in files.items():
+        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ws / rel).write_text(text, encoding="utf-8")
+    rule = ws / "OPS/s/0100/a.txcl"
+    out = tmp_path / "answers.json"
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "txcl").write_text(f"#!/bin/sh\nexec {sys.executable} -m txcl \"$@\"\n")
+    (bindir / "txcl").chmod(0o755)
+    init = tmp_path / "init.lua"
+    init.write_text(
+        f"vim.opt.runtimepath:append({json.dumps(str(REPO / 'editors' / 'vim'))})\n"
+        "vim.cmd('filetype plugin on')\n" + _snippet() + "\n"
+        "local function ask(method, line, col, extra)\n"
+        "  vim.api.nvim_win_set_cursor(0, {line, col})\n"
+        "  local params = vim.lsp.util.make_position_params()\n"
+        "  for k, v in pairs(extra or {}) do params[k] = v end\n"
+        "  local answers = vim.lsp.buf_request_sync(0, method, params, 20000) or {}\n"
+        "  for _, a in pairs(answers) do if a.result then return a.result end end\n"
+        "  return vim.NIL\n"
+        "end\n"
+        "vim.api.nvim_create_autocmd('VimEnter', { callback = function()\n"
+        "  vim.wait(60000, function() return #vim.lsp.buf_get_clients(0) > 0 end, 100)\n"
+        "  vim.wait(2000, function() return false end, 100)\n"
+        "  local found = {\n"
+        "    definition = ask('textDocument/definition', 1, 15),\n"
+        "    references = ask('textDocument/references', 1, 27, {context = {includeDeclaration = true}}),\n"
+        "    rename = ask('textDocument/rename', 1, 27, {newName = '.order.sum'}),\n"
+        "  }\n"
+        f"  vim.fn.writefile({{vim.fn.json_encode(found)}}, {json.dumps(str(out))})\n"
+        "  vim.cmd('qa!')\n"
+        "end })\n", encoding="utf-8")
+    env = {**os.environ, "HOME": str(tmp_path), "PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    subprocess.run(["nvim", "--headless", "-i", "NONE", "-u", str(init), str(rule)], cwd=ws, env=env,
+                   capture_output=True, timeout=120, check=False)
+    assert out.exists(), "Neovim wrote no answers"
+    found = json.loads(out.read_text())
+    assert [d["uri"].rsplit("/", 1)[-1] for d in found["definition"]] == ["c.txcl"]
+    assert sorted(r["uri"].rsplit("/", 1)[-1] for r in found["references"]) == ["a.txcl", "b.txcl", "c.txcl"]
+    renamed = {uri.rsplit("/", 1)[-1]: [e["newText"] for e in edits] for uri, edits in found["rename"]["changes"].items()}
+    assert renamed == {"a.txcl": [".order.sum"], "b.txcl": [".order.sum"], "c.txcl": [".order.sum"]}
