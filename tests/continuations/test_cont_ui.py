@@ -167,6 +167,19 @@ def test_a_synchronous_request_is_found_in_the_requests_list(serve, workspace, w
         page.wait_for_timeout(200)
     row = page.locator("table.runs tbody tr[data-rid]").first
     assert "quick" in row.inner_text() and "completed" in row.inner_text()
+    rid = row.get_attribute("data-rid")
+    # the search: the beginning of its request id and its status find it; another status does not
+    page.fill('input[name="rid"]', rid[:12])
+    page.select_option('select[name="status"]', "completed")
+    page.click('form[role="search"] button[type="submit"]')
+    page.wait_for_load_state()
+    assert [r.get_attribute("data-rid") for r in page.locator("table.runs tbody tr[data-rid]").all()] == [rid]
+    page.select_option('select[name="status"]', "failed")
+    page.click('form[role="search"] button[type="submit"]')
+    page.wait_for_load_state()
+    assert page.locator("table.runs tbody tr[data-rid]").count() == 0 and "rid=" + rid[:12] in page.url
+    page.goto(srv.url + "/_txc/ui/traces")
+    row = page.locator("table.runs tbody tr[data-rid]").first
     row.locator("a").first.click()
     page.wait_for_load_state()
     assert "/_txc/ui/traces/" in page.url and "quick" in page.content()

@@ -703,3 +703,31 @@ def test_packing_converts_step_dicts_only_when_the_recorder_made_some():
     stored = json.loads(steps_text)
     assert isinstance(stored[0], list) and stored[1]["ack"] == {"x": 1} and "error" not in stored[1]
     assert json.loads(events_text)[-1][3] == {"value": "odd thing"}
+
+
+def test_the_requests_list_searches_by_status_request_id_and_time(db_url):
+    """`recent_traces` (the dashboard's Requests page) filters by status, the beginning of a
+    request id and a time window, on each backend."""
+    from txcl.store import open_store
+    from txcl.trace.recorder import TraceRecorder
+
+    def trace(rid: str, status: str, started: int):
+        rec = TraceRecorder("summary", rid, "http", "shop")
+        rec.finish(status, http_status=200, fuel_used=1)
+        record = rec.build()
+        record.request["started_ms"] = started
+        return record
+
+    store = open_store(db_url)
+    try:
+        store.write_traces([trace("01AAA1", "completed", 1_000), trace("01AAA2", "failed", 2_000),
+                            trace("01BBB1", "completed", 3_000), trace("01BBB2", "halted", 4_000)])
+        rids = lambda **kw: [t["rid"] for t in store.recent_traces(**kw)]  # noqa: E731
+        assert rids() == ["01BBB2", "01BBB1", "01AAA2", "01AAA1"]
+        assert rids(status="completed") == ["01BBB1", "01AAA1"]
+        assert rids(rid_prefix="01AAA") == ["01AAA2", "01AAA1"]
+        assert rids(rid_prefix="01BBB", status="halted") == ["01BBB2"]
+        assert rids(since_ms=2_000, before_ms=4_000) == ["01BBB1", "01AAA2"]
+        assert rids(rid_prefix="zz") == []
+    finally:
+        store.close()

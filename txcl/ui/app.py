@@ -200,7 +200,8 @@ class Dashboard:
             return RedirectResponse(f"{access.PREFIX}/playground", status_code=303)
         q = request.query_params
         view = await self._read(views.traces_view, self.store, stack=q.get("stack"), before=q.get("before"),
-                                stacks=sorted(self.tree.user_stacks()) if self.tree is not None else None)
+                                stacks=sorted(self.tree.user_stacks()) if self.tree is not None else None,
+                                status=q.get("status"), rid=q.get("rid"), since=q.get("since"), until=q.get("until"))
         return self._page(request, "traces.html", {"view": view, "title": "Requests"})
 
     async def schedules_page(self, request: Request) -> Response:

@@ -347,18 +347,47 @@ def schema_paths(tree: Any, stack: str) -> list[dict]:
     return [{"segments": r["segments"], "type": r["type"], "description": r["description"]} for r in _rows(types.input)]
 
 
-def traces_view(store: Any, *, stack: str | None, before: str | None, stacks: list[str] | None = None) -> dict:
-    """The newest requests (a synchronous one has a trace but no run): one page."""
+TRACE_STATUSES = ("completed", "halted", "failed", "suspended", "deadline")
+
+
+def _utc_ms(text: str | None) -> int | None:
+    """Milliseconds of a `YYYY-MM-DDTHH:MM[:SS]` time read as UTC (a datetime-local field), or None."""
+    import datetime as _dt
+
+    if not text:
+        return None
+    try:
+        moment = _dt.datetime.fromisoformat(text.strip())
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=_dt.timezone.utc)
+    return int(moment.timestamp() * 1000)
+
+
+def traces_view(store: Any, *, stack: str | None, before: str | None, stacks: list[str] | None = None,
+                status: str | None = None, rid: str | None = None, since: str | None = None,
+                until: str | None = None) -> dict:
+    """The newest requests (a synchronous one has a trace but no run): one page, searched by
+    stack, status, the beginning of a request id, and a time window (UTC)."""
     before_ms = int(before) if before and before.isdigit() else None
-    rows = store.recent_traces(stack=stack or None, before_ms=before_ms, limit=PAGE_SIZE + 1)
+    until_ms = _utc_ms(until)
+    if until_ms is not None:
+        before_ms = until_ms if before_ms is None else min(before_ms, until_ms)
+    status = status if status in TRACE_STATUSES else None
+    rid = (rid or "").strip()[:64] or None
+    rows = store.recent_traces(stack=stack or None, before_ms=before_ms, limit=PAGE_SIZE + 1, status=status,
+                               rid_prefix=rid, since_ms=_utc_ms(since))
     more = len(rows) > PAGE_SIZE
     rows = rows[:PAGE_SIZE]
     out = []
     for r in rows:
         started, finished = r.get("started_ms") or 0, r.get("finished_ms")
         out.append({**r, "started": _iso(started), "duration": f"{finished - started} ms" if finished else "…"})
-    return {"rows": out, "filters": {"stack": stack or ""}, "stacks": stacks or sorted({r["entry_stack"] for r in rows
-                                                                                      if r.get("entry_stack")}),
+    filters = {"stack": stack or "", "status": status or "", "rid": rid or "", "since": since or "",
+               "until": until or ""}
+    return {"rows": out, "filters": filters, "statuses": TRACE_STATUSES,
+            "stacks": stacks or sorted({r["entry_stack"] for r in rows if r.get("entry_stack")}),
             "next": str(rows[-1]["started_ms"]) if more and rows else None}
 
 

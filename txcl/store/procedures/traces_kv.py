@@ -148,9 +148,11 @@ class TraceProcedures:
 
     @read_procedure
     def recent_traces(self, t: Tx, stack: str | None = None, before_ms: int | None = None,
-                      limit: int = 50) -> list[dict]:
+                      limit: int = 50, *, status: str | None = None, rid_prefix: str | None = None,
+                      since_ms: int | None = None) -> list[dict]:
         """The newest requests' summaries (newest first): rid, stack, source, status, HTTP status,
-        start, end, fuel, run id — what the dashboard's traces list shows."""
+        start, end, fuel, run id — what the dashboard's traces list shows; filtered by stack,
+        status, a request id's beginning, and a time window (since, before)."""
         cols = ("rid", "entry_stack", "src", "status", "http_status", "started_ms", "finished_ms", "fuel_used",
                 "run_id")
         where, args = [], []
@@ -160,6 +162,15 @@ class TraceProcedures:
         if before_ms is not None:
             where.append("started_ms < ?")
             args.append(before_ms)
+        if since_ms is not None:
+            where.append("started_ms >= ?")
+            args.append(since_ms)
+        if status:
+            where.append("status = ?")
+            args.append(status)
+        if rid_prefix:
+            where.append("rid >= ? AND rid < ?")  # a range the primary key answers (no LIKE escaping)
+            args += [rid_prefix, rid_prefix + "\U0010ffff"]
         sql = (f"SELECT {', '.join(cols)} FROM traces{' WHERE ' + ' AND '.join(where) if where else ''} "
                f"ORDER BY started_ms DESC, {self.backend.dialect.seq_order} DESC LIMIT ?")
         return [dict(zip(cols, row)) for row in t.all(sql, (*args, limit))]
