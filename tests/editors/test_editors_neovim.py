@@ -25,6 +25,21 @@ def _snippet() -> str:
     return found[0]
 
 
+def _run_neovim(tmp_path: Path, ws: Path, rule: Path, script: str) -> None:
+    """Debian's Neovim, headless, with the repository's vim runtime, the documented snippet and
+    `script` (Lua) — `txcl` on PATH as the snippet calls it."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "txcl").write_text(f"#!/bin/sh\nexec {sys.executable} -m txcl \"$@\"\n")
+    (bindir / "txcl").chmod(0o755)
+    init = tmp_path / "init.lua"
+    init.write_text(f"vim.opt.runtimepath:append({json.dumps(str(REPO / 'editors' / 'vim'))})\n"
+                    "vim.cmd('filetype plugin on')\n" + _snippet() + "\n" + script, encoding="utf-8")
+    env = {**os.environ, "HOME": str(tmp_path), "PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    subprocess.run(["nvim", "--headless", "-i", "NONE", "-u", str(init), str(rule)], cwd=ws, env=env,
+                   capture_output=True, timeout=120, check=False)
+
+
 @pytest.mark.skipif(shutil.which("nvim") is None, reason="Neovim is installed by ./run-tests (.ci/services.sh)")
 def test_the_documented_snippet_gets_diagnostics_in_debians_neovim(tmp_path):
     ws = tmp_path / "ws"
@@ -32,24 +47,14 @@ def test_the_documented_snippet_gets_diagnostics_in_debians_neovim(tmp_path):
     rule.parent.mkdir(parents=True)
     rule.write_text("WHEN .a ==\n", encoding="utf-8")
     out = tmp_path / "diagnostics.txt"
-    bindir = tmp_path / "bin"  # `txcl` on PATH, as the snippet calls it
-    bindir.mkdir()
-    (bindir / "txcl").write_text(f"#!/bin/sh\nexec {sys.executable} -m txcl \"$@\"\n")
-    (bindir / "txcl").chmod(0o755)
-    init = tmp_path / "init.lua"
-    init.write_text(
-        f"vim.opt.runtimepath:append({json.dumps(str(REPO / 'editors' / 'vim'))})\n"
-        "vim.cmd('filetype plugin on')\n" + _snippet() + "\n"
-        "vim.api.nvim_create_autocmd('VimEnter', { callback = function()\n"
-        "  vim.wait(60000, function() return #vim.diagnostic.get(0) > 0 end, 100)\n"
-        "  local lines = {}\n"
-        "  for _, d in ipairs(vim.diagnostic.get(0)) do table.insert(lines, tostring(d.code) .. ' ' .. d.message) end\n"
-        f"  vim.fn.writefile(lines, {json.dumps(str(out))})\n"
-        "  vim.cmd('qa!')\n"
-        "end })\n", encoding="utf-8")
-    env = {**os.environ, "HOME": str(tmp_path), "PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}"}
-    subprocess.run(["nvim", "--headless", "-i", "NONE", "-u", str(init), str(rule)], cwd=ws, env=env,
-                   capture_output=True, timeout=120, check=False)
+    _run_neovim(tmp_path, ws, rule,
+                "vim.api.nvim_create_autocmd('VimEnter', { callback = function()\n"
+                "  vim.wait(60000, function() return #vim.diagnostic.get(0) > 0 end, 100)\n"
+                "  local lines = {}\n"
+                "  for _, d in ipairs(vim.diagnostic.get(0)) do table.insert(lines, tostring(d.code) .. ' ' .. d.message) end\n"
+                f"  vim.fn.writefile(lines, {json.dumps(str(out))})\n"
+                "  vim.cmd('qa!')\n"
+                "end })\n")
     assert out.exists(), "Neovim wrote no diagnostics"
     assert "TX026" in out.read_text()
 
@@ -66,36 +71,26 @@ def test_navigation_in_debians_neovim(tmp_path):
         (ws / rel).write_text(text, encoding="utf-8")
     rule = ws / "OPS/s/0100/a.txcl"
     out = tmp_path / "answers.json"
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    (bindir / "txcl").write_text(f"#!/bin/sh\nexec {sys.executable} -m txcl \"$@\"\n")
-    (bindir / "txcl").chmod(0o755)
-    init = tmp_path / "init.lua"
-    init.write_text(
-        f"vim.opt.runtimepath:append({json.dumps(str(REPO / 'editors' / 'vim'))})\n"
-        "vim.cmd('filetype plugin on')\n" + _snippet() + "\n"
-        "local function ask(method, line, col, extra)\n"
-        "  vim.api.nvim_win_set_cursor(0, {line, col})\n"
-        "  local params = vim.lsp.util.make_position_params()\n"
-        "  for k, v in pairs(extra or {}) do params[k] = v end\n"
-        "  local answers = vim.lsp.buf_request_sync(0, method, params, 20000) or {}\n"
-        "  for _, a in pairs(answers) do if a.result then return a.result end end\n"
-        "  return vim.NIL\n"
-        "end\n"
-        "vim.api.nvim_create_autocmd('VimEnter', { callback = function()\n"
-        "  vim.wait(60000, function() return #vim.lsp.buf_get_clients(0) > 0 end, 100)\n"
-        "  vim.wait(2000, function() return false end, 100)\n"
-        "  local found = {\n"
-        "    definition = ask('textDocument/definition', 1, 15),\n"
-        "    references = ask('textDocument/references', 1, 27, {context = {includeDeclaration = true}}),\n"
-        "    rename = ask('textDocument/rename', 1, 27, {newName = '.order.sum'}),\n"
-        "  }\n"
-        f"  vim.fn.writefile({{vim.fn.json_encode(found)}}, {json.dumps(str(out))})\n"
-        "  vim.cmd('qa!')\n"
-        "end })\n", encoding="utf-8")
-    env = {**os.environ, "HOME": str(tmp_path), "PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}"}
-    subprocess.run(["nvim", "--headless", "-i", "NONE", "-u", str(init), str(rule)], cwd=ws, env=env,
-                   capture_output=True, timeout=120, check=False)
+    _run_neovim(tmp_path, ws, rule,
+                "local function ask(method, line, col, extra)\n"
+                "  vim.api.nvim_win_set_cursor(0, {line, col})\n"
+                "  local params = vim.lsp.util.make_position_params()\n"
+                "  for k, v in pairs(extra or {}) do params[k] = v end\n"
+                "  local answers = vim.lsp.buf_request_sync(0, method, params, 20000) or {}\n"
+                "  for _, a in pairs(answers) do if a.result then return a.result end end\n"
+                "  return vim.NIL\n"
+                "end\n"
+                "vim.api.nvim_create_autocmd('VimEnter', { callback = function()\n"
+                "  vim.wait(60000, function() return #vim.lsp.buf_get_clients(0) > 0 end, 100)\n"
+                "  vim.wait(2000, function() return false end, 100)\n"
+                "  local found = {\n"
+                "    definition = ask('textDocument/definition', 1, 15),\n"
+                "    references = ask('textDocument/references', 1, 27, {context = {includeDeclaration = true}}),\n"
+                "    rename = ask('textDocument/rename', 1, 27, {newName = '.order.sum'}),\n"
+                "  }\n"
+                f"  vim.fn.writefile({{vim.fn.json_encode(found)}}, {json.dumps(str(out))})\n"
+                "  vim.cmd('qa!')\n"
+                "end })\n")
     assert out.exists(), "Neovim wrote no answers"
     found = json.loads(out.read_text())
     assert [d["uri"].rsplit("/", 1)[-1] for d in found["definition"]] == ["c.txcl"]
