@@ -63,11 +63,12 @@ def _may_be_typed(path: str) -> bool:
     """Whether the rule's stack, or a stack it inherits from, has a schema.json: without one the
     stack is untyped, and the analysis of the whole tree need not run (a quick look at a few
     files, where the analysis reads every rule)."""
+    from txcl.lsp.navigation import ops_dir_of
+
     stack = stack_for_path(path)
-    parts = Path(path).resolve().parts
-    if stack is None or "OPS" not in parts:
+    ops_dir = ops_dir_of(Path(path))
+    if stack is None or ops_dir is None:
         return True  # not laid out as the analysis expects: let it decide
-    ops_dir = Path(*parts[:len(parts) - parts[::-1].index("OPS")])
     segments = stack.split("/")
     return any((ops_dir.joinpath(*segments[:n]) / "schema.json").is_file() for n in range(1, len(segments) + 1))
 

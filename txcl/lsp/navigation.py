@@ -36,6 +36,14 @@ def jump_at(rule: Any, offset: int) -> tuple[str | None, int] | None:
     return None
 
 
+def ops_dir_of(path: Path) -> Path | None:
+    """The OPS folder (resolved) a file lies in, or None."""
+    parts = path.resolve().parts
+    if "OPS" not in parts:
+        return None
+    return Path(*parts[:len(parts) - parts[::-1].index("OPS")])
+
+
 def _layout(path: Path) -> tuple[Path, str] | None:
     """(the OPS folder, the rule's stack) of a rule file at OPS/<stack…>/<scope>/<name>.txcl."""
     parts = path.resolve().parts
@@ -182,4 +190,4 @@ def jump_definition(rule: Any, offset: int, path: str | None) -> list[tuple[str,
     return [(str(f), Span(start, start)) for f in scope_files(ops_dir, stack, scope)]
 
 
-__all__ = ["py_definition", "jump_at", "jump_definition", "jump_candidates", "scope_files", "stages", "workspace_symbols", "ops_dirs"]
+__all__ = ["ops_dir_of", "py_definition", "jump_at", "jump_definition", "jump_candidates", "scope_files", "stages", "workspace_symbols", "ops_dirs"]

@@ -56,12 +56,10 @@ def uses(rule: Any, own_stack: str | None) -> list[Use]:
 
 
 def own_stack(path: Path) -> str | None:
-    parts = path.parts
-    if "OPS" not in parts:
-        return None
-    at = len(parts) - 1 - parts[::-1].index("OPS")
-    stack = parts[at + 1:-2]
-    return "/".join(stack) or None
+    from txcl.lsp.navigation import _layout
+
+    layout = _layout(path)
+    return layout[1] if layout is not None else None
 
 
 class TreeIndex:
@@ -121,13 +119,12 @@ def references(text: str, offset: int, path: str | None, open_texts: dict[Path, 
     from txcl.lsp.navigation import jump_at
     from pygments.token import Name
 
-    if path is None:
+    from txcl.lsp.navigation import ops_dir_of
+
+    file = Path(path).resolve() if path is not None else None
+    ops_dir = ops_dir_of(file) if file is not None else None
+    if file is None or ops_dir is None:
         return []
-    file = Path(path).resolve()
-    if "OPS" not in file.parts:
-        return []
-    parts = file.parts
-    ops_dir = Path(*parts[:len(parts) - parts[::-1].index("OPS")])
     wanted: tuple[str, tuple] | None = None
     tok = token_at(text, offset)
     if tok is not None and tok.type in Name.Variable and tok.type not in Name.Variable.Magic:
@@ -150,13 +147,12 @@ def references(text: str, offset: int, path: str | None, open_texts: dict[Path, 
 def writers(text: str, segments: tuple[str, ...], path: str | None,
             open_texts: dict[Path, str]) -> list[tuple[str, Span]]:
     """The rules of the tree that write the path `segments` (go to definition, untyped stacks)."""
-    if path is None:
+    from txcl.lsp.navigation import ops_dir_of
+
+    file = Path(path).resolve() if path is not None else None
+    ops_dir = ops_dir_of(file) if file is not None else None
+    if file is None or ops_dir is None:
         return []
-    file = Path(path).resolve()
-    parts = file.parts
-    if "OPS" not in parts:
-        return []
-    ops_dir = Path(*parts[:len(parts) - parts[::-1].index("OPS")])
     out = []
     for where, found in sorted(INDEX.scan(ops_dir, {**open_texts, file: text}).items()):
         out += [(str(where), use.span) for use in found if use.kind == "write" and use.key == segments]

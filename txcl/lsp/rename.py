@@ -50,11 +50,12 @@ def rename(text: str, old: tuple[str, ...], new_name: str, path: str,
     new = _new_segments(new_name)
     if new == old:
         raise RenameRefused("the new name is the old one")
+    from txcl.lsp.navigation import ops_dir_of
+
     file = Path(path).resolve()
-    parts = file.parts
-    if "OPS" not in parts:
+    ops_dir = ops_dir_of(file)
+    if ops_dir is None:
         raise RenameRefused("the file is not in an OPS tree")
-    ops_dir = Path(*parts[:len(parts) - parts[::-1].index("OPS")])
     texts = {**open_texts, file: text}
     index = INDEX.scan(ops_dir, texts)
     old_text, new_text = ast.Path(old).source_text, ast.Path(new).source_text
