@@ -90,6 +90,16 @@ JOIN_DEADLINE = _entry("txcl_join_deadline", 504, "deferred op {op} was not read
 HEARTBEAT_MISSED = _entry("txcl_heartbeat_missed", 502,
                           "{what}the worker sent no heartbeat for {seconds}s (WITH heartbeat)",
                           "A call under `WITH heartbeat` went a whole period without a heartbeat from its worker.")
+LEASE_EXPIRED = _entry("txcl_lease_expired", 502,
+                       "the worker that claimed the job from queue {queue} did not answer or heartbeat "
+                       "within its {seconds}s lease",
+                       "A job of a `queue://` op was claimed, but its worker neither answered nor extended "
+                       "the lease in time; under `WITH retries` the job goes back to its queue.")
+QUEUE_REFUSED = _entry("txcl_queue_refused", 403, "{reason}",
+                       "A claim from a pull queue without the queue token (set `queue_token`), or from "
+                       "another host while no token is set.")
+BAD_CLAIM = _entry("txcl_bad_claim", 400, "{reason}",
+                   "A claim from a pull queue whose body or queue name is not valid.")
 RUN_EXPIRED = _entry("txcl_run_expired", 502, "the run expired before it finished",
                      "A durable run was still waiting when its deadline passed.")
 RUN_LOST = _entry("txcl_run_lost", 503, "the resume failed {attempts} times",
@@ -201,6 +211,11 @@ def heartbeat_missed_error(itemized: bool, item_index: int, every_ms: int) -> di
     what = f"item {item_index}: " if itemized else ""
     return HEARTBEAT_MISSED.error(HEARTBEAT_MISSED.message(what=what, seconds=f"{every_ms / 1000:g}"),
                                   timeout=True, heartbeat_ms=every_ms)
+
+
+def lease_expired_error(queue: str, lease_ms: int) -> dict:
+    return LEASE_EXPIRED.error(LEASE_EXPIRED.message(queue=queue, seconds=f"{lease_ms / 1000:g}"),
+                               queue=queue, lease_ms=lease_ms)
 
 
 def join_failed_error(op: str, unit_id: str, status: str, error: Any) -> dict:

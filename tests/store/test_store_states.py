@@ -91,7 +91,7 @@ def test_the_guard_refuses_a_transition_no_module_allows(tmp_path):
     db = sqlite3.connect(tmp_path / "g.db")
     db.execute("CREATE TABLE runs (run_id TEXT, status TEXT)")
     for table in ("suspends", "await_units", "interactions", "item_children", "terminals", "cancel_calls",
-                  "scheduled_events", "lmtp_deliveries"):
+                  "scheduled_events", "lmtp_deliveries", "queue_jobs"):
         db.execute(f"CREATE TABLE {table} (status TEXT)")
     for ddl in guard_triggers():
         db.execute(ddl)

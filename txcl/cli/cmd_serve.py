@@ -84,7 +84,7 @@ def command(directory: str | None, workspace: str | None, log_level: str, **flag
             fail(f"cannot accept mail on {settings.lmtp}: {getattr(exc, 'strerror', None) or exc}")
     from txcl.logs import never_log
 
-    never_log([settings.admin_token])
+    never_log([settings.admin_token, settings.queue_token])
     if settings.log_format != "text":
         setup_logging(log_level, settings.log_format)
     from txcl.serve.workers import resolve_workers, reserve_port, reuse_port_available

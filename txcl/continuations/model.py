@@ -21,6 +21,7 @@ from txcl.evaluate.rule import json_type
 from txcl.runoptions import unit_options
 from txcl.runtime.budget import strip_budget_fields
 from txcl.store.records import UnitRecord, UnitSpec
+from txcl.syntax.targets import ASYNC_KINDS
 from txcl.values.coerce import duration_to_ms, tolerance_text
 from txcl.values.merge import deep_copy
 from txcl.values.paths import MISSING, PathError, read, split_path_string
@@ -61,8 +62,8 @@ def join_value(directives: dict | None) -> int | None:
 
 
 def op_class_of(pop: "PreparedOp", scope: int) -> OpClass:
-    """The class of one prepared op at scope `scope`. ``mode = "async"`` applies to http(s)
-    and mcp+http(s) targets only (elsewhere the op runs synchronously); a ``join_at_scope`` at or below the
+    """The class of one prepared op at scope `scope`. ``mode = "async"`` applies to http(s),
+    mcp+http(s) and queue targets only (elsewhere the op runs synchronously); a ``join_at_scope`` at or below the
     op's own scope makes it a plain barrier."""
     directives = pop.directives or {}
     target = pop.op.target
@@ -70,7 +71,7 @@ def op_class_of(pop: "PreparedOp", scope: int) -> OpClass:
         if target is None:
             return OpClass("sync")
         return OpClass("continuable", "local", join_value(directives), directives.get("join_at_scope"))
-    if pop.mode != "async" or target is None or target.kind not in ("http", "mcp"):
+    if pop.mode != "async" or target is None or target.kind not in ASYNC_KINDS:
         return OpClass("sync")
     unit_kind = "itemized" if "each" in directives else "unary"
     join = join_value(directives)

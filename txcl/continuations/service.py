@@ -27,6 +27,7 @@ from txcl.continuations.acks import PendingAcks, mark_then
 from txcl.continuations.engine import ContinuationEngine
 from txcl.continuations.inprocess import InProcessCalls, runs_in_process
 from txcl.continuations.lane import StoreLane
+from txcl.continuations.pullqueue import PullQueues, is_queued
 from txcl.continuations.resume import resume_run
 from txcl.continuations.worker_client import AckResult, DispatchClient, post_dispatch
 from txcl.egress import EgressPolicy
@@ -76,6 +77,7 @@ class ContinuationService:
         self.secrets = SecretProvider.from_settings(settings)  # where WITH secrets.* values are read
         self.dispatch_client = dispatch_client  # makes the worker POST client (`txcl test`: simulated workers)
         self.in_process = InProcessCalls(self)  # mcp+ units: txcl calls the tool itself
+        self.queues = PullQueues(self)  # queue:// units: workers claim their jobs
         # worker acks held back to share a commit (txcl.continuations.acks); one-shot commands write at once
         delay = 0 if inline_store else int(getattr(settings, "ack_write_delay", 0) or 0)
         self.pending_acks: PendingAcks | None = (
@@ -183,7 +185,8 @@ class ContinuationService:
         marking; returns its result too (the barrier's drain check rides along).
 
         An `mcp+` dispatch is not sent anywhere: txcl calls the tool itself in the background
-        (txcl.continuations.inprocess); it counts as sent and is never acked."""
+        (txcl.continuations.inprocess); it counts as sent and is never acked. A `queue://`
+        dispatch waits in its pull queue for a worker's claim (txcl.continuations.pullqueue)."""
         results: list[AckResult] = []
         recorder = _metrics.current
         if recorder.enabled:
@@ -191,7 +194,16 @@ class ContinuationService:
             if retried:
                 recorder.retry_sent(retried)
         local = [d for d in dispatches if runs_in_process(d)]
-        remote = [d for d in dispatches if not runs_in_process(d)] if local else list(dispatches)
+        queued = [d for d in dispatches if is_queued(d)]
+        remote = ([d for d in dispatches if not runs_in_process(d) and not is_queued(d)] if local or queued
+                  else list(dispatches))
+        stood_in: list[tuple] = []  # `txcl test`: calls its simulated workers answer (acked as a worker's)
+        if queued:  # wait in their pull queues until a worker claims them (never acked here)
+            stand_in = self.in_process.stand_in
+            waiting = [d for d in queued if stand_in is None or not stand_in(d)]
+            stood_in = [(d.opc, {}) for d in queued if d not in waiting]
+            if waiting:
+                await self.queues.enqueue(waiting)
         if remote:
             if self.before_dispatch is not None:
                 self.before_dispatch()
@@ -205,6 +217,8 @@ class ContinuationService:
         # an ack naming a cancel URL keeps the call's token with it (a cancellation presents it)
         acked: list[tuple] = [(r.opc, r.ack, tokens.get(r.opc)) if isinstance(r.ack, dict) and "cancel_url" in r.ack
                               else (r.opc, r.ack) for r in results if r.ok]
+        acked.extend(stood_in)
+        results.extend(AckResult(d.opc, True, ack={}) for d in queued)
         for d in local:
             if self.in_process.start(d):
                 acked.append((d.opc, {}))

@@ -51,14 +51,16 @@ async def sweep_once(service: Any) -> SweepReport:
     if report.sync_to_rerun:
         for opc in report.sync_to_rerun:
             service.spawn(rerun_sync_member(service, opc))
+    await service.queues.lapse(unrecorded=True)
     await deliver_due(service)
     return report
 
 
 async def deadline_pass(service: Any) -> SweepReport:
     """The short pass: runs parked past a join deadline (failed, or resumed without the op),
-    calls whose retry is due (sent again), then the cancellations owed to workers. Cheap when
-    there is nothing to do (three reads)."""
+    calls whose retry is due (sent again), pull-queue jobs whose lease ran out (retried or
+    failed), then the cancellations owed to workers. Cheap when there is nothing to do (four
+    reads)."""
     report = SweepReport()
 
     def store_work() -> None:
@@ -70,6 +72,7 @@ async def deadline_pass(service: Any) -> SweepReport:
         service.start_resume(claim)
     if report.promoted:
         service.send_later(report.promoted)
+    await service.queues.lapse()
     await deliver_due(service)
     return report
 

@@ -213,20 +213,24 @@ class StandIns:
         return httpx.Response(202, json={"job_id": f"sim-{len(self.calls)}"})
 
     def in_process(self, dispatch: Any) -> bool:
-        """An async call txcl itself would make (an `mcp+` tool): answered by the simulated
-        worker of its target like an HTTP worker (True), or refused as a failed call; False
-        (make the real call) only with --allow-network and no stand-in for it."""
+        """An async call txcl itself would make (an `mcp+` tool) or a job a worker would claim
+        (`queue://`): answered by the simulated worker of its target like an HTTP worker
+        (True), or refused as a failed call; False (make the real call) only for an `mcp+`
+        target with --allow-network and no stand-in for it (no worker claims jobs here)."""
         target = dispatch.exec_target or ""
         found = self._worker_answers(target)
         body = {"input": dispatch.input, "_txc": {"op_continuation_id": dispatch.opc,
                                                  "item_index": dispatch.item_index if dispatch.kind == "itemized"
                                                  else None}}
+        queued = target[:8].lower() == "queue://"
         if found is None:
-            if self.allow_network:
+            if self.allow_network and not queued:
                 return False
             self.refused.append(target)
             self.calls.append(Call(target, "refused"))
-            message = (f"{target} is not mocked: txcl test makes no network calls "
+            message = (f"nothing claims the jobs of {target} in txcl test: give its answers under `workers:`"
+                       if queued else
+                       f"{target} is not mocked: txcl test makes no network calls "
                        "(give it under `workers:` or `mocks:`, or pass --allow-network)")
             self._schedule(Delivery(self.clock.ms, 0, dispatch.opc, dispatch.token,
                                     {"status": "failed", "error": {"message": message}}, target))

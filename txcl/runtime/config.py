@@ -291,6 +291,9 @@ _FIELDS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "scheduled_retention": (parse_duration_ms, 7 * 86_400_000),
     "workers": (_workers, "1"),
     "debug_breakpoints": (_bool, False),
+    "queue_token": (_opt_str, None),
+    "queue_lease": (parse_duration_ms, 30_000),
+    "queue_max_wait": (parse_duration_ms, 30_000),
     "lmtp": (_lmtp_listen, None),
     "lmtp_default_hosts": (_name_list, ()),
     "lmtp_recipients": (_recipient_map, ()),
@@ -304,7 +307,7 @@ _FIELDS: dict[str, tuple[Callable[[Any], Any], Any]] = {
 }
 
 
-_SECRET_KEYS = frozenset({"admin_token"})  # never in a repr or a log line
+_SECRET_KEYS = frozenset({"admin_token", "queue_token"})  # never in a repr or a log line
 
 
 def _make_class() -> type:
@@ -369,6 +372,12 @@ class Settings(_SettingsBase):  # type: ignore[misc, valid-type]
             bad("ack_write_delay", "must be at most 1s (a held-back ack is lost if the process dies)")
         if self.admin_token is not None and len(self.admin_token) < 16:
             bad("admin_token", "must be at least 16 characters")
+        if self.queue_token is not None and len(self.queue_token) < 16:
+            bad("queue_token", "must be at least 16 characters")
+        if not 1_000 <= self.queue_lease <= 3_600_000:
+            bad("queue_lease", "must be from 1s to 1h")
+        if self.queue_max_wait > 300_000:
+            bad("queue_max_wait", "must be at most 5m")
         if self.mcp and not self.mcp_tools:
             bad("mcp", "name the stacks to offer as tools with --mcp-tools (mcp_tools = [...] in [serve])")
         if self.cron_period and self.cron_period < 1000:
@@ -461,6 +470,9 @@ SETTING_HELP: dict[str, tuple[str, str]] = {
     'scheduled_max_inflight': ('count', 'Scheduled events a node fires at once.'),
     'scheduled_stale_after': ('duration', 'A claimed event whose node stopped while firing it is fired again after this long.'),
     'debug_breakpoints': ('', 'Honour ?_txc.break=<scope>: answer with the envelope as it enters that scope (a development aid; never in production).'),
+    'queue_token': ('', 'Token workers present to claim jobs from pull queues (Authorization: Bearer); unset, only this host may claim.'),
+    'queue_lease': ('duration', 'How long a worker holds a claimed job without a heartbeat before it goes back (when the claim names none).'),
+    'queue_max_wait': ('duration', 'Longest wait a claim may ask for when its queue is empty (a long poll).'),
     'workers': ('', 'Processes serving the port: a number, or auto for one per core; they coordinate through the store as nodes do.'),
     'lmtp': ('', 'Accept mail over LMTP here: unix:/path/lmtp.sock, host:port or :port (off by default).'),
     'lmtp_default_hosts': ('', 'Mail hosts whose recipients <stack>[+tag]@host route to that stack (else to _mail); commas between.'),

@@ -521,6 +521,9 @@ class TxclApp(Starlette):
             if state.settings.admin_token is not None and _under(scope["path"], ADMIN_PATH):
                 await self._admin(scope, receive, send)
                 return
+            if scope["path"].startswith(QUEUES_PREFIX):
+                await self._claim(scope, receive, send)
+                return
             if state.metrics is not None and scope["path"] == METRICS_PATH and not state.settings.metrics_port:
                 from txcl.serve.metrics_endpoint import metrics_answer
 
@@ -547,6 +550,19 @@ class TxclApp(Starlette):
             answer = await handle(scope, receive, state.store, state.settings.admin_token, lane=lane)
         except StoreUnavailable as exc:
             answer = store_unavailable_answer(exc)
+        await _send(send, finish(answer, scope["method"], rid))
+
+    async def _claim(self, scope: dict, receive: Any, send: Any) -> None:
+        """A worker's claim from a pull queue (txcl.serve.queues)."""
+        state = self.txcl_state
+        rid = request_id(scope["headers"], False)
+        service = next((ext.service for ext in state.extensions if getattr(ext, "service", None) is not None), None)
+        if service is None:
+            answer = json_answer(404, error_payload(rc.NOT_FOUND.code, "this server runs no durable runs: no queues"))
+        else:
+            from txcl.serve.queues import handle_claim
+
+            answer = await handle_claim(scope, receive, service)
         await _send(send, finish(answer, scope["method"], rid))
 
     async def _lifespan(self, receive: Any, send: Any) -> None:
@@ -650,6 +666,7 @@ MCP_PATH = "/_txc/mcp"
 UI_PATH = "/_txc/ui"
 ADMIN_PATH = "/_txc/admin"
 METRICS_PATH = "/_txc/metrics"
+QUEUES_PREFIX = "/_txc/queues/"  # a worker's claim from a pull queue
 CALLBACK_PREFIX = "/_txc/continuations/op/"  # a worker's callback (its span links to the worker's)
 
 

@@ -5,7 +5,8 @@ non-2xx answer leaves the store unchanged, except that an open interaction found
 deadline is timed out):
 
 A body `{"status": "running", "progress": {…}}` is a heartbeat (WITH heartbeat): answered 200
-`{"cancelled": false}` — `true` once the flow gave up on the op — and never a completion.
+`{"cancelled": false}` — `true` once the flow gave up on the op (410 for a job claimed from a
+pull queue) — and never a completion. A heartbeat of a claimed job also extends its lease.
 
     404 unknown opc · 401 missing/wrong token (compared hashed, in constant time) ·
     413 body over --callback-max-bytes · 400 not JSON / unknown status / non-object output
@@ -151,7 +152,8 @@ def check_and_admit(store: Any, opc: str, token: str | None, body: bytes | None,
         return _error(400, rc.BAD_CALLBACK.code, parsed)
     status, payload = parsed
     if status == "running":
-        return heartbeat_answer(store.record_heartbeat(opc, token, payload))
+        pulled = (getattr(target.unit, "exec_target", None) or "")[:8].lower() == "queue://"
+        return heartbeat_answer(store.record_heartbeat(opc, token, payload), pulled=pulled)
     retryable = status == "failed-retryable"
     admit = functools.partial(store.admit_and_continue, opc, "failed" if retryable else status, payload,
                               source="callback", token=token, retryable=retryable)
@@ -170,9 +172,14 @@ def _rejection(outcome: str) -> Answer | None:
     return None
 
 
-def heartbeat_answer(outcome: str) -> Answer:
-    """The answer to a heartbeat: 200 with `cancelled` (so a worker learns the flow gave up)."""
+def heartbeat_answer(outcome: str, *, pulled: bool = False) -> Answer:
+    """The answer to a heartbeat: 200 with `cancelled` (so a worker learns the flow gave up);
+    for a job claimed from a pull queue, 410 (its worker holds a lease, not a connection txcl
+    can call: the refusal tells it to stop)."""
     if outcome == "cancelled":
+        if pulled:
+            return _answer(410, {**error_payload(rc.GONE.code, "the job was cancelled", reason="cancelled"),
+                                 "cancelled": True})
         return _answer(200, {"status": "cancelled", "cancelled": True})
     rejected = _rejection(outcome)
     if rejected is not None:

@@ -410,7 +410,32 @@ MAIL = Component(
     ),
 )
 
-COMPONENTS: tuple[Component, ...] = (TRACES, KV, CONTINUATIONS, CLOCK, MAIL)
+QUEUES = Component(
+    "queues",
+    1,
+    (
+        # one row per call of a queue:// op waiting for a worker to claim it (EXEC "queue://name"):
+        # ready → leased (a worker claimed it) → lapsed (its lease ran out: retried or failed);
+        # ready again when the call is sent again (WITH retries)
+        """CREATE TABLE IF NOT EXISTS queue_jobs (
+    opc            TEXT PRIMARY KEY REFERENCES interactions(opc) ON DELETE CASCADE,
+    queue          TEXT NOT NULL,
+    run_id         TEXT NOT NULL,
+    status         TEXT NOT NULL,
+    enqueued_ms    {bigint} NOT NULL,
+    lease_ms       {bigint} NOT NULL DEFAULT 0,
+    lease_until_ms {bigint},
+    claimed_by     TEXT,
+    claims         {bigint} NOT NULL DEFAULT 0,
+    updated_ms     {bigint} NOT NULL
+)""",
+        "CREATE INDEX IF NOT EXISTS queue_jobs_ready ON queue_jobs (queue, enqueued_ms) WHERE status = 'ready'",
+        "CREATE INDEX IF NOT EXISTS queue_jobs_leases ON queue_jobs (lease_until_ms) WHERE status = 'leased'",
+        "CREATE INDEX IF NOT EXISTS queue_jobs_lapsed ON queue_jobs (updated_ms) WHERE status = 'lapsed'",
+    ),
+)
+
+COMPONENTS: tuple[Component, ...] = (TRACES, KV, CONTINUATIONS, CLOCK, MAIL, QUEUES)
 
 
 @dataclass(frozen=True)

@@ -12,15 +12,19 @@ from urllib.parse import urlsplit
 
 import attrs
 
-__all__ = ["ExecTarget", "TargetError", "classify_exec_target", "is_stage_jump"]
+__all__ = ["ASYNC_KINDS", "ExecTarget", "TargetError", "classify_exec_target", "is_stage_jump"]
 
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*)://")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 _STACK_SEGMENT = re.compile(r"[A-Za-z0-9_-]+")
 _SCOPE = re.compile(r"[0-9]{1,9}")
-_SUPPORTED = "use txco://, http(s)://, mcp+http(s)://…#tool, py://, goto:// or <stack>/<scope>"
+_SUPPORTED = "use txco://, http(s)://, mcp+http(s)://…#tool, queue://, py://, goto:// or <stack>/<scope>"
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_./-]{1,128}")
+#: The kinds of target an op can wait for with mode = "async": a worker calls back (http),
+#: txcl calls the tool itself (mcp), or a worker claims the job from a pull queue (queue).
+ASYNC_KINDS = frozenset({"http", "mcp", "queue"})
+QUEUE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
 
 
 @attrs.frozen(slots=True)
@@ -28,8 +32,9 @@ class ExecTarget:
     """A valid EXEC target.
 
     kind: "builtin" (txco://name), "http" (http/https URL), "mcp" (a tool on a Model Context
-    Protocol server: `url` is the server's endpoint, `tool` the name after `#`), "py"
-    (py://module:function), "goto" (goto://[stack/]scope) or "stage" (<stack>/<scope>).
+    Protocol server: `url` is the server's endpoint, `tool` the name after `#`), "queue" (a job
+    in the pull queue `queue` that workers claim from txcl), "py" (py://module:function),
+    "goto" (goto://[stack/]scope) or "stage" (<stack>/<scope>).
     """
 
     kind: str
@@ -41,6 +46,7 @@ class ExecTarget:
     stack: str | None = None  # None for goto://<scope>: the current stack
     scope: int | None = None
     tool: str | None = None  # mcp: the tool's name
+    queue: str | None = None  # queue: the queue's name
 
     @property
     def trusted(self) -> bool:
@@ -146,6 +152,10 @@ def classify_exec_target(target: str) -> ExecTarget | TargetError:
         return ExecTarget("goto", target, stack=stage[0], scope=stage[1])
     if scheme in ("mcp+http", "mcp+https"):
         return _mcp_target(target)
+    if scheme == "queue":
+        if not QUEUE_NAME.fullmatch(rest):
+            return bad("a queue target is queue://<name> (letters, digits, \"_\", \"-\" and \".\"; at most 128)")
+        return ExecTarget("queue", target, queue=rest)
     return TargetError("TX103", f"EXEC scheme '{m.group(1)}://' is not supported; {_SUPPORTED}")
 
 

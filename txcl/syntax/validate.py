@@ -6,7 +6,7 @@ from typing import Any, Iterator
 
 from txcl.errors import Diagnostic, Position, Span
 from txcl.syntax import ast
-from txcl.syntax.targets import ExecTarget, classify_exec_target
+from txcl.syntax.targets import ASYNC_KINDS, ExecTarget, classify_exec_target
 
 __all__ = ["validate_rule", "iter_calls"]
 
@@ -103,7 +103,7 @@ def _keyword_span(span: Span, width: int) -> Span:
 
 def validate_rule(rule: ast.Rule, filename: str = "<string>",
                   calls: list[ast.Call] | None = None) -> list[Diagnostic]:
-    """TX101–TX112 for one parsed rule, in source order.
+    """TX101–TX115 for one parsed rule, in source order.
 
     `calls` (every call of the rule, as the parser collects them) saves walking the AST.
     """
@@ -155,10 +155,16 @@ def validate_rule(rule: ast.Rule, filename: str = "<string>",
                 msg = f'join_at_scope (= {n}) requires mode = "async" (mode here: {shown})'
             out.append(Diagnostic("TX110", msg, filename, join.span))
 
-    if mode == "async" and target is not None and target.kind not in ("http", "mcp"):
+    if mode == "async" and target is not None and target.kind not in ASYNC_KINDS:
         out.append(Diagnostic(
-            "TX111", f'mode = "async" needs an http(s):// or mcp+http(s):// target; "{t}" cannot run '
+            "TX111", f'mode = "async" needs an http(s)://, mcp+http(s):// or queue:// target; "{t}" cannot run '
             "asynchronously", filename, rule.exec.target_span))
+    if target is not None and target.kind == "queue" and (
+            mode_pair is None or (_is_literal(mode_pair.value) and mode != "async")):
+        shown = "sync, the default" if mode_pair is None else mode if mode is not None else _literal_text(mode_pair.value)
+        out.append(Diagnostic(
+            "TX115", f'"{t}" waits for a worker to claim the job: it needs mode = "async" (mode here: {shown})',
+            filename, rule.exec.target_span))
 
     each = withs.get("each")
     if each is not None and (mode != "async" or "into" not in withs):

@@ -11,14 +11,15 @@ that wrote it.
 
 from __future__ import annotations
 
-from txcl.store.states import (cancel_calls, children, interactions, lmtp_deliveries, runs, scheduled_events,
-                               suspends, terminals, units)
+from txcl.store.states import (cancel_calls, children, interactions, lmtp_deliveries, queue_jobs, runs,
+                               scheduled_events, suspends, terminals, units)
 from txcl.store.states.machine import StateMachine, sql_in
 
 
 def machines() -> tuple[StateMachine, ...]:
     return (runs.MACHINE, suspends.MACHINE, units.MACHINE, interactions.MACHINE, children.MACHINE,
-            terminals.MACHINE, cancel_calls.MACHINE, scheduled_events.MACHINE, lmtp_deliveries.MACHINE)
+            terminals.MACHINE, cancel_calls.MACHINE, scheduled_events.MACHINE, lmtp_deliveries.MACHINE,
+            queue_jobs.MACHINE)
 
 
 def guard_triggers() -> list[str]:

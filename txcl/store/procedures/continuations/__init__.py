@@ -32,13 +32,15 @@ from txcl.store.procedures.continuations.admit import AdmitProcedures
 from txcl.store.procedures.continuations.base import PASSED_OVER, ProcedureBase
 from txcl.store.procedures.continuations.joins import JoinProcedures
 from txcl.store.procedures.continuations.park import ParkProcedures
+from txcl.store.procedures.continuations.queues import QueueProcedures
 from txcl.store.procedures.continuations.reads import ReadProcedures
 from txcl.store.procedures.continuations.release import ReleaseProcedures
 from txcl.store.procedures.continuations.settle import SettleProcedures
 from txcl.store.procedures.continuations.sweep import SweepProcedures
 
 
-class ContinuationProcedures(ParkProcedures, AdmitProcedures, SettleProcedures, ReleaseProcedures, JoinProcedures, SweepProcedures, ReadProcedures):
+class ContinuationProcedures(ParkProcedures, AdmitProcedures, SettleProcedures, ReleaseProcedures, JoinProcedures,
+                             SweepProcedures, QueueProcedures, ReadProcedures):
     """Durable runs: every procedure of the continuation store, one mixin per stage of a run's life."""
 
 

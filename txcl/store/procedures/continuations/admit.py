@@ -16,6 +16,7 @@ from txcl.store.procedures.continuations.base import (
     _next_beat,
     _token_problem,
 )
+from txcl.store.procedures.continuations.queues import extend_lease, queue_of
 from txcl.store.procedures.rows import Row, dumps, interaction_record, lazy_unit_record, terminal_record
 from txcl.store.records import (
     INTERACTION_IN_FLIGHT,
@@ -134,6 +135,8 @@ class AdmitProcedures(ProcedureBase):
         t.send("UPDATE interactions SET heartbeat_ms = ?, progress_json = ?, deadline_ms = ?, "
                "version = version + 1 WHERE opc = ?",
                (t.now, dumps(progress) if progress is not None else it["progress_json"], deadline, opc))
+        if queue_of(unit["exec_target"]) is not None:  # a job claimed from a pull queue: its lease moves on
+            extend_lease(t, opc)
         return "alive"
 
     @read_procedure
@@ -168,7 +171,8 @@ class AdmitProcedures(ProcedureBase):
         if ack is not None and ack[0] != opc:
             raise ValueError(f"the ack of {ack[0]} cannot be written with the outcome of {opc}")
         run, (found,) = t.lock_run_of_reading("interactions", "opc", opc, (
-            "SELECT i.*, u.kind AS unit_kind, u.options_json AS unit_options FROM interactions i "
+            "SELECT i.*, u.kind AS unit_kind, u.options_json AS unit_options, u.exec_target AS unit_target "
+            "FROM interactions i "
             "JOIN await_units u ON u.unit_id = i.unit_id WHERE i.opc = ?", (opc,)))
         held = ack
         if held is not None:
@@ -238,6 +242,8 @@ class AdmitProcedures(ProcedureBase):
                 f"WHERE opc = ? AND status IN {_OPEN}",
                 (status, t.now, opc),
             )
+        if queue_of(it["unit_target"]) is not None:  # a pull queue's job is done with its call
+            t.send("DELETE FROM queue_jobs WHERE opc = ?", (opc,))
         unit_id, index = it["unit_id"], it["item_index"]
         self._fact(t, unit_id, "provider", index)
         made = t.returning(

@@ -9,8 +9,8 @@ from txcl.ids import token_matches
 from txcl.runoptions import UnitOptions
 from txcl.store.backend import SqlBackend, Tx
 from txcl.store.errors import RunLost, UnknownRun
-from txcl.store.procedures.rows import Row, dumps, loads
-from txcl.store.records import Fence, JsonValue, UnitSpec
+from txcl.store.procedures.rows import Row, dumps, load_doc, loads
+from txcl.store.records import Dispatch, Fence, JsonValue, UnitSpec
 from txcl.store.states import children, interactions, runs, sql_in
 
 _OPEN = sql_in(interactions.OPEN)
@@ -108,6 +108,15 @@ class ProcedureBase:
     def run_together(self, fn: Callable[[], T]) -> T:
         """``fn``'s store calls in one write transaction (one commit; see ``SqlBackend.run_together``)."""
         return self.backend.run_together(fn)
+
+    def _dispatch_of(self, t: Tx, it: Row, unit: Row, token: str | None, attempts: int) -> Dispatch:
+        """An interaction's dispatch as its worker receives it."""
+        return Dispatch(opc=it["opc"], token=token, run_id=it["run_id"], unit_id=unit["unit_id"],
+                        op_name=unit["op_name"], op_stack=unit["op_stack"], stage=unit["dispatch_stage"],
+                        exec_target=unit["exec_target"], directives=self._options(unit).call_directives,
+                        item_index=it["item_index"], item_count=unit["expected"], kind=unit["kind"],
+                        input=load_doc(it["input_json"], t, it["run_id"]), deadline_ms=it["deadline_ms"],
+                        attempts=attempts, retry=it["retry_count"] or 0)
 
     @staticmethod
     def _lock(t: Tx, run_id: str) -> Row:

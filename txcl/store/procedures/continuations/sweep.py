@@ -7,7 +7,6 @@ from txcl.ids import hash_token, new_token
 from txcl.store.backend import Tx
 from txcl.store.procedures import read_procedure, write_procedure
 from txcl.store.procedures.continuations.base import _FINISHED, _IN_FLIGHT, _OPEN, ProcedureBase
-from txcl.store.procedures.rows import load_doc
 from txcl.store.records import Dispatch
 
 
@@ -56,13 +55,7 @@ class SweepProcedures(ProcedureBase):
               (hashes or None, attempts, t.now, self.node_id, opc))
         self._event(t, it["run_id"], "reconcile.resend", f"reconcile.resend:{opc}:{attempts}",
                     {"opc": opc, "attempts": attempts})
-        return Dispatch(opc=opc, token=token, run_id=it["run_id"], unit_id=unit["unit_id"],
-                        op_name=unit["op_name"], op_stack=unit["op_stack"], stage=unit["dispatch_stage"],
-                        exec_target=unit["exec_target"],
-                        directives=self._options(unit).call_directives,
-                        item_index=it["item_index"], item_count=unit["expected"], kind=unit["kind"],
-                        input=load_doc(it["input_json"], t, it["run_id"]), deadline_ms=it["deadline_ms"],
-                        attempts=attempts, retry=it["retry_count"] or 0)
+        return self._dispatch_of(t, it, unit, token, attempts)
 
     @write_procedure
     def promote_window(self, t: Tx, unit_id: str, *, skip_locked: bool = True) -> tuple[Dispatch, ...]:
@@ -124,7 +117,9 @@ class SweepProcedures(ProcedureBase):
         return [r["opc"] for r in t.all(
             "SELECT i.opc FROM interactions i JOIN await_units u ON u.unit_id = i.unit_id "
             "WHERE i.status = 'dispatching' AND i.dispatch_ms <= ? AND u.status = 'waiting' "
-            "AND u.kind IN ('unary', 'itemized') LIMIT ?",
+            "AND u.kind IN ('unary', 'itemized') "
+            # a call waiting in its pull queue for a worker to claim it is not stuck
+            "AND NOT EXISTS (SELECT 1 FROM queue_jobs q WHERE q.opc = i.opc AND q.status = 'ready') LIMIT ?",
             (t.now - older_than_ms, limit))]
 
     @read_procedure

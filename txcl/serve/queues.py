@@ -1,0 +1,153 @@
+"""`POST /_txc/queues/<name>/claim` — a worker takes jobs from a pull queue (`queue://<name>` ops).
+
+    POST /_txc/queues/resize/claim
+    Authorization: Bearer <queue token>
+    {"max": 10, "wait": 20, "lease": 60, "worker": "host-7"}     (every field optional)
+
+`max` jobs at most (1–100, default 1); `wait` seconds to wait for one when none is ready (a
+long poll, 0 to --queue-max-wait; default 0); `lease` seconds the worker holds each job
+before it goes back (1 s – 1 h; default --queue-lease); `worker` a name for the traces and the
+dashboard.
+
+Answers 200 `{"jobs": [...]}` — each job the body a push worker would be sent (`input`, `_txc`
+with `op_continuation_id`, `callback_url`, `expires_at`, `item_index` …) plus `token`, the
+job's `idempotency_key`, and `_txc.queue`, `_txc.lease_ms`, `_txc.lease_until`; `[]` when the
+wait ended with none. The worker then answers through `callback_url` with the token, exactly
+as a push worker: `{"status": "running"}` heartbeats extend the lease, `completed`/`failed`
+settle the job. 400 a bad body or queue name, 403 without the queue token (or, when no
+--queue-token is set, a claim from another host than this one), 405 not POST, 503 the store
+is unavailable (nothing was claimed).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+from typing import Any
+
+from txcl import runtime_codes as rc
+from txcl.continuations.worker_client import dispatch_body, iso_ms
+from txcl.ids import admin_token_matches
+from txcl.serve.admin import bearer_token
+from txcl.serve.shaping import Answer, error_payload, json_answer, store_unavailable_answer
+from txcl.store.errors import StoreUnavailable
+from txcl.syntax.targets import QUEUE_NAME
+
+PREFIX = "/_txc/queues/"
+_CLAIM = re.compile(r"^/_txc/queues/([^/]+)/claim$")
+MAX_BODY = 16 * 1024
+MAX_JOBS = 100
+_NO_STORE = [("cache-control", "no-store")]
+
+
+def _error(status: int, code: str, message: str, extra: list[tuple[str, str]] | None = None) -> Answer:
+    return json_answer(status, error_payload(code, message), [*_NO_STORE, *(extra or [])])
+
+
+def _loopback(scope: dict) -> bool:
+    client = scope.get("client")
+    if not client:
+        return False
+    try:
+        return ipaddress.ip_address(str(client[0]).split("%")[0]).is_loopback
+    except ValueError:
+        return False
+
+
+def _number(data: dict, key: str, low: float, high: float, default: float) -> float | str:
+    value = data.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+        return f"{key} must be a number from {low:g} to {high:g}"
+    return float(value)
+
+
+def parse_claim(raw: bytes, settings: Any) -> dict | str:
+    """The claim's fields, or what is wrong with the body."""
+    data: Any = {}
+    if raw.strip():
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            return 'the body must be JSON, such as {"max": 1, "wait": 20}'
+    if not isinstance(data, dict):
+        return 'the body must be a JSON object, such as {"max": 1, "wait": 20}'
+    unknown = sorted(set(data) - {"max", "wait", "lease", "worker"})
+    if unknown:
+        return f"unknown field {unknown[0]!r}: a claim takes max, wait, lease and worker"
+    most = _number(data, "max", 1, MAX_JOBS, 1)
+    wait = _number(data, "wait", 0, settings.queue_max_wait / 1000, 0)
+    lease = _number(data, "lease", 1, 3600, settings.queue_lease / 1000)
+    for value in (most, wait, lease):
+        if isinstance(value, str):
+            return value
+    if isinstance(most, float) and most != int(most):
+        return "max must be a whole number"
+    worker = data.get("worker", "")
+    if not isinstance(worker, str) or len(worker) > 200:
+        return "worker must be a string of at most 200 characters"
+    return {"max": int(most), "wait": wait, "lease_ms": int(float(lease) * 1000), "worker": worker}
+
+
+async def _body(receive: Any) -> bytes | None:
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_BODY:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body"):
+            break
+    return b"".join(chunks)
+
+
+def job_of(dispatch: Any, lease_until_ms: int, lease_ms: int, base_url: str | None) -> dict:
+    """One claimed job as the worker receives it."""
+    body = dispatch_body(dispatch, base_url)
+    body["_txc"].update(queue=dispatch.exec_target[len("queue://"):], lease_ms=lease_ms,
+                        lease_until=iso_ms(lease_until_ms))
+    body["token"] = dispatch.token
+    body["idempotency_key"] = dispatch.idempotency_key
+    return body
+
+
+async def handle_claim(scope: dict, receive: Any, service: Any) -> Answer:
+    """The answer to one claim (see the module docstring)."""
+    settings = service.settings
+    token = settings.queue_token
+    if token is not None:
+        if not admin_token_matches(bearer_token(scope), token):
+            return _error(403, rc.QUEUE_REFUSED.code, "a claim needs Authorization: Bearer <queue token>",
+                          [("www-authenticate", 'Bearer realm="txcl queues"')])
+    elif not _loopback(scope):
+        return _error(403, rc.QUEUE_REFUSED.code, "claims from other hosts need a queue token: start txcl serve "
+                                                  "with --queue-token (or queue_token in txcl.toml)")
+    found = _CLAIM.match(scope["path"])
+    if found is None:
+        return _error(404, rc.NOT_FOUND.code, "a claim is POST /_txc/queues/<name>/claim")
+    name = found.group(1)
+    if not QUEUE_NAME.fullmatch(name):
+        return _error(400, rc.BAD_CLAIM.code, f"{name!r} is not a queue name (letters, digits, _, - and .)")
+    if scope["method"] != "POST":
+        return _error(405, rc.METHOD_NOT_ALLOWED.code, "use POST", [("allow", "POST")])
+    raw = await _body(receive)
+    if raw is None:
+        return _error(400, rc.BAD_CLAIM.code, f"a claim's body is at most {MAX_BODY} bytes")
+    claim = parse_claim(raw, settings)
+    if isinstance(claim, str):
+        return _error(400, rc.BAD_CLAIM.code, claim)
+    claimant = claim["worker"] or f"{(scope.get('client') or ('?',))[0]}"
+    try:
+        jobs = await service.queues.claim(name, lease_ms=claim["lease_ms"], claimant=claimant,
+                                          limit=claim["max"], wait_s=claim["wait"])
+    except StoreUnavailable as exc:
+        return store_unavailable_answer(exc)
+    base = service.callback_base_url
+    return json_answer(200, {"jobs": [job_of(d, until, claim["lease_ms"], base) for d, until in jobs]}, _NO_STORE)
+
+
+__all__ = ["handle_claim", "PREFIX", "parse_claim", "job_of"]
