@@ -61,3 +61,58 @@ def serve(target: str, host: str, port: int, log_level: str) -> None:
     click.echo(f"txcl: worker {target} on http://{host}:{bound} (ops: {', '.join(sorted(worker.ops))})", err=True)
     server = uvicorn.Server(uvicorn.Config(worker, log_level="warning", access_log=False, lifespan="on"))
     server.run(sockets=[sock])
+
+
+@command.command("pull")
+@click.argument("target")
+@click.option("--server", required=True, metavar="URL", help="The txcl server to claim jobs from (http://host:port).")
+@click.option("--queue", "queues", multiple=True, metavar="NAME",
+              help="A queue to claim from (repeatable; default: one per op of the worker, named as the op).")
+@click.option("--token", envvar="TXCL_QUEUE_TOKEN", default=None, metavar="TEXT",
+              help="The server's queue token (default: $TXCL_QUEUE_TOKEN; not needed on the server's own host).")
+@click.option("--concurrency", default=4, show_default=True, type=click.IntRange(1, 1000),
+              help="Jobs run at once, over every queue.")
+@click.option("--wait", "wait_s", default=20.0, show_default=True, type=click.FloatRange(0, 300),
+              help="Seconds a claim waits on the server when its queue is empty.")
+@click.option("--lease", "lease_s", default=None, type=click.FloatRange(1, 3600), metavar="SECONDS",
+              help="How long each job is held without a heartbeat (default: the server's --queue-lease).")
+@click.option("--name", default=None, help="This worker's name in the traces and the dashboard (default: host and pid).")
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info",
+              help="Verbosity of the worker's messages on stderr.")
+def pull(target: str, server: str, queues: tuple[str, ...], token: str | None, concurrency: int, wait_s: float,
+         lease_s: float | None, name: str | None, log_level: str) -> None:
+    """Run the worker TARGET (module:attribute) on the jobs of queue:// ops, claimed from --server."""
+    import asyncio
+    import os
+    import signal
+    import socket
+
+    import logging
+
+    from txcl.worker.pull import ClaimRefused, PullClient
+
+    if not server.startswith(("http://", "https://")):
+        fail(f"--server is the txcl server's URL, like http://127.0.0.1:8080 (got {server!r})")
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request is too many
+    worker = load_worker(target)
+    try:
+        client = PullClient(worker, server, queues=queues or None, token=token, concurrency=concurrency,
+                            wait_s=wait_s, lease_s=lease_s, name=name or f"{socket.gethostname()}-{os.getpid()}")
+    except ValueError as exc:
+        fail(str(exc))
+    click.echo(f"txcl: worker {target} claiming from {server} (queues: {', '.join(client.queues)})", err=True)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):  # stop claiming; the jobs running finish
+            loop.add_signal_handler(sig, client.stop.set)
+        try:
+            await client.run()
+        finally:
+            await worker.aclose()
+
+    try:
+        asyncio.run(main())
+    except ClaimRefused as exc:
+        fail(str(exc))

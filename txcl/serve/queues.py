@@ -5,7 +5,7 @@
     {"max": 10, "wait": 20, "lease": 60, "worker": "host-7"}     (every field optional)
 
 `max` jobs at most (1–100, default 1); `wait` seconds to wait for one when none is ready (a
-long poll, 0 to --queue-max-wait; default 0); `lease` seconds the worker holds each job
+long poll; default 0; cut to --queue-max-wait); `lease` seconds the worker holds each job
 before it goes back (1 s – 1 h; default --queue-lease); `worker` a name for the traces and the
 dashboard.
 
@@ -76,7 +76,7 @@ def parse_claim(raw: bytes, settings: Any) -> dict | str:
     if unknown:
         return f"unknown field {unknown[0]!r}: a claim takes max, wait, lease and worker"
     most = _number(data, "max", 1, MAX_JOBS, 1)
-    wait = _number(data, "wait", 0, settings.queue_max_wait / 1000, 0)
+    wait = _number(data, "wait", 0, 3600, 0)
     lease = _number(data, "lease", 1, 3600, settings.queue_lease / 1000)
     for value in (most, wait, lease):
         if isinstance(value, str):
@@ -86,7 +86,9 @@ def parse_claim(raw: bytes, settings: Any) -> dict | str:
     worker = data.get("worker", "")
     if not isinstance(worker, str) or len(worker) > 200:
         return "worker must be a string of at most 200 characters"
-    return {"max": int(most), "wait": wait, "lease_ms": int(float(lease) * 1000), "worker": worker}
+    # a longer wait than this server grants is cut to its --queue-max-wait (the answer is then [])
+    return {"max": int(most), "wait": min(float(wait), settings.queue_max_wait / 1000),
+            "lease_ms": int(float(lease) * 1000), "worker": worker}
 
 
 async def _body(receive: Any) -> bytes | None:

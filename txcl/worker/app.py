@@ -1,4 +1,5 @@
-"""The push side of the worker SDK: an ASGI application that takes txcl's dispatches.
+"""The worker SDK's `Worker`: the push side, an ASGI application that takes txcl's dispatches
+(the pull side, claiming from `queue://` ops, is txcl.worker.pull).
 
 Routes: `POST /<op name>` (a dispatch: 202 and the job runs), `POST /_txc/cancel/<opc>` (txcl
 gives up on a job: its task is cancelled), `GET /_txc/health`.
@@ -155,6 +156,37 @@ class Worker:
         self.running[key] = job
         job.task = asyncio.get_running_loop().create_task(self._run(spec, job))
         return 202, ack
+
+    async def run_job(self, spec: OpSpec, job: Job) -> None:
+        """Run a job claimed from a pull queue (txcl.worker.pull) to its end: the checks a
+        dispatch gets (input schema, a job already running or finished under its idempotency
+        key), then the function, as a task that a cancelled heartbeat cancels."""
+        problem = _problems(spec.input_validator, job.input)
+        if problem is not None:
+            await job._post({"status": "failed", "error": {"message": f"the input does not match the op's "
+                                                                     f"schema: {problem}"}})
+            return
+        key = job.idempotency_key
+        if key in self.running:  # claimed again while it runs (a lease ran out): the running task answers
+            self.running[key].token = job.token or self.running[key].token
+            return
+        if key in self.finished:  # claimed again after it finished (its answer was lost): the same answer
+            await job._post(self.finished[key])
+            return
+        self.running[key] = job
+        job.task = asyncio.get_running_loop().create_task(self._run(spec, job))
+        await asyncio.wait([job.task])
+
+    async def pull(self, server: str, **options: Any) -> None:
+        """Claim and run the jobs of this worker's ops from the txcl server at `server` until
+        cancelled (see txcl.worker.pull.PullClient for the options)."""
+        from txcl.worker.pull import PullClient
+
+        client = PullClient(self, server, **options)
+        try:
+            await client.run()
+        finally:
+            await self.aclose()
 
     async def _run(self, spec: OpSpec, job: Job) -> None:
         beats = asyncio.get_running_loop().create_task(self._beat(job)) if job.heartbeat_ms else None

@@ -1,0 +1,158 @@
+"""The pull side of the worker SDK: claim jobs of `queue://` ops from txcl and run them.
+
+    worker = Worker()
+
+    @worker.op("resize")
+    async def resize(job): ...
+
+    await worker.pull("http://txcl.internal:8080", token=os.environ["TXCL_QUEUE_TOKEN"])
+
+or `txcl worker pull module:worker --server http://txcl.internal:8080`. Each op name is a queue
+name (`@worker.op("resize")` takes the jobs of `EXEC "queue://resize"`). The client long-polls
+`POST /_txc/queues/<name>/claim` for as many jobs as it has free slots (`concurrency` in all),
+runs each as the push side does (same `Job`, retries, failures, idempotency), heartbeats at a
+third of the lease so the job stays its own, and stops a job whose heartbeat is answered 410
+(its run was cancelled). The worker needs no open port: it only makes outgoing requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from typing import TYPE_CHECKING, Any, Sequence
+
+import httpx
+
+from txcl.worker.job import Job
+
+if TYPE_CHECKING:
+    from txcl.worker.app import Worker
+
+log = logging.getLogger("txcl.worker")
+
+CLAIM_PATH = "/_txc/queues/{}/claim"
+
+
+class ClaimRefused(Exception):
+    """txcl refused the claims for good (a wrong token, a queue name it does not take)."""
+
+
+def job_from_claim(body: dict, client: Any) -> Job:
+    """A claimed job (see txcl.serve.queues) as the SDK's `Job`."""
+    txc = body.get("_txc") if isinstance(body.get("_txc"), dict) else {}
+    headers = {"x-txco-continuation-token": body.get("token") or "",
+               "idempotency-key": body.get("idempotency_key") or ""}
+    job = Job.from_dispatch({"input": body.get("input"), "_txc": txc}, headers, client)
+    lease_ms = txc.get("lease_ms")
+    if isinstance(lease_ms, int) and lease_ms > 0:  # heartbeats at a third of the lease, at least
+        every = lease_ms * 2 // 3
+        job.heartbeat_ms = min(job.heartbeat_ms, every) if job.heartbeat_ms else every
+    return job
+
+
+class PullClient:
+    """Claims and runs the jobs of one worker's ops until `stop` is set."""
+
+    def __init__(self, worker: "Worker", server: str, *, queues: Sequence[str] | None = None,
+                 token: str | None = None, concurrency: int = 4, wait_s: float = 20.0,
+                 lease_s: float | None = None, name: str | None = None) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self.worker = worker
+        self.server = server.rstrip("/")
+        self.queues = list(queues) if queues else sorted(worker.ops)
+        unknown = [q for q in self.queues if q not in worker.ops]
+        if unknown:
+            raise ValueError(f"no op for queue {unknown[0]!r} (ops: {', '.join(sorted(worker.ops))})")
+        self.token = token
+        self.concurrency = concurrency
+        self.busy = 0  # slots taken: jobs running, and jobs a claim in flight may bring
+        self.freed = asyncio.Event()
+        self.wait_s = wait_s
+        self.lease_s = lease_s
+        self.name = name
+        self.stop = asyncio.Event()
+        self.tasks: set[asyncio.Task] = set()
+        self.claimed = 0
+
+    async def run(self) -> None:
+        """Claim until `stop` is set (or a claim is refused for good), then let running jobs finish."""
+        client = self.worker._client()
+        loops = [asyncio.create_task(self._claim_loop(client, q)) for q in self.queues]
+        stopper = asyncio.create_task(self.stop.wait())
+        try:
+            done, _ = await asyncio.wait([*loops, stopper], return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                if task is not stopper and task.exception() is not None:
+                    raise task.exception()  # type: ignore[misc]
+        finally:
+            for task in (*loops, stopper):
+                task.cancel()
+            await asyncio.gather(*loops, stopper, return_exceptions=True)
+            if self.tasks:
+                await asyncio.gather(*self.tasks, return_exceptions=True)
+
+    async def _reserve(self) -> int:
+        """Wait for a free slot, then take as many as a fair share allows (the claim's max)."""
+        while self.busy >= self.concurrency:
+            self.freed.clear()
+            await self.freed.wait()
+        share = max(1, -(-self.concurrency // len(self.queues)))
+        take = min(self.concurrency - self.busy, share)
+        self.busy += take
+        return take
+
+    def _give_back(self, n: int) -> None:
+        self.busy -= n
+        self.freed.set()
+
+    async def _claim_loop(self, client: httpx.AsyncClient, queue: str) -> None:
+        headers = {"authorization": f"Bearer {self.token}"} if self.token else {}
+        url = self.server + CLAIM_PATH.format(queue)
+        backoff = 0.2
+        while not self.stop.is_set():
+            free = await self._reserve()
+            body: dict[str, Any] = {"max": free, "wait": self.wait_s}
+            if self.lease_s is not None:
+                body["lease"] = self.lease_s
+            if self.name:
+                body["worker"] = self.name
+            jobs: list = []
+            failed = True
+            try:
+                answer = await client.post(url, json=body, headers=headers, timeout=self.wait_s + 30)
+                if answer.status_code in (400, 401, 403, 404):
+                    raise ClaimRefused(f"claims from {url} refused ({answer.status_code}): {answer.text[:300]}")
+                if answer.status_code == 200:
+                    jobs = list(answer.json().get("jobs") or [])[:free]
+                    failed = False
+                else:
+                    log.warning("txcl worker: claim from %s answered %d; trying again", queue, answer.status_code)
+            except (httpx.HTTPError, ValueError) as exc:
+                log.info("txcl worker: claim from %s failed (%s); trying again", queue, exc)
+            finally:
+                self._give_back(free - len(jobs))
+            for raw in jobs:
+                self._start(client, queue, raw)
+            if failed:  # the server is away or busy: wait longer each time (an empty answer waited already)
+                await asyncio.sleep(backoff * (1 + random.random() / 2))
+                backoff = min(backoff * 2, 5.0)
+            else:
+                backoff = 0.2
+
+    def _start(self, client: httpx.AsyncClient, queue: str, raw: dict) -> None:
+        self.claimed += 1
+        job = job_from_claim(raw, client)
+        task = asyncio.get_running_loop().create_task(self._run(queue, job))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def _run(self, queue: str, job: Job) -> None:
+        try:
+            await self.worker.run_job(self.worker.ops[queue], job)
+        finally:
+            self._give_back(1)
+
+
+__all__ = ["PullClient", "ClaimRefused", "job_from_claim"]
