@@ -29,7 +29,8 @@ def test_histograms_counters_and_gauges():
     recorder.op("http", "ok", 0.2)
     recorder.callback("rejected", "txcl_bad_token")
     recorder.open_work({"runs": {"waiting": 3}, "parked_by_age": {"1m": 2, "older": 1}, "oldest_parked_s": 90000.0,
-                        "units": {"u1": {"op": "pay/charge", "queued": 4, "in_flight": 2}}})
+                        "units": {"u1": {"op": "pay/charge", "queued": 4, "in_flight": 2}},
+                        "queues": {"resize": {"ready": 5, "leased": 1, "oldest_ready_s": 12.5}}})
     samples, text = _samples(recorder)
     bucket = "txcl_request_duration_seconds_bucket"
     assert samples[(bucket, (("le", "0.001"), ("stack", "shop")))] == 0
@@ -48,8 +49,11 @@ def test_histograms_counters_and_gauges():
     assert samples[("txcl_parked_runs", (("age", "older"),))] == 1
     assert samples[("txcl_store_retries_total", ())] == 2
     assert samples[("txcl_itemized_items", (("op", "pay/charge"), ("state", "queued"), ("unit", "u1")))] == 4
-    recorder.open_work({"units": {}})  # the unit settled: its series goes away
+    assert samples[("txcl_queue_jobs", (("queue", "resize"), ("state", "ready")))] == 5
+    assert samples[("txcl_queue_jobs", (("queue", "resize"), ("state", "leased")))] == 1
+    assert samples[("txcl_queue_oldest_ready_age_seconds", (("queue", "resize"),))] == 12.5
+    recorder.open_work({"units": {}})  # the unit settled, the queue emptied: their series go away
     samples, _ = _samples(recorder)
-    assert not any(name == "txcl_itemized_items" for name, _ in samples)
+    assert not any(name in ("txcl_itemized_items", "txcl_queue_jobs") for name, _ in samples)
     for spec in CATALOGUE:
         assert f"# TYPE {NAMESPACE}_{spec.name}" in text, spec.name

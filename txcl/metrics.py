@@ -50,6 +50,10 @@ CATALOGUE: tuple[MetricSpec, ...] = (
                "How long the longest-waiting parked run has waited.", "seconds"),
     MetricSpec("itemized_items", "gauge", ("op", "unit", "state"),
                "Items of each open itemized unit: queued behind the window, or in flight at a worker."),
+    MetricSpec("queue_jobs", "gauge", ("queue", "state"),
+               "Jobs of each pull queue (queue:// ops): ready for a worker to claim, or leased to one."),
+    MetricSpec("queue_oldest_ready_age_seconds", "gauge", ("queue",),
+               "How long the oldest ready job of each pull queue has waited for a worker.", "seconds"),
     MetricSpec("callbacks", "counter", ("outcome", "code"),
                "Worker callbacks by outcome (resumed, recorded, duplicate, conflict, rejected) and, "
                "for a rejected one, its error code."),

@@ -135,6 +135,7 @@ class PrometheusMetrics(Metrics):
         self._per_op: dict[tuple[str, str], _Series] = {}
         self._app: dict[str, tuple[Any, tuple[str, ...]]] = {}
         self._item_labels: set[tuple[str, str, str]] = set()
+        self._queue_labels: set[str] = set()
 
     def watch_store(self, read_retries: Callable[[], int]) -> None:
         """Export the store's retry counter (read at scrape time)."""
@@ -248,6 +249,23 @@ class PrometheusMetrics(Metrics):
             except KeyError:
                 pass
         self._item_labels = seen
+        jobs, oldest = self.m["queue_jobs"], self.m["queue_oldest_ready_age_seconds"]
+        queues = snapshot.get("queues", {})
+        for name, depth in queues.items():
+            for state in ("ready", "leased"):
+                jobs.labels(name, state).set(depth.get(state, 0))
+            oldest.labels(name).set(depth.get("oldest_ready_s", 0.0))
+        for gone in self._queue_labels - set(queues):  # a queue with no jobs left shows 0, then goes
+            for state in ("ready", "leased"):
+                try:
+                    jobs.remove(gone, state)
+                except KeyError:
+                    pass
+            try:
+                oldest.remove(gone)
+            except KeyError:
+                pass
+        self._queue_labels = set(queues)
 
     # ------------------------------------------------------------------ exposition
     def exposition(self) -> tuple[bytes, str]:

@@ -582,6 +582,11 @@ class NativeMetrics(_metrics.Metrics):
         gauges["oldest_parked_run_age_seconds"] = [({}, snapshot.get("oldest_parked_s", 0.0))]
         gauges["itemized_items"] = [({"op": str(c.get("op", "")), "unit": u, "state": state}, c.get(state, 0))
                                     for u, c in snapshot.get("units", {}).items() for state in ("queued", "in_flight")]
+        queues = snapshot.get("queues", {})
+        gauges["queue_jobs"] = [({"queue": q, "state": state}, d.get(state, 0))
+                                for q, d in queues.items() for state in ("ready", "leased")]
+        gauges["queue_oldest_ready_age_seconds"] = [({"queue": q}, d.get("oldest_ready_s", 0.0))
+                                                    for q, d in queues.items()]
 
 
 def setup(env: Any = None) -> Tracing | None:

@@ -189,3 +189,30 @@ def test_two_serve_processes_hand_each_job_out_once(serve, workspace, pull_worke
     rows = store.backend.execute_for_tests("SELECT COUNT(*) FROM run_events WHERE kind = 'queue.claim'")
     assert rows[0][0] == 16  # one claim per job
     assert not [p for p in seen.iterdir() if p.name.endswith(".again")]
+
+
+def test_queue_depths_in_txcl_runs_the_dashboard_and_the_metrics(serve, workspace):
+    ws = workspace(tree())
+    srv = serve(ws, "--ui", "--metrics", "--metrics-refresh", "200ms")
+    for w in (1, 2, 3):
+        assert post_json(srv.url + "/", {"w": w})[0] == 202
+    assert len(claim(srv.url, "resize", token=None)[1]["jobs"]) == 1
+    done = subprocess.run([TXCL, "runs", "queues", "--json", "--workspace", str(ws)], capture_output=True,
+                          text=True, timeout=60)
+    queues = json.loads(done.stdout)
+    assert [(q["queue"], q["ready"], q["leased"]) for q in queues] == [("resize", 2, 1)]
+    assert queues[0]["oldest_wait_s"] >= 0
+    listed = subprocess.run([TXCL, "runs", "--workspace", str(ws)], capture_output=True, text=True, timeout=60)
+    assert "queues: resize 2 ready" in listed.stdout and "1 leased" in listed.stdout
+    status, _, page = http_get(srv.url + "/_txc/ui/", accept="text/html")
+    assert status == 200
+    text = page.decode()
+    assert 'data-queue="resize"' in text and "<td data-ready>2</td>" in text and "<td data-leased>1</td>" in text
+
+    def scraped():
+        _, _, body = http_get(srv.url + "/_txc/metrics", accept="text/plain")
+        found = body.decode()
+        return found if 'txcl_queue_jobs{queue="resize",state="ready"} 2.0' in found else None
+    metrics = wait_until(scraped, timeout=10)
+    assert 'txcl_queue_jobs{queue="resize",state="leased"} 1.0' in metrics
+    assert 'txcl_queue_oldest_ready_age_seconds{queue="resize"}' in metrics

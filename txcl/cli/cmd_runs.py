@@ -64,6 +64,38 @@ def _print_list(runs: list[dict]) -> None:
         click.echo(f"{r['run_id']:<30}  {r['status']:<9}  {where:<26}  {_ms(r['created_ms'])}  {r['entry_stack']}")
 
 
+def queue_json(store: Any) -> list[dict]:
+    """The pull queues with jobs: ready, leased, and how long the oldest ready job has waited."""
+    now = store.now_ms()
+    return [{"queue": q["queue"], "ready": q["ready"], "leased": q["leased"],
+             "oldest_wait_s": round((now - q["oldest_ready_ms"]) / 1000, 3) if q["oldest_ready_ms"] else None}
+            for q in store.queue_depths()]
+
+
+def _wait(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    return f"{seconds:.0f}s" if seconds < 120 else f"{seconds / 60:.0f}m" if seconds < 7200 else f"{seconds / 3600:.0f}h"
+
+
+def _print_queues(queues: list[dict]) -> None:
+    if not queues:
+        click.echo("no jobs in any pull queue")
+        return
+    width = max(5, *(len(q["queue"]) for q in queues))
+    click.echo(f"{'QUEUE':<{width}}  {'READY':>6}  {'LEASED':>6}  OLDEST WAIT")
+    for q in queues:
+        click.echo(f"{q['queue']:<{width}}  {q['ready']:>6}  {q['leased']:>6}  {_wait(q['oldest_wait_s'])}")
+
+
+def _print_queue_line(queues: list[dict]) -> None:
+    """Under the list: the pull queues that hold jobs, in one line."""
+    if queues:
+        parts = [f"{q['queue']} {q['ready']} ready" + (f" (oldest {_wait(q['oldest_wait_s'])})" if q["ready"] else "")
+                 + f", {q['leased']} leased" for q in queues]
+        click.echo("queues: " + "; ".join(parts))
+
+
 def _print_show(r: dict) -> None:
     click.echo(f"run {r['run_id']}  {r['status']}" + (f" ({r['fail_reason']})" if r["fail_reason"] else ""))
     click.echo(f"  continuation {r['continuation']}  origin {r['origin_rid']}  stack {r['entry_stack']}")
@@ -125,7 +157,7 @@ STATES = ("running", "active", "waiting", "resuming", "completed", "failed", "ex
 
 
 @click.command("runs")
-@click.argument("action", required=False, type=click.Choice(["list", "show", "cancel", "retry"]))
+@click.argument("action", required=False, type=click.Choice(["list", "show", "cancel", "retry", "queues"]))
 @click.argument("ident", required=False)
 @click.option("--state", "state", default=None, type=click.Choice(STATES),
               help="Only runs in this state (list); running = active, waiting or resuming.")
@@ -138,16 +170,17 @@ def command(action: str | None, ident: str | None, state: str | None, as_json: b
             reason: str | None, db: str | None, directory: str) -> None:
     """List durable runs, show one run (by run id or rcid), cancel one (its open calls are
     cancelled, late callbacks get 410, workers with a cancel URL are told, and it fails with
-    reason `cancelled`), or retry one that failed because of its async ops (its failed calls
-    are sent again by the running server, and the run resumes from where it waited)."""
+    reason `cancelled`), retry one that failed because of its async ops (its failed calls
+    are sent again by the running server, and the run resumes from where it waited), or list
+    the pull queues of queue:// ops (jobs ready, jobs leased, the oldest job's wait)."""
     from txcl.cli.common import fail
     from txcl.cli.durable import echo_json, open_settings, open_workspace_store
 
     action = action or "list"
     if action in ("show", "cancel", "retry") and not ident:
         fail(f"runs {action} needs a RUN_ID or RCID")
-    if action == "list" and ident:
-        fail("runs list takes no argument (use --state)")
+    if action in ("list", "queues") and ident:
+        fail(f"runs {action} takes no argument" + (" (use --state)" if action == "list" else ""))
     workspace, settings = open_settings(directory, db)
     store = open_workspace_store(settings, workspace)
     try:
@@ -155,6 +188,12 @@ def command(action: str | None, ident: str | None, state: str | None, as_json: b
             wanted = ("active", "waiting", "resuming") if state == "running" else state
             runs = [run_json(store, r, False) for r in store.list_runs(status=wanted, limit=limit)]
             echo_json(runs) if as_json else _print_list(runs)
+            if not as_json:
+                _print_queue_line(queue_json(store))
+            code = 0
+        elif action == "queues":
+            queues = queue_json(store)
+            echo_json(queues) if as_json else _print_queues(queues)
             code = 0
         elif action == "cancel":
             record = store.get_run_by_rcid(ident) if ident.startswith("rc_") else store.get_run(ident)

@@ -51,12 +51,15 @@ class PullQueues:
                 event.set()
 
     async def claim(self, name: str, *, lease_ms: int, claimant: str, limit: int = 1,
-                    wait_s: float = 0.0) -> list[tuple[Dispatch, int]]:
+                    wait_s: float = 0.0, gone: asyncio.Event | None = None) -> list[tuple[Dispatch, int]]:
         """Up to `limit` jobs of queue `name`, leased to `claimant`; waits up to `wait_s` for
-        one when none is ready (a long poll)."""
+        one when none is ready (a long poll), and stops waiting once `gone` is set (the
+        claiming client disconnected: no job is leased to nobody)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(0.0, wait_s)
         while True:
+            if gone is not None and gone.is_set():
+                return []
             event = self._events.setdefault(name, asyncio.Event())
             event.clear()
             jobs = await self.service.call(self.service.store.claim_jobs, name, lease_ms=lease_ms,
@@ -64,10 +67,14 @@ class PullQueues:
             left = deadline - loop.time()
             if jobs or left <= 0:
                 return jobs
+            waits = [asyncio.ensure_future(event.wait())]
+            if gone is not None:
+                waits.append(asyncio.ensure_future(gone.wait()))
             try:
-                await asyncio.wait_for(event.wait(), min(POLL_S, left))
-            except (TimeoutError, asyncio.TimeoutError):
-                pass
+                await asyncio.wait(waits, timeout=min(POLL_S, left), return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for w in waits:
+                    w.cancel()
 
     async def lapse(self, name: str | None = None, limit: int = 100, *, unrecorded: bool = False) -> int:
         """Fail or retry the calls whose lease ran out (of queue `name`, or of every queue; with

@@ -21,6 +21,7 @@ is unavailable (nothing was claimed).
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import json
 import re
@@ -143,11 +144,21 @@ async def handle_claim(scope: dict, receive: Any, service: Any) -> Answer:
     if isinstance(claim, str):
         return _error(400, rc.BAD_CLAIM.code, claim)
     claimant = claim["worker"] or f"{(scope.get('client') or ('?',))[0]}"
+    gone = asyncio.Event()
+
+    async def watch() -> None:  # the body is read: the next message is the client leaving
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        gone.set()
+
+    watcher = asyncio.ensure_future(watch())
     try:
         jobs = await service.queues.claim(name, lease_ms=claim["lease_ms"], claimant=claimant,
-                                          limit=claim["max"], wait_s=claim["wait"])
+                                          limit=claim["max"], wait_s=claim["wait"], gone=gone)
     except StoreUnavailable as exc:
         return store_unavailable_answer(exc)
+    finally:
+        watcher.cancel()
     base = service.callback_base_url
     return json_answer(200, {"jobs": [job_of(d, until, claim["lease_ms"], base) for d, until in jobs]}, _NO_STORE)
 

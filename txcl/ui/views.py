@@ -94,8 +94,12 @@ def runs_view(store: Any, *, state: str | None, stack: str | None, text: str | N
         row["waiting_at"] = row["stage"] if row["status"] in ("waiting", "resuming", "active") else ""
         row["attempts"] = row["attempts"] or 0
     counts = store.run_counts()
+    queues = [{"queue": q["queue"], "ready": q["ready"], "leased": q["leased"],
+               "oldest": span(now - q["oldest_ready_ms"]) if q["oldest_ready_ms"] is not None else "—"}
+              for q in store.queue_depths()]
     return {
         "rows": rows,
+        "queues": queues,
         "counts": [(s, counts.get(s, 0)) for s in STATES] + ([("cancelled", counts["cancelled"])]
                                                              if counts.get("cancelled") else []),
         "total": sum(counts.values()),

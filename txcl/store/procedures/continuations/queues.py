@@ -143,6 +143,10 @@ class QueueProcedures(ProcedureBase):
     @read_procedure
     def queue_depths(self, t: Tx) -> list[dict]:
         """Per queue: jobs ready to claim, jobs leased, and when the oldest ready job was queued."""
+        return self._queue_depths(t)
+
+    @staticmethod
+    def _queue_depths(t: Tx) -> list[dict]:
         rows = t.all(
             "SELECT q.queue, q.status, COUNT(*) AS n, MIN(q.enqueued_ms) AS oldest FROM queue_jobs q "
             "JOIN interactions i ON i.opc = q.opc WHERE q.status IN ('ready', 'leased') "

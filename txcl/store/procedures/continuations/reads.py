@@ -148,7 +148,8 @@ class ReadProcedures(ProcedureBase):
     def open_work(self, t: Tx, now_ms: int, unit_limit: int = 100) -> dict:
         """What the metrics endpoint shows of open work, read through indexes only (runs by
         status and expiry, items by their pending-status index): open runs by state, parked runs
-        by how long they have waited, and items queued and in flight per itemized unit."""
+        by how long they have waited, items queued and in flight per itemized unit, and the jobs
+        of each pull queue."""
         runs = {r[0]: r[1] for r in t.all(f"SELECT status, COUNT(*) FROM runs WHERE status IN {_RUN_OPEN} "
                                           "GROUP BY status")}
         ages = {r[0]: r[1] for r in t.all(
@@ -168,8 +169,12 @@ class ReadProcedures(ProcedureBase):
                            tuple(units)):
                 units[r["unit_id"]]["queued" if r["status"] == "queued" else "in_flight"] += r["n"]
         oldest_ms = oldest[0] if oldest is not None and oldest[0] is not None else None
+        queues = {q["queue"]: {"ready": q["ready"], "leased": q["leased"],
+                               "oldest_ready_s": (now_ms - q["oldest_ready_ms"]) / 1000.0
+                               if q["oldest_ready_ms"] is not None else 0.0}
+                  for q in self._queue_depths(t)}
         return {"runs": runs, "parked_by_age": ages, "oldest_parked_s": (now_ms - oldest_ms) / 1000.0
-                if oldest_ms is not None else 0.0, "units": units}
+                if oldest_ms is not None else 0.0, "units": units, "queues": queues}
 
     @read_procedure
     def run_stacks(self, t: Tx, limit: int = 200) -> list[str]:
