@@ -59,6 +59,7 @@ BENCHMARKS: dict[str, tuple[list[str], list[str], bool]] = {
     "bench_continuations": ([], ["--cycles", "320", "--repeats", "3"], True),
     "bench_itemized": ([], ["--items", "200"], True),
     "bench_nodes": ([], ["--runs", "2", "--items", "100", "--repeat", "1"], False),
+    "bench_queue": ([], ["--runs", "2", "--items", "100", "--rounds", "1"], True),
     "bench_run_ops": ([], ["--runs", "50", "--beats", "300", "--rounds", "1", "--storm", "200", "--storms", "1"],
                       True),
     "bench_mcp": ([], ["50"], False),

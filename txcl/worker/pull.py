@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("txcl.worker")
 
 CLAIM_PATH = "/_txc/queues/{}/claim"
+GATHER_S = 0.005
 
 
 class ClaimRefused(Exception):
@@ -94,10 +95,14 @@ class PullClient:
                 await asyncio.gather(*self.tasks, return_exceptions=True)
 
     async def _reserve(self) -> int:
-        """Wait for a free slot, then take as many as a fair share allows (the claim's max)."""
-        while self.busy >= self.concurrency:
-            self.freed.clear()
-            await self.freed.wait()
+        """Wait for a free slot, then take as many as a fair share allows (the claim's max).
+        After a wait, slots that free up within GATHER_S join the same claim: one claim for
+        several jobs instead of one per job as each finishes."""
+        if self.busy >= self.concurrency:
+            while self.busy >= self.concurrency:
+                self.freed.clear()
+                await self.freed.wait()
+            await asyncio.sleep(GATHER_S)
         share = max(1, -(-self.concurrency // len(self.queues)))
         take = min(self.concurrency - self.busy, share)
         self.busy += take
