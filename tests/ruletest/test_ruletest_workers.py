@@ -199,3 +199,38 @@ def test_an_unmocked_mcp_tool_is_refused_not_called(ws) -> None:
     run = run_case(case, tree, settings, "flow")
     assert f"{MCP}#word_count" in run.refused and f"{MCP}#translate" in run.refused
     assert run.status == "failed" and "not mocked" in json.dumps(run.error)
+
+
+QUEUE_TREE = {
+    "OPS/flow/100/resize.txcl": 'WITH mode = "async", into = "r"\nEXEC "queue://resize"',
+    "OPS/flow/200/thumbs.txcl": 'WITH mode = "async", each = .pics, window = 2, into = "t"\nEXEC "queue://thumbs"',
+}
+
+
+def test_queue_jobs_are_answered_by_simulated_workers(ws) -> None:
+    """A queue:// op's jobs are claimed by nobody in a test: `workers:` answers them, keyed by
+    the target, on the virtual clock."""
+    root = ws(QUEUE_TREE)
+    case, tree, settings = _case(root, """
+  - name: pulled
+    input: {pics: [a, b, c]}
+    workers:
+      "queue://resize": {after: 30s, output: {size: 2}}
+      "queue://thumbs": {after: 5s, each_output: {thumb: "{item}"}}
+""")
+    run = run_case(case, tree, settings, "flow")
+    assert run.status == "completed", run.error
+    assert run.envelope["r"] == {"size": 2}
+    assert run.envelope["t"] == [{"thumb": "a"}, {"thumb": "b"}, {"thumb": "c"}]
+    assert sorted(c.target for c in run.calls) == ["queue://resize", *["queue://thumbs"] * 3]
+
+
+def test_a_queue_without_simulated_workers_fails_with_a_clear_message(ws) -> None:
+    root = ws(QUEUE_TREE)
+    case, tree, settings = _case(root, """
+  - name: nobody claims
+    input: {pics: []}
+""")
+    run = run_case(case, tree, settings, "flow", allow_network=True)
+    assert run.refused == ["queue://resize"]
+    assert run.status == "failed" and "nothing claims the jobs of queue://resize" in json.dumps(run.error)
