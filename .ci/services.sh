@@ -5,11 +5,14 @@
 # - neovim: a real LSP client for `txcl lsp` (tests/test_nothing_read_runs.py, tests/lsp)
 # - postgresql: the server binaries (initdb, pg_ctl) for the tests on PostgreSQL; the suite
 #   starts a throwaway server from them (txcl/testing/postgres.py)
+# - nats-server: the NATS JetStream broker of the nats:// transport tests (txcl/testing/nats.py
+#   starts a throwaway one)
 # node and npm come with the machine; the VS Code grammar tests run `npm ci` themselves.
 missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v vim >/dev/null 2>&1 || missing+=(vim)
 command -v nvim >/dev/null 2>&1 || missing+=(neovim)
+command -v nats-server >/dev/null 2>&1 || [ -x /usr/sbin/nats-server ] || missing+=(nats-server)
 compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 \
   || missing+=(postgresql)
 if [ "${#missing[@]}" -gt 0 ]; then

@@ -278,7 +278,8 @@ _ENTRIES: tuple[CodeInfo, ...] = (
     _code('TX111', 'async-unsupported-target', 'error',
           '`mode = "async"` or `join_at_scope` on a target that cannot run asynchronously',
           ('Only http(s):// targets (a worker calls back), mcp+http(s):// targets (txcl calls the '
-           'tool itself, durably) and queue:// targets (a worker claims the job) can run asynchronously.'),
+           'tool itself, durably), queue:// targets (a worker claims the job) and nats:// targets (a worker '
+           'takes it from NATS JetStream) can run asynchronously.'),
           'WITH mode = "async"\nEXEC "txco://echo"',
           'WITH mode = "async"\nEXEC "https://worker.example.net/job"'),
     _code('TX112', 'itemize-needs-async', 'error',
@@ -304,10 +305,11 @@ _ENTRIES: tuple[CodeInfo, ...] = (
           'EXEC "https://api.example.com/charge"\n  WITH secrets.headers.authorization.secret = "STRIPE_KEY",\n'
           '       secrets.headers.authorization.format = "Bearer {}"'),
     _code('TX115', 'queue-needs-async', 'error',
-          'a `queue://` op without `mode = "async"`',
-          ('A queue:// op puts a job in a pull queue and waits for a worker to claim it and answer, '
-           'which takes as long as it takes: the op must leave the request with mode = "async" '
-           '(itemized with each and into, or deferred with join_at_scope, as any async op).'),
+          'a `queue://` or `nats://` op without `mode = "async"`',
+          ('A queue:// op puts a job in a pull queue, a nats:// op publishes it to NATS, and both wait '
+           'for a worker to take it and answer, which takes as long as it takes: the op must leave the '
+           'request with mode = "async" (itemized with each and into, or deferred with join_at_scope, as '
+           'any async op).'),
           'EXEC "queue://resize"',
           'WITH mode = "async"\nEXEC "queue://resize"'),
     _code('TX120', 'no-scope-directory', 'error',

@@ -23,7 +23,8 @@ def test_db_upgrade_then_status_on_each_backend(db_url):
     shown = json.loads(up.stdout)
     assert shown["backend"] in ("sqlite", "postgresql")
     assert {c["name"]: (c["version"], c["state"]) for c in shown["components"]} == {
-        "traces": (8, "current"), "kv": (1, "current"), "continuations": (9, "current"), "clock": (2, "current"), "mail": (1, "current")}
+        "traces": (8, "current"), "kv": (1, "current"), "continuations": (9, "current"), "clock": (2, "current"), "mail": (1, "current"),
+        "queues": (1, "current")}
     status = txcl("db", "status", "--db", db_url)
     assert status.returncode == 0 and "continuations  version  9 of 9  current" in status.stdout
 

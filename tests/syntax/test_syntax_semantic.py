@@ -49,9 +49,9 @@ def test_tx102_not_for_try_variants():
 
 @pytest.mark.parametrize("target,code,message", [
     ("foo://x", "TX103", "EXEC scheme 'foo://' is not supported; use txco://, http(s)://, "
-     "mcp+http(s)://…#tool, queue://, py://, goto:// or <stack>/<scope>"),
+     "mcp+http(s)://…#tool, queue://, nats://, py://, goto:// or <stack>/<scope>"),
     ("ai://model", "TX103", "EXEC scheme 'ai://' is not supported; use txco://, http(s)://, "
-     "mcp+http(s)://…#tool, queue://, py://, goto:// or <stack>/<scope>"),
+     "mcp+http(s)://…#tool, queue://, nats://, py://, goto:// or <stack>/<scope>"),
     ("mcp+https://x.example", "TX113", 'EXEC "mcp+https://x.example": an MCP target names its tool '
      'after "#" (mcp+https://x.example#<tool>)'),
     ("mcp+http://x.example/mcp#", "TX113", 'EXEC "mcp+http://x.example/mcp#": an MCP target names its '
@@ -164,7 +164,7 @@ def test_join_with_async_or_runtime_mode_is_fine():
 
 def test_tx111_async_needs_http():
     assert _diags('EXEC "py://m:f" WITH mode = "async"')[0][:2] == (
-        "TX111", 'mode = "async" needs an http(s)://, mcp+http(s):// or queue:// target; "py://m:f" cannot run '
+        "TX111", 'mode = "async" needs an http(s)://, mcp+http(s)://, queue:// or nats:// target; "py://m:f" cannot run '
         "asynchronously")
 
 
@@ -175,7 +175,8 @@ def test_tx111_async_needs_http():
 ])
 def test_tx115_queue_needs_async(with_, shown):
     assert _diags(f'EXEC "queue://resize" {with_}')[0][:2] == (
-        "TX115", f'"queue://resize" waits for a worker to claim the job: it needs mode = "async" (mode here: {shown})')
+        "TX115", f'"queue://resize" waits for a worker to take the job: it needs mode = "async" (mode here: {shown})')
+    assert _diags(f'EXEC "nats://img.resize" {with_}')[0][0] == "TX115"
 
 
 def test_queue_targets():
@@ -187,6 +188,10 @@ def test_queue_targets():
         assert classify_exec_target(bad).code == "TX104", bad
     parse_rule('EXEC "queue://resize" WITH mode = "async", each = .items, into = "out"')
     parse_rule('EXEC "queue://resize" WITH mode = .m')  # decided at run time
+    target = classify_exec_target("nats://img.resize-2")
+    assert (target.kind, target.queue, target.transport) == ("nats", "img.resize-2", "nats")
+    for bad in ("nats://", "nats://a.*", "nats://a.>", "nats://a..b", "nats://.a", "nats://a b"):
+        assert classify_exec_target(bad).code == "TX104", bad
 
 
 def test_async_mcp_target_is_fine():

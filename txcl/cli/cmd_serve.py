@@ -73,6 +73,8 @@ def command(directory: str | None, workspace: str | None, log_level: str, **flag
         fail(str(exc))
     if settings.metrics:
         require_extra("metrics", "txcl serve --metrics")
+    if settings.nats_url:
+        require_extra("nats", "txcl serve --nats-url")
     lmtp_sock = None
     if settings.lmtp:
         require_extra("mail", "txcl serve --lmtp")

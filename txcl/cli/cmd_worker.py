@@ -116,3 +116,55 @@ def pull(target: str, server: str, queues: tuple[str, ...], token: str | None, c
         asyncio.run(main())
     except ClaimRefused as exc:
         fail(str(exc))
+
+
+@command.command("nats")
+@click.argument("target")
+@click.option("--nats", "url", required=True, metavar="URL", help="The NATS server (with JetStream), like nats://127.0.0.1:4222.")
+@click.option("--op", "ops", multiple=True, metavar="NAME",
+              help="An op whose jobs to take (repeatable; default: every op of the worker). Its jobs are on txcl.jobs.<op>.")
+@click.option("--concurrency", default=4, show_default=True, type=click.IntRange(1, 1000),
+              help="Jobs run at once, over every op.")
+@click.option("--ack-wait", "ack_wait_s", default=60.0, show_default=True, type=click.FloatRange(1, 3600),
+              help="Seconds JetStream waits for a job's answer (heartbeats restart it) before another worker gets it.")
+@click.option("--name", default=None, help="This worker's connection name (default: host and pid).")
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info",
+              help="Verbosity of the worker's messages on stderr.")
+def nats_command(target: str, url: str, ops: tuple[str, ...], concurrency: int, ack_wait_s: float,
+                 name: str | None, log_level: str) -> None:
+    """Run the worker TARGET (module:attribute) on the jobs of nats:// ops, taken from JetStream."""
+    import asyncio
+    import logging
+    import os
+    import signal
+    import socket
+
+    require_extra("nats", "txcl worker nats")
+    from txcl.worker.natsclient import NatsWorker
+
+    if not url.startswith(("nats://", "tls://")):
+        fail(f"--nats is the NATS server's URL, like nats://127.0.0.1:4222 (got {url!r})")
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    worker = load_worker(target)
+    try:
+        taker = NatsWorker(worker, url, ops=ops or None, concurrency=concurrency, ack_wait_s=ack_wait_s,
+                           name=name or f"{socket.gethostname()}-{os.getpid()}")
+    except ValueError as exc:
+        fail(str(exc))
+    click.echo(f"txcl: worker {target} taking jobs from {url} (ops: {', '.join(taker.ops)})", err=True)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):  # stop taking; the jobs running finish
+            loop.add_signal_handler(sig, taker.stop.set)
+        try:
+            await taker.run()
+        finally:
+            await worker.aclose()
+
+    from nats.errors import NoServersError
+
+    try:
+        asyncio.run(main())
+    except (OSError, NoServersError) as exc:
+        fail(f"cannot reach NATS at {url}: {exc or type(exc).__name__}")

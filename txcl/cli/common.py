@@ -27,6 +27,7 @@ EXTRAS = {
     "metrics": ("prometheus_client",),
     "otel": ("opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.http"),
     "mail": ("aiosmtpd",),
+    "nats": ("nats",),
 }
 
 

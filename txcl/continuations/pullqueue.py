@@ -35,6 +35,12 @@ def is_queued(dispatch: Dispatch) -> bool:
     return queue_of(dispatch.exec_target) is not None
 
 
+def is_brokered(dispatch: Dispatch) -> bool:
+    """Is this dispatch published to NATS (a ``nats://`` op)?"""
+    target = dispatch.exec_target or ""
+    return target[:7].lower() == "nats://"
+
+
 class PullQueues:
     """The pull queues of one continuation service (see the module docstring)."""
 
@@ -100,4 +106,4 @@ class PullQueues:
         return n
 
 
-__all__ = ["PullQueues", "is_queued", "POLL_S"]
+__all__ = ["PullQueues", "is_queued", "is_brokered", "POLL_S"]

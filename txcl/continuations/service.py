@@ -27,7 +27,7 @@ from txcl.continuations.acks import PendingAcks, mark_then
 from txcl.continuations.engine import ContinuationEngine
 from txcl.continuations.inprocess import InProcessCalls, runs_in_process
 from txcl.continuations.lane import StoreLane
-from txcl.continuations.pullqueue import PullQueues, is_queued
+from txcl.continuations.pullqueue import PullQueues, is_brokered, is_queued
 from txcl.continuations.resume import resume_run
 from txcl.continuations.worker_client import AckResult, DispatchClient, post_dispatch
 from txcl.egress import EgressPolicy
@@ -78,6 +78,7 @@ class ContinuationService:
         self.dispatch_client = dispatch_client  # makes the worker POST client (`txcl test`: simulated workers)
         self.in_process = InProcessCalls(self)  # mcp+ units: txcl calls the tool itself
         self.queues = PullQueues(self)  # queue:// units: workers claim their jobs
+        self.brokered: Any = None  # nats:// units: txcl serve's NATS link (txcl.serve.natslink)
         # worker acks held back to share a commit (txcl.continuations.acks); one-shot commands write at once
         delay = 0 if inline_store else int(getattr(settings, "ack_write_delay", 0) or 0)
         self.pending_acks: PendingAcks | None = (
@@ -195,8 +196,9 @@ class ContinuationService:
                 recorder.retry_sent(retried)
         local = [d for d in dispatches if runs_in_process(d)]
         queued = [d for d in dispatches if is_queued(d)]
-        remote = ([d for d in dispatches if not runs_in_process(d) and not is_queued(d)] if local or queued
-                  else list(dispatches))
+        brokered = [d for d in dispatches if is_brokered(d)]
+        remote = ([d for d in dispatches if not runs_in_process(d) and not is_queued(d) and not is_brokered(d)]
+                  if local or queued or brokered else list(dispatches))
         stood_in: list[tuple] = []  # `txcl test`: calls its simulated workers answer (acked as a worker's)
         if queued:  # wait in their pull queues until a worker claims them (never acked here)
             stand_in = self.in_process.stand_in
@@ -219,6 +221,11 @@ class ContinuationService:
                               else (r.opc, r.ack) for r in results if r.ok]
         acked.extend(stood_in)
         results.extend(AckResult(d.opc, True, ack={}) for d in queued)
+        if brokered:  # published to NATS: acknowledged once the broker stored them
+            published, refused = await self._publish(brokered)
+            acked.extend(published)
+            results.extend(AckResult(row[0], True, ack=row[1]) for row in published)
+            results.extend(refused)
         for d in local:
             if self.in_process.start(d):
                 acked.append((d.opc, {}))
@@ -247,6 +254,16 @@ class ContinuationService:
         if after is not None and failed:
             after_result = await self.call(after)
         return results, claims, after_result
+
+    async def _publish(self, dispatches: list[Dispatch]) -> tuple[list[tuple], list[AckResult]]:
+        """NATS dispatches: through the serve process's link; refused where there is none."""
+        stand_in = self.in_process.stand_in
+        if stand_in is not None:  # `txcl test`: the simulated workers answer
+            return [(d.opc, {}) for d in dispatches if stand_in(d)], []
+        if self.brokered is None:
+            return [], [AckResult(d.opc, False, error=f"{d.exec_target}: nats:// ops are published by txcl serve "
+                                  "with --nats-url (a NATS server with JetStream)") for d in dispatches]
+        return await self.brokered.publish(dispatches)
 
     def send_later(self, dispatches: list[Dispatch] | tuple[Dispatch, ...], origin_rid: str | None = None) -> None:
         """Send in a background task; any release won there is driven here."""

@@ -222,7 +222,7 @@ class StandIns:
         body = {"input": dispatch.input, "_txc": {"op_continuation_id": dispatch.opc,
                                                  "item_index": dispatch.item_index if dispatch.kind == "itemized"
                                                  else None}}
-        queued = target[:8].lower() == "queue://"
+        queued = target[:8].lower() == "queue://" or target[:7].lower() == "nats://"
         if found is None:
             if self.allow_network and not queued:
                 return False

@@ -294,6 +294,7 @@ _FIELDS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "queue_token": (_opt_str, None),
     "queue_lease": (parse_duration_ms, 30_000),
     "queue_max_wait": (parse_duration_ms, 30_000),
+    "nats_url": (_opt_str, None),
     "lmtp": (_lmtp_listen, None),
     "lmtp_default_hosts": (_name_list, ()),
     "lmtp_recipients": (_recipient_map, ()),
@@ -374,6 +375,8 @@ class Settings(_SettingsBase):  # type: ignore[misc, valid-type]
             bad("admin_token", "must be at least 16 characters")
         if self.queue_token is not None and len(self.queue_token) < 16:
             bad("queue_token", "must be at least 16 characters")
+        if self.nats_url is not None and not re.match(r"^(nats|tls)://[^/\s]+", self.nats_url):
+            bad("nats_url", "must be a nats:// or tls:// URL, such as nats://127.0.0.1:4222")
         if not 1_000 <= self.queue_lease <= 3_600_000:
             bad("queue_lease", "must be from 1s to 1h")
         if self.queue_max_wait > 300_000:
@@ -473,6 +476,7 @@ SETTING_HELP: dict[str, tuple[str, str]] = {
     'queue_token': ('', 'Token workers present to claim jobs from pull queues (Authorization: Bearer); unset, only this host may claim.'),
     'queue_lease': ('duration', 'How long a worker holds a claimed job without a heartbeat before it goes back (when the claim names none).'),
     'queue_max_wait': ('duration', 'Longest wait a claim may ask for when its queue is empty (a long poll).'),
+    'nats_url': ('', 'NATS server (with JetStream) that nats:// ops publish their jobs to, such as nats://127.0.0.1:4222.'),
     'workers': ('', 'Processes serving the port: a number, or auto for one per core; they coordinate through the store as nodes do.'),
     'lmtp': ('', 'Accept mail over LMTP here: unix:/path/lmtp.sock, host:port or :port (off by default).'),
     'lmtp_default_hosts': ('', 'Mail hosts whose recipients <stack>[+tag]@host route to that stack (else to _mail); commas between.'),

@@ -447,8 +447,8 @@ class Walker:
                                                  policy=self.services.egress(),
                                                  rule=f"{pop.op.stack}/{pop.op.name}",
                                                  secrets=self.services.secrets()), when), None
-            if kind == "queue":  # reached only with a computed mode that is not "async"
-                raise OpError(f'{target.text} waits for a worker to claim the job: it needs mode = "async"')
+            if kind in ("queue", "nats"):  # reached only with a computed mode that is not "async"
+                raise OpError(f'{target.text} waits for a worker to take the job: it needs mode = "async"')
         except TimeoutError:
             raise OpError(f"timeout after {_fmt_ms(timeout_ms)}", status="timeout") from None
         raise OpError(f"op not found: {target.text}")

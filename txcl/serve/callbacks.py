@@ -189,14 +189,21 @@ def heartbeat_answer(outcome: str, *, pulled: bool = False) -> Answer:
 
 async def handle_callback(service: Any, request: Any, opc: str) -> Answer:
     """Every answer of the callback endpoint for one request (see docs/continuations.md)."""
-    store = service.store
     token = presented_token(request.headers)
     cap = service.settings.callback_max_bytes
     try:
-        try:
-            body: bytes | None = await read_capped(request, cap)
-        except _TooLarge:
-            body = None  # answered 413 unless the opc or token is wrong (rows 1–2 come first)
+        body: bytes | None = await read_capped(request, cap)
+    except _TooLarge:
+        body = None  # answered 413 unless the opc or token is wrong (rows 1–2 come first)
+    return await admit_callback(service, opc, token, body)
+
+
+async def admit_callback(service: Any, opc: str, token: str | None, body: bytes | None) -> Answer:
+    """A worker's answer (`body`, None when over the cap) admitted and continued, as the answer
+    the callback endpoint gives; brokered transports (txcl.serve.natslink) deliver through it too."""
+    store = service.store
+    cap = service.settings.callback_max_bytes
+    try:
         checked = await service.call_admitting(check_and_admit, store, opc, token, body, cap,
                                                service.pending_acks)
         if isinstance(checked, Answer):

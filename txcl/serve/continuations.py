@@ -57,6 +57,10 @@ class ContinuationExtension:
 
         self.service = ContinuationService(store, settings, workspace=self.workspace,
                                            callback_base_url=self.base_url())
+        if settings.nats_url:
+            from txcl.serve.natslink import NatsLink
+
+            self.service.brokered = NatsLink(self.service, settings.nats_url)
         poll.install(self.service)
         return self.service.engine
 
@@ -70,6 +74,8 @@ class ContinuationExtension:
         loop = asyncio.get_running_loop()
         self.sweeper = loop.create_task(sweep_forever(self.service, self.settings.continuation_sweep_period))
         self.deadlines = loop.create_task(deadlines_forever(self.service))
+        if self.service.brokered is not None:
+            self.service.brokered.start()
 
     async def shutdown(self, state: Any, grace_s: float) -> None:
         if self.service is None:
@@ -82,6 +88,8 @@ class ContinuationExtension:
                 await task
             except (asyncio.CancelledError, Exception):  # noqa: BLE001
                 pass
+        if self.service.brokered is not None:  # its sessions last as long as their units: stopped first
+            await self.service.brokered.aclose()
         await self.service.drain_tasks(grace_s)
         await self.service.aclose()
 

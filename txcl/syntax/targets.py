@@ -12,19 +12,23 @@ from urllib.parse import urlsplit
 
 import attrs
 
-__all__ = ["ASYNC_KINDS", "ExecTarget", "TargetError", "classify_exec_target", "is_stage_jump"]
+__all__ = ["ASYNC_KINDS", "WORKER_TAKES", "ExecTarget", "TargetError", "classify_exec_target", "is_stage_jump"]
 
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*)://")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 _STACK_SEGMENT = re.compile(r"[A-Za-z0-9_-]+")
 _SCOPE = re.compile(r"[0-9]{1,9}")
-_SUPPORTED = "use txco://, http(s)://, mcp+http(s)://…#tool, queue://, py://, goto:// or <stack>/<scope>"
+_SUPPORTED = "use txco://, http(s)://, mcp+http(s)://…#tool, queue://, nats://, py://, goto:// or <stack>/<scope>"
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_./-]{1,128}")
 #: The kinds of target an op can wait for with mode = "async": a worker calls back (http),
-#: txcl calls the tool itself (mcp), or a worker claims the job from a pull queue (queue).
-ASYNC_KINDS = frozenset({"http", "mcp", "queue"})
+#: txcl calls the tool itself (mcp), a worker claims the job from a pull queue (queue) or takes
+#: it from a NATS JetStream stream (nats).
+ASYNC_KINDS = frozenset({"http", "mcp", "queue", "nats"})
+#: The kinds whose jobs a worker takes (from txcl's pull queue, or from NATS): async only.
+WORKER_TAKES = frozenset({"queue", "nats"})
 QUEUE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
+NATS_SUBJECT = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+){0,15}")
 
 
 @attrs.frozen(slots=True)
@@ -33,7 +37,8 @@ class ExecTarget:
 
     kind: "builtin" (txco://name), "http" (http/https URL), "mcp" (a tool on a Model Context
     Protocol server: `url` is the server's endpoint, `tool` the name after `#`), "queue" (a job
-    in the pull queue `queue` that workers claim from txcl), "py" (py://module:function),
+    in the pull queue `queue` that workers claim from txcl), "nats" (a job published to NATS
+    JetStream, subject `txcl.jobs.<queue>`), "py" (py://module:function),
     "goto" (goto://[stack/]scope) or "stage" (<stack>/<scope>).
     """
 
@@ -46,7 +51,7 @@ class ExecTarget:
     stack: str | None = None  # None for goto://<scope>: the current stack
     scope: int | None = None
     tool: str | None = None  # mcp: the tool's name
-    queue: str | None = None  # queue: the queue's name
+    queue: str | None = None  # queue: the queue's name; nats: the subject (under txcl.jobs.)
 
     @property
     def trusted(self) -> bool:
@@ -156,6 +161,11 @@ def classify_exec_target(target: str) -> ExecTarget | TargetError:
         if not QUEUE_NAME.fullmatch(rest):
             return bad("a queue target is queue://<name> (letters, digits, \"_\", \"-\" and \".\"; at most 128)")
         return ExecTarget("queue", target, queue=rest)
+    if scheme == "nats":
+        if len(rest) > 128 or not NATS_SUBJECT.fullmatch(rest):
+            return bad("a NATS target is nats://<subject>: tokens of letters, digits, \"_\" and \"-\" "
+                       "joined by \".\" (no wildcards; at most 128)")
+        return ExecTarget("nats", target, queue=rest)
     return TargetError("TX103", f"EXEC scheme '{m.group(1)}://' is not supported; {_SUPPORTED}")
 
 

@@ -6,7 +6,7 @@ from typing import Any, Iterator
 
 from txcl.errors import Diagnostic, Position, Span
 from txcl.syntax import ast
-from txcl.syntax.targets import ASYNC_KINDS, ExecTarget, classify_exec_target
+from txcl.syntax.targets import ASYNC_KINDS, WORKER_TAKES, ExecTarget, classify_exec_target
 
 __all__ = ["validate_rule", "iter_calls"]
 
@@ -157,13 +157,13 @@ def validate_rule(rule: ast.Rule, filename: str = "<string>",
 
     if mode == "async" and target is not None and target.kind not in ASYNC_KINDS:
         out.append(Diagnostic(
-            "TX111", f'mode = "async" needs an http(s)://, mcp+http(s):// or queue:// target; "{t}" cannot run '
+            "TX111", f'mode = "async" needs an http(s)://, mcp+http(s)://, queue:// or nats:// target; "{t}" cannot run '
             "asynchronously", filename, rule.exec.target_span))
-    if target is not None and target.kind == "queue" and (
+    if target is not None and target.kind in WORKER_TAKES and (
             mode_pair is None or (_is_literal(mode_pair.value) and mode != "async")):
         shown = "sync, the default" if mode_pair is None else mode if mode is not None else _literal_text(mode_pair.value)
         out.append(Diagnostic(
-            "TX115", f'"{t}" waits for a worker to claim the job: it needs mode = "async" (mode here: {shown})',
+            "TX115", f'"{t}" waits for a worker to take the job: it needs mode = "async" (mode here: {shown})',
             filename, rule.exec.target_span))
 
     each = withs.get("each")

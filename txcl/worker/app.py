@@ -188,6 +188,13 @@ class Worker:
         finally:
             await self.aclose()
 
+    async def nats(self, url: str, **options: Any) -> None:
+        """Take and run the jobs of this worker's ops from the NATS server at `url` until
+        cancelled (see txcl.worker.natsclient.NatsWorker for the options)."""
+        from txcl.worker.natsclient import NatsWorker
+
+        await NatsWorker(self, url, **options).run()
+
     async def _run(self, spec: OpSpec, job: Job) -> None:
         beats = asyncio.get_running_loop().create_task(self._beat(job)) if job.heartbeat_ms else None
         body: dict | None = None

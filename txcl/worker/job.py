@@ -54,6 +54,8 @@ class Job:
     cancelled: bool = False
     task: Any = attrs.field(default=None, repr=False)
     progress: Any = None
+    # how answers travel when not over HTTP (a NATS job publishes them): body -> txcl's answer
+    poster: Any = attrs.field(default=None, repr=False)
 
     Retry = Retry  # `raise job.Retry(...)` reads as it does in the guide
     Fail = Fail
@@ -103,6 +105,8 @@ class Job:
     async def _post(self, body: dict, attempts: int | None = None) -> Any:
         """POST to the callback URL: retried on connection errors and 5xx (honouring
         Retry-After) until accepted, refused, the job expires or `attempts` run out."""
+        if self.poster is not None:
+            return await self.poster(body)
         if not self.callback_url:
             return None  # `txcl run` without a base URL: only `txcl complete` can finish it
         headers = {"authorization": f"Bearer {self.token}"} if self.token else {}

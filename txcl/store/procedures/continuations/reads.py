@@ -177,6 +177,15 @@ class ReadProcedures(ProcedureBase):
                 if oldest_ms is not None else 0.0, "units": units, "queues": queues}
 
     @read_procedure
+    def open_units_of(self, t: Tx, target_prefix: str, *, older_than_ms: int = 0, limit: int = 500) -> list[str]:
+        """Waiting units whose EXEC target starts with `target_prefix` (a scheme such as
+        ``nats://``), created at least `older_than_ms` ago."""
+        return [r[0] for r in t.all(
+            "SELECT unit_id FROM await_units WHERE status = 'waiting' AND substr(exec_target, 1, ?) = ? "
+            "AND created_ms <= ? ORDER BY created_ms LIMIT ?",
+            (len(target_prefix), target_prefix, t.now - older_than_ms, limit))]
+
+    @read_procedure
     def run_stacks(self, t: Tx, limit: int = 200) -> list[str]:
         """The stacks that runs started in (for a filter's choices)."""
         return [r[0] for r in t.all("SELECT DISTINCT entry_stack FROM runs ORDER BY entry_stack LIMIT ?", (limit,))]
