@@ -1,13 +1,15 @@
-"""Pull queue against callback (push) workers, same run: itemized runs whose items go to a
-worker written with the worker SDK, once pushed to it (`txcl worker serve`, an http:// target)
-and once pulled by it (`txcl worker pull`, a queue:// target). The function answers at once, so
-what is measured is the transport: dispatch, ack or claim, callback, admission, release.
+"""Pull queue and NATS against callback (push) workers, same run: itemized runs whose items go
+to a worker written with the worker SDK, pushed to it (`txcl worker serve`, an http:// target),
+pulled by it (`txcl worker pull`, a queue:// target) and taken from NATS JetStream
+(`txcl worker nats`, a nats:// target, with a throwaway nats-server). The function answers at
+once, so what is measured is the transport: dispatch, ack or claim or publish, the answer, its
+admission, the release.
 
     python bench/bench_queue.py [--runs 4] [--items 200] [--window 25] [--rounds 3] [--backend sqlite|postgresql|both]
 
 Prints, per backend and transport, medians over the rounds (the transports take turns): items/s
 end to end, and CPU per item of the txcl serve process and of the worker process (from /proc);
-then the ratio pull / push.
+then the ratios pull / push and nats / push.
 """
 
 from __future__ import annotations
@@ -63,7 +65,8 @@ def _wait_line(proc: subprocess.Popen, pattern: str) -> str:
     raise RuntimeError(f"{proc.args} stopped before printing {pattern!r}")
 
 
-def one_round(transport: str, db: str, runs: int, items: int, window: int) -> tuple[float, float, float]:
+def one_round(transport: str, db: str, runs: int, items: int, window: int,
+              nats_url: str | None = None) -> tuple[float, float, float]:
     """(items/s, serve CPU ms per item, worker CPU ms per item)."""
     from txcl.continuations.service import open_run_store
 
@@ -74,15 +77,20 @@ def one_round(transport: str, db: str, runs: int, items: int, window: int) -> tu
         port = _free_port()
         base = f"http://127.0.0.1:{port}"
         worker_port = _free_port()
-        target = "queue://item" if transport == "pull" else f"http://127.0.0.1:{worker_port}/item"
+        target = {"pull": "queue://item", "nats": "nats://item"}.get(transport,
+                                                                     f"http://127.0.0.1:{worker_port}/item")
         _tree(ws, target, items, window)
+        extra = ["--nats-url", nats_url] if transport == "nats" and nats_url else []
         serve = subprocess.Popen([TXCL, "serve", str(ws), "--port", str(port), "--db", db, "--trace-mode", "off",
-                                  "--continuation-sweep-period", "0"],
+                                  "--continuation-sweep-period", "0", *extra],
                                  stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
         _wait_line(serve, r"on http://127\.0\.0\.1:\d+")
         if transport == "pull":
             cmd = [TXCL, "worker", "pull", "benchworker:worker", "--server", base, "--concurrency", str(window),
                    "--wait", "5", "--log-level", "warning"]
+        elif transport == "nats":
+            cmd = [TXCL, "worker", "nats", "benchworker:worker", "--nats", str(nats_url), "--concurrency",
+                   str(window), "--log-level", "warning"]
         else:
             cmd = [TXCL, "worker", "serve", "benchworker:worker", "--port", str(worker_port)]
         worker = subprocess.Popen(cmd, cwd=tmp, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
@@ -135,22 +143,31 @@ def main() -> int:
     parser.add_argument("--backend", choices=("sqlite", "postgresql", "both"), default="sqlite")
     args = parser.parse_args()
     names = ("sqlite", "postgresql") if args.backend == "both" else (args.backend,)
-    with Backends(names) as backends:
-        for name in names:
-            results: dict[str, list[tuple[float, float, float]]] = {"push": [], "pull": []}
-            for _ in range(args.rounds):
-                for transport in ("push", "pull"):
-                    results[transport].append(one_round(transport, backends.fresh(name), args.runs, args.items,
-                                                        args.window))
-            print(f"{name}: {args.runs} runs x {args.items} items, window {args.window}, {args.rounds} rounds")
-            med = {}
-            for transport, rows in results.items():
-                med[transport] = tuple(statistics.median(r[i] for r in rows) for i in range(3))
-                rate, serve_ms, worker_ms = med[transport]
-                print(f"  {transport:<5} {rate:8.1f} items/s   serve CPU {serve_ms:.2f} ms/item   "
-                      f"worker CPU {worker_ms:.2f} ms/item")
-            print(f"  pull / push: {med['pull'][0] / med['push'][0]:.2f}x items/s, serve CPU "
-                  f"{med['pull'][1] / med['push'][1]:.2f}x, worker CPU {med['pull'][2] / med['push'][2]:.2f}x")
+    transports = ("push", "pull", "nats")
+    from txcl.testing.nats import TempNats
+
+    broker = TempNats.start()
+    try:
+        with Backends(names) as backends:
+            for name in names:
+                results: dict[str, list[tuple[float, float, float]]] = {t: [] for t in transports}
+                for _ in range(args.rounds):
+                    for transport in transports:
+                        results[transport].append(one_round(transport, backends.fresh(name), args.runs,
+                                                            args.items, args.window, broker.url))
+                print(f"{name}: {args.runs} runs x {args.items} items, window {args.window}, {args.rounds} rounds")
+                med = {}
+                for transport, rows in results.items():
+                    med[transport] = tuple(statistics.median(r[i] for r in rows) for i in range(3))
+                    rate, serve_ms, worker_ms = med[transport]
+                    print(f"  {transport:<5} {rate:8.1f} items/s   serve CPU {serve_ms:.2f} ms/item   "
+                          f"worker CPU {worker_ms:.2f} ms/item")
+                for transport in ("pull", "nats"):
+                    print(f"  {transport} / push: {med[transport][0] / med['push'][0]:.2f}x items/s, serve CPU "
+                          f"{med[transport][1] / med['push'][1]:.2f}x, worker CPU "
+                          f"{med[transport][2] / med['push'][2]:.2f}x")
+    finally:
+        broker.stop()
     return 0
 
 

@@ -203,26 +203,26 @@ def test_an_unmocked_mcp_tool_is_refused_not_called(ws) -> None:
 
 QUEUE_TREE = {
     "OPS/flow/100/resize.txcl": 'WITH mode = "async", into = "r"\nEXEC "queue://resize"',
-    "OPS/flow/200/thumbs.txcl": 'WITH mode = "async", each = .pics, window = 2, into = "t"\nEXEC "queue://thumbs"',
+    "OPS/flow/200/thumbs.txcl": 'WITH mode = "async", each = .pics, window = 2, into = "t"\nEXEC "nats://img.thumbs"',
 }
 
 
-def test_queue_jobs_are_answered_by_simulated_workers(ws) -> None:
-    """A queue:// op's jobs are claimed by nobody in a test: `workers:` answers them, keyed by
-    the target, on the virtual clock."""
+def test_queue_and_nats_jobs_are_answered_by_simulated_workers(ws) -> None:
+    """queue:// and nats:// jobs are taken by nobody in a test: `workers:` answers them, keyed
+    by the target, on the virtual clock."""
     root = ws(QUEUE_TREE)
     case, tree, settings = _case(root, """
   - name: pulled
     input: {pics: [a, b, c]}
     workers:
       "queue://resize": {after: 30s, output: {size: 2}}
-      "queue://thumbs": {after: 5s, each_output: {thumb: "{item}"}}
+      "nats://img.thumbs": {after: 5s, each_output: {thumb: "{item}"}}
 """)
     run = run_case(case, tree, settings, "flow")
     assert run.status == "completed", run.error
     assert run.envelope["r"] == {"size": 2}
     assert run.envelope["t"] == [{"thumb": "a"}, {"thumb": "b"}, {"thumb": "c"}]
-    assert sorted(c.target for c in run.calls) == ["queue://resize", *["queue://thumbs"] * 3]
+    assert sorted(c.target for c in run.calls) == [*["nats://img.thumbs"] * 3, "queue://resize"]
 
 
 def test_a_queue_without_simulated_workers_fails_with_a_clear_message(ws) -> None:
