@@ -86,11 +86,12 @@ def one_round(transport: str, db: str, runs: int, items: int, window: int,
                                  stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
         _wait_line(serve, r"on http://127\.0\.0\.1:\d+")
         if transport == "pull":
-            cmd = [TXCL, "worker", "pull", "benchworker:worker", "--server", base, "--concurrency", str(window),
-                   "--wait", "5", "--log-level", "warning"]
+            # as many jobs at once as the runs keep out (a push worker takes every dispatch at once)
+            cmd = [TXCL, "worker", "pull", "benchworker:worker", "--server", base, "--concurrency",
+                   str(runs * window), "--wait", "5", "--log-level", "warning"]
         elif transport == "nats":
             cmd = [TXCL, "worker", "nats", "benchworker:worker", "--nats", str(nats_url), "--concurrency",
-                   str(window), "--log-level", "warning"]
+                   str(runs * window), "--log-level", "warning"]
         else:
             cmd = [TXCL, "worker", "serve", "benchworker:worker", "--port", str(worker_port)]
         worker = subprocess.Popen(cmd, cwd=tmp, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)

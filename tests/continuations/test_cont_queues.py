@@ -186,9 +186,9 @@ def test_two_serve_processes_hand_each_job_out_once(serve, workspace, pull_worke
         for w in workers:
             w.terminate()
     store = store_at(ws / ".txcl-data" / "txcl.db")
-    rows = store.backend.execute_for_tests("SELECT COUNT(*) FROM run_events WHERE kind = 'queue.claim'")
-    assert rows[0][0] == 16  # one claim per job
-    assert not [p for p in seen.iterdir() if p.name.endswith(".again")]
+    rows = store.backend.execute_for_tests("SELECT ack_json FROM interactions")
+    assert len(rows) == 16 and all(json.loads(r[0])["claimed_by"] for r in rows)  # each claimed, by a worker
+    assert len([p for p in seen.iterdir()]) == 16  # and run once: no `.again` marks
 
 
 def test_queue_depths_in_txcl_runs_the_dashboard_and_the_metrics(serve, workspace):

@@ -71,7 +71,8 @@ class QueueProcedures(ProcedureBase):
                 break
             if t.lock_run_of("interactions", "opc", opc, skip_locked=True) is None:
                 continue  # another transaction holds the run: its next claim will see this job
-            row = t.one("SELECT i.*, u.status AS unit_status, q.status AS job_status FROM interactions i "
+            row = t.one("SELECT i.*, u.status AS unit_status, u.op_name, u.op_stack, u.dispatch_stage, u.exec_target, "
+                        "u.options_json, u.expected, u.kind, q.status AS job_status FROM interactions i "
                         "JOIN await_units u ON u.unit_id = i.unit_id JOIN queue_jobs q ON q.opc = i.opc "
                         "WHERE i.opc = ?", (opc,))
             if row is None or row["job_status"] != "ready":
@@ -89,10 +90,8 @@ class QueueProcedures(ProcedureBase):
             t.send("UPDATE queue_jobs SET status = 'leased', lease_ms = ?, lease_until_ms = ?, claimed_by = ?, "
                    "claims = claims + 1, updated_ms = ? WHERE opc = ? AND status = 'ready'",
                    (lease_ms, until, claimant, t.now, opc))
-            unit = t.one("SELECT * FROM await_units WHERE unit_id = ?", (row["unit_id"],))
-            self._event(t, row["run_id"], "queue.claim", f"queue.claim:{opc}:{row['version'] + 1}",
-                        {"opc": opc, "queue": queue, "claimed_by": claimant, "lease_until_ms": until})
-            claimed.append((self._dispatch_of(t, row, unit, token, row["attempts"]), until))
+            # (the row holds the unit's columns the dispatch needs; who claimed it is in the call's ack)
+            claimed.append((self._dispatch_of(t, row, row, token, row["attempts"]), until))
         return claimed
 
     @read_procedure
