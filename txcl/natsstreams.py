@@ -14,6 +14,7 @@ from typing import Any
 JOBS_STREAM, DONE_STREAM = "TXCL_JOBS", "TXCL_DONE"
 JOBS_PREFIX, DONE_PREFIX = "txcl.jobs.", "txcl.done."
 STREAM_MAX_AGE_S = 7 * 86_400
+DRAIN_S = 0.005  # how long a fetch that has its first message waits for the rest
 
 
 def subject_of(exec_target: str | None) -> str | None:
@@ -45,5 +46,21 @@ async def ensure_streams(js: Any) -> None:
             pass
 
 
-__all__ = ["JOBS_STREAM", "DONE_STREAM", "JOBS_PREFIX", "DONE_PREFIX", "subject_of", "reply_subject",
+async def fetch_ready(sub: Any, batch: int, wait_s: float) -> list:
+    """Up to `batch` messages of a pull subscription, returned as soon as one is there: the
+    first is waited for (up to `wait_s`, else nats' TimeoutError), then whatever else is
+    already stored comes with it. (A plain fetch of a batch waits until the batch is full or
+    its time is up, holding the first message back meanwhile.)"""
+    from nats.errors import TimeoutError as NatsTimeout
+
+    first = await sub.fetch(1, timeout=wait_s)
+    if batch <= 1:
+        return first
+    try:
+        return first + await sub.fetch(batch - 1, timeout=DRAIN_S)
+    except NatsTimeout:
+        return first
+
+
+__all__ = ["fetch_ready", "JOBS_STREAM", "DONE_STREAM", "JOBS_PREFIX", "DONE_PREFIX", "subject_of", "reply_subject",
            "ensure_streams"]

@@ -216,3 +216,36 @@ def test_queue_depths_in_txcl_runs_the_dashboard_and_the_metrics(serve, workspac
     metrics = wait_until(scraped, timeout=10)
     assert 'txcl_queue_jobs{queue="resize",state="leased"} 1.0' in metrics
     assert 'txcl_queue_oldest_ready_age_seconds{queue="resize"}' in metrics
+
+
+def test_tolerated_failures_and_join_deadlines_apply_to_queue_ops(serve, workspace):
+    """A queue op is an async op like any: an itemized one collects its failed items under
+    on_item_error, and a deferred one passes over its join deadline when told to."""
+    ws = workspace({
+        "OPS/img/100/thumbs.txcl": 'WHEN .pics != null\nWITH mode = "async", timeout = "1m", each = .pics, '
+                                   'on_item_error = "collect", into = "t"\nEXEC "queue://thumbs"',
+        "OPS/img/100/late.txcl": 'WHEN .late == true\nWITH mode = "async", timeout = "1m", join_at_scope = 300, '
+                                 'join_deadline = "1s", on_join_deadline = "continue", into = "l"\n'
+                                 'EXEC "queue://late"',
+        "OPS/img/200/mid.txcl": "EMIT .mid = true",
+        "OPS/img/300/after.txcl": "EMIT .done = true",
+    })
+    srv = serve(ws)
+    status, answer = post_json(srv.url + "/", {"pics": ["a", "b", "c"]})
+    assert status == 202, answer
+    jobs = claim(srv.url, "thumbs", {"max": 3}, token=None)[1]["jobs"]
+    assert len(jobs) == 3
+    for job in jobs:
+        index = job["_txc"]["item_index"]
+        body = ({"status": "failed", "error": {"message": "blurry"}} if index == 1 else
+                {"status": "completed", "output": {"thumb": job["input"]}})
+        assert post_json(job["_txc"]["callback_url"], body, token=job["token"])[0] == 200
+    result = _final(srv.url, answer)
+    assert result["t"][0] == {"thumb": "a"} and result["t"][2] == {"thumb": "c"}
+    assert "blurry" in json.dumps(result["t"][1]) and result["done"] is True
+    # the deferred op's worker never answers: at its join deadline the run goes on without it
+    status, answer = post_json(srv.url + "/", {"late": True})
+    assert status == 202, answer
+    assert len(claim(srv.url, "late", token=None)[1]["jobs"]) == 1
+    result = _final(srv.url, answer)
+    assert result["done"] is True and result["mid"] is True and "l" not in result

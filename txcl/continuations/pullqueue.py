@@ -28,6 +28,7 @@ log = logging.getLogger("txcl.continuations")
 
 POLL_S = 0.25  # how often a waiting claim looks for jobs other nodes enqueued
 MAX_JOBS_PER_CLAIM = 100
+GATHER_S = 0.003  # a claim for several jobs, woken by one, waits this long for more
 
 
 def is_queued(dispatch: Dispatch) -> bool:
@@ -50,7 +51,7 @@ class PullQueues:
 
     async def enqueue(self, dispatches: list[Dispatch]) -> None:
         jobs = [(d.opc, queue_of(d.exec_target) or "") for d in dispatches]
-        await self.service.call(self.service.store.enqueue_jobs, jobs)
+        await self.service.call_batched(self.service.store.enqueue_jobs, jobs)  # may share a commit
         for name in {q for _, q in jobs}:
             event = self._events.get(name)
             if event is not None:
@@ -68,8 +69,9 @@ class PullQueues:
                 return []
             event = self._events.setdefault(name, asyncio.Event())
             event.clear()
-            jobs = await self.service.call(self.service.store.claim_jobs, name, lease_ms=lease_ms,
-                                           claimant=claimant, limit=min(limit, MAX_JOBS_PER_CLAIM))
+            # (claims may share a commit: each takes its rows with skip-locked, so none waits on another)
+            jobs = await self.service.call_batched(self.service.store.claim_jobs, name, lease_ms=lease_ms,
+                                                   claimant=claimant, limit=min(limit, MAX_JOBS_PER_CLAIM))
             left = deadline - loop.time()
             if jobs or left <= 0:
                 return jobs
@@ -81,6 +83,8 @@ class PullQueues:
             finally:
                 for w in waits:
                     w.cancel()
+            if limit > 1 and event.is_set():  # jobs come in one by one as items settle: let a few gather
+                await asyncio.sleep(GATHER_S)
 
     async def lapse(self, name: str | None = None, limit: int = 100, *, unrecorded: bool = False) -> int:
         """Fail or retry the calls whose lease ran out (of queue `name`, or of every queue; with

@@ -29,7 +29,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from txcl.continuations.worker_client import AckResult, dispatch_body
-from txcl.natsstreams import DONE_PREFIX, DONE_STREAM, ensure_streams, reply_subject, subject_of
+from txcl.natsstreams import DONE_PREFIX, DONE_STREAM, ensure_streams, fetch_ready, reply_subject, subject_of
 from txcl.values.jsonio import dumps_utf8
 
 if TYPE_CHECKING:
@@ -127,11 +127,11 @@ class NatsLink:
                 sub = await js.pull_subscribe(subject, durable=durable, stream=DONE_STREAM, config=config)
                 while not self.closed:
                     try:
-                        messages = await sub.fetch(FETCH_BATCH, timeout=1)
+                        messages = await fetch_ready(sub, FETCH_BATCH, 1.0)
                     except NatsTimeout:
                         messages = []
-                    for message in messages:
-                        await self._deliver(message)
+                    if messages:  # admitted side by side: the store lane shares their commits
+                        await asyncio.gather(*(self._deliver(m) for m in messages))
                     backoff = 0.2
                     if not messages and not await self._unit_waiting(unit_id):
                         await self._drop_consumer(js, durable)

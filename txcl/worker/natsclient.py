@@ -20,7 +20,7 @@ import logging
 import random
 from typing import TYPE_CHECKING, Any, Sequence
 
-from txcl.natsstreams import JOBS_PREFIX, JOBS_STREAM
+from txcl.natsstreams import JOBS_PREFIX, JOBS_STREAM, fetch_ready
 from txcl.values.jsonio import dumps_utf8, loads
 from txcl.worker.job import Job
 
@@ -93,7 +93,7 @@ class NatsWorker:
                     free = await self._reserve()
                     messages: list = []
                     try:
-                        messages = await sub.fetch(free, timeout=2)
+                        messages = await fetch_ready(sub, free, 2.0)
                     except NatsTimeout:
                         pass
                     finally:
