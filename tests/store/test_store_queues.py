@@ -160,3 +160,22 @@ def test_claimers_on_several_connections_never_share_a_job(db_url, claimers):
     assert len(every) == 30 and len(set(every)) == 30
     for s in (setup, *stores):
         s.close()
+
+
+def test_jobs_enqueued_for_waiting_claims_are_leased_to_them_in_the_same_transaction(store, clock):
+    first = park_barrier(store, "rid-1", units=[queued(n=3)])
+    other = park_barrier(store, "rid-2", units=[queued("thumbs")])
+    jobs = [(d.opc, "resize") for d in first.dispatches] + [(other.dispatches[0].opc, "thumbs")]
+    got = store.hand_over_jobs(jobs, [("resize", 30_000, "w1", 2), ("resize", 30_000, "w2", 2),
+                                      ("thumbs", 5_000, "w3", 1)])
+    assert [[d.item_index for d, _ in taken] for taken in got] == [[0, 1], [2], [0]]
+    assert got[2][0][1] == clock.now + 5_000 and got[0][0][0].token
+    for taken, claimant in zip(got, ("w1", "w2", "w3")):
+        for dispatch, _ in taken:
+            assert store.get_interaction(dispatch.opc).ack["claimed_by"] == claimant
+    assert store.claim_jobs("resize", lease_ms=1_000, claimant="w4", limit=5) == []  # nothing left over
+    # more jobs than the waiting claims take: the rest stays ready for the next claim
+    later = park_barrier(store, "rid-3", units=[queued(n=3)])
+    got = store.hand_over_jobs([(d.opc, "resize") for d in later.dispatches], [("resize", 30_000, "w1", 1)])
+    assert len(got[0]) == 1
+    assert len(store.claim_jobs("resize", lease_ms=1_000, claimant="w4", limit=5)) == 2

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("txcl.worker")
 
 CLAIM_PATH = "/_txc/queues/{}/claim"
-GATHER_S = 0.005
+GATHER_S = 0.0
 
 
 class ClaimRefused(Exception):

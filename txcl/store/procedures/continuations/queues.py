@@ -44,6 +44,10 @@ class QueueProcedures(ProcedureBase):
     def enqueue_jobs(self, t: Tx, jobs: Sequence[tuple[str, str]]) -> int:
         """Put calls in their queues: ``(opc, queue)`` each, for calls being dispatched (a call
         sent again after a retry is ready again). Returns how many are waiting now."""
+        return self._enqueue(t, jobs)
+
+    @staticmethod
+    def _enqueue(t: Tx, jobs: Sequence[tuple[str, str]]) -> int:
         n = 0
         for opc, queue in jobs:
             n += t.run(
@@ -56,6 +60,24 @@ class QueueProcedures(ProcedureBase):
         return n
 
     @write_procedure
+    def hand_over_jobs(self, t: Tx, jobs: Sequence[tuple[str, str]],
+                       claims: Sequence[tuple[str, int, str, int]]) -> list[list[tuple[Dispatch, int]]]:
+        """``enqueue_jobs``, then the new jobs leased at once to claims that were waiting for
+        them — ``(queue, lease_ms, claimant, limit)`` each, served in order — in the same
+        transaction: what each claim got (a job nobody took stays ready)."""
+        self._enqueue(t, jobs)
+        left: dict[str, list[str]] = {}
+        for opc, queue in jobs:
+            left.setdefault(queue, []).append(opc)
+        got: list[list[tuple[Dispatch, int]]] = []
+        for queue, lease_ms, claimant, limit in claims:
+            offered = left.get(queue, [])
+            taken = self._lease(t, offered[:limit], lease_ms, claimant, limit)
+            left[queue] = offered[limit:]
+            got.append(taken)
+        return got
+
+    @write_procedure
     def claim_jobs(self, t: Tx, queue: str, *, lease_ms: int, claimant: str,
                    limit: int = 1) -> list[tuple[Dispatch, int]]:
         """Up to `limit` ready jobs of `queue`, oldest first, each leased to `claimant` for
@@ -65,6 +87,12 @@ class QueueProcedures(ProcedureBase):
         candidates = [r["opc"] for r in t.all(
             "SELECT opc FROM queue_jobs WHERE queue = ? AND status = 'ready' ORDER BY enqueued_ms, opc LIMIT ?"
             + skip, (queue, max(limit * 4, 8)))]
+        return self._lease(t, candidates, lease_ms, claimant, limit)
+
+    def _lease(self, t: Tx, candidates: Sequence[str], lease_ms: int, claimant: str,
+               limit: int) -> list[tuple[Dispatch, int]]:
+        """Lease up to `limit` of these jobs (those still ready, their run not held by another
+        transaction) to `claimant`."""
         claimed: list[tuple[Dispatch, int]] = []
         for opc in candidates:
             if len(claimed) >= limit:
@@ -72,7 +100,7 @@ class QueueProcedures(ProcedureBase):
             if t.lock_run_of("interactions", "opc", opc, skip_locked=True) is None:
                 continue  # another transaction holds the run: its next claim will see this job
             row = t.one("SELECT i.*, u.status AS unit_status, u.op_name, u.op_stack, u.dispatch_stage, u.exec_target, "
-                        "u.options_json, u.expected, u.kind, q.status AS job_status FROM interactions i "
+                        "u.options_json, u.expected, u.kind, q.status AS job_status, q.queue FROM interactions i "
                         "JOIN await_units u ON u.unit_id = i.unit_id JOIN queue_jobs q ON q.opc = i.opc "
                         "WHERE i.opc = ?", (opc,))
             if row is None or row["job_status"] != "ready":
@@ -85,7 +113,7 @@ class QueueProcedures(ProcedureBase):
             until = t.now + lease_ms
             t.send("UPDATE interactions SET status = 'dispatched', token_hash = ?, ack_json = ?, dispatch_ms = ?, "
                    "dispatch_owner = ?, version = version + 1 WHERE opc = ? AND status = 'dispatching'",
-                   (hashes, dumps({"queue": queue, "claimed_by": claimant, "lease_until_ms": until}), t.now,
+                   (hashes, dumps({"queue": row["queue"], "claimed_by": claimant, "lease_until_ms": until}), t.now,
                     claimant, opc))
             t.send("UPDATE queue_jobs SET status = 'leased', lease_ms = ?, lease_until_ms = ?, claimed_by = ?, "
                    "claims = claims + 1, updated_ms = ? WHERE opc = ? AND status = 'ready'",
