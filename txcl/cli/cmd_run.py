@@ -66,6 +66,8 @@ def open_runtime(directory: str, db: str | None, flags: dict[str, Any], color: s
 @click.option("--private", is_flag=True, default=None, help="Keep top-level keys starting with '_'.")
 @click.option("--trace", "show_trace", is_flag=True, help="Print the trace on stderr afterwards.")
 @click.option("--trace-mode", type=click.Choice(["off", "summary", "full"]), default=None)
+@click.option("--trace-ops", type=click.Choice(["off", "answers"]), default=None,
+              help="answers: the trace also keeps each op call's input and answer (for txcl replay).")
 @click.option("--db", default=None, help=DB_HELP)
 @click.option("--workspace", default=None, help="Same as DIR.")
 @click.option("--wait", "wait", is_flag=False, flag_value="10m", default=None, metavar="[DURATION]",
@@ -79,7 +81,7 @@ def open_runtime(directory: str, db: str | None, flags: dict[str, Any], color: s
 @color_option
 def command(directory: str, stack: str | None, input_: str | None, mock_request: str | None,
             mocks: tuple[str, ...], compact: bool, private: bool | None, show_trace: bool,
-            trace_mode: str | None, db: str | None, workspace: str | None, wait: str | None,
+            trace_mode: str | None, trace_ops: str | None, db: str | None, workspace: str | None, wait: str | None,
             callback_base_url: str | None, validate_input: bool, validate_output: str | None, color: str) -> None:
     """Walk one stack of the OPS tree with an input envelope and print the result."""
     from txcl.runtime.interpreter import Completed, Failed, UnknownStack
@@ -94,7 +96,8 @@ def command(directory: str, stack: str | None, input_: str | None, mock_request:
         envelope = {}
     if not isinstance(envelope, dict):
         fail("--input must be a JSON object")
-    flags: dict[str, Any] = {"trace_mode": trace_mode, "private": private, "callback_base_url": callback_base_url}
+    flags: dict[str, Any] = {"trace_mode": trace_mode, "trace_ops": trace_ops, "private": private,
+                             "callback_base_url": callback_base_url}
     ws, tree, settings, store = open_runtime(workspace or directory, db, flags, color)
     if show_trace and settings.trace_mode == "off":
         settings = settings.evolve(trace_mode="summary")

@@ -113,7 +113,8 @@ async def _resume_run(service: Any, claim: ClaimRecord) -> Any:
     set_claim(run, claim.segment_id, claim.claim_token, claim.heartbeat_ms)
     settings = service.settings
     rec = TraceRecorder(settings.trace_mode, claim.segment_id, "continuation", run.entry_stack,
-                        body_cap=settings.trace_body_cap_bytes, origin_rid=run.origin_rid, run_id=run.run_id)
+                        body_cap=settings.trace_body_cap_bytes, origin_rid=run.origin_rid, run_id=run.run_id,
+                        answers=settings.trace_ops == "answers")
     if rec.enabled:  # the segment's first event, before the outcomes it resumes with are merged
         rec.set_input(run.envelope, None)
         rec.request_start(run.entry_stack, run.src)

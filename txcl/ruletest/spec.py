@@ -329,6 +329,19 @@ def read_test_file(path: Path) -> tuple[TestFile | None, list[Diagnostic]]:
     return parse_test_text(path, text)
 
 
+def load_plain_yaml(text: str) -> Any:
+    """A YAML (or JSON) document as plain data, by the safe loader (never Python objects);
+    ValueError with the parser's message when it is not valid. The one place outside the test
+    file reader that reads YAML (`txcl replay --mocks`)."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    try:
+        return YAML(typ="safe", pure=True).load(text)
+    except YAMLError as exc:
+        raise ValueError(str(exc)) from None
+
+
 def _fast_load(path: Path, text: str) -> Any:
     """The document without positions, by the C loader where it is installed (ruamel.yaml.clib;
     ten times quicker than the round trip); None when it cannot be read that way."""

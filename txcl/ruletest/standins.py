@@ -117,7 +117,7 @@ class StandIns:
                 return target, answers[min(n, len(answers) - 1)]
         return None
 
-    def local(self, target: Any, op_input: dict) -> Any:
+    def local(self, target: Any, op_input: dict, op: Any = None) -> Any:
         """The walker's stand-in hook (txco://, py://, mcp+): a mocked answer, or None to call it."""
         from txcl.runtime.dispatch import OpError
 

@@ -227,7 +227,8 @@ class Interpreter:
         if rec is None:
             rec = TraceRecorder(settings.trace_mode if self.store is not None or self.trace_sink else "off",
                                 run.rid, run.src, run.entry_stack, body_cap=settings.trace_body_cap_bytes,
-                                origin_rid=run.origin_rid, run_id=run.run_id)
+                                origin_rid=run.origin_rid, run_id=run.run_id,
+                                answers=settings.trace_ops == "answers")
         if rec.enabled and not rec.started:  # (a resume started its segment already)
             rec.set_input(run.envelope, bytes_in)
             rec.request_start(run.entry_stack, run.src)

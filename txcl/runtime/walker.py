@@ -74,7 +74,10 @@ class WalkServices:
     # `txcl test`: answers an in-process target (txco://, py://) without calling it, or None
     # to call it; returns the raw output or raises OpError. HTTP targets are answered by the
     # test's HTTP transport instead, so they take the production path.
-    stand_in: Callable[[Any, dict], Any] | None = None
+    # answers an op call instead of making it: (target, op input, the op's rule) -> output, or
+    # None to make the call (`txcl test`'s mocks, `txcl replay`'s recording); http(s) targets
+    # only when it has `answers_http = True`
+    stand_in: Callable[[Any, dict, Any], Any] | None = None
 
     def http(self):
         if self.http_client is None:
@@ -410,8 +413,8 @@ class Walker:
         if kind in ("goto", "stage"):
             return jump_output(target, frame.stack), None
         stand_in = self.services.stand_in
-        if stand_in is not None and kind != "http":
-            answered = stand_in(target, op_input)
+        if stand_in is not None and (kind != "http" or getattr(stand_in, "answers_http", False)):
+            answered = stand_in(target, op_input, pop.op)
             if answered is not None:
                 return answered, None
         ctx = self.op_context(run, frame, pop, directives, deadline)
@@ -545,7 +548,7 @@ class Walker:
         directives = pop.directives
         stand_in = self.services.stand_in
         try:
-            raw = stand_in(target, op_input) if stand_in is not None else None
+            raw = stand_in(target, op_input, pop.op) if stand_in is not None else None
             if raw is None:
                 ctx = self.op_context(run, frame, pop, directives, time.monotonic() + timeout_ms / 1000.0)
                 raw = _builtin_output(target, op_input, directives, ctx)
@@ -670,15 +673,16 @@ class Walker:
             row += (_json_size(input_value), _json_size(output_value), error)
         elif error is not None:
             row += (None, None, error)
-        if not (rec.full or detail or extra):  # the common case: a compact row, no dict
+        bodies = rec.full or detail or (rec.answers and transport != "noop")  # --trace-ops answers: op bodies
+        if not (bodies or extra):  # the common case: a compact row, no dict
             rec.summary_step(*row)
             return
         step = dict(zip(STEP_ROW_FIELDS[1:], row))
         step["stage"] = frame.stage
         if extra:
             step.update(extra)
-        if rec.full or detail:
-            rec.step(step, detail=detail, rule=self.facts(op).trace_source,
+        if bodies:
+            rec.step(step, detail=True, rule=self.facts(op).trace_source if rec.full or detail else None,
                      input_value=input_value if input_value is not None else pop.prepared.dispatched,
                      output_value=output_value)  # the recorder takes its own snapshot
         else:

@@ -183,11 +183,14 @@ class TraceRecorder:
 
     def __init__(self, mode: str, rid: str, src: str, entry_stack: str, *, body_cap: int = 65_536,
                  origin_rid: str | None = None, run_id: str | None = None,
-                 clock_ms: Callable[[], int] | None = None):
-        """`clock_ms` returns epoch milliseconds (tests may inject one)."""
+                 clock_ms: Callable[[], int] | None = None, answers: bool = False):
+        """`clock_ms` returns epoch milliseconds (tests may inject one). `answers`
+        (--trace-ops answers): a summary trace also keeps the request's input and output and
+        each op's input and answer (what `txcl replay` needs), not the scopes' diffs."""
         self.mode = mode
         self.enabled = mode != "off"
         self.full = mode == "full"
+        self.answers = answers and self.enabled and not self.full
         self.body_cap = body_cap
         self.clock_ms = clock_ms or _now_ms
         self._wall_clock = clock_ms is None  # event() reads the clock inline
@@ -382,7 +385,7 @@ class TraceRecorder:
 
     def set_input(self, envelope: Any, size: int | None = None) -> None:
         self.request["bytes_in"] = size if size is not None else (_json_size(envelope) if self.enabled else None)
-        if self.full:
+        if self.full or self.answers:
             self._in = _snapshot(envelope)  # the walk changes the envelope in place
 
     def finish(self, status: str, *, http_status: int | None, fuel_used: int, out: Any = None,
@@ -392,7 +395,7 @@ class TraceRecorder:
         request["http_status"] = http_status
         request["fuel_used"] = fuel_used
         request["finished_ms"] = self.clock_ms()
-        if self.full:
+        if self.full or self.answers:
             self._out = _snapshot(out)
         if self.enabled:
             if bytes_out is None:
@@ -419,9 +422,9 @@ class TraceRecorder:
             while at and self.events[at - 1][0] > entry[0]:
                 at -= 1
             self.events.insert(at, entry)
-        red = Redactor(self.omit, self.redact) if self.full or self._detailed else None
+        red = Redactor(self.omit, self.redact) if self.full or self._detailed or self.answers else None
         request = dict(self.request)
-        if red is not None and self.full:
+        if red is not None and (self.full or self.answers):
             request["in_json"] = _body_json(self._in, red, self.body_cap)
             request["out_json"] = _body_json(self._out, red, self.body_cap)
         else:
