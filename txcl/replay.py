@@ -175,29 +175,33 @@ def replayable(record: Any) -> str | None:
     return None
 
 
-async def replay_one(tree: Any, settings: Any, record: Any, mocks: dict[str, Any] | None = None) -> Outcome:
-    """Walk one recorded request again through `tree` (see the module docstring)."""
+async def rewalk(tree: Any, settings: Any, record: Any, mocks: dict[str, Any] | None = None,
+                 observer: Any = None) -> tuple[Any, list[Any]]:
+    """Walk a recorded request again through `tree`, its ops answered from the recording (the
+    outcome, and the replay's own full traces). Raises NotReplayable."""
     import httpx
 
     from txcl.functions.registry import use_environment
     from txcl.ruletest.standins import ClockEnvironment, VirtualClock
-    from txcl.runtime.interpreter import Completed, Failed, Interpreter
+    from txcl.runtime.interpreter import Interpreter
 
     request = record.request
-    rid = request.get("rid") or "?"
-    stack = request.get("entry_stack")
     why = replayable(record)
     if why is not None:
-        return Outcome(rid, "not replayable", why, stack=stack)
+        raise NotReplayable(why)
     envelope = _loads(request.get("in_json"))
     if not isinstance(envelope, dict):
-        return Outcome(rid, "not replayable", "the recorded input was cut at the trace body cap", stack=stack)
+        raise NotReplayable("the recorded input was cut at the trace body cap")
+    stack = request.get("entry_stack")
     if stack not in tree.stacks():
-        return Outcome(rid, "not replayable", f"the tree has no stack {stack!r}", stack=stack)
+        raise NotReplayable(f"the tree has no stack {stack!r}")
     recording = Recording(list(record.steps), mocks)
     traces: list[Any] = []
     interp = Interpreter(tree, settings=settings.evolve(trace_mode="full"), trace_sink=traces.append)
     interp.services.stand_in = recording
+    if observer is not None:
+        interp.walker.observer = observer
+        interp.walker.fuse_local = False  # every scope goes through the observed selection
 
     def refuse(request: Any) -> Any:
         raise httpx.ConnectError("replay makes no calls", request=request)
@@ -206,14 +210,27 @@ async def replay_one(tree: Any, settings: Any, record: Any, mocks: dict[str, Any
     clock = VirtualClock(int(request.get("started_ms") or 0))
     try:
         with use_environment(ClockEnvironment(clock)):
-            outcome = await interp.run(envelope, stack, src=request.get("src") or "replay", rid=rid)
-    except NotReplayable as exc:
-        return Outcome(rid, "not replayable", str(exc), stack=stack)
+            outcome = await interp.run(envelope, stack, src=request.get("src") or "replay",
+                                       rid=request.get("rid"))
     finally:
         await interp.aclose_http()
     problem = _unanswered(traces)
     if problem is not None:
-        return Outcome(rid, "not replayable", problem, stack=stack)
+        raise NotReplayable(problem)
+    return outcome, traces
+
+
+async def replay_one(tree: Any, settings: Any, record: Any, mocks: dict[str, Any] | None = None) -> Outcome:
+    """Walk one recorded request again through `tree` (see the module docstring)."""
+    from txcl.runtime.interpreter import Completed, Failed
+
+    request = record.request
+    rid = request.get("rid") or "?"
+    stack = request.get("entry_stack")
+    try:
+        outcome, traces = await rewalk(tree, settings, record, mocks)
+    except NotReplayable as exc:
+        return Outcome(rid, "not replayable", str(exc), stack=stack)
     if isinstance(outcome, Completed):
         new: Any = outcome.envelope
     elif isinstance(outcome, Failed):
@@ -272,5 +289,5 @@ def replay_all(tree: Any, settings: Any, records: list[Any], mocks: dict[str, An
     return asyncio.run(go())
 
 
-__all__ = ["Recording", "Outcome", "NotReplayable", "replay_one", "replay_all", "diff_values",
+__all__ = ["Recording", "Outcome", "NotReplayable", "rewalk", "replay_one", "replay_all", "diff_values",
            "first_divergence", "load_mocks", "replayable"]

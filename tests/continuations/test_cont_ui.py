@@ -13,6 +13,7 @@ import urllib.request
 
 import pytest
 from cont_support import http_get, wait_until
+from contworker import post_json
 
 from playwright import sync_api as playwright_api
 from testtools import require_tool
@@ -356,3 +357,24 @@ def test_a_failed_run_can_be_retried_from_its_page(serve, workspace, worker, pag
     page.wait_for_function("document.getElementById('run-state').textContent === 'completed'")
     assert page.locator("[data-retry]").count() == 0
     assert store.get_run(run_id).result["total"] == 42
+
+
+def test_a_trace_explains_why_it_went_its_way(serve, workspace):
+    """The trace page links to the explanation: each rule's outcome and its WHEN with both sides."""
+    ws = workspace({"OPS/shop/100/flag.txcl": 'WHEN .qty > 10\nEMIT .big = true',
+                    "OPS/shop/100/small.txcl": 'WHEN .qty <= 10\nEMIT .small = true'})
+    srv = serve(ws, "--ui", "--trace-ops", "answers")
+    status, _ = post_json(srv.url + "/", {"qty": 3})
+    assert status == 200
+    def listed():  # the trace is written a moment after the answer
+        _, _, body = http_get(srv.url + "/_txc/ui/traces", accept="text/html")
+        return re.search(r'/traces/([0-9A-Za-z]{20,40})"', body.decode())
+    rid = wait_until(listed, timeout=10).group(1)
+    _, _, trace = http_get(f"{srv.url}/_txc/ui/traces/{rid}", accept="text/html")
+    assert f"/traces/{rid}/why" in trace.decode()
+    status, _, page = http_get(f"{srv.url}/_txc/ui/traces/{rid}/why", accept="text/html")
+    text = page.decode()
+    assert status == 200 and "walked again with the recorded op answers" in text
+    assert re.search(r'data-rule="shop/100/flag">.*?<td data-verdict>when false', text, re.S)
+    assert re.search(r'data-rule="shop/100/small">.*?<td data-verdict>ran', text, re.S)
+    assert "<code>.qty &gt; 10</code>" in text and "left <code>3</code>" in text

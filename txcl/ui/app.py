@@ -51,6 +51,7 @@ class Dashboard:
             Route("/runs/{run_id}/retry", self.retry_run, methods=["POST"]),
             Route("/traces", self.traces_page),
             Route("/traces/{rid}", self.trace_page),
+            Route("/traces/{rid}/why", self.why_page),
             Route("/schedules", self.schedules_page),
             Route("/stacks", self.stacks_page),
             Route("/playground", self.playground_page),
@@ -182,6 +183,20 @@ class Dashboard:
         if view is None:
             return self._page(request, "missing.html", {"what": f"trace {rid}", "title": "Not found"}, 404)
         return self._page(request, "trace.html", {"view": view, "title": f"Trace {rid}"})
+
+    async def why_page(self, request: Request) -> Response:
+        """Why the request went the way it did (txcl.explain): walked again with its recorded op
+        answers through the tree being served, nothing called."""
+        if self.store is None or self.tree is None:
+            return PlainTextResponse("no store in the playground", status_code=404)
+        from txcl.explain import explain
+
+        rid = request.path_params["rid"]
+        record = await self._read(self.store.get_trace, rid)
+        if record is None:
+            return self._page(request, "missing.html", {"what": f"trace {rid}", "title": "Not found"}, 404)
+        why = await explain(self.tree, self.settings, record)
+        return self._page(request, "why.html", {"why": why, "title": f"Why {rid}"})
 
     def _redactor_for(self, stack: str) -> Any:
         from txcl.trace.redact import Redactor

@@ -12,6 +12,7 @@ import inspect
 import json
 import logging
 from collections import OrderedDict
+from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 import attrs
@@ -41,6 +42,21 @@ def _validator(schema: dict | None) -> Any:
     return jsonschema_rs.validator_for(schema)
 
 
+def _op_schemas(path: Path, given_input: dict | None, given_output: dict | None) -> tuple[dict | None, dict | None]:
+    """The input and output schemas of an op's schema file (a schema given as an argument wins)."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"cannot read the op schema {path}: {exc}") from None
+    defs = document.get("$defs") if isinstance(document, dict) else None
+    if not isinstance(defs, dict) or not ({"input", "output"} & set(defs)):
+        raise ValueError(f"{path} has no $defs.input or $defs.output")
+
+    def part(key: str) -> dict | None:
+        return {"$ref": f"#/$defs/{key}", "$defs": defs} if key in defs else None
+    return given_input or part("input"), given_output or part("output")
+
+
 def _problems(validator: Any, value: Any) -> str | None:
     if validator is None:
         return None
@@ -59,14 +75,18 @@ class Worker:
         self.remember = remember
         self.client: Any = None
 
-    def op(self, name: str, *, input_schema: dict | None = None,
-           output_schema: dict | None = None) -> Callable[[OpFunction], OpFunction]:
+    def op(self, name: str, *, input_schema: dict | None = None, output_schema: dict | None = None,
+           schema_file: str | Path | None = None) -> Callable[[OpFunction], OpFunction]:
         """Register `fn(job)` as the op `name` (served at `POST /<name>`). With schemas, the
-        job's input is checked before it runs (a mismatch refuses the dispatch: the op fails at
-        once) and its output before it is sent (a mismatch fails the job)."""
+        job's input is checked before it runs (a mismatch fails the op at once, with what did
+        not match) and its output before it is sent (a mismatch fails the job). `schema_file`:
+        the op's `<name>.schema.json` from the OPS tree, whose `$defs.input` and `$defs.output`
+        are the schemas (refs inside the file are followed; an itemized op's are one item's)."""
         clean = name.strip("/")
         if not clean or clean.startswith("_txc"):
             raise ValueError(f"an op name is a path that does not start with _txc, got {name!r}")
+        if schema_file is not None:
+            input_schema, output_schema = _op_schemas(Path(schema_file), input_schema, output_schema)
 
         def register(fn: OpFunction) -> OpFunction:
             self.ops[clean] = OpSpec(clean, fn, _validator(input_schema), _validator(output_schema))
