@@ -129,7 +129,7 @@ async def run_stack(tree: Any, stack: str, envelope_text: str) -> dict:
         calls.append(target.text)
         return {}
 
-    def stand_in(target: Any, op_input: dict) -> Any:
+    def stand_in(target: Any, op_input: dict, op: Any = None) -> Any:
         return answer_for(target)
 
     def http(request: Any) -> Any:
