@@ -249,3 +249,24 @@ def test_tolerated_failures_and_join_deadlines_apply_to_queue_ops(serve, workspa
     assert len(claim(srv.url, "late", token=None)[1]["jobs"]) == 1
     result = _final(srv.url, answer)
     assert result["done"] is True and result["mid"] is True and "l" not in result
+
+
+def test_an_answer_can_bring_back_the_next_job(serve, workspace):
+    """A pull worker's callback may ask for the queue's next job (`?claim=`): it comes back with
+    the answer's acknowledgement, leased to that worker; without the queue token it is not given."""
+    srv = serve(workspace(tree()), "--queue-token", TOKEN)
+    answers = [post_json(srv.url + "/", {"w": w}) for w in (1, 2)]
+    assert [status for status, _ in answers] == [202, 202]
+    first = claim(srv.url, "resize", {"max": 1})[1]["jobs"][0]
+    url = first["_txc"]["callback_url"] + "?claim=resize&max=1&worker=w-9"
+    status, body = post_json(url, {"status": "completed", "output": {"size": 2}}, token=first["token"],
+                             headers={"X-Txcl-Queue-Token": TOKEN})
+    assert status == 200 and body["status"] == "resumed" and len(body["jobs"]) == 1
+    second = body["jobs"][0]
+    assert second["input"]["w"] in (1, 2) and second["input"]["w"] != first["input"]["w"]
+    assert claim(srv.url, "resize")[1] == {"jobs": []}  # it is leased: no one else gets it
+    # the queue token is required for the next job, not for the answer itself
+    status, body = post_json(second["_txc"]["callback_url"] + "?claim=resize", {"status": "completed",
+                             "output": {"size": 4}}, token=second["token"])
+    assert status == 200 and "jobs" not in body
+    assert sorted(_final(srv.url, a)["r"]["size"] for _, a in answers) == [2, 4]

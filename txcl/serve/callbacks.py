@@ -195,7 +195,18 @@ async def handle_callback(service: Any, request: Any, opc: str) -> Answer:
         body: bytes | None = await read_capped(request, cap)
     except _TooLarge:
         body = None  # answered 413 unless the opc or token is wrong (rows 1–2 come first)
-    return await admit_callback(service, opc, token, body)
+    answer = await admit_callback(service, opc, token, body)
+    if answer.status == 200 and "claim" in request.query_params:  # a pull worker asks for its next jobs
+        from txcl.serve.queues import jobs_with_answer
+        from txcl.values.jsonio import loads
+
+        try:
+            jobs = await jobs_with_answer(service, request.scope, request.query_params, request.headers)
+        except StoreUnavailable:
+            jobs = None  # the answer stands; the worker claims as usual
+        if jobs:
+            return _answer(200, {**loads(answer.body.decode("utf-8")), "jobs": jobs})
+    return answer
 
 
 async def admit_callback(service: Any, opc: str, token: str | None, body: bytes | None) -> Answer:

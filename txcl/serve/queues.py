@@ -14,7 +14,9 @@ with `op_continuation_id`, `callback_url`, `expires_at`, `item_index` …) plus 
 job's `idempotency_key`, and `_txc.queue`, `_txc.lease_ms`, `_txc.lease_until`; `[]` when the
 wait ended with none. The worker then answers through `callback_url` with the token, exactly
 as a push worker: `{"status": "running"}` heartbeats extend the lease, `completed`/`failed`
-settle the job. 400 a bad body or queue name, 403 without the queue token (or, when no
+settle the job — and a callback may ask for the next jobs of a queue (`?claim=<queue>&max=N`,
+answered with `jobs` beside its status; see `jobs_with_answer`), saving the worker a claim per
+job. 400 a bad body or queue name, 403 without the queue token (or, when no
 --queue-token is set, a claim from another host than this one), 405 not POST, 503 the store
 is unavailable (nothing was claimed).
 """
@@ -39,6 +41,7 @@ PREFIX = "/_txc/queues/"
 _CLAIM = re.compile(r"^/_txc/queues/([^/]+)/claim$")
 MAX_BODY = 16 * 1024
 MAX_JOBS = 100
+HANDOVER_WAIT_S = 0.02  # how long a callback asking for its next jobs waits for them
 _NO_STORE = [("cache-control", "no-store")]
 
 
@@ -118,17 +121,47 @@ def job_of(dispatch: Any, lease_until_ms: int, lease_ms: int, base_url: str | No
     return body
 
 
-async def handle_claim(scope: dict, receive: Any, service: Any) -> Answer:
-    """The answer to one claim (see the module docstring)."""
-    settings = service.settings
-    token = settings.queue_token
+def claim_refusal(scope: dict, token: str | None, presented: str | None) -> Answer | None:
+    """403 unless the claim may be made: the queue token presented when one is set, else a
+    client on this host."""
     if token is not None:
-        if not admin_token_matches(bearer_token(scope), token):
+        if not admin_token_matches(presented, token):
             return _error(403, rc.QUEUE_REFUSED.code, "a claim needs Authorization: Bearer <queue token>",
                           [("www-authenticate", 'Bearer realm="txcl queues"')])
     elif not _loopback(scope):
         return _error(403, rc.QUEUE_REFUSED.code, "claims from other hosts need a queue token: start txcl serve "
                                                   "with --queue-token (or queue_token in txcl.toml)")
+    return None
+
+
+async def jobs_with_answer(service: Any, scope: dict, query: Any, headers: Any) -> list[dict] | None:
+    """A worker's callback may ask for its next jobs (`?claim=<queue>&max=N`, the queue token
+    in `X-Txcl-Queue-Token` when one is set): the jobs this answer frees a slot for — the next
+    item its admission promoted — are leased to it as they are enqueued, waited for at most
+    HANDOVER_WAIT_S. None: not asked, or refused (the answer itself stands)."""
+    name = query.get("claim")
+    if not name or not QUEUE_NAME.fullmatch(name):
+        return None
+    settings = service.settings
+    if claim_refusal(scope, settings.queue_token, headers.get("x-txcl-queue-token")) is not None:
+        return None
+    try:
+        most = max(1, min(int(query.get("max", "1")), MAX_JOBS))
+    except ValueError:
+        return None
+    lease_ms = settings.queue_lease
+    claimant = (query.get("worker") or str((scope.get("client") or ("?",))[0]))[:200]
+    jobs = await service.queues.claim(name, lease_ms=lease_ms, claimant=claimant, limit=most,
+                                      wait_s=HANDOVER_WAIT_S, first_look=False)
+    return [job_of(d, until, lease_ms, service.callback_base_url) for d, until in jobs]
+
+
+async def handle_claim(scope: dict, receive: Any, service: Any) -> Answer:
+    """The answer to one claim (see the module docstring)."""
+    settings = service.settings
+    refused = claim_refusal(scope, settings.queue_token, bearer_token(scope))
+    if refused is not None:
+        return refused
     found = _CLAIM.match(scope["path"])
     if found is None:
         return _error(404, rc.NOT_FOUND.code, "a claim is POST /_txc/queues/<name>/claim")
@@ -163,4 +196,4 @@ async def handle_claim(scope: dict, receive: Any, service: Any) -> Answer:
     return json_answer(200, {"jobs": [job_of(d, until, claim["lease_ms"], base) for d, until in jobs]}, _NO_STORE)
 
 
-__all__ = ["handle_claim", "PREFIX", "parse_claim", "job_of"]
+__all__ = ["handle_claim", "jobs_with_answer", "claim_refusal", "PREFIX", "parse_claim", "job_of"]

@@ -56,6 +56,9 @@ class Job:
     progress: Any = None
     # how answers travel when not over HTTP (a NATS job publishes them): body -> txcl's answer
     poster: Any = attrs.field(default=None, repr=False)
+    # a pull worker's callbacks ask for the next jobs: extra headers, and what to do with an answer
+    extra_headers: dict = attrs.field(factory=dict, repr=False)
+    on_answer: Any = attrs.field(default=None, repr=False)
 
     Retry = Retry  # `raise job.Retry(...)` reads as it does in the guide
     Fail = Fail
@@ -109,7 +112,8 @@ class Job:
             return await self.poster(body)
         if not self.callback_url:
             return None  # `txcl run` without a base URL: only `txcl complete` can finish it
-        headers = {"authorization": f"Bearer {self.token}"} if self.token else {}
+        headers = {**self.extra_headers, "authorization": f"Bearer {self.token}"} if self.token else \
+            dict(self.extra_headers)
         wait, attempt = 0.2, 0
         while True:
             attempt += 1
@@ -121,9 +125,12 @@ class Job:
                         log.warning("txcl worker: job %s: callback refused with %d: %s", self.opc,
                                     answer.status_code, answer.text[:200])
                     try:
-                        return answer.json()
+                        data = answer.json()
                     except ValueError:
                         return None
+                    if self.on_answer is not None and isinstance(data, dict) and body.get("status") != "running":
+                        self.on_answer(data)
+                    return data
                 retry_after = answer.headers.get("retry-after")
             except httpx.HTTPError as exc:
                 log.info("txcl worker: job %s: callback failed (%s); trying again", self.opc, exc)

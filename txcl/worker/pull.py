@@ -12,7 +12,8 @@ name (`@worker.op("resize")` takes the jobs of `EXEC "queue://resize"`). The cli
 `POST /_txc/queues/<name>/claim` for as many jobs as it has free slots (`concurrency` in all),
 runs each as the push side does (same `Job`, retries, failures, idempotency), heartbeats at a
 third of the lease so the job stays its own, and stops a job whose heartbeat is answered 410
-(its run was cancelled). The worker needs no open port: it only makes outgoing requests.
+(its run was cancelled). Each answer asks for the queue's next job (`?claim=`): the job the
+answer lets out comes back with its acknowledgement, without a claim request of its own. The worker needs no open port: it only makes outgoing requests.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import asyncio
 import logging
 import random
 from typing import TYPE_CHECKING, Any, Sequence
+from urllib.parse import urlencode
 
 import httpx
 
@@ -149,9 +151,26 @@ class PullClient:
     def _start(self, client: httpx.AsyncClient, queue: str, raw: dict) -> None:
         self.claimed += 1
         job = job_from_claim(raw, client)
+        if job.callback_url:  # its answer asks for the next job of the queue: one claim request less a job
+            query = urlencode({"claim": queue, "max": 1, **({"worker": self.name} if self.name else {})})
+            job.callback_url += ("&" if "?" in job.callback_url else "?") + query
+            if self.token:
+                job.extra_headers = {"x-txcl-queue-token": self.token}
+            job.on_answer = lambda answer, q=queue: self._handed(client, q, answer)
         task = asyncio.get_running_loop().create_task(self._run(queue, job))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
+
+    def _handed(self, client: httpx.AsyncClient, queue: str, answer: dict) -> None:
+        """Jobs that came back with a callback's answer: started at once, each in a slot of its
+        own (the finishing job gives its slot back right after)."""
+        jobs = answer.get("jobs")
+        if not isinstance(jobs, list) or self.stop.is_set():
+            return
+        for raw in jobs:
+            if isinstance(raw, dict):
+                self.busy += 1
+                self._start(client, queue, raw)
 
     async def _run(self, queue: str, job: Job) -> None:
         try:
