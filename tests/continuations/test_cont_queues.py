@@ -252,21 +252,27 @@ def test_tolerated_failures_and_join_deadlines_apply_to_queue_ops(serve, workspa
 
 
 def test_an_answer_can_bring_back_the_next_job(serve, workspace):
-    """A pull worker's callback may ask for the queue's next job (`?claim=`): it comes back with
-    the answer's acknowledgement, leased to that worker; without the queue token it is not given."""
-    srv = serve(workspace(tree()), "--queue-token", TOKEN)
-    answers = [post_json(srv.url + "/", {"w": w}) for w in (1, 2)]
-    assert [status for status, _ in answers] == [202, 202]
-    first = claim(srv.url, "resize", {"max": 1})[1]["jobs"][0]
-    url = first["_txc"]["callback_url"] + "?claim=resize&max=1&worker=w-9"
-    status, body = post_json(url, {"status": "completed", "output": {"size": 2}}, token=first["token"],
-                             headers={"X-Txcl-Queue-Token": TOKEN})
-    assert status == 200 and body["status"] == "resumed" and len(body["jobs"]) == 1
-    second = body["jobs"][0]
-    assert second["input"]["w"] in (1, 2) and second["input"]["w"] != first["input"]["w"]
-    assert claim(srv.url, "resize")[1] == {"jobs": []}  # it is leased: no one else gets it
-    # the queue token is required for the next job, not for the answer itself
-    status, body = post_json(second["_txc"]["callback_url"] + "?claim=resize", {"status": "completed",
-                             "output": {"size": 4}}, token=second["token"])
+    """A pull worker's callback may ask for the jobs its answer lets out (`?claim=`): an itemized
+    op's next item comes back with the answer's acknowledgement, leased to that worker in the
+    admission's transaction; without the queue token the answer stands and the item waits to be
+    claimed."""
+    srv = serve(workspace({"OPS/img/100/thumbs.txcl": 'WITH mode = "async", timeout = "1m", each = .pics, '
+                                                      'window = 1, into = "t"\nEXEC "queue://thumbs"'}),
+                "--queue-token", TOKEN)
+    status, answer = post_json(srv.url + "/", {"pics": ["a", "b", "c"]})
+    assert status == 202, answer
+    job = claim(srv.url, "thumbs", {"max": 5})[1]["jobs"]
+    assert [j["_txc"]["item_index"] for j in job] == [0]  # the window lets one out
+    job = job[0]
+    for expected in (1, 2):
+        url = job["_txc"]["callback_url"] + "?claim=thumbs&max=1&worker=w-9"
+        status, body = post_json(url, {"status": "completed", "output": {"thumb": job["input"]}},
+                                 token=job["token"], headers={"X-Txcl-Queue-Token": TOKEN})
+        assert status == 200 and [j["_txc"]["item_index"] for j in body["jobs"]] == [expected]
+        assert claim(srv.url, "thumbs")[1] == {"jobs": []}  # leased to this worker: no one else gets it
+        job = body["jobs"][0]
+    # the queue token is needed for the next jobs, not for the answer itself
+    status, body = post_json(job["_txc"]["callback_url"] + "?claim=thumbs", {"status": "completed",
+                             "output": {"thumb": job["input"]}}, token=job["token"])
     assert status == 200 and "jobs" not in body
-    assert sorted(_final(srv.url, a)["r"]["size"] for _, a in answers) == [2, 4]
+    assert _final(srv.url, answer)["t"] == [{"thumb": p} for p in "abc"]

@@ -94,8 +94,7 @@ class PullQueues:
                 claim.handed.set_result(got)
 
     async def claim(self, name: str, *, lease_ms: int, claimant: str, limit: int = 1,
-                    wait_s: float = 0.0, gone: asyncio.Event | None = None,
-                    first_look: bool = True) -> list[tuple[Dispatch, int]]:
+                    wait_s: float = 0.0, gone: asyncio.Event | None = None) -> list[tuple[Dispatch, int]]:
         """Up to `limit` jobs of queue `name`, leased to `claimant`; waits up to `wait_s` for
         one when none is ready (a long poll): a job this process enqueues meanwhile is handed
         over at once, one another node enqueued is found by looking again every POLL_S. Stops
@@ -105,16 +104,12 @@ class PullQueues:
         deadline = loop.time() + max(0.0, wait_s)
         limit = min(limit, MAX_JOBS_PER_CLAIM)
         store = self.service.store
-        look = first_look  # False: only jobs handed over while waiting (a callback's next jobs)
         while True:
             if gone is not None and gone.is_set():
                 return []
-            jobs: list[tuple[Dispatch, int]] = []
-            if look:
-                # (claims may share a commit: each takes its rows with skip-locked, so none waits on another)
-                jobs = await self.service.call_batched(store.claim_jobs, name, lease_ms=lease_ms,
-                                                       claimant=claimant, limit=limit)
-            look = True
+            # (claims may share a commit: each takes its rows with skip-locked, so none waits on another)
+            jobs = await self.service.call_batched(store.claim_jobs, name, lease_ms=lease_ms,
+                                                   claimant=claimant, limit=limit)
             left = deadline - loop.time()
             if jobs or left <= 0:
                 return jobs

@@ -135,7 +135,8 @@ def parse_completion(body: bytes, unit: Any) -> tuple[str, Any] | str:
 
 
 def check_and_admit(store: Any, opc: str, token: str | None, body: bytes | None, cap: int,
-                    pending_acks: Any = None) -> Any:
+                    pending_acks: Any = None, next_claim: tuple | None = None,
+                    handed: list | None = None) -> Any:
     """The checks of a callback (unknown opc 404, bad token 401, body too large 413, bad body
     400), then the admission and its continuation: an `Answer` for a rejected request, else
     ``admit_and_continue``'s (AdmitResult, release). One store call (a read, then at most one
@@ -158,7 +159,29 @@ def check_and_admit(store: Any, opc: str, token: str | None, body: bytes | None,
     admit = functools.partial(store.admit_and_continue, opc, "failed" if retryable else status, payload,
                               source="callback", token=token, retryable=retryable)
     # the worker's ack, when still held back by this process, is written in the same transaction
-    return mark_then(pending_acks.take(opc) if pending_acks is not None else None, admit)
+    held = pending_acks.take(opc) if pending_acks is not None else None
+    if next_claim is None:
+        return mark_then(held, admit)
+    return store.run_together(lambda: _admit_and_hand_over(store, mark_then(held, admit), next_claim, handed))
+
+
+def _admit_and_hand_over(store: Any, result: Any, next_claim: tuple, handed: list | None) -> Any:
+    """In the admission's transaction: the jobs of `next_claim`'s queue that the admission let
+    out (an itemized op's next items) leased at once to the worker whose answer this is; they
+    are kept out of what the admission sends (`handed` receives them)."""
+    from txcl.store.procedures.continuations.queues import queue_of
+    from txcl.store.records import evolve
+
+    admit, release = result
+    queue = next_claim[0]
+    mine = [d for d in admit.dispatches if queue_of(d.exec_target) == queue]
+    if not mine:
+        return result
+    taken = store.hand_over_jobs([(d.opc, queue) for d in mine], [next_claim])[0]
+    if handed is not None:
+        handed.extend(taken)
+    gone = {d.opc for d, _ in taken}
+    return evolve(admit, dispatches=tuple(d for d in admit.dispatches if d.opc not in gone)), release
 
 
 def _rejection(outcome: str) -> Answer | None:
@@ -195,28 +218,33 @@ async def handle_callback(service: Any, request: Any, opc: str) -> Answer:
         body: bytes | None = await read_capped(request, cap)
     except _TooLarge:
         body = None  # answered 413 unless the opc or token is wrong (rows 1–2 come first)
-    answer = await admit_callback(service, opc, token, body)
-    if answer.status == 200 and "claim" in request.query_params:  # a pull worker asks for its next jobs
-        from txcl.serve.queues import jobs_with_answer
+    next_claim = None
+    if "claim" in request.query_params:  # a pull worker asks for the jobs its answer lets out
+        from txcl.serve.queues import next_claim_of
+
+        next_claim = next_claim_of(service, request.scope, request.query_params, request.headers)
+    handed: list = []
+    answer = await admit_callback(service, opc, token, body, next_claim, handed)
+    if handed and answer.status == 200:
+        from txcl.serve.queues import job_of
         from txcl.values.jsonio import loads
 
-        try:
-            jobs = await jobs_with_answer(service, request.scope, request.query_params, request.headers)
-        except StoreUnavailable:
-            jobs = None  # the answer stands; the worker claims as usual
-        if jobs:
-            return _answer(200, {**loads(answer.body.decode("utf-8")), "jobs": jobs})
+        jobs = [job_of(d, until, next_claim[1], service.callback_base_url) for d, until in handed]
+        return _answer(200, {**loads(answer.body.decode("utf-8")), "jobs": jobs})
     return answer
 
 
-async def admit_callback(service: Any, opc: str, token: str | None, body: bytes | None) -> Answer:
+async def admit_callback(service: Any, opc: str, token: str | None, body: bytes | None,
+                         next_claim: tuple | None = None, handed: list | None = None) -> Answer:
     """A worker's answer (`body`, None when over the cap) admitted and continued, as the answer
-    the callback endpoint gives; brokered transports (txcl.serve.natslink) deliver through it too."""
+    the callback endpoint gives; brokered transports (txcl.serve.natslink) deliver through it too.
+    `next_claim` (queue, lease, claimant, max): the jobs of that queue the admission lets out are
+    leased to this worker in the same transaction and put in `handed`."""
     store = service.store
     cap = service.settings.callback_max_bytes
     try:
         checked = await service.call_admitting(check_and_admit, store, opc, token, body, cap,
-                                               service.pending_acks)
+                                               service.pending_acks, next_claim, handed)
         if isinstance(checked, Answer):
             return checked
         admit, release = service.admitted(*checked)

@@ -14,8 +14,8 @@ with `op_continuation_id`, `callback_url`, `expires_at`, `item_index` …) plus 
 job's `idempotency_key`, and `_txc.queue`, `_txc.lease_ms`, `_txc.lease_until`; `[]` when the
 wait ended with none. The worker then answers through `callback_url` with the token, exactly
 as a push worker: `{"status": "running"}` heartbeats extend the lease, `completed`/`failed`
-settle the job — and a callback may ask for the next jobs of a queue (`?claim=<queue>&max=N`,
-answered with `jobs` beside its status; see `jobs_with_answer`), saving the worker a claim per
+settle the job — and a callback may ask for the jobs its answer lets out (`?claim=<queue>`,
+answered with `jobs` beside its status; see `next_claim_of`), saving the worker a claim per
 job. 400 a bad body or queue name, 403 without the queue token (or, when no
 --queue-token is set, a claim from another host than this one), 405 not POST, 503 the store
 is unavailable (nothing was claimed).
@@ -41,7 +41,6 @@ PREFIX = "/_txc/queues/"
 _CLAIM = re.compile(r"^/_txc/queues/([^/]+)/claim$")
 MAX_BODY = 16 * 1024
 MAX_JOBS = 100
-HANDOVER_WAIT_S = 0.02  # how long a callback asking for its next jobs waits for them
 _NO_STORE = [("cache-control", "no-store")]
 
 
@@ -134,11 +133,11 @@ def claim_refusal(scope: dict, token: str | None, presented: str | None) -> Answ
     return None
 
 
-async def jobs_with_answer(service: Any, scope: dict, query: Any, headers: Any) -> list[dict] | None:
-    """A worker's callback may ask for its next jobs (`?claim=<queue>&max=N`, the queue token
-    in `X-Txcl-Queue-Token` when one is set): the jobs this answer frees a slot for — the next
-    item its admission promoted — are leased to it as they are enqueued, waited for at most
-    HANDOVER_WAIT_S. None: not asked, or refused (the answer itself stands)."""
+def next_claim_of(service: Any, scope: dict, query: Any, headers: Any) -> tuple[str, int, str, int] | None:
+    """A worker's callback may ask for the jobs its answer lets out (`?claim=<queue>&max=N`,
+    optionally `&lease=<seconds>&worker=<name>`; the queue token in `X-Txcl-Queue-Token` when
+    one is set): (queue, lease ms, claimant, max) for the admission to lease them with, or None
+    when not asked or not allowed (the answer itself stands either way)."""
     name = query.get("claim")
     if not name or not QUEUE_NAME.fullmatch(name):
         return None
@@ -147,13 +146,13 @@ async def jobs_with_answer(service: Any, scope: dict, query: Any, headers: Any) 
         return None
     try:
         most = max(1, min(int(query.get("max", "1")), MAX_JOBS))
+        lease_ms = int(float(query["lease"]) * 1000) if "lease" in query else settings.queue_lease
     except ValueError:
         return None
-    lease_ms = settings.queue_lease
+    if not 1_000 <= lease_ms <= 3_600_000:
+        return None
     claimant = (query.get("worker") or str((scope.get("client") or ("?",))[0]))[:200]
-    jobs = await service.queues.claim(name, lease_ms=lease_ms, claimant=claimant, limit=most,
-                                      wait_s=HANDOVER_WAIT_S, first_look=False)
-    return [job_of(d, until, lease_ms, service.callback_base_url) for d, until in jobs]
+    return name, lease_ms, claimant, most
 
 
 async def handle_claim(scope: dict, receive: Any, service: Any) -> Answer:
@@ -196,4 +195,4 @@ async def handle_claim(scope: dict, receive: Any, service: Any) -> Answer:
     return json_answer(200, {"jobs": [job_of(d, until, claim["lease_ms"], base) for d, until in jobs]}, _NO_STORE)
 
 
-__all__ = ["handle_claim", "jobs_with_answer", "claim_refusal", "PREFIX", "parse_claim", "job_of"]
+__all__ = ["handle_claim", "next_claim_of", "claim_refusal", "PREFIX", "parse_claim", "job_of"]

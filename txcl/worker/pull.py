@@ -100,15 +100,17 @@ class PullClient:
         """Wait for a free slot, then take as many as a fair share allows (the claim's max).
         After a wait, slots that free up within GATHER_S join the same claim: one claim for
         several jobs instead of one per job as each finishes."""
-        if self.busy >= self.concurrency:
-            while self.busy >= self.concurrency:
-                self.freed.clear()
-                await self.freed.wait()
-            await asyncio.sleep(GATHER_S)
         share = max(1, -(-self.concurrency // len(self.queues)))
-        take = min(self.concurrency - self.busy, share)
-        self.busy += take
-        return take
+        while True:
+            if self.busy >= self.concurrency:
+                while self.busy >= self.concurrency:
+                    self.freed.clear()
+                    await self.freed.wait()
+                await asyncio.sleep(GATHER_S)
+            take = min(self.concurrency - self.busy, share)
+            if take > 0:  # (jobs an answer brought back may have taken the slots meanwhile)
+                self.busy += take
+                return take
 
     def _give_back(self, n: int) -> None:
         self.busy -= n
@@ -152,7 +154,8 @@ class PullClient:
         self.claimed += 1
         job = job_from_claim(raw, client)
         if job.callback_url:  # its answer asks for the next job of the queue: one claim request less a job
-            query = urlencode({"claim": queue, "max": 1, **({"worker": self.name} if self.name else {})})
+            query = urlencode({"claim": queue, "max": 1, **({"worker": self.name} if self.name else {}),
+                               **({"lease": self.lease_s} if self.lease_s is not None else {})})
             job.callback_url += ("&" if "?" in job.callback_url else "?") + query
             if self.token:
                 job.extra_headers = {"x-txcl-queue-token": self.token}
