@@ -80,16 +80,6 @@ class Explanation:
         return out
 
 
-def _leaves(condition: Any) -> list[Any]:
-    if isinstance(condition, ast.Comparison):
-        return [condition]
-    if isinstance(condition, ast.Not):
-        return _leaves(condition.operand)
-    if isinstance(condition, (ast.And, ast.Or)):
-        return [leaf for item in condition.items for leaf in _leaves(item)]
-    return []
-
-
 def _side(node: Any, envelope: Any) -> Any:
     from txcl.evaluate.values import resolve
 
@@ -108,7 +98,7 @@ class WhyObserver:
         self.scopes: list[tuple[str, list[RuleWhy]]] = []
 
     def scope_selected(self, frame: Any, rules: Any, selected: Any, envelope: Any) -> None:
-        from txcl.evaluate.when import condition_matches
+        from txcl.evaluate.when import condition_leaves, condition_matches
 
         chosen = {id(op) for op in selected}
         top = max((op.facts.priority for op in selected if op.facts is not None), default=0)
@@ -120,7 +110,7 @@ class WhyObserver:
             matched = True
             if when is not None and not isinstance(when.condition, ast.Star):
                 source = op.source or ""
-                for leaf in _leaves(when.condition):
+                for leaf in condition_leaves(when.condition):
                     start, end = leaf.span.start.offset, leaf.span.end.offset
                     text = source[start:end] if end > start else "?"
                     try:

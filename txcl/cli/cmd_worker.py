@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -30,6 +31,24 @@ def load_worker(target: str):
     if not worker.ops:
         fail(f"{target} has no ops: register them with @{attribute}.op(\"name\")")
     return worker
+
+
+def run_until_signalled(runner: Any, worker: Any) -> None:
+    """Run a pull or NATS client until it ends; SIGINT/SIGTERM stop it taking jobs, and the jobs
+    running finish first."""
+    import asyncio
+    import signal
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, runner.stop.set)
+        try:
+            await runner.run()
+        finally:
+            await worker.aclose()
+
+    asyncio.run(main())
 
 
 @click.group("worker")
@@ -82,9 +101,7 @@ def serve(target: str, host: str, port: int, log_level: str) -> None:
 def pull(target: str, server: str, queues: tuple[str, ...], token: str | None, concurrency: int, wait_s: float,
          lease_s: float | None, name: str | None, log_level: str) -> None:
     """Run the worker TARGET (module:attribute) on the jobs of queue:// ops, claimed from --server."""
-    import asyncio
     import os
-    import signal
     import socket
 
     import logging
@@ -103,17 +120,8 @@ def pull(target: str, server: str, queues: tuple[str, ...], token: str | None, c
         fail(str(exc))
     click.echo(f"txcl: worker {target} claiming from {server} (queues: {', '.join(client.queues)})", err=True)
 
-    async def main() -> None:
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):  # stop claiming; the jobs running finish
-            loop.add_signal_handler(sig, client.stop.set)
-        try:
-            await client.run()
-        finally:
-            await worker.aclose()
-
     try:
-        asyncio.run(main())
+        run_until_signalled(client, worker)
     except ClaimRefused as exc:
         fail(str(exc))
 
@@ -133,10 +141,8 @@ def pull(target: str, server: str, queues: tuple[str, ...], token: str | None, c
 def nats_command(target: str, url: str, ops: tuple[str, ...], concurrency: int, ack_wait_s: float,
                  name: str | None, log_level: str) -> None:
     """Run the worker TARGET (module:attribute) on the jobs of nats:// ops, taken from JetStream."""
-    import asyncio
     import logging
     import os
-    import signal
     import socket
 
     require_extra("nats", "txcl worker nats")
@@ -153,18 +159,9 @@ def nats_command(target: str, url: str, ops: tuple[str, ...], concurrency: int, 
         fail(str(exc))
     click.echo(f"txcl: worker {target} taking jobs from {url} (ops: {', '.join(taker.ops)})", err=True)
 
-    async def main() -> None:
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):  # stop taking; the jobs running finish
-            loop.add_signal_handler(sig, taker.stop.set)
-        try:
-            await taker.run()
-        finally:
-            await worker.aclose()
-
     from nats.errors import NoServersError
 
     try:
-        asyncio.run(main())
+        run_until_signalled(taker, worker)
     except (OSError, NoServersError) as exc:
         fail(f"cannot reach NATS at {url}: {exc or type(exc).__name__}")

@@ -56,6 +56,17 @@ def condition_matches(node: Any, envelope: Any) -> bool:
         return False
 
 
+def condition_leaves(condition: Any) -> list[Any]:
+    """The comparisons of a condition, in source order (through NOT, AND and OR)."""
+    if isinstance(condition, ast.Comparison):
+        return [condition]
+    if isinstance(condition, ast.Not):
+        return condition_leaves(condition.operand)
+    if isinstance(condition, (ast.And, ast.Or)):
+        return [leaf for item in condition.items for leaf in condition_leaves(item)]
+    return []
+
+
 def when_matches(rule: ast.Rule, envelope: dict | None) -> bool:
     """Whether `rule`'s WHEN matches `envelope`. No envelope at all matches nothing."""
     if envelope is None or not isinstance(envelope, dict):

@@ -46,23 +46,11 @@ class RuleStats:
         return "when never true" if self.considered else "never reached"
 
 
-def _leaves(condition: Any) -> list[Any]:
-    from txcl.syntax import ast
-
-    if isinstance(condition, ast.Comparison):
-        return [condition]
-    if isinstance(condition, ast.Not):
-        return _leaves(condition.operand)
-    if isinstance(condition, (ast.And, ast.Or)):
-        return [leaf for item in condition.items for leaf in _leaves(item)]
-    return []
-
-
 class CoverageCollector:
     """Observes the walker of every case (see Walker.observer)."""
 
     def __init__(self, tree: Any) -> None:
-        from txcl.evaluate.when import compile_condition
+        from txcl.evaluate.when import compile_condition, condition_leaves
 
         self.rules: dict[int, RuleStats] = {}
         self.by_key: dict[str, RuleStats] = {}
@@ -75,7 +63,7 @@ class CoverageCollector:
                     stats = RuleStats(op.key, op.file, 1, max(1, source.count("\n") + (0 if source.endswith("\n") else 1)))
                     when = op.rule.when
                     if when is not None:
-                        for leaf in _leaves(when.condition):
+                        for leaf in condition_leaves(when.condition):
                             start, end = leaf.span.start.offset, leaf.span.end.offset
                             cond = ConditionStats(source[start:end] if end > start else "?", leaf.span.start.line)
                             try:

@@ -18,6 +18,7 @@ import re
 from typing import Any, Awaitable, Callable
 
 from txcl import runtime_codes as rc
+from txcl.asgi_body import read_capped_body
 from txcl.continuations.operator import resolve_run_id, retry_by_id
 from txcl.ids import admin_token_matches
 from txcl.serve.shaping import Answer, error_payload, json_answer
@@ -36,21 +37,6 @@ def bearer_token(scope: dict) -> str | None:
     return None
 
 
-async def _body(receive: Any) -> bytes:
-    chunks, size = [], 0
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            break
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size <= MAX_BODY:
-            chunks.append(chunk)
-        if not message.get("more_body"):
-            break
-    return b"".join(chunks)
-
-
 async def handle(scope: dict, receive: Any, store: Any, token: str, lane: Any = None) -> Answer:
     """The answer to one admin request (see the module docstring). `lane` runs the store work
     (the continuation service's store lane, whose batched calls share commits; default: a
@@ -66,7 +52,9 @@ async def handle(scope: dict, receive: Any, store: Any, token: str, lane: Any = 
     if scope["method"] != "POST":
         return json_answer(405, error_payload(rc.METHOD_NOT_ALLOWED.code, "use POST"), [("allow", "POST")])
     reason = None
-    raw = await _body(receive)
+    raw = await read_capped_body(receive, MAX_BODY)
+    if raw is None:
+        return json_answer(400, error_payload(rc.BAD_REQUEST.code, f"the body is at most {MAX_BODY} bytes"))
     if raw.strip():
         try:
             data = json.loads(raw)

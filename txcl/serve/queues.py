@@ -30,6 +30,7 @@ import re
 from typing import Any
 
 from txcl import runtime_codes as rc
+from txcl.asgi_body import read_capped_body
 from txcl.continuations.worker_client import dispatch_body, iso_ms
 from txcl.ids import admin_token_matches
 from txcl.serve.admin import bearer_token
@@ -94,22 +95,6 @@ def parse_claim(raw: bytes, settings: Any) -> dict | str:
             "lease_ms": int(float(lease) * 1000), "worker": worker}
 
 
-async def _body(receive: Any) -> bytes | None:
-    chunks, size = [], 0
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            break
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > MAX_BODY:
-            return None
-        chunks.append(chunk)
-        if not message.get("more_body"):
-            break
-    return b"".join(chunks)
-
-
 def job_of(dispatch: Any, lease_until_ms: int, lease_ms: int, base_url: str | None) -> dict:
     """One claimed job as the worker receives it."""
     body = dispatch_body(dispatch, base_url)
@@ -169,7 +154,7 @@ async def handle_claim(scope: dict, receive: Any, service: Any) -> Answer:
         return _error(400, rc.BAD_CLAIM.code, f"{name!r} is not a queue name (letters, digits, _, - and .)")
     if scope["method"] != "POST":
         return _error(405, rc.METHOD_NOT_ALLOWED.code, "use POST", [("allow", "POST")])
-    raw = await _body(receive)
+    raw = await read_capped_body(receive, MAX_BODY)
     if raw is None:
         return _error(400, rc.BAD_CLAIM.code, f"a claim's body is at most {MAX_BODY} bytes")
     claim = parse_claim(raw, settings)

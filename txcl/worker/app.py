@@ -17,6 +17,7 @@ from typing import Any, Awaitable, Callable
 
 import attrs
 
+from txcl.asgi_body import read_capped_body
 from txcl.worker.job import Fail, Job, Retry
 
 log = logging.getLogger("txcl.worker")
@@ -107,7 +108,7 @@ class Worker:
         if method != "POST":
             await _answer(send, 405, {"error": "POST a dispatch"})
             return
-        body = await _read(receive)
+        body = await read_capped_body(receive, MAX_DISPATCH_BYTES)
         if body is None:
             await _answer(send, 413, {"error": f"a dispatch is at most {MAX_DISPATCH_BYTES} bytes"})
             return
@@ -276,19 +277,6 @@ def _base(scope: dict, headers: dict[str, str]) -> str:
         server = scope.get("server") or ("127.0.0.1", 80)
         host = f"{server[0]}:{server[1]}"
     return f"{scope.get('scheme', 'http')}://{host}"
-
-
-async def _read(receive: Any) -> bytes | None:
-    chunks, size = [], 0
-    while True:
-        message = await receive()
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > MAX_DISPATCH_BYTES:
-            return None
-        chunks.append(chunk)
-        if not message.get("more_body"):
-            return b"".join(chunks)
 
 
 async def _answer(send: Any, status: int, body: dict) -> None:

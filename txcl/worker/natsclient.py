@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from txcl.natsstreams import JOBS_PREFIX, JOBS_STREAM, fetch_ready
 from txcl.values.jsonio import dumps_utf8, loads
 from txcl.worker.job import Job
+from txcl.worker.slots import Slots, check_ops, run_fetch_loops
 
 if TYPE_CHECKING:
     from txcl.worker.app import Worker
@@ -39,20 +40,13 @@ class NatsWorker:
 
     def __init__(self, worker: "Worker", url: str, *, ops: Sequence[str] | None = None, concurrency: int = 4,
                  ack_wait_s: float = 60.0, name: str | None = None) -> None:
-        if concurrency < 1:
-            raise ValueError("concurrency must be at least 1")
         self.worker = worker
         self.url = url
-        self.ops = list(ops) if ops else sorted(worker.ops)
-        unknown = [o for o in self.ops if o not in worker.ops]
-        if unknown:
-            raise ValueError(f"no op {unknown[0]!r} (ops: {', '.join(sorted(worker.ops))})")
-        self.concurrency = concurrency
+        self.ops = check_ops(ops, worker.ops, "no op")
+        self.slots = Slots(concurrency, len(self.ops))
         self.ack_wait_s = ack_wait_s
         self.name = name
         self.stop = asyncio.Event()
-        self.busy = 0
-        self.freed = asyncio.Event()
         self.tasks: set[asyncio.Task] = set()
         self.js: Any = None
         self.taken = 0
@@ -66,16 +60,9 @@ class NatsWorker:
                                 name=self.name or "txcl-worker")
         self.js = nc.jetstream()
         await ensure_streams(self.js)
-        loops = [asyncio.create_task(self._take_loop(op)) for op in self.ops]
-        stopper = asyncio.create_task(self.stop.wait())
         try:
-            await asyncio.wait([*loops, stopper], return_when=asyncio.FIRST_COMPLETED)
+            await run_fetch_loops([self._take_loop(op) for op in self.ops], self.stop, self.tasks)
         finally:
-            for task in (*loops, stopper):
-                task.cancel()
-            await asyncio.gather(*loops, stopper, return_exceptions=True)
-            if self.tasks:
-                await asyncio.gather(*self.tasks, return_exceptions=True)
             await nc.close()
 
     async def _take_loop(self, op: str) -> None:
@@ -90,14 +77,14 @@ class NatsWorker:
             try:
                 sub = await self.js.pull_subscribe(subject, durable=consumer_name(op), stream=JOBS_STREAM, config=config)
                 while not self.stop.is_set():
-                    free = await self._reserve()
+                    free = await self.slots.reserve()
                     messages: list = []
                     try:
                         messages = await fetch_ready(sub, free, 2.0)
                     except NatsTimeout:
                         pass
                     finally:
-                        self._give_back(free - len(messages))
+                        self.slots.give_back(free - len(messages))
                     for message in messages:
                         self._start(op, message)
                     backoff = 0.2
@@ -107,19 +94,6 @@ class NatsWorker:
                 log.info("txcl worker: taking jobs of %s interrupted (%s); trying again", op, exc)
                 await asyncio.sleep(backoff * (1 + random.random() / 2))
                 backoff = min(backoff * 2, 5.0)
-
-    async def _reserve(self) -> int:
-        while self.busy >= self.concurrency:
-            self.freed.clear()
-            await self.freed.wait()
-        share = max(1, -(-self.concurrency // len(self.ops)))
-        take = min(self.concurrency - self.busy, share)
-        self.busy += take
-        return take
-
-    def _give_back(self, n: int) -> None:
-        self.busy -= n
-        self.freed.set()
 
     def _start(self, op: str, message: Any) -> None:
         self.taken += 1
@@ -140,7 +114,7 @@ class NatsWorker:
         except Exception:  # noqa: BLE001 - left unacknowledged: JetStream delivers it again
             log.exception("txcl worker: a job of %s failed to run", op)
         finally:
-            self._give_back(1)
+            self.slots.give_back(1)
 
     def _job(self, message: Any) -> Job | None:
         try:

@@ -27,6 +27,7 @@ from urllib.parse import urlencode
 import httpx
 
 from txcl.worker.job import Job
+from txcl.worker.slots import Slots, check_ops, run_fetch_loops
 
 if TYPE_CHECKING:
     from txcl.worker.app import Worker
@@ -60,18 +61,11 @@ class PullClient:
     def __init__(self, worker: "Worker", server: str, *, queues: Sequence[str] | None = None,
                  token: str | None = None, concurrency: int = 4, wait_s: float = 20.0,
                  lease_s: float | None = None, name: str | None = None) -> None:
-        if concurrency < 1:
-            raise ValueError("concurrency must be at least 1")
         self.worker = worker
         self.server = server.rstrip("/")
-        self.queues = list(queues) if queues else sorted(worker.ops)
-        unknown = [q for q in self.queues if q not in worker.ops]
-        if unknown:
-            raise ValueError(f"no op for queue {unknown[0]!r} (ops: {', '.join(sorted(worker.ops))})")
+        self.queues = check_ops(queues, worker.ops, "no op for queue")
         self.token = token
-        self.concurrency = concurrency
-        self.busy = 0  # slots taken: jobs running, and jobs a claim in flight may bring
-        self.freed = asyncio.Event()
+        self.slots = Slots(concurrency, len(self.queues), GATHER_S)
         self.wait_s = wait_s
         self.lease_s = lease_s
         self.name = name
@@ -82,46 +76,14 @@ class PullClient:
     async def run(self) -> None:
         """Claim until `stop` is set (or a claim is refused for good), then let running jobs finish."""
         client = self.worker._client()
-        loops = [asyncio.create_task(self._claim_loop(client, q)) for q in self.queues]
-        stopper = asyncio.create_task(self.stop.wait())
-        try:
-            done, _ = await asyncio.wait([*loops, stopper], return_when=asyncio.FIRST_COMPLETED)
-            for task in done:
-                if task is not stopper and task.exception() is not None:
-                    raise task.exception()  # type: ignore[misc]
-        finally:
-            for task in (*loops, stopper):
-                task.cancel()
-            await asyncio.gather(*loops, stopper, return_exceptions=True)
-            if self.tasks:
-                await asyncio.gather(*self.tasks, return_exceptions=True)
-
-    async def _reserve(self) -> int:
-        """Wait for a free slot, then take as many as a fair share allows (the claim's max).
-        After a wait, slots that free up within GATHER_S join the same claim: one claim for
-        several jobs instead of one per job as each finishes."""
-        share = max(1, -(-self.concurrency // len(self.queues)))
-        while True:
-            if self.busy >= self.concurrency:
-                while self.busy >= self.concurrency:
-                    self.freed.clear()
-                    await self.freed.wait()
-                await asyncio.sleep(GATHER_S)
-            take = min(self.concurrency - self.busy, share)
-            if take > 0:  # (jobs an answer brought back may have taken the slots meanwhile)
-                self.busy += take
-                return take
-
-    def _give_back(self, n: int) -> None:
-        self.busy -= n
-        self.freed.set()
+        await run_fetch_loops([self._claim_loop(client, q) for q in self.queues], self.stop, self.tasks)
 
     async def _claim_loop(self, client: httpx.AsyncClient, queue: str) -> None:
         headers = {"authorization": f"Bearer {self.token}"} if self.token else {}
         url = self.server + CLAIM_PATH.format(queue)
         backoff = 0.2
         while not self.stop.is_set():
-            free = await self._reserve()
+            free = await self.slots.reserve()
             body: dict[str, Any] = {"max": free, "wait": self.wait_s}
             if self.lease_s is not None:
                 body["lease"] = self.lease_s
@@ -141,7 +103,7 @@ class PullClient:
             except (httpx.HTTPError, ValueError) as exc:
                 log.info("txcl worker: claim from %s failed (%s); trying again", queue, exc)
             finally:
-                self._give_back(free - len(jobs))
+                self.slots.give_back(free - len(jobs))
             for raw in jobs:
                 self._start(client, queue, raw)
             if failed:  # the server is away or busy: wait longer each time (an empty answer waited already)
@@ -172,14 +134,14 @@ class PullClient:
             return
         for raw in jobs:
             if isinstance(raw, dict):
-                self.busy += 1
+                self.slots.take()
                 self._start(client, queue, raw)
 
     async def _run(self, queue: str, job: Job) -> None:
         try:
             await self.worker.run_job(self.worker.ops[queue], job)
         finally:
-            self._give_back(1)
+            self.slots.give_back(1)
 
 
 __all__ = ["PullClient", "ClaimRefused", "job_from_claim"]
