@@ -150,8 +150,11 @@ def test_the_dashboard_lists_the_scheduled_events(serve, workspace, reports):
     post_json(node.url + "/", {"key": "soon", "at": _at(0.5), "payload": {"n": 1}})
     post_json(node.url + "/", {"key": "<b>later</b>", "at": "2031-01-01T00:00:00Z", "payload": {"n": 2}})
     wait_until(lambda: fired(reports), timeout=10)
-    status, _, body = http_get(node.url + "/_txc/ui/schedules", accept="text/html")
-    page = body.decode()
+
+    def recorded():  # the event's walk sent its report; its status is written when the walk ends
+        status, _, body = http_get(node.url + "/_txc/ui/schedules", accept="text/html")
+        return (status, body.decode()) if "1 fired" in body.decode() else None
+    status, page = wait_until(recorded, timeout=10)
     assert status == 200 and "Scheduled events" in page and 'aria-current="page">Schedules' in page
     assert page.index("&lt;b&gt;later&lt;/b&gt;") < page.index(">soon<")  # pending first; keys escaped
     assert "2031-01-01T00:00:00Z" in page and "1 pending" in page and "1 fired" in page
