@@ -204,6 +204,15 @@ def _write(root: Path, files: dict[str, str]) -> None:
         (root / rel).write_text(text)
 
 
+async def _open_tree(client: LanguageClient, root: Path, files: dict[str, str], first: str) -> str:
+    """Write the tree, open `first` in the editor as saved and wait for its diagnostics; its URI."""
+    _write(root, files)
+    uri = (root / first).as_uri()
+    _open(client, uri, files[first])
+    await _diagnostics(client, uri)
+    return uri
+
+
 def _typed_tree(tmp_path: Path) -> Path:
     import shutil
 
@@ -387,10 +396,7 @@ async def test_rename_a_path_across_the_tree_or_refuse_with_the_reason(client: L
              "OPS/shop/0200/b.txcl": "WHEN .order.total > 5\nEMIT .seen = .order.total\n",
              "OPS/shop/0300/c.txcl": "SELECT .order.total AS .t\nEXEC \"https://w.example/x\"\n",
              "shop.test.yaml": "cases:\n  - name: x\n    input: {}\n    expect:\n      absent: [.order.total]\n"}
-    _write(tmp_path, files)
-    uri = (tmp_path / "OPS/shop/0100/a.txcl").as_uri()
-    _open(client, uri, files["OPS/shop/0100/a.txcl"])
-    await _diagnostics(client, uri)
+    uri = await _open_tree(client, tmp_path, files, "OPS/shop/0100/a.txcl")
     where = types.TextDocumentIdentifier(uri=uri)
     ready = await client.text_document_prepare_rename_async(types.PrepareRenameParams(
         text_document=where, position=types.Position(0, 8)))
@@ -424,10 +430,7 @@ async def test_definition_of_a_py_target_and_of_an_untyped_path(client: Language
              "OPS/shop/0200/b.txcl": "EMIT .order.total = 10\n",
              "OPS/shop/0300/c.txcl": "EMIT .seen = .order.total\n",
              "ops/pricing.py": "import os\n\n\nasync def total(op_input, ctx):\n    return {}\n"}
-    _write(tmp_path, files)
-    uri = (tmp_path / "OPS/shop/0100/a.txcl").as_uri()
-    _open(client, uri, files["OPS/shop/0100/a.txcl"])
-    await _diagnostics(client, uri)
+    uri = await _open_tree(client, tmp_path, files, "OPS/shop/0100/a.txcl")
     places = await client.text_document_definition_async(types.DefinitionParams(
         text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(0, 12)))
     assert [(p.uri.rsplit("/", 1)[-1], p.range.start.line) for p in places] == [("pricing.py", 3)]
