@@ -91,6 +91,31 @@ def _side(node: Any, envelope: Any) -> Any:
         return "(not computable)"
 
 
+def when_outcome(op: Any, envelope: Any) -> tuple[list[Condition], bool]:
+    """Each WHEN condition of `op`'s rule on `envelope` (its text, both sides, its value) and
+    whether the whole WHEN holds (a rule without WHEN, or `WHEN *`, holds with no condition)."""
+    from txcl.evaluate.when import condition_leaves, condition_matches
+
+    when = op.rule.when
+    if when is None or isinstance(when.condition, ast.Star):
+        return [], True
+    conditions: list[Condition] = []
+    source = op.source or ""
+    for leaf in condition_leaves(when.condition):
+        start, end = leaf.span.start.offset, leaf.span.end.offset
+        text = source[start:end] if end > start else "?"
+        try:
+            value = bool(condition_matches(leaf, envelope))
+        except Exception:  # noqa: BLE001 - evaluation never raises: false
+            value = False
+        conditions.append(Condition(text, _side(leaf.left, envelope), _side(leaf.right, envelope), value))
+    try:
+        matched = bool(condition_matches(when.condition, envelope))
+    except Exception:  # noqa: BLE001
+        matched = False
+    return conditions, matched
+
+
 class WhyObserver:
     """Records, at each scope's rule selection, every rule's WHEN outcome (Walker.observer)."""
 
@@ -98,30 +123,12 @@ class WhyObserver:
         self.scopes: list[tuple[str, list[RuleWhy]]] = []
 
     def scope_selected(self, frame: Any, rules: Any, selected: Any, envelope: Any) -> None:
-        from txcl.evaluate.when import condition_leaves, condition_matches
-
         chosen = {id(op) for op in selected}
         top = max((op.facts.priority for op in selected if op.facts is not None), default=0)
         out: list[RuleWhy] = []
         for op in rules:
             rule = f"{frame.stack}/{frame.scope}/{op.name}"
-            when = op.rule.when
-            conditions: list[Condition] = []
-            matched = True
-            if when is not None and not isinstance(when.condition, ast.Star):
-                source = op.source or ""
-                for leaf in condition_leaves(when.condition):
-                    start, end = leaf.span.start.offset, leaf.span.end.offset
-                    text = source[start:end] if end > start else "?"
-                    try:
-                        value = bool(condition_matches(leaf, envelope))
-                    except Exception:  # noqa: BLE001 - evaluation never raises: false
-                        value = False
-                    conditions.append(Condition(text, _side(leaf.left, envelope), _side(leaf.right, envelope), value))
-                try:
-                    matched = bool(condition_matches(when.condition, envelope))
-                except Exception:  # noqa: BLE001
-                    matched = False
+            conditions, matched = when_outcome(op, envelope)
             if id(op) in chosen:
                 verdict, detail = "ran", None
             elif matched:

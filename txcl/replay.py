@@ -176,9 +176,11 @@ def replayable(record: Any) -> str | None:
 
 
 async def rewalk(tree: Any, settings: Any, record: Any, mocks: dict[str, Any] | None = None,
-                 observer: Any = None) -> tuple[Any, list[Any]]:
+                 observer: Any = None, attach: Any = None) -> tuple[Any, list[Any]]:
     """Walk a recorded request again through `tree`, its ops answered from the recording (the
-    outcome, and the replay's own full traces). Raises NotReplayable."""
+    outcome, and the replay's own full traces). `observer`: told of each scope's rule selection
+    (`txcl why`); `attach`: called with the walker before the walk (`txcl dap`). Raises
+    NotReplayable."""
     import httpx
 
     from txcl.functions.registry import use_environment
@@ -202,6 +204,8 @@ async def rewalk(tree: Any, settings: Any, record: Any, mocks: dict[str, Any] | 
     if observer is not None:
         interp.walker.observer = observer
         interp.walker.fuse_local = False  # every scope goes through the observed selection
+    if attach is not None:
+        attach(interp.walker)
 
     def refuse(request: Any) -> Any:
         raise httpx.ConnectError("replay makes no calls", request=request)

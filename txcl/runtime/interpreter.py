@@ -242,6 +242,8 @@ class Interpreter:
                                 "message": f"request deadline of {settings.request_deadline_ms} ms passed"}},
                      503, status="deadline", reason=rc.REQUEST_DEADLINE.code)
         await walker.hooks.segment_end(walker, run)
+        if walker.debugger is not None:
+            walker.debugger.segment_ended(run)
         outcome = self._outcome(run)
         if type(outcome) is Completed and _metrics.current.enabled:  # EMIT @telemetry.metrics
             txc = outcome.envelope.get("_txc")

@@ -86,6 +86,8 @@ async def run_loop(walker: "Walker", run: "Run", frame: "Frame", pop: "PreparedO
         stamped = walker.stamped_input(frame, pop, target, pass_input)
         if first_input is None:
             first_input = stamped
+            if walker.debugger is not None:
+                walker.debugger.op_dispatch(run, frame, pop, stamped)
         try:
             raw, http_info = await walker.call_target(run, frame, pop, target, stamped, directives, remaining_ms)
         except OpError as exc:
@@ -111,6 +113,8 @@ async def run_loop(walker: "Walker", run: "Run", frame: "Frame", pop: "PreparedO
         if raw:
             merge_into(accumulator, raw)
             merge_into(view, raw)
+        if walker.debugger is not None:
+            walker.debugger.loop_pass(run, frame, pop, passes, stamped, raw, view)
         if run.budget.fuel_exhausted():
             stop = "fuel"
             break

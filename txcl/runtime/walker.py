@@ -123,6 +123,9 @@ class Walker:
         self.call_in_place = True  # off: plain builtins are dispatched as tasks too (tests compare both)
         # `txcl test --coverage`: told which rules each entered scope considered and selected
         self.observer: Any = None
+        # `txcl dap`: told of every clause the walk reaches, and may hold the walk there
+        # (txcl.debug.engine.Debugger; it turns fusing and in-place calls off when attached)
+        self.debugger: Any = None
 
     @staticmethod
     def facts(op: OpRule) -> "_Facts":
@@ -326,6 +329,9 @@ class Walker:
         frame.rules = tuple(matched)
         if self.observer is not None:
             self.observer.scope_selected(frame, rules, frame.rules, e0)
+        debugger = self.debugger
+        if debugger is not None:
+            debugger.scope_selected(run, frame, rules, frame.rules, e0)
         ops: list[PreparedOp] = []
         for op in matched:
             rule = op.rule
@@ -344,6 +350,8 @@ class Walker:
                     mode = raw_mode
                     frame.special = True
             ops.append(PreparedOp(op, prepared, mode))
+            if debugger is not None:
+                debugger.op_prepared(run, frame, ops[-1])
         frame.ops = ops
 
     # ================================================================ dispatch
@@ -485,6 +493,8 @@ class Walker:
         if started_op is None:
             return
         timeout_ms, op_input = started_op
+        if self.debugger is not None:
+            self.debugger.op_dispatch(run, frame, pop, op_input)
         try:
             if mocked:
                 raw, http_info = deep_copy(op.fixtures["mock-response.json"]), None
@@ -568,6 +578,8 @@ class Walker:
             raw = {k: v for k, v in raw.items() if k != "_txc_op_debug"}
         if raw is None:
             raw = {}
+        if self.debugger is not None:
+            self.debugger.note_answer(pop, raw)
         prepared: Prepared = pop.prepared
         dropped: list[str] = []
         directives = prepared.directives
@@ -652,6 +664,8 @@ class Walker:
     def record_step(self, run: Run, frame: Frame, pop: PreparedOp, status: str, transport: str, started_wall: float,
                 started: float, rec: TraceRecorder, *, error: str | None = None, input_value: Any = None,
                 output_value: Any = None, extra: dict | None = None) -> None:
+        if self.debugger is not None:
+            self.debugger.op_recorded(run, frame, pop, status, input_value, output_value, error)
         recorder = _metrics.current
         if recorder.enabled:
             recorder.op(transport, status, time.perf_counter() - started)
