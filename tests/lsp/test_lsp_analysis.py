@@ -113,3 +113,26 @@ def test_tree_findings_follow_the_buffer_and_stay_out_of_loose_files(tmp_path: P
     assert analysis.diagnostics_for(early.read_text().rstrip("\n") + "  # noqa: TX222\n", str(early)) == []
     loose = tmp_path / "loose.txcl"
     assert analysis.diagnostics_for("EMIT .x = .score\n", str(loose)) == []
+
+
+def test_tree_findings_follow_changes_on_disk_between_keystrokes(tmp_path: Path) -> None:
+    """The tree is kept between keystrokes (txcl/check/snapshot.py): an edited file is read
+    again, a new folder or rule is scanned, a removed one is forgotten."""
+    import shutil
+
+    tree = tmp_path / "ws"
+    shutil.copytree(Path(__file__).parents[1] / "check" / "fixtures" / "trees" / "TX222_jumps", tree)
+    early = tree / "OPS" / "s" / "0050" / "early.txcl"
+
+    def tx222() -> int:
+        return sum(d.code == "TX222" for d in analysis.diagnostics_for(early.read_text(), str(early)))
+
+    assert tx222() == 1
+    jumper = tree / "OPS" / "s" / "0200" / "check.txcl"
+    jumper.write_text("WHEN .score > 5\nEMIT .checked = true\n")  # the jump back to 50 is gone
+    assert tx222() == 0
+    (tree / "OPS" / "s" / "0250").mkdir()
+    (tree / "OPS" / "s" / "0250" / "back.txcl").write_text('EMIT @goto = "s/50"\n')  # a new jump back
+    assert tx222() == 1
+    shutil.rmtree(tree / "OPS" / "s" / "0250")
+    assert tx222() == 0

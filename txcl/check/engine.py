@@ -65,19 +65,26 @@ def check_source(text: str | bytes, filename: str = "<string>", config: CheckCon
     # TX002 at its position rather than failing the encoding.
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
     system = bool(stack) and stack.startswith("_") and "/" in stack
-    cache = AnalysisCache(None)
-    key = key_of(data, system)
-    analysis = cache.get(key)
-    if analysis is None:
-        analysis = analyze(data, filename, stack)
-        cache.put(key, analysis)
+    if tree_path is not None:  # an editor's buffer: it changes at every keystroke, so it is not kept
+        from txcl.syntax.batch import parsing_once
+
+        with parsing_once():
+            analysis = analyze(data, filename, stack)
+    else:
+        cache = AnalysisCache(None)
+        key = key_of(data, system)
+        analysis = cache.get(key)
+        if analysis is None:
+            analysis = analyze(data, filename, stack)
+            cache.put(key, analysis)
     source = _decode(data)
     diags = analysis.materialize(filename, source)
     diags += loop_max_findings(analysis.facts, config.loop_max, filename, source)
     diags += egress_findings(analysis.facts, config.egress, filename, source)
     diags += secret_findings(analysis.facts, config.secrets, filename, source)
     if tree_path is not None and source is not None:
-        diags += [attrs.evolve(d, file=filename) for d in buffer_tree_findings(tree_path, source, config)]
+        diags += [attrs.evolve(d, file=filename)
+                  for d in buffer_tree_findings(tree_path, source, config, analysis=analysis, stack=stack)]
     out = finalize(diags, source, filename, config, complete=analysis.facts is not None)
     out.sort(key=lambda d: (d.line, d.column, d.code))
     return out
@@ -399,11 +406,13 @@ def _tree_near(path: Path, trees: dict[Path, Any]) -> Any:
     return trees[workspace]
 
 
-def buffer_tree_findings(path: Path, text: str, config: CheckConfig | None = None) -> list[Diagnostic]:
+def buffer_tree_findings(path: Path, text: str, config: CheckConfig | None = None, *,
+                         analysis: Analysis | None = None, stack: str | None = None) -> list[Diagnostic]:
     """The tree-wide findings (deferred joins, stage jumps: TX22x, TX23x) that concern one rule
     file of an OPS tree, with `text` standing in for the file on disk — an editor's unsaved
-    buffer. The other files come from the disk (through the analysis cache). Empty outside a
-    tree, or for a file the tree does not place."""
+    buffer. The other files come from the disk (through a snapshot of the tree, see
+    txcl/check/snapshot.py). `analysis`: the buffer's, when the caller has it (made for the
+    same stack). Empty outside a tree, or for a file the tree does not place."""
     from txcl.ops.tree import WorkspaceNotFound, find_workspace
 
     config = config or CheckConfig()
@@ -411,35 +420,31 @@ def buffer_tree_findings(path: Path, text: str, config: CheckConfig | None = Non
         workspace, ops_dir = find_workspace(path.parent)
     except WorkspaceNotFound:
         return []
+    from txcl.check.snapshot import snapshot_of
+
     target = os.path.abspath(path)
-    scan = _scan(ops_dir)
-    cache = AnalysisCache(workspace)
+    snapshot = snapshot_of(workspace, ops_dir)
+    snapshot.refresh(display_path)
+    scan = snapshot.scan
     members: list[Member] = []
     sources: dict[str, str] = {}
     shown_target = None
     for entry in scan.entries:
-        entry_path = os.fspath(entry.path)
-        shown = display_path(entry_path)
-        if os.path.abspath(entry_path) == target:
-            data, shown_target = text.encode("utf-8"), shown
+        entry_path = os.path.abspath(entry.path)
+        if entry_path == target:  # the buffer stands in for the file: analysed, not kept (it changes
+            shown = shown_target = display_path(entry_path)  # at every keystroke)
+            found_here = analysis if analysis is not None and stack == entry.stack else \
+                analyze(text.encode("utf-8"), shown, entry.stack)
+            source: str | None = text
         else:
-            try:
-                with open(entry_path, "rb") as fh:
-                    data = fh.read()
-            except OSError:
+            seen = snapshot.files.get(entry_path)
+            if seen is None:
                 continue
-        system = bool(entry.stack) and entry.stack.startswith("_") and "/" in entry.stack
-        key = key_of(data, system)
-        analysis = cache.get(key)
-        if analysis is None:
-            analysis = analyze(data, shown, entry.stack)
-            cache.put(key, analysis)
-        source = _decode(data)
+            shown, found_here, source = seen.shown, seen.analysis, seen.source
         if source is not None:
             sources[shown] = source
-        if analysis.facts is not None:
-            members.append(Member(shown, entry.stack, entry.scope, entry.name, analysis.facts))
-    cache.save()
+        if found_here.facts is not None:
+            members.append(Member(shown, entry.stack, entry.scope, entry.name, found_here.facts))
     if shown_target is None:
         return []
     tree = TreeContext(members, source_of=sources.get)

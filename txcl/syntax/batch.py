@@ -11,6 +11,7 @@ disk writes its new entries at the end too.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import gc
 from typing import Iterator
 
@@ -35,4 +36,23 @@ def parsing_many() -> Iterator[None]:
         diskcache.flush()
 
 
-__all__ = ["parsing_many"]
+_KEEP_PARSES: contextvars.ContextVar[bool] = contextvars.ContextVar("txcl_keep_parses", default=True)
+
+
+@contextlib.contextmanager
+def parsing_once() -> Iterator[None]:
+    """Parses made inside are not kept in the parse caches (memory or disk): an editor's buffer,
+    different at every keystroke, would otherwise fill them with versions never seen again (and
+    make every collection of the garbage collector walk them)."""
+    token = _KEEP_PARSES.set(False)
+    try:
+        yield
+    finally:
+        _KEEP_PARSES.reset(token)
+
+
+def keeping_parses() -> bool:
+    return _KEEP_PARSES.get()
+
+
+__all__ = ["parsing_many", "parsing_once", "keeping_parses"]

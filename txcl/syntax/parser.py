@@ -42,6 +42,7 @@ from txcl.resources import grammar_path
 from txcl.syntax import ast
 from txcl.syntax import codec as _codec
 from txcl.syntax import diskcache as _diskcache
+from txcl.syntax.batch import keeping_parses
 from txcl.syntax.compiled import twin as _compiled_twin
 from txcl.syntax.lexer import scan
 from txcl.syntax.tokens import CLAUSE_KW_SET, LINE, START, TYPE, Row, Tok, row_span
@@ -618,13 +619,16 @@ def parse_rule(text: str, filename: str = "<string>") -> ast.Rule:
         if isinstance(text, (bytes, bytearray, memoryview)):
             return parse_source(bytes(text), filename)
         raise TypeError(f"parse_rule() needs str or bytes, not {type(text).__name__}")
-    disk = _diskcache.active()
-    result: Any = _from_disk(disk, text, filename) if disk is not None else None
-    if result is None:
-        result = _parse_and_check(text, filename)
-        if disk is not None:
-            _to_disk(disk, result, text, filename)
-    _remember(key, result)
+    if not keeping_parses():  # an editor's buffer (txcl.syntax.batch.parsing_once)
+        result: Any = _parse_and_check(text, filename)
+    else:
+        disk = _diskcache.active()
+        result = _from_disk(disk, text, filename) if disk is not None else None
+        if result is None:
+            result = _parse_and_check(text, filename)
+            if disk is not None:
+                _to_disk(disk, result, text, filename)
+        _remember(key, result)
     if type(result) is ast.Rule:
         return result
     raise TxclSyntaxError(result)
