@@ -325,3 +325,25 @@ def test_a_session_over_tcp(flow: Path) -> None:
             assert b'"supportsConfigurationDoneRequest": true' in data and b'"initialized"' in data
     finally:
         proc.wait(30)
+
+
+def test_a_rule_files_debug_lens_launches_and_stops_at_its_rule(dap, flow: Path) -> None:
+    """The language server's "Debug" lens above a rule file gives a launch configuration that
+    stops at that rule (`stopAt`)."""
+    from txcl.lsp.lenses import rule_lenses
+
+    _write(flow, {"OPS/flow/200/mock-request.json": json.dumps({"order": {"total": 500, "country": "NL"}})})
+    debug = next(lens for lens in rule_lenses(str(flow / "OPS/flow/200/big.txcl")) if lens.title == "Debug")
+    launch = dict(debug.arguments[0])
+    assert launch["stopAt"] == ["flow/200/big"]
+    launch["workers"] = {"https://w.example/research": {"after": "0s", "output": {"research": {"done": True}}}}
+    c = dap()
+    c.ok("launch", launch)
+    c.ok("setFunctionBreakpoints", {"breakpoints": []})  # the client's own list does not drop stopAt
+    c.ok("configurationDone")
+    stop = c.stopped()
+    assert stop["reason"] == "function breakpoint" and stop["top"]["name"] == "WHEN  flow/200/big"
+    c.ok("continue", {"threadId": 1})
+    assert c.event("exited")["body"]["exitCode"] == 0
+    bad = dap().request("launch", {**launch, "stopAt": "flow/200"})
+    assert not bad["success"] and "stopAt" in bad["message"]

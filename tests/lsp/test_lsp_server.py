@@ -441,3 +441,49 @@ async def test_definition_of_a_py_target_and_of_an_untyped_path(client: Language
         text_document=types.TextDocumentIdentifier(uri=reader), position=types.Position(0, 17)))
     assert [(p.uri.rsplit("/", 1)[-1], p.range.start.line, p.range.start.character) for p in places] == [
         ("b.txcl", 0, 5)]  # the rule that writes it
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_code_lenses_run_test_and_debug(client: LanguageClient, tmp_path: Path) -> None:
+    _write(tmp_path, {"OPS/shop/0100_a/check.txcl": "EMIT .a = 1\n",
+                      "OPS/shop/0100_a/mock-request.json": '{"a": 0}\n',
+                      "shop.test.yaml": "stack: shop\ncases:\n  - name: one\n    input: {}\n"
+                                        "  - name: two\n    input: {b: 1}\n"})
+    rule = tmp_path / "OPS/shop/0100_a/check.txcl"
+    _open(client, rule.as_uri(), rule.read_text())
+    lenses = await client.text_document_code_lens_async(types.CodeLensParams(
+        text_document=types.TextDocumentIdentifier(uri=rule.as_uri())))
+    assert [lens.command.title for lens in lenses] == ["▶ Run", "Test", "Debug"]
+    run, _, debug = (lens.command for lens in lenses)
+    assert run.command == "txcl.runInTerminal" and run.arguments[1][:3] == ["run", "--stack", "shop"]
+    assert "--mock-request" in run.arguments[1]  # the rule's fixture is its input
+    launch = debug.arguments[0]
+    assert debug.command == "txcl.debug" and launch["type"] == "txcl" and launch["stopAt"] == ["shop/100/check"]
+    assert launch["inputFile"].endswith("mock-request.json")
+    tests = tmp_path / "shop.test.yaml"
+    client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+        uri=tests.as_uri(), language_id="yaml", version=1, text=tests.read_text())))
+    lenses = await client.text_document_code_lens_async(types.CodeLensParams(
+        text_document=types.TextDocumentIdentifier(uri=tests.as_uri())))
+    assert [(lens.range.start.line, lens.command.title) for lens in lenses] == [
+        (2, "▶ Run"), (2, "Debug"), (4, "▶ Run"), (4, "Debug")]
+    assert lenses[3].command.arguments[0]["test"] == f"{tests}::two"
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_semantic_tokens(client: LanguageClient, tmp_path: Path) -> None:
+    legend = client.init_result.capabilities.semantic_tokens_provider.legend  # type: ignore[attr-defined]
+    uri = (tmp_path / "OPS/shop/0100/tok.txcl").as_uri()
+    text = 'WHEN .a == "é😀"\nEMIT @goto = &concat("s/", "1")\n'
+    _open(client, uri, text)
+    found = await client.text_document_semantic_tokens_full_async(types.SemanticTokensParams(
+        text_document=types.TextDocumentIdentifier(uri=uri)))
+    data, line, char, out = found.data, 0, 0, []
+    for i in range(0, len(data), 5):
+        line += data[i]
+        char = data[i + 1] if data[i] else char + data[i + 1]
+        out.append((line, char, data[i + 2], legend.token_types[data[i + 3]]))
+    assert out == [(0, 0, 4, "keyword"), (0, 5, 2, "variable"), (0, 8, 2, "operator"),
+                   (0, 11, 5, "string"),  # "é😀" with its quotes: 5 UTF-16 units
+                   (1, 0, 4, "keyword"), (1, 5, 5, "macro"), (1, 11, 1, "operator"),
+                   (1, 13, 7, "function"), (1, 21, 4, "string"), (1, 27, 3, "string")]

@@ -113,10 +113,19 @@ class Adapter(Events):
     def on_launch(self, args: dict) -> dict:
         if self.launch is not None:
             raise RequestError("this session has launched already")
-        self.launch = prepare(args)
-        self.debugger.root = str(self.launch.workspace)
+        stop_at = args.get("stopAt") or []
+        if not isinstance(stop_at, list) or not all(isinstance(n, str) for n in stop_at):
+            raise RequestError('"stopAt" must be a list of stack/scope or stack/scope/rule names')
+        launch = prepare(args)
+        self.launch = launch
+        self.debugger.root = str(launch.workspace)
         if args.get("stopOnEntry") is True:
             self.debugger.mode = "entry"
+        self.debugger.launch_breakpoints = self.debugger.named_breakpoints(
+            [{"name": n} for n in stop_at], lambda: next(self._ids), launch.scope_problem)
+        for bp in self.debugger.launch_breakpoints:
+            if not bp.verified:
+                self.output(f"txcl: stopAt {bp.name}: {bp.message}\n", "stderr")
         self.output(f"txcl: debugging {self.launch.title} in {self.launch.workspace}\n")
         return {}
 

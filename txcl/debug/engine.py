@@ -104,6 +104,7 @@ class Debugger:
         self.cond = threading.Condition()
         self.line_breakpoints: dict[str, list[Breakpoint]] = {}  # realpath -> breakpoints
         self.function_breakpoints: list[Breakpoint] = []
+        self.launch_breakpoints: list[Breakpoint] = []  # the launch's `stopAt` (kept when the client sets its own)
         self.exception_filters: set[str] = set()
         self.mode = "run"  # run | entry | next | in | out | join
         self.step_depth = 2
@@ -159,19 +160,25 @@ class Debugger:
             self.line_breakpoints[key] = out
         return out
 
-    def set_function_breakpoints(self, specs: list[dict], next_id: Callable[[], int],
-                                 known: Callable[[str], str | None]) -> list[Breakpoint]:
-        """`stack/scope` (its entry) or `stack/scope/rule` (that rule's WHEN, or its first clause);
-        `known(name)` says why a name is not in the tree (None: it is)."""
+    @staticmethod
+    def named_breakpoints(specs: list[dict], next_id: Callable[[], int],
+                          known: Callable[[str], str | None]) -> list[Breakpoint]:
+        """`stack/scope` (its entry) or `stack/scope/rule` (that rule's first clause, its WHEN
+        when it has one); `known(name)` says why a name is not in the tree (None: it is)."""
         out: list[Breakpoint] = []
         for spec in specs:
             bp = Breakpoint.of(next_id(), spec)
-            name = str(spec.get("name") or "").strip().strip("/")
-            bp.name = name
-            problem = known(name)
+            bp.name = str(spec.get("name") or "").strip().strip("/")
+            problem = known(bp.name)
             if problem is not None:
                 bp.verified, bp.message = False, problem
             out.append(bp)
+        return out
+
+    def set_function_breakpoints(self, specs: list[dict], next_id: Callable[[], int],
+                                 known: Callable[[str], str | None]) -> list[Breakpoint]:
+        """Replace the client's function breakpoints (see `named_breakpoints`)."""
+        out = self.named_breakpoints(specs, next_id, known)
         with self.cond:
             self.function_breakpoints = out
         return out
@@ -298,7 +305,7 @@ class Debugger:
         """The breakpoints standing where `point` is, and the stop reason they give."""
         if point.kind == "scope":
             name = f"{point.scope.frame.stack}/{point.scope.frame.scope}"
-            return [bp for bp in self.function_breakpoints if bp.name == name], "function breakpoint"
+            return [bp for bp in self._named() if bp.name == name], "function breakpoint"
         op = point.op
         if op is None or point.line is None or point.kind not in _LINE_KINDS:
             return [], ""
@@ -310,8 +317,11 @@ class Debugger:
         first = next((c.kind for c in op.rule.clauses if c.kind in _LINE_KINDS), None)
         if point.kind == first and not point.detail.get("pass"):
             name = f"{op.stack}/{op.scope}/{op.name}"
-            return [bp for bp in self.function_breakpoints if bp.name == name], "function breakpoint"
+            return [bp for bp in self._named() if bp.name == name], "function breakpoint"
         return [], ""
+
+    def _named(self) -> list[Breakpoint]:
+        return self.function_breakpoints + self.launch_breakpoints
 
     def _step_stops(self, point: Point) -> bool:
         mode = self.mode

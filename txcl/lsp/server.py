@@ -2,7 +2,9 @@
 
 Features: diagnostics as you type (open/change/save), hover on functions, keywords, WITH keys
 and `@` paths, completion (keywords, functions, WITH keys, EXEC schemes, paths used in the
-document), document symbols (clauses and their items) and formatting through `txcl fmt`.
+document, scope targets of jumps), go to definition, references, rename, code actions, code
+lenses (txcl/lsp/lenses.py), semantic tokens (txcl/lsp/semantic.py), document and workspace
+symbols, folding ranges and formatting through `txcl fmt`.
 The work happens in `txcl.lsp.analysis`; this module converts positions (negotiated
 encoding, UTF-16 by default) and LSP types.
 """
@@ -19,7 +21,7 @@ from pygls.uris import to_fs_path
 
 from txcl import __version__
 from txcl.errors import Diagnostic, Position, Span, TxclError, TxclSyntaxError
-from txcl.lsp import analysis, positions
+from txcl.lsp import analysis, positions, semantic
 
 log = logging.getLogger(__name__)
 
@@ -376,6 +378,39 @@ def document_symbol(ls: TxclLanguageServer, params: types.DocumentSymbolParams) 
     text = doc.source
     index = positions.LineIndex(text)
     return [_symbol(ls, index, sym) for sym in analysis.outline(text, _path(doc.uri) or "<buffer>")]
+
+
+@server.feature(types.TEXT_DOCUMENT_CODE_LENS)
+@_guarded(None)
+def code_lens(ls: TxclLanguageServer, params: types.CodeLensParams) -> list[types.CodeLens] | None:
+    """Run, Test and Debug above a rule file; Run and Debug above each case of a test file."""
+    from txcl.lsp.lenses import case_lenses, rule_lenses
+    from txcl.ruletest.spec import SUFFIXES
+
+    doc = ls.workspace.get_text_document(params.text_document.uri)
+    path = _path(doc.uri)
+    if path is None:
+        return None
+    found = case_lenses(path, doc.source) if path.endswith(SUFFIXES) else (
+        rule_lenses(path) if path.endswith(".txcl") else [])
+    out = []
+    for lens in found:
+        at = types.Position(max(lens.line - 1, 0), 0)
+        out.append(types.CodeLens(range=types.Range(at, at), command=types.Command(
+            title=lens.title, command=lens.command, arguments=lens.arguments)))
+    return out or None
+
+
+@server.feature(types.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL,
+                types.SemanticTokensLegend(token_types=semantic.TOKEN_TYPES, token_modifiers=semantic.TOKEN_MODIFIERS))
+@_guarded(None)
+def semantic_tokens_full(ls: TxclLanguageServer, params: types.SemanticTokensParams) -> types.SemanticTokens | None:
+    """Paths, `@` paths, functions, WITH keys, keywords and literals, as txcl's highlighter sees them."""
+    doc = ls.workspace.get_text_document(params.text_document.uri)
+    path = _path(doc.uri) or ""
+    if not (path.endswith(".txcl") or doc.uri.startswith("untitled:")):
+        return None
+    return types.SemanticTokens(data=semantic.semantic_tokens(doc.source, ls.encoding()))
 
 
 @server.feature(types.TEXT_DOCUMENT_FORMATTING)
