@@ -65,6 +65,27 @@ def test_manifest_declares_language_grammar_and_snippets() -> None:
     assert config["comments"]["lineComment"] == "#"
 
 
+def test_manifest_contributes_the_debugger_and_its_launch_snippets() -> None:
+    """Breakpoints in .txcl files, a debugger of type txcl (run by `txcl dap`, see src/extension.js)
+    whose launch attributes are the ones `txcl dap` reads, a snippet for each launch kind, and
+    "Debug this case" for rule test files."""
+    from txcl.debug import launch
+
+    contributes = MANIFEST["contributes"]
+    assert {"language": "txcl"} in contributes["breakpoints"]
+    debugger = next(d for d in contributes["debuggers"] if d["type"] == "txcl")
+    props = debugger["configurationAttributes"]["launch"]["properties"]
+    assert {"workspace", "stack", "input", "inputFile", "test", "trace", "mocks", "workers",
+            "allowNetwork", "stopOnEntry", "stopAt"} <= set(props)
+    for key in props:  # every attribute is one the adapter reads
+        assert f'"{key}"' in Path(launch.__file__).read_text() or key in ("stopOnEntry", "stopAt"), key
+    kinds = [set(s["body"]) & {"input", "test", "trace"} for s in debugger["configurationSnippets"]]
+    assert kinds == [{"input"}, {"test"}, {"trace"}]
+    assert all(s["body"]["type"] == "txcl" and s["body"]["request"] == "launch"
+               for s in debugger["configurationSnippets"])
+    assert any(c["command"] == "txcl.debugCase" for c in contributes["commands"])
+
+
 def _expand_snippet(body: list[str]) -> str:
     text = "\n".join(body)
     text = re.sub(r"\$\{\d+:([^}]*)\}", r"\1", text)
