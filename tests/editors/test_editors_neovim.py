@@ -97,3 +97,35 @@ def test_navigation_in_debians_neovim(tmp_path):
     assert sorted(r["uri"].rsplit("/", 1)[-1] for r in found["references"]) == ["a.txcl", "b.txcl", "c.txcl"]
     renamed = {uri.rsplit("/", 1)[-1]: [e["newText"] for e in edits] for uri, edits in found["rename"]["changes"].items()}
     assert renamed == {"a.txcl": [".order.sum"], "b.txcl": [".order.sum"], "c.txcl": [".order.sum"]}
+
+
+@pytest.mark.skipif(shutil.which("nvim") is None, reason="Neovim is installed by ./run-tests (.ci/services.sh)")
+def test_code_lenses_and_semantic_tokens_in_debians_neovim(tmp_path):
+    """Neovim's LSP client gets the Run/Test/Debug lenses of a rule file (what
+    `vim.lsp.codelens.refresh()` shows) and its semantic tokens."""
+    ws = tmp_path / "ws"
+    rule = ws / "OPS/s/0100/a.txcl"
+    rule.parent.mkdir(parents=True)
+    rule.write_text("WHEN .a == 1\nEMIT .b = &concat(.a)\n", encoding="utf-8")
+    out = tmp_path / "answers.json"
+    _run_neovim(tmp_path, ws, rule,
+                "local function ask(method)\n"
+                "  local params = { textDocument = vim.lsp.util.make_text_document_params() }\n"
+                "  local answers = vim.lsp.buf_request_sync(0, method, params, 20000) or {}\n"
+                "  for _, a in pairs(answers) do if a.result then return a.result end end\n"
+                "  return vim.NIL\n"
+                "end\n"
+                "vim.api.nvim_create_autocmd('VimEnter', { callback = function()\n"
+                "  vim.wait(60000, function() return #vim.lsp.buf_get_clients(0) > 0 end, 100)\n"
+                "  vim.wait(2000, function() return false end, 100)\n"
+                "  local found = { lenses = ask('textDocument/codeLens'),\n"
+                "                  tokens = ask('textDocument/semanticTokens/full') }\n"
+                f"  vim.fn.writefile({{vim.fn.json_encode(found)}}, {json.dumps(str(out))})\n"
+                "  vim.cmd('qa!')\n"
+                "end })\n")
+    assert out.exists(), "Neovim wrote no answers"
+    found = json.loads(out.read_text())
+    assert [lens["command"]["title"] for lens in found["lenses"]] == ["▶ Run", "Test", "Debug"]
+    assert found["lenses"][2]["command"]["arguments"][0]["stopAt"] == ["s/100/a"]
+    data = found["tokens"]["data"]
+    assert len(data) % 5 == 0 and data[:3] == [0, 0, 4]  # WHEN: line 0, column 0, 4 long
