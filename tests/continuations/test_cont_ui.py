@@ -7,6 +7,8 @@ result and a diagnostic with its code; without the token nothing is shown."""
 
 from __future__ import annotations
 
+import html
+
 import json
 import re
 import urllib.request
@@ -372,6 +374,12 @@ def test_a_trace_explains_why_it_went_its_way(serve, workspace):
     rid = wait_until(listed, timeout=10).group(1)
     _, _, trace = http_get(f"{srv.url}/_txc/ui/traces/{rid}", accept="text/html")
     assert f"/traces/{rid}/why" in trace.decode()
+    # "Debug this request": the launch configuration txcl dap walks it again with
+    launch = re.search(r'<pre class="json" id="debug-launch-json">(.*?)</pre>', trace.decode(), re.S)
+    assert launch is not None and 'data-copy="debug-launch-json"' in trace.decode()
+    config = json.loads(html.unescape(launch.group(1)))
+    assert config == {"type": "txcl", "request": "launch", "name": f"Debug request {rid}",
+                      "workspace": "${workspaceFolder}", "trace": rid}
     status, _, page = http_get(f"{srv.url}/_txc/ui/traces/{rid}/why", accept="text/html")
     text = page.decode()
     assert status == 200 and "walked again with the recorded op answers" in text

@@ -240,3 +240,17 @@ def test_the_playground_alone_refuses_another_host(tmp_path):
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_debug_this_request_says_why_a_request_cannot_be_walked_again():
+    from types import SimpleNamespace
+
+    from txcl.ui.views import debug_launch
+
+    summary_only = SimpleNamespace(request={"rid": "r1", "status": "completed", "in_json": None})
+    found = debug_launch(summary_only)
+    assert "recorded without op answers" in found["problem"] and '"trace": "r1"' in found["launch"]
+    durable = SimpleNamespace(request={"rid": "r2", "status": "completed", "in_json": "{}", "run_id": "run-1"})
+    assert "durable run" in debug_launch(durable)["problem"]
+    recorded = SimpleNamespace(request={"rid": "r3", "status": "completed", "in_json": "{}"})
+    assert debug_launch(recorded)["problem"] is None

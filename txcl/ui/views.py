@@ -275,7 +275,19 @@ def trace_view(store: Any, rid: str) -> dict | None:
         "stages": stages, "loose": loose, "full": request.get("mode") == "full",
         "events": [{"at": span(e["at_ms"] - start), "kind": e["kind"], "text": _event_text(e["kind"], e.get("data"))}
                    for e in trace.events if e["kind"] != "stage.diff"],
+        "debug": debug_launch(trace),
     }
+
+
+def debug_launch(trace: Any) -> dict:
+    """"Debug this request": the launch configuration `txcl dap` walks the request again with,
+    and why it cannot when the request was not recorded for it."""
+    from txcl.replay import replayable
+
+    rid = trace.request.get("rid")
+    launch = {"type": "txcl", "request": "launch", "name": f"Debug request {rid}",
+              "workspace": "${workspaceFolder}", "trace": rid}
+    return {"launch": json.dumps(launch, indent=2), "problem": replayable(trace)}
 
 
 def _value_text(value: Any) -> str:

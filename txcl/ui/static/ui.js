@@ -4,6 +4,14 @@
   "use strict";
   // the Cancel and Retry buttons of a run page (also inside refreshed parts: one listener)
   document.addEventListener("click", function (event) {
+    var copy = event.target.closest ? event.target.closest("[data-copy]") : null;
+    if (copy) {  // "Copy the launch configuration" and the like: the text of the element named
+      var source = document.getElementById(copy.getAttribute("data-copy"));
+      if (source && navigator.clipboard) {
+        navigator.clipboard.writeText(source.textContent).then(function () { copy.textContent = "Copied"; });
+      }
+      return;
+    }
     var retry = event.target.closest ? event.target.closest("[data-retry]") : null;
     if (retry) {
       if (!window.confirm("Retry this run? Its calls without an answer are sent again.")) { return; }
