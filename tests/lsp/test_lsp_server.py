@@ -487,3 +487,42 @@ async def test_semantic_tokens(client: LanguageClient, tmp_path: Path) -> None:
                    (0, 11, 5, "string"),  # "é😀" with its quotes: 5 UTF-16 units
                    (1, 0, 4, "keyword"), (1, 5, 5, "macro"), (1, 11, 1, "operator"),
                    (1, 13, 7, "function"), (1, 21, 4, "string"), (1, 27, 3, "string")]
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_code_actions_create_the_join_scope_and_an_op_schema(client: LanguageClient, tmp_path: Path) -> None:
+    """TX221 (the join scope does not exist) offers to create its folder with a rule that does
+    nothing; an op of a typed stack without a schema offers a skeleton schema — and after
+    applying them (as an editor would) the finding is gone and the schema file is valid."""
+    files = {"OPS/shop/schema.json": '{"$defs": {"input": {"type": "object"}}}\n',
+             "OPS/shop/0100/ask.txcl": 'SELECT .order.id, .customer AS .who\nWITH mode = "async", '
+                                       'join_at_scope = 300, into = "reply"\nEXEC "https://w.example/ask"\n'}
+    uri = await _open_tree(client, tmp_path, files, "OPS/shop/0100/ask.txcl")
+    diagnostics = list(client.diagnostics[uri])
+    assert "TX221" in {d.code for d in diagnostics}
+    actions = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        range=types.Range(start=types.Position(1, 0), end=types.Position(1, 0)),
+        context=types.CodeActionContext(diagnostics=[d for d in diagnostics if d.code == "TX221"])))
+    by_title = {a.title: a for a in actions}
+    create = by_title["Create the missing scope folder 0300 (with a rule that does nothing)"]
+    made, text = create.edit.document_changes
+    assert made.uri.endswith("OPS/shop/0300/join.txcl") and "WHEN *" in text.edits[0].new_text
+    schema = by_title["Add the op schema ask.schema.json"]
+    assert schema.kind == types.CodeActionKind.Source
+    made_schema, schema_text = schema.edit.document_changes
+    assert made_schema.uri.endswith("OPS/shop/0100/ask.schema.json")
+    import json
+
+    body = json.loads(schema_text.edits[0].new_text)
+    assert body["$defs"]["input"]["properties"] == {"order": {}, "who": {}}
+    assert body["$defs"]["output"]["properties"] == {"reply": {}}
+    # apply both as the editor would; the tree checks clean of TX221 and of schema problems
+    (tmp_path / "OPS/shop/0300").mkdir()
+    (tmp_path / "OPS/shop/0300/join.txcl").write_text(text.edits[0].new_text)
+    (tmp_path / "OPS/shop/0100/ask.schema.json").write_text(schema_text.edits[0].new_text)
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-m", "txcl", "check", str(tmp_path), "--output-format", "concise"],
+                          capture_output=True, text=True, timeout=120)
+    assert "TX221" not in done.stdout and "TX260" not in done.stdout, done.stdout

@@ -246,11 +246,13 @@ def references(ls: TxclLanguageServer, params: types.ReferenceParams) -> list[ty
 
 @server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
                 types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix,
-                                                           types.CodeActionKind.SourceFixAll]))
+                                                           types.CodeActionKind.SourceFixAll,
+                                                           types.CodeActionKind.Source]))
 @_guarded(None)
 def code_action(ls: TxclLanguageServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
-    """Quick fixes for the findings under the cursor: the safe fixes, and # noqa suppressions."""
-    from txcl.lsp.actions import code_actions
+    """Quick fixes for the findings under the cursor: the safe fixes, # noqa suppressions, the
+    missing join scope's folder; and adding an op's schema in a typed stack."""
+    from txcl.lsp.actions import code_actions, op_schema_action
 
     uri = params.text_document.uri
     text = ls.workspace.get_text_document(uri).source
@@ -263,7 +265,21 @@ def code_action(ls: TxclLanguageServer, params: types.CodeActionParams) -> list[
 
     whole = ls.lsp_range(index, span(0, 0, len(lines) - 1, len(lines[-1])))
     out = []
-    for action in code_actions(text, _path(uri) or "<buffer>", findings):
+    actions = code_actions(text, _path(uri) or "<buffer>", findings)
+    schema = op_schema_action(text, _path(uri) or "") if _path(uri) else None
+    if schema is not None:
+        actions.append(schema)
+    for action in actions:
+        if action.create is not None:
+            new_uri = Path(action.create[0]).as_uri()
+            start = types.Position(0, 0)
+            out.append(types.CodeAction(title=action.title, kind=action.kind, edit=types.WorkspaceEdit(
+                document_changes=[types.CreateFile(uri=new_uri, options=types.CreateFileOptions(ignore_if_exists=True)),
+                                  types.TextDocumentEdit(
+                                      text_document=types.OptionalVersionedTextDocumentIdentifier(uri=new_uri, version=None),
+                                      edits=[types.TextEdit(range=types.Range(start, start), new_text=action.create[1])])]),
+                diagnostics=[d for d in params.context.diagnostics if str(d.code) == action.code] or None))
+            continue
         if action.text is not None:
             edit = types.TextEdit(range=whole, new_text=action.text)
         else:
