@@ -200,8 +200,10 @@ def test_step_in_from_an_async_exec_stops_where_its_answer_joins(dap, flow: Path
     c.ok("next", {"threadId": 1})
     stop = c.stopped()  # research's EXEC: sent, answered later at 300
     assert stop["top"]["name"] == "EXEC  flow/100/research" and stop["top"]["line"] == 3
-    answer = c.value(c.scopes(stop["top"]["id"])["Answer"])
+    scopes = c.scopes(stop["top"]["id"])
+    answer = c.value(scopes["Answer"])
     assert answer["joins at scope"] == 300
+    assert c.value(scopes["Run"])["async ops sent from this scope"] == {"[0]": "flow/100/research"}
     c.ok("stepIn", {"threadId": 1})
     stop = c.stopped()
     assert _names(stop)[0] == "flow/300" and stop["frames"][-1]["name"] == "stack flow (resumed)"

@@ -81,7 +81,12 @@ class StopView:
     def _build(self) -> None:
         point = self.point
         run, scope, op = point.run, point.scope, point.op
-        common = [("Run", self._run_facts(run), False)]
+        facts = self._run_facts(run)
+        if scope is not None:
+            waiting = [f"{v.op.stack}/{v.op.scope}/{v.op.name}" for v in scope.ops.values() if v.status == "pending"]
+            if waiting:
+                facts["async ops sent from this scope"] = waiting
+        common = [("Run", facts, False)]
         entry = scope.envelope if scope is not None else None
         if op is not None:
             view = scope.of(op) if scope is not None else None
