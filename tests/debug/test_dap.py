@@ -349,3 +349,22 @@ def test_a_rule_files_debug_lens_launches_and_stops_at_its_rule(dap, flow: Path)
     assert c.event("exited")["body"]["exitCode"] == 0
     bad = dap().request("launch", {**launch, "stopAt": "flow/200"})
     assert not bad["success"] and "stopAt" in bad["message"]
+
+
+def test_pause_stops_a_running_walk_and_terminate_ends_it(dap, tmp_path: Path) -> None:
+    ws = _write(tmp_path / "slowws", {
+        "OPS/poll/100/wait.txcl": 'EXEC "py://dbgslow:tick"\nLOOP UNTIL .n >= 50 SET .n = .n EVERY 1 MAX 60\n',
+        "dbgslow.py": "import time\n\ndef tick(inp, ctx):\n    time.sleep(0.05)\n    return {'n': inp.get('n', 0) + 1}\n",
+    })
+    c = dap(ws)
+    c.ok("launch", {"workspace": str(ws), "input": {"n": 0}})
+    c.ok("configurationDone")
+    time.sleep(0.3)  # the loop is under way
+    c.ok("pause", {"threadId": 1})
+    stop = c.stopped()
+    assert stop["reason"] == "pause" and stop["top"]["name"].startswith("LOOP pass")
+    first = c.value(c.scopes(stop["top"]["id"])["LOOP pass"])["pass"]
+    assert 1 <= first < 50
+    c.ok("terminate", {})
+    c.event("terminated")
+    assert not any(e["event"] == "exited" and e["body"]["exitCode"] == 0 for e in c.events)  # it did not finish

@@ -36,7 +36,7 @@ def parsing_many() -> Iterator[None]:
         diskcache.flush()
 
 
-_KEEP_PARSES: contextvars.ContextVar[bool] = contextvars.ContextVar("txcl_keep_parses", default=True)
+_KEEP_PARSES: contextvars.ContextVar[bool] = contextvars.ContextVar("txcl.keep_parses", default=True)
 
 
 @contextlib.contextmanager
