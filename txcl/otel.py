@@ -589,6 +589,20 @@ class NativeMetrics(_metrics.Metrics):
                                                     for q, d in queues.items()]
 
 
+class MetricsOnly(Tracing):
+    """OTLP metrics without traces (`OTEL_TRACES_EXPORTER=none`): nothing is traced, so the walk
+    keeps its plain path; `stopping` flushes the metrics exporter at shutdown."""
+
+    enabled = False
+    stopping = True
+
+    def __init__(self, exporter: Any) -> None:
+        self.exporter = exporter
+
+    def shutdown(self) -> None:
+        self.exporter.shutdown()
+
+
 def setup(env: Any = None) -> Tracing | None:
     """Turn OpenTelemetry on when the environment asks for it (None when it does not). txcl's
     own exporter (txcl.otlp) sends the spans and metrics, unless an application already set
@@ -603,7 +617,14 @@ def setup(env: Any = None) -> Tracing | None:
         recorder = None
         if str(env.get("OTEL_METRICS_EXPORTER", "otlp")).strip().lower() != "none":
             recorder = NativeMetrics()
+        traces = str(env.get("OTEL_TRACES_EXPORTER", "otlp")).strip().lower() != "none"
+        if not traces and recorder is None:
+            return None  # both exporters turned off: nothing to do
         exporter = Exporter(env, recorder.agg.collect if recorder is not None else None)
+        if not traces:  # no span is made at all (not made and thrown away)
+            _metrics.install(recorder)
+            current = MetricsOnly(exporter)
+            return current
         tracing = NativeTracing(exporter, Sampler(env))
         if recorder is not None:
             _metrics.install(recorder)
@@ -672,7 +693,7 @@ def shutdown() -> None:
     global current
     tracing = current
     current = OFF
-    if isinstance(tracing, NativeTracing):
+    if isinstance(tracing, (NativeTracing, MetricsOnly)):
         tracing.shutdown()
     elif isinstance(tracing, OtelTracing):
         tracing.shutdown()
@@ -682,4 +703,4 @@ def shutdown() -> None:
 
 
 
-__all__ = ["Tracing", "OtelTracing", "OtelMetrics", "NativeTracing", "NativeMetrics", "parse_traceparent", "setup", "shutdown", "configured", "current", "OFF"]
+__all__ = ["Tracing", "OtelTracing", "OtelMetrics", "NativeTracing", "NativeMetrics", "MetricsOnly", "parse_traceparent", "setup", "shutdown", "configured", "current", "OFF"]

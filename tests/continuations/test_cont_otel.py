@@ -150,3 +150,33 @@ def test_a_request_the_sampler_leaves_out_makes_no_spans(serve, workspace, recei
     srv.stop()
     time.sleep(0.2)
     assert receiver.spans == [] and receiver.metric_names == set()
+
+
+def test_metrics_only_sends_metrics_and_makes_no_span(serve, workspace, receiver):
+    """OTEL_TRACES_EXPORTER=none: the metrics reach the collector (flushed at shutdown), and no
+    span is made at all; the walk keeps its plain path."""
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url, "OTEL_BSP_SCHEDULE_DELAY": "50",
+           "OTEL_TRACES_EXPORTER": "none", "OTEL_METRIC_EXPORT_INTERVAL": "100000"}
+    srv = serve(workspace({"OPS/shop/100/a.txcl": 'EXEC "txco://noop"', "OPS/shop/200/b.txcl": "EMIT .b = 1"}), env=env)
+    status, _, body = http_get(srv.url + "/go")
+    assert status == 200 and json.loads(body)["b"] == 1
+    srv.stop()
+    deadline = time.monotonic() + 10
+    while "txcl.requests" not in receiver.metric_names and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "txcl.requests" in receiver.metric_names  # sent by the flush at shutdown
+    assert receiver.spans == []
+
+
+def test_metrics_only_tracing_is_off_in_process():
+    from txcl import metrics, otel
+
+    try:
+        found = otel.setup({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9", "OTEL_TRACES_EXPORTER": "none"})
+        assert isinstance(found, otel.MetricsOnly) and not otel.current.enabled
+        assert metrics.current.enabled  # the request metrics are recorded for the exporter
+        assert otel.setup({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9", "OTEL_TRACES_EXPORTER": "none",
+                           "OTEL_METRICS_EXPORTER": "none"}) is None
+    finally:
+        otel.shutdown()
+        metrics.install(metrics.OFF)
