@@ -8,6 +8,8 @@ from typing import Sequence
 from txcl.store.backend import Tx
 from txcl.store.procedures import read_procedure, write_procedure
 from txcl.store.procedures.continuations.base import (
+    UNIT_ROW,
+    UNIT_ROW_WITHOUT_VIEW,
     _IN_FLIGHT,
     _OPEN,
     ProcedureBase,
@@ -127,7 +129,7 @@ class AdmitProcedures(ProcedureBase):
         if it["deadline_ms"] is not None and it["deadline_ms"] < t.now:
             self._time_out(t, it)
             return "expired"
-        unit = t.one("SELECT * FROM await_units WHERE unit_id = ?", (it["unit_id"],))
+        unit = t.one(f"{UNIT_ROW} WHERE unit_id = ?", (it["unit_id"],))
         every = self._options(unit).heartbeat_ms
         deadline = it["deadline_ms"]
         if every is not None:
@@ -147,7 +149,8 @@ class AdmitProcedures(ProcedureBase):
         problem = _token_problem(token, row)
         if problem is not None:
             return CallbackTarget(problem)
-        unit = t.one("SELECT * FROM await_units WHERE unit_id = ?", (row["unit_id"],))
+        # the unit without its input view: a callback's check reads its kind, `into` and target
+        unit = t.one(f"{UNIT_ROW_WITHOUT_VIEW} WHERE unit_id = ?", (row["unit_id"],))
         return CallbackTarget("ok", interaction_record(row, t), lazy_unit_record(unit, t))
 
     @write_procedure
@@ -271,7 +274,7 @@ class AdmitProcedures(ProcedureBase):
         op's ``WITH retries`` allows one more (None: it does not — the failure stands). Its
         token is retired (a late answer with it gets 410). Returns what the freed window
         slot lets out now (an itemized op's next items)."""
-        unit = t.one("SELECT * FROM await_units WHERE unit_id = ?", (it["unit_id"],))
+        unit = t.one(f"{UNIT_ROW} WHERE unit_id = ?", (it["unit_id"],))
         if unit is None or unit["status"] != "waiting":
             return None
         delays = self._options(unit).retry_delays_ms

@@ -9,7 +9,7 @@ from txcl.store.backend import Tx
 from txcl.store.blobs import pack
 from txcl.store.errors import RunLost, UnknownRun
 from txcl.store.procedures import read_procedure, write_procedure
-from txcl.store.procedures.continuations.base import _CHILD_OF_OPC, PASSED_OVER, ProcedureBase
+from txcl.store.procedures.continuations.base import _CHILD_OF_OPC, PASSED_OVER, UNIT_ROW, ProcedureBase
 from txcl.store.procedures.rows import Row, claim_record, dumps, placeholders, run_record, unit_record, write_blobs
 from txcl.store.records import (
     UNIT_BAD,
@@ -122,7 +122,7 @@ class ReleaseProcedures(ProcedureBase):
         run, (its, units, children) = t.lock_run_of_reading(
             "interactions", "opc", opc,
             ("SELECT * FROM interactions WHERE opc = ?", (opc,)),
-            ("SELECT * FROM await_units WHERE unit_id = (SELECT unit_id FROM interactions WHERE opc = ?)", (opc,)),
+            (f"{UNIT_ROW} WHERE unit_id = (SELECT unit_id FROM interactions WHERE opc = ?)", (opc,)),
             (_CHILD_OF_OPC, (opc,)))
         if run is None:
             return ReleaseResult("recorded")
@@ -173,7 +173,7 @@ class ReleaseProcedures(ProcedureBase):
         if run is None:
             return ReleaseResult("recorded")
         run_id = run["run_id"]
-        unit = t.one("SELECT * FROM await_units WHERE unit_id = ?", (unit_id,))
+        unit = t.one(f"{UNIT_ROW} WHERE unit_id = ?", (unit_id,))
         before = unit["continuation_done"]
         status = self._settle_unit(t, unit_id, reconcile=True)
         claim = self._release(t, run_id)

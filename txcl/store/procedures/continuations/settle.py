@@ -10,6 +10,8 @@ from txcl.runoptions import UnitOptions
 from txcl.runtime_codes import item_failed_error, normalize_error, too_many_failures_error
 from txcl.store.backend import Tx
 from txcl.store.procedures.continuations.base import (
+    IN_FLIGHT_COUNT,
+    UNIT_ROW,
     _CHILD_OF_OPC,
     _IN_FLIGHT,
     _OPEN,
@@ -38,12 +40,14 @@ def child_outcome(options: UnitOptions, terminal: TerminalRecord) -> Materialize
 class SettleProcedures(ProcedureBase):
     def _promote(self, t: Tx, unit_id: str) -> tuple[list[Dispatch], int | None]:
         """Move queued interactions to ``dispatching`` while in-flight < window (item order)."""
-        unit = t.one("SELECT * FROM await_units WHERE unit_id = ?", (unit_id,))
+        # the unit's own columns only: its input view (an itemized unit's whole array) is not
+        # read, nor decompressed, once per item
+        unit = t.one("SELECT status, window_size, kind, deadline_ms, budget_ms, dispatch_stage, options_json, "
+                     f"op_name, op_stack, exec_target, expected, {IN_FLIGHT_COUNT} AS in_flight "
+                     "FROM await_units WHERE unit_id = ?", (unit_id,))
         if unit is None or unit["status"] != "waiting":
             return [], None
-        in_flight = t.one(
-            f"SELECT COUNT(*) AS n FROM interactions WHERE unit_id = ? AND status IN {_IN_FLIGHT}", (unit_id,)
-        )["n"]
+        in_flight = unit["in_flight"]
         free = unit["window_size"] - in_flight
         if free <= 0:
             return [], None
@@ -208,7 +212,7 @@ class SettleProcedures(ProcedureBase):
         """Complete (or fail) a unit from its stored facts and children. Returns its status.
         `unit`: its current row, when the caller has it (else it is read)."""
         if unit is None:
-            unit = t.one("SELECT * FROM await_units WHERE unit_id = ?", (unit_id,))
+            unit = t.one(f"{UNIT_ROW} WHERE unit_id = ?", (unit_id,))
         if unit is None:
             return "gone"
         if unit["status"] != "waiting":
@@ -292,7 +296,7 @@ class SettleProcedures(ProcedureBase):
 
     def _drain_unit(self, t: Tx, unit_id: str) -> str:
         """Materialise every pending child whose terminal exists, then settle."""
-        unit = t.one("SELECT * FROM await_units WHERE unit_id = ?", (unit_id,))
+        unit = t.one(f"{UNIT_ROW} WHERE unit_id = ?", (unit_id,))
         if unit is None or unit["status"] != "waiting":
             return unit["status"] if unit else "gone"
         pending = t.all(
