@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from txcl.debug.engine import Point
+from txcl.vocabulary import json_type as _type
 
 TITLES = {"when": "WHEN", "set_pre": "SET", "select": "SELECT", "set_post": "SET", "with": "WITH",
           "exec": "EXEC", "loop": "LOOP", "emit": "EMIT", "answer": "answer", "scope": "entry", "end": "end"}
@@ -49,22 +50,6 @@ def _json_preview(value: Any) -> str:
         return f"[{len(value)} item{'s' if len(value) != 1 else ''}]"
     text = json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= _PREVIEW else text[:_PREVIEW - 1] + "…"
-
-
-def _type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
 
 
 class StopView:
