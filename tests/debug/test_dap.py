@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.debug.dap_client import DapClient
+from dap_client import DapClient
 
 TXCL = str(Path(sys.executable).parent / "txcl")
 
@@ -354,12 +354,17 @@ def test_a_rule_files_debug_lens_launches_and_stops_at_its_rule(dap, flow: Path)
 def test_pause_stops_a_running_walk_and_terminate_ends_it(dap, tmp_path: Path) -> None:
     ws = _write(tmp_path / "slowws", {
         "OPS/poll/100/wait.txcl": 'EXEC "py://dbgslow:tick"\nLOOP UNTIL .n >= 50 SET .n = .n EVERY 1 MAX 60\n',
-        "dbgslow.py": "import time\n\ndef tick(inp, ctx):\n    time.sleep(0.05)\n    return {'n': inp.get('n', 0) + 1}\n",
+        "dbgslow.py": "import time\nfrom pathlib import Path\n\ndef tick(inp, ctx):\n"
+                      "    with open(Path(__file__).with_name('ticks'), 'a') as f:\n        f.write('x')\n"
+                      "    time.sleep(0.05)\n    return {'n': inp.get('n', 0) + 1}\n",
     })
     c = dap(ws)
     c.ok("launch", {"workspace": str(ws), "input": {"n": 0}})
     c.ok("configurationDone")
-    time.sleep(0.3)  # the loop is under way
+    ticks = ws / "ticks"
+    deadline = time.monotonic() + 60
+    while (not ticks.exists() or len(ticks.read_text()) < 2) and time.monotonic() < deadline:
+        time.sleep(0.02)  # the loop is under way (its second pass has begun)
     c.ok("pause", {"threadId": 1})
     stop = c.stopped()
     assert stop["reason"] == "pause" and stop["top"]["name"].startswith("LOOP pass")

@@ -274,7 +274,7 @@ def test_unknown_and_bad_token(store):
     assert store.check_callback(d.opc, "wrong").outcome == "bad_token"
     target = store.check_callback(d.opc, d.token)
     assert target.outcome == "ok" and target.unit.kind == "unary" and target.unit.into is None
-    assert target.unit.input_view is None  # not read per callback (an itemized unit's whole array)
+    assert target.unit.input_view is None and target.unit.directives is None  # not read per callback
     assert store.get_terminal(d.opc) is None  # nothing written by rejected callbacks
 
 

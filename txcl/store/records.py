@@ -411,7 +411,7 @@ class CallbackTarget:
 
     outcome: Literal["unknown", "bad_token", "superseded", "ok"]  # superseded: an earlier attempt's token
     interaction: InteractionRecord | None = None
-    unit: UnitRecord | None = None  # without its input view (None): the check never needs it
+    unit: UnitRecord | None = None  # without its input view and directives (None): the check never needs them
 
 
 @record

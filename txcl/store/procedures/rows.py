@@ -117,6 +117,19 @@ def unit_options_of(r: Row) -> UnitOptions:
     return UnitOptions.from_json(loads(_column(r, "options_json")))
 
 
+# A unit's own columns, without its input view (an itemized unit's whole array, read and sent —
+# on PostgreSQL decompressed — at every item otherwise) and its WITH options (their meaning is
+# in options_json): what the procedures that admit, settle and release read once per item.
+UNIT_ROW = ("SELECT unit_id, run_id, created_seq, kind, op_name, op_stack, op_scope, dispatch_stage, "
+            "dispatch_stack, join_at_scope, segment_id, status, version, expected, dispatch_complete, "
+            "provider_done, continuation_done, window_size, on_item_error, into_path, exec_target, "
+            "output_json, error_json, fuel_used, budget_ms, deadline_ms, join_deadline_ms, "
+            "options_json, created_ms, closed_ms FROM await_units")
+# the same as a row a unit record can be made of: its view and directives come back None
+UNIT_ROW_FOR_RECORD = UNIT_ROW.replace(" FROM await_units",
+                                       ", NULL AS input_view_json, NULL AS directives_json FROM await_units")
+
+
 def unit_record(r: Row, t: Tx | None = None) -> UnitRecord:
     r = columns(r)
     return UnitRecord(**unit_fields(r, loads(r["directives_json"]), load_doc(r["input_view_json"], t, r["run_id"])))

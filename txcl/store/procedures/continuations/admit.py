@@ -8,8 +8,6 @@ from typing import Sequence
 from txcl.store.backend import Tx
 from txcl.store.procedures import read_procedure, write_procedure
 from txcl.store.procedures.continuations.base import (
-    UNIT_ROW,
-    UNIT_ROW_WITHOUT_VIEW,
     _IN_FLIGHT,
     _OPEN,
     ProcedureBase,
@@ -19,7 +17,15 @@ from txcl.store.procedures.continuations.base import (
     _token_problem,
 )
 from txcl.store.procedures.continuations.queues import extend_lease, queue_of
-from txcl.store.procedures.rows import Row, dumps, interaction_record, lazy_unit_record, terminal_record
+from txcl.store.procedures.rows import (
+    UNIT_ROW,
+    UNIT_ROW_FOR_RECORD,
+    Row,
+    dumps,
+    interaction_record,
+    lazy_unit_record,
+    terminal_record,
+)
 from txcl.store.records import (
     INTERACTION_IN_FLIGHT,
     INTERACTION_OPEN,
@@ -150,7 +156,7 @@ class AdmitProcedures(ProcedureBase):
         if problem is not None:
             return CallbackTarget(problem)
         # the unit without its input view: a callback's check reads its kind, `into` and target
-        unit = t.one(f"{UNIT_ROW_WITHOUT_VIEW} WHERE unit_id = ?", (row["unit_id"],))
+        unit = t.one(f"{UNIT_ROW_FOR_RECORD} WHERE unit_id = ?", (row["unit_id"],))
         return CallbackTarget("ok", interaction_record(row, t), lazy_unit_record(unit, t))
 
     @write_procedure

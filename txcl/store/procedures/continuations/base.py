@@ -20,16 +20,6 @@ _IN_FLIGHT = sql_in(interactions.IN_FLIGHT)
 # plan (a prepared statement's, after its fifth use) kept only unit_id in the index condition
 # and filtered the status, walking every row version of the unit: a unit of n items then cost
 # O(n) per item — 0.3 ms per item at 1,000 items.
-# A unit's row without its input view (an itemized unit's whole array, read and sent — on
-# PostgreSQL decompressed — at every item otherwise): what the procedures that admit, settle and
-# release read once per item. The view is read only where a unit record is made.
-UNIT_ROW = ("SELECT unit_id, run_id, created_seq, kind, op_name, op_stack, op_scope, dispatch_stage, "
-            "dispatch_stack, join_at_scope, segment_id, status, version, expected, dispatch_complete, "
-            "provider_done, continuation_done, window_size, on_item_error, into_path, exec_target, "
-            "directives_json, output_json, error_json, fuel_used, budget_ms, deadline_ms, join_deadline_ms, "
-            "options_json, created_ms, closed_ms FROM await_units")
-# the same, for a unit record handed out without its input view (`input_view` None)
-UNIT_ROW_WITHOUT_VIEW = UNIT_ROW.replace(" FROM await_units", ", NULL AS input_view_json FROM await_units")
 # (A column expression of a query on await_units.)
 IN_FLIGHT_COUNT = "(" + " + ".join(
     f"(SELECT COUNT(*) FROM interactions i WHERE i.unit_id = await_units.unit_id AND i.status = '{status}')"

@@ -9,8 +9,17 @@ from txcl.store.backend import Tx
 from txcl.store.blobs import pack
 from txcl.store.errors import RunLost, UnknownRun
 from txcl.store.procedures import read_procedure, write_procedure
-from txcl.store.procedures.continuations.base import _CHILD_OF_OPC, PASSED_OVER, UNIT_ROW, ProcedureBase
-from txcl.store.procedures.rows import Row, claim_record, dumps, placeholders, run_record, unit_record, write_blobs
+from txcl.store.procedures.continuations.base import _CHILD_OF_OPC, PASSED_OVER, ProcedureBase
+from txcl.store.procedures.rows import (
+    UNIT_ROW,
+    Row,
+    claim_record,
+    dumps,
+    placeholders,
+    run_record,
+    unit_record,
+    write_blobs,
+)
 from txcl.store.records import (
     UNIT_BAD,
     UNIT_TERMINAL,

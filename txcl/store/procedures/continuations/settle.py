@@ -11,7 +11,6 @@ from txcl.runtime_codes import item_failed_error, normalize_error, too_many_fail
 from txcl.store.backend import Tx
 from txcl.store.procedures.continuations.base import (
     IN_FLIGHT_COUNT,
-    UNIT_ROW,
     _CHILD_OF_OPC,
     _IN_FLIGHT,
     _OPEN,
@@ -20,7 +19,7 @@ from txcl.store.procedures.continuations.base import (
     ProcedureBase,
     _next_beat,
 )
-from txcl.store.procedures.rows import Row, columns, dumps, load_doc, loads, placeholders, terminal_record
+from txcl.store.procedures.rows import UNIT_ROW, Row, columns, dumps, load_doc, loads, placeholders, terminal_record
 from txcl.store.records import CHILD_PENDING, Dispatch, Materialized, TerminalRecord
 from txcl.store.states.terminals import CHILD_OUTCOME
 from txcl.values.reserved import sanitize_untrusted
