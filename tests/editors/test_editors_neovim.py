@@ -40,6 +40,19 @@ def _run_neovim(tmp_path: Path, ws: Path, rule: Path, script: str) -> None:
                    capture_output=True, timeout=120, check=False)
 
 
+def _answers_script(ask_lua: str, found_lua: str, out: Path) -> str:
+    """Lua for `_run_neovim`: once the server is attached, define `ask` (`ask_lua`), build
+    `found` (`found_lua`, a table of answers) and write it to `out` as JSON, then quit."""
+    return (ask_lua +
+            "vim.api.nvim_create_autocmd('VimEnter', { callback = function()\n"
+            "  vim.wait(60000, function() return #vim.lsp.buf_get_clients(0) > 0 end, 100)\n"
+            "  vim.wait(2000, function() return false end, 100)\n"
+            f"  local found = {found_lua}\n"
+            f"  vim.fn.writefile({{vim.fn.json_encode(found)}}, {json.dumps(str(out))})\n"
+            "  vim.cmd('qa!')\n"
+            "end })\n")
+
+
 @pytest.mark.skipif(shutil.which("nvim") is None, reason="Neovim is installed by ./run-tests (.ci/services.sh)")
 def test_the_documented_snippet_gets_diagnostics_in_debians_neovim(tmp_path):
     ws = tmp_path / "ws"
@@ -71,26 +84,18 @@ def test_navigation_in_debians_neovim(tmp_path):
         (ws / rel).write_text(text, encoding="utf-8")
     rule = ws / "OPS/s/0100/a.txcl"
     out = tmp_path / "answers.json"
-    _run_neovim(tmp_path, ws, rule,
-                "local function ask(method, line, col, extra)\n"
-                "  vim.api.nvim_win_set_cursor(0, {line, col})\n"
-                "  local params = vim.lsp.util.make_position_params()\n"
-                "  for k, v in pairs(extra or {}) do params[k] = v end\n"
-                "  local answers = vim.lsp.buf_request_sync(0, method, params, 20000) or {}\n"
-                "  for _, a in pairs(answers) do if a.result then return a.result end end\n"
-                "  return vim.NIL\n"
-                "end\n"
-                "vim.api.nvim_create_autocmd('VimEnter', { callback = function()\n"
-                "  vim.wait(60000, function() return #vim.lsp.buf_get_clients(0) > 0 end, 100)\n"
-                "  vim.wait(2000, function() return false end, 100)\n"
-                "  local found = {\n"
-                "    definition = ask('textDocument/definition', 1, 15),\n"
-                "    references = ask('textDocument/references', 1, 27, {context = {includeDeclaration = true}}),\n"
-                "    rename = ask('textDocument/rename', 1, 27, {newName = '.order.sum'}),\n"
-                "  }\n"
-                f"  vim.fn.writefile({{vim.fn.json_encode(found)}}, {json.dumps(str(out))})\n"
-                "  vim.cmd('qa!')\n"
-                "end })\n")
+    _run_neovim(tmp_path, ws, rule, _answers_script(
+        "local function ask(method, line, col, extra)\n"
+        "  vim.api.nvim_win_set_cursor(0, {line, col})\n"
+        "  local params = vim.lsp.util.make_position_params()\n"
+        "  for k, v in pairs(extra or {}) do params[k] = v end\n"
+        "  local answers = vim.lsp.buf_request_sync(0, method, params, 20000) or {}\n"
+        "  for _, a in pairs(answers) do if a.result then return a.result end end\n"
+        "  return vim.NIL\n"
+        "end\n",
+        "{ definition = ask('textDocument/definition', 1, 15),\n"
+        "    references = ask('textDocument/references', 1, 27, {context = {includeDeclaration = true}}),\n"
+        "    rename = ask('textDocument/rename', 1, 27, {newName = '.order.sum'}) }", out))
     assert out.exists(), "Neovim wrote no answers"
     found = json.loads(out.read_text())
     assert [d["uri"].rsplit("/", 1)[-1] for d in found["definition"]] == ["c.txcl"]
@@ -108,21 +113,14 @@ def test_code_lenses_and_semantic_tokens_in_debians_neovim(tmp_path):
     rule.parent.mkdir(parents=True)
     rule.write_text("WHEN .a == 1\nEMIT .b = &concat(.a)\n", encoding="utf-8")
     out = tmp_path / "answers.json"
-    _run_neovim(tmp_path, ws, rule,
-                "local function ask(method)\n"
-                "  local params = { textDocument = vim.lsp.util.make_text_document_params() }\n"
-                "  local answers = vim.lsp.buf_request_sync(0, method, params, 20000) or {}\n"
-                "  for _, a in pairs(answers) do if a.result then return a.result end end\n"
-                "  return vim.NIL\n"
-                "end\n"
-                "vim.api.nvim_create_autocmd('VimEnter', { callback = function()\n"
-                "  vim.wait(60000, function() return #vim.lsp.buf_get_clients(0) > 0 end, 100)\n"
-                "  vim.wait(2000, function() return false end, 100)\n"
-                "  local found = { lenses = ask('textDocument/codeLens'),\n"
-                "                  tokens = ask('textDocument/semanticTokens/full') }\n"
-                f"  vim.fn.writefile({{vim.fn.json_encode(found)}}, {json.dumps(str(out))})\n"
-                "  vim.cmd('qa!')\n"
-                "end })\n")
+    _run_neovim(tmp_path, ws, rule, _answers_script(
+        "local function ask(method)\n"
+        "  local params = { textDocument = vim.lsp.util.make_text_document_params() }\n"
+        "  local answers = vim.lsp.buf_request_sync(0, method, params, 20000) or {}\n"
+        "  for _, a in pairs(answers) do if a.result then return a.result end end\n"
+        "  return vim.NIL\n"
+        "end\n",
+        "{ lenses = ask('textDocument/codeLens'), tokens = ask('textDocument/semanticTokens/full') }", out))
     assert out.exists(), "Neovim wrote no answers"
     found = json.loads(out.read_text())
     assert [lens["command"]["title"] for lens in found["lenses"]] == ["▶ Run", "Test", "Debug"]

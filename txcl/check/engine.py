@@ -12,6 +12,8 @@ import attrs
 from txcl.check.analyze import Analysis, analyze
 from txcl.check.cache import AnalysisCache, key_of
 from txcl.check.config import CheckConfig
+from txcl.check.snapshot import decode_utf8 as _decode
+from txcl.check.snapshot import is_system
 from txcl.check.discover import discover
 from txcl.check.mcp_schemas import CODES as _OPT_IN_CODES  # the --mcp-schemas pass
 from txcl.check.noqa import apply_noqa
@@ -47,13 +49,6 @@ def display_path(path: Path | str) -> str:
     return os.path.abspath(text) if rel.startswith("..") else rel
 
 
-def _decode(data: bytes) -> str | None:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-
-
 def check_source(text: str | bytes, filename: str = "<string>", config: CheckConfig | None = None,
                  stack: str | None = None, *, tree_path: Path | None = None) -> list[Diagnostic]:
     """Every per-file finding of one buffer (syntax, TX1xx, TX2xx/TX3xx, noqa), filtered by
@@ -64,7 +59,7 @@ def check_source(text: str | bytes, filename: str = "<string>", config: CheckCon
     # A lone surrogate (which an editor can send) is kept as its bytes, so it is reported as
     # TX002 at its position rather than failing the encoding.
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    system = bool(stack) and stack.startswith("_") and "/" in stack
+    system = is_system(stack)
     if tree_path is not None:  # an editor's buffer: it changes at every keystroke, so it is not kept
         from txcl.syntax.batch import parsing_once
 
@@ -201,7 +196,7 @@ def run_check(paths: list[str | Path], config: CheckConfig | None = None, *,
         except OSError as exc:
             result.diagnostics.append(Diagnostic("TX002", f"cannot read file: {exc.strerror or exc}", file=shown))
             continue
-        system = bool(stack) and stack.startswith("_") and "/" in stack
+        system = is_system(stack)
         key = key_of(data, system)
         source = _decode(data)
         if source is not None:

@@ -33,7 +33,8 @@ class SeenFile:
     source: str | None
 
 
-def _decode(data: bytes) -> str | None:
+def decode_utf8(data: bytes) -> str | None:
+    """A rule file's text, or None when it is not UTF-8 (its finding says so)."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
@@ -84,7 +85,7 @@ class TreeSnapshot:
             if analysis is None:
                 analysis = analyze(data, shown, entry.stack)
                 cache.put(key, analysis)
-            seen[path] = SeenFile(stamp, shown, analysis, _decode(data))
+            seen[path] = SeenFile(stamp, shown, analysis, decode_utf8(data))
         self.files = seen
         if cache is not None:
             cache.save()

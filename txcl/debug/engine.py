@@ -113,9 +113,7 @@ class Debugger:
         self.aborted = False
         self.stopped: Point | None = None
         self.scope: ScopeView | None = None
-        self.last_run: Any = None
         self.root: str = os.getcwd()  # where the tree's relative rule paths start (the workspace)
-        self._clauses: dict[str, ClauseLines | None] = {}
 
     # ------------------------------------------------------------ set-up
     def attach(self, walker: Any) -> None:
@@ -130,31 +128,22 @@ class Debugger:
             return None
         return os.path.realpath(os.path.join(self.root, op.file))
 
-    def clauses_of(self, path: str) -> ClauseLines | None:
-        key = os.path.realpath(path)
-        if key not in self._clauses:
-            self._clauses[key] = ClauseLines.of_file(key)
-        return self._clauses[key]
-
     def set_line_breakpoints(self, path: str, specs: list[dict], next_id: Callable[[], int]) -> list[Breakpoint]:
         """Replace the breakpoints of one file; each lands on the first line of the clause its
         line stands on, or stays unverified with the reason."""
         key = os.path.realpath(path)
-        self._clauses.pop(key, None)
-        lines = self.clauses_of(key)
+        lines = ClauseLines.of_file(key)  # read now: the file may have changed since the last time
         out: list[Breakpoint] = []
         for spec in specs:
             bp = Breakpoint.of(next_id(), spec)
             line = spec.get("line")
-            if lines is None:
-                bp.verified, bp.message = False, "not a rule file that parses"
-                bp.line = line if isinstance(line, int) else None
-            elif not isinstance(line, int) or lines.at(line) is None:
-                bp.verified = False
-                bp.message = "no clause on this line (breakpoints stand on WHEN, SET, SELECT, WITH, EXEC, LOOP or EMIT)"
-                bp.line = line if isinstance(line, int) else None
+            found = lines.at(line) if lines is not None and isinstance(line, int) else None
+            if found is not None:
+                bp.clause, bp.line = found
             else:
-                bp.clause, bp.line = lines.at(line)
+                bp.verified, bp.line = False, line if isinstance(line, int) else None
+                bp.message = ("not a rule file that parses" if lines is None else
+                              "no clause on this line (breakpoints stand on WHEN, SET, SELECT, WITH, EXEC, LOOP or EMIT)")
             out.append(bp)
         with self.cond:
             self.line_breakpoints[key] = out
@@ -189,7 +178,6 @@ class Debugger:
         from txcl.values.merge import deep_copy
 
         scope = self.scope = ScopeView(run, frame, deep_copy(envelope))
-        self.last_run = run
         chosen = {id(op) for op in selected}
         for op in rules:
             view = scope.of(op)
@@ -253,7 +241,6 @@ class Debugger:
     def segment_ended(self, run: Any) -> None:
         from txcl.runtime.budget import FUEL_EXHAUSTED, TTL_EXHAUSTED
 
-        self.last_run = run
         if run.status == "suspended":
             waiting = [j.get("op") or j.get("unit_id") for j in (run.joins or []) if isinstance(j, dict)]
             where = getattr(run, "last_stage", None)

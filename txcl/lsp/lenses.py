@@ -8,7 +8,6 @@ docs/editors.md).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -83,8 +82,3 @@ def case_lenses(path: str, text: str) -> list[Lens]:
                                                        "name": f"Debug {case.name}", "workspace": str(workspace),
                                                        "test": f"{where}::{case.name}"}]))
     return out
-
-
-def launch_json(lens: Lens) -> str:
-    """A Debug lens's launch configuration as JSON (the dashboard and docs show the same form)."""
-    return json.dumps(lens.arguments[0], indent=2)
