@@ -84,8 +84,8 @@ def test_the_sampler():
 
 def test_traceparent_parsing():
     trace = "4bf92f3577b34da6a3ce929d0e0e4736"
-    assert parse_traceparent(f"00-{trace}-00f067aa0ba902b7-01") == (bytes.fromhex(trace),
-                                                                      bytes.fromhex("00f067aa0ba902b7"), True)
+    assert parse_traceparent(f"00-{trace}-00f067aa0ba902b7-01") == (int(trace, 16), int("00f067aa0ba902b7", 16),
+                                                                      True)
     assert parse_traceparent(f"00-{trace}-00f067aa0ba902b7-00")[2] is False
     for bad in (None, "", "01-x", f"00-{'0' * 32}-00f067aa0ba902b7-01", f"00-{trace}-{'0' * 16}-01", "garbage"):
         assert parse_traceparent(bad) is None
@@ -100,3 +100,75 @@ def test_configuration_from_the_environment():
     assert headers(env, "traces") == {"api-key": "a b", "x": "1"}
     attrs = resource_attributes(env)
     assert attrs["service.name"] == "orders" and attrs["env"] == "prod"
+
+
+def test_fixed_attribute_blocks_int_ids_and_request_ids_encode_as_plain_attributes():
+    """The tracer's fast forms — ids as ints, a rule's unchanging attributes as one `Fixed`
+    block encoded once and reused — decode exactly as the plain forms do."""
+    from txcl.otlp import Fixed, attribute_dict
+
+    fixed = Fixed({"txcl.stack": "shop", "txcl.rule": "charge", "txcl.status": "ok"})
+    spans = [(0x0102 << 100, 7, 9, "txcl op charge", 1, 1, 2, (fixed, {"txcl.request_id": f"r-{n}" * (n + 1),
+                                                                        "txcl.fuel": n * 40_000}), None, None, None)
+             for n in range(3)]
+    decoded = ExportTraceServiceRequest.FromString(encode_traces({}, ("txcl", "0"), spans)) \
+        .resource_spans[0].scope_spans[0].spans
+    for n, got in enumerate(decoded):
+        assert got.trace_id == (0x0102 << 100).to_bytes(16, "big") and got.span_id == (7).to_bytes(8, "big")
+        assert got.parent_span_id == (9).to_bytes(8, "big")
+        want = {"txcl.stack": "shop", "txcl.rule": "charge", "txcl.status": "ok", "txcl.request_id": f"r-{n}" * (n + 1),
+                "txcl.fuel": n * 40_000}
+        assert _attrs(got.attributes) == want == attribute_dict(spans[n][7])
+    long_id = "r" * 200  # lengths past one byte take the general path
+    span = (1, 2, None, "s", 1, 1, 2, {"txcl.request_id": long_id}, None, None, None)
+    got = ExportTraceServiceRequest.FromString(encode_traces({}, ("txcl", "0"), [span])) \
+        .resource_spans[0].scope_spans[0].spans[0]
+    assert _attrs(got.attributes) == {"txcl.request_id": long_id}
+
+
+def test_the_exporter_keeps_its_connection_and_replaces_one_the_collector_closed():
+    """Batches go over one kept-open connection; when the collector drops it between batches,
+    the next batch goes on a new one instead of being lost."""
+    import socket
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from txcl.otlp import Exporter
+
+    seen: list[tuple[int, int]] = []  # (client port, spans in the batch)
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive, as collectors do
+
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            spans = ExportTraceServiceRequest.FromString(body).resource_spans[0].scope_spans[0].spans
+            seen.append((self.client_address[1], len(spans)))
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    exporter = Exporter({"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{server.server_address[1]}",
+                         "OTEL_BSP_SCHEDULE_DELAY": "3600000"})
+    try:
+        def batch(n):
+            for i in range(n):
+                exporter.add((1, i + 1, None, "s", 1, 1, 2, {}, None, None, None))
+            exporter._flush_spans()
+
+        batch(2)
+        batch(3)
+        assert [n for _, n in seen] == [2, 3] and seen[0][0] == seen[1][0]  # one connection, kept
+        conn = exporter._connections[("http", "127.0.0.1", server.server_address[1])]
+        conn.sock.shutdown(socket.SHUT_RDWR)  # as if the collector had closed it meanwhile
+        batch(4)
+        assert [n for _, n in seen] == [2, 3, 4] and seen[2][0] != seen[0][0]  # resent on a new connection
+    finally:
+        exporter.shutdown()
+        server.shutdown()

@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import os
+import random
 import re
 import time
 from typing import Any, Iterator
@@ -290,15 +291,19 @@ class OtelMetrics(_metrics.Metrics):
         self.provider.shutdown()
 
 
+_ID64 = (1 << 64) - 1
+
+
 class _Span:
-    """One span of the native tracer, until it ends (then a tuple in the exporter's queue)."""
+    """One span of the native tracer, until it ends (then a tuple in the exporter's queue).
+    Ids are ints (random bits), turned into bytes only when the exporter encodes them."""
 
     __slots__ = ("trace_id", "span_id", "parent", "name", "kind", "start", "attrs", "links", "sampled", "events")
 
-    def __init__(self, trace_id: bytes, span_id: bytes, parent: bytes | None, name: str, kind: int,
+    def __init__(self, trace_id: int, span_id: int, parent: int | None, name: str, kind: int,
                  attrs: dict, links: list | None, sampled: bool) -> None:
         self.trace_id, self.span_id, self.parent, self.name, self.kind = trace_id, span_id, parent, name, kind
-        self.start = time.time_ns()
+        self.start = _time_ns()
         self.attrs, self.links, self.sampled = attrs, links, sampled
         self.events: list | None = None
 
@@ -312,57 +317,109 @@ class _Span:
         return self.sampled
 
     def traceparent(self) -> str:
-        return f"00-{self.trace_id.hex()}-{self.span_id.hex()}-{'01' if self.sampled else '00'}"
+        return f"00-{self.trace_id:032x}-{self.span_id:016x}-{'01' if self.sampled else '00'}"
 
 
+_time_ns = time.time_ns
 _TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
 
 
-def parse_traceparent(value: str | None) -> tuple[bytes, bytes, bool] | None:
+def parse_traceparent(value: str | None) -> tuple[int, int, bool] | None:
     """(trace id, span id, sampled) of a W3C traceparent, or None when it is not one."""
     m = _TRACEPARENT.match((value or "").strip().lower())
     if m is None or m.group(1) == "0" * 32 or m.group(2) == "0" * 16:
         return None
-    return bytes.fromhex(m.group(1)), bytes.fromhex(m.group(2)), bool(int(m.group(3), 16) & 1)
+    return int(m.group(1), 16), int(m.group(2), 16), bool(int(m.group(3), 16) & 1)
+
+
+class _Current:
+    """`span` current while the block runs (and, for a request, the request's span); ended
+    after it. A class rather than a generator: this runs twice on every traced request."""
+
+    __slots__ = ("tracing", "span", "request", "token", "request_token")
+
+    def __init__(self, tracing: "NativeTracing", span: _Span, request: _Span | None = None) -> None:
+        self.tracing, self.span, self.request = tracing, span, request
+        self.request_token = None
+
+    def __enter__(self) -> _Span:
+        if self.request is not None:
+            self.request_token = _request_span.set(self.request)
+        self.token = _native_current.set(self.span)
+        return self.span
+
+    def __exit__(self, *exc: Any) -> None:
+        _native_current.reset(self.token)
+        if self.request_token is not None:
+            _request_span.reset(self.request_token)
+        self.tracing._end(self.span)
+
+
+class _Segment:
+    """One segment of a walk (see `NativeTracing.segment`); `span` is its own span, or the
+    request's when the segment is the request's (then the request's block ends it)."""
+
+    __slots__ = ("tracing", "span", "run", "own", "token")
+
+    def __init__(self, tracing: "NativeTracing", span: _Span, run: Any, own: bool) -> None:
+        self.tracing, self.span, self.run, self.own = tracing, span, run, own
+        run.traced = span.sampled
+        run.trace_span = span
+
+    def __enter__(self) -> _Span:
+        if self.own:
+            self.token = _native_current.set(self.span)
+        return self.span
+
+    def __exit__(self, *exc: Any) -> None:
+        span = self.span
+        if span.sampled:
+            _finish_segment(span, self.run)
+        if self.own:
+            _native_current.reset(self.token)
+            self.tracing._end(span)
 
 
 class NativeTracing(Tracing):
     """The same spans as OtelTracing, recorded by txcl itself and sent by its own OTLP
-    exporter (txcl.otlp): a span costs a small object and a queue append on the request path."""
+    exporter (txcl.otlp): a span costs a small object and a queue append on the request path;
+    a request the sampler leaves out costs one span object and no more."""
 
     enabled = True
 
     def __init__(self, exporter: Any, sampler: Any) -> None:
         self.exporter = exporter
         self.sampler = sampler
+        self._bits = random.getrandbits
+        # the attributes that are the same on every span of a scope or rule (txcl.otlp.Fixed),
+        # made once and encoded once
+        self._fixed: dict[Any, Any] = {}
+        from txcl.otlp import Fixed
+
+        self._Fixed = Fixed
+
+    def _remember(self, key: Any, fixed: Any) -> Any:
+        if len(self._fixed) >= 4096:  # a server whose rules keep changing: start again
+            self._fixed.clear()
+        self._fixed[key] = fixed
+        return fixed
 
     def _start(self, name: str, kind: int, attrs: dict, *, root: bool = False,
-               remote: tuple[bytes, bytes, bool] | None = None, links: list | None = None) -> _Span:
-        from txcl.otlp import new_span_id, new_trace_id
-
+               remote: tuple[int, int, bool] | None = None, links: list | None = None) -> _Span:
         parent = None if root else _native_current.get()
         if remote is not None:
             trace_id, parent_id, sampled = remote[0], remote[1], self.sampler.sample(remote[0], remote[2])
         elif parent is not None:
             trace_id, parent_id, sampled = parent.trace_id, parent.span_id, parent.sampled
         else:
-            trace_id = new_trace_id()
+            trace_id = self._bits(128) or 1
             parent_id, sampled = None, self.sampler.sample(trace_id, None)
-        return _Span(trace_id, new_span_id(), parent_id, name, kind, attrs, links, sampled)
+        return _Span(trace_id, self._bits(64) or 1, parent_id, name, kind, attrs, links, sampled)
 
     def _end(self, span: _Span, status: tuple[int, str] | None = None, end: int | None = None) -> None:
         if span.sampled:
             self.exporter.add((span.trace_id, span.span_id, span.parent, span.name, span.kind, span.start,
-                               end or time.time_ns(), span.attrs, span.links, status, span.events))
-
-    @contextlib.contextmanager
-    def _current(self, span: _Span) -> Iterator[_Span]:
-        token = _native_current.set(span)
-        try:
-            yield span
-        finally:
-            _native_current.reset(token)
-            self._end(span)
+                               end or _time_ns(), span.attrs, span.links, status, span.events))
 
     def request(self, raw_headers: Any, method: str, path: str, rid: str, callback: bool) -> Any:
         incoming = None
@@ -373,39 +430,31 @@ class NativeTracing(Tracing):
         if callback:
             links = [(incoming[0], incoming[1], {"txcl.link": "worker"})] if incoming else None
             span = self._start("txcl callback", 2, attrs, root=True, links=links)
-        else:
-            span = self._start("txcl request", 2, attrs, root=True, remote=incoming)
-        return self._request_scope(span, callback)
-
-    @contextlib.contextmanager
-    def _request_scope(self, span: _Span, callback: bool) -> Iterator[_Span]:
-        token = _request_span.set(None if callback else span)
-        try:
-            with self._current(span):
-                yield span
-        finally:
-            _request_span.reset(token)
+            return _Current(self, span)
+        span = self._start("txcl request", 2, attrs, root=True, remote=incoming)
+        return _Current(self, span, request=span)
 
     def inject(self, headers: dict[str, str]) -> None:
         span = _native_current.get()
         if span is not None:
             headers["traceparent"] = span.traceparent()
 
-    @contextlib.contextmanager
-    def segment(self, run: Any, kind: str) -> Iterator[Any]:
+    def segment(self, run: Any, kind: str) -> _Segment:
+        """One segment of a walk. A served request's segment is the request's own span (one
+        span fewer, and nothing more for a request the sampler left out); a resume is a new
+        root span linked to the segment that parked it and to the callback that released it."""
+        here = _request_span.get() if kind == "request" else None
+        if here is not None and here is _native_current.get():
+            if here.sampled:
+                attrs = here.attrs
+                attrs["txcl.stack"] = run.entry_stack or ""
+                attrs["txcl.segment"] = kind
+                if run.run_id:
+                    attrs["txcl.run_id"] = run.run_id
+            return _Segment(self, here, run, own=False)
         attrs = {"txcl.request_id": run.rid, "txcl.stack": run.entry_stack or "", "txcl.segment": kind}
         if run.run_id:
             attrs["txcl.run_id"] = run.run_id
-        here = _request_span.get() if kind == "request" else None
-        if here is not None and here is _native_current.get():
-            run.traced = here.sampled
-            here.attrs.update(attrs)
-            run.trace_context = here.traceparent()
-            try:
-                yield here
-            finally:
-                _finish_segment(here, run)
-            return
         links = None
         if kind == "resume":
             links = []
@@ -416,22 +465,19 @@ class NativeTracing(Tracing):
             if releaser is not None:
                 links.append((releaser.trace_id, releaser.span_id, {"txcl.link": "released_by"}))
         span = self._start("txcl segment", 1, attrs, root=kind == "resume", links=links)
-        run.traced = span.sampled
-        run.trace_context = span.traceparent()
-        with self._current(span):
-            try:
-                yield span
-            finally:
-                _finish_segment(span, run)
+        return _Segment(self, span, run, own=True)
 
     def open_scope(self, run: Any) -> Any:
         """A scope's span, current until `close_scope`."""
-        parent = _native_current.get()
-        span = self._start(f"txcl scope {run.stack}", 1, _scope_attributes(run))
-        return span, parent, _native_current.set(span)
+        fixed = self._fixed.get(run.stack)
+        if fixed is None:
+            fixed = self._remember(run.stack, self._Fixed({"txcl.stack": run.stack}))
+        own = {"txcl.request_id": run.rid, "txcl.run_id": run.run_id} if run.run_id else {"txcl.request_id": run.rid}
+        span = self._start(f"txcl scope {run.stack}", 1, (fixed, own))
+        return span, _native_current.set(span)
 
     def close_scope(self, handle: Any) -> None:
-        span, _parent, token = handle
+        span, token = handle
         _native_current.reset(token)
         self._end(span)
 
@@ -446,13 +492,18 @@ class NativeTracing(Tracing):
         if parent.events is None:
             parent.events = []
         if len(parent.events) < 128:
-            parent.events.append((time.time_ns() - duration_ns, f"txcl scope {stack}",
+            parent.events.append((_time_ns() - duration_ns, f"txcl scope {stack}",
                                   {"txcl.stack": stack, "txcl.duration_us": duration_ns // 1000}))
 
     def op(self, run: Any, frame: Any, op: Any, transport: str, status: str, started_wall: float,
            duration_s: float, error: str | None, bytes_in: int | None, bytes_out: int | None) -> None:
-        attrs = _op_attributes(run, frame, op, transport, status, bytes_in, bytes_out)
-        span = self._start(f"txcl op {op.name}", 1, attrs)
+        target = op.target
+        key = (frame.stack, frame.scope, op.stack, op.name, transport, status,
+               getattr(target, "url", None) if target is not None else None)
+        fixed = self._fixed.get(key)
+        if fixed is None:
+            fixed = self._remember(key, self._Fixed(_op_fixed_attributes(frame, op, transport, status)))
+        span = self._start(f"txcl op {op.name}", 1, (fixed, _op_own_attributes(run, bytes_in, bytes_out)))
         span.start = int(started_wall * 1e9)
         failed = status not in ("ok", "pending", "completed")
         self._end(span, (2, error or status) if failed else None, span.start + int(duration_s * 1e9))
@@ -492,12 +543,14 @@ def _finish_segment(span: Any, run: Any) -> None:
 
 def _op_attributes(run: Any, frame: Any, op: Any, transport: str, status: str, bytes_in: int | None,
                    bytes_out: int | None) -> dict:
+    return {**_op_fixed_attributes(frame, op, transport, status), **_op_own_attributes(run, bytes_in, bytes_out)}
+
+
+def _op_fixed_attributes(frame: Any, op: Any, transport: str, status: str) -> dict:
+    """What an EXEC's span says that is the same for every request through that rule."""
     attributes: dict[str, Any] = {
         "txcl.stack": frame.stack, "txcl.scope": frame.scope, "txcl.rule": op.name, "txcl.op": f"{op.stack}/{op.name}",
-        "txcl.transport": transport, "txcl.status": status, "txcl.request_id": run.rid,
-        "txcl.fuel": int(run.budget.fuel_used)}
-    if run.run_id:
-        attributes["txcl.run_id"] = run.run_id
+        "txcl.transport": transport, "txcl.status": status}
     target = op.target
     if target is not None:
         attributes["txcl.target.scheme"] = target.kind
@@ -509,6 +562,14 @@ def _op_attributes(run: Any, frame: Any, op: Any, transport: str, status: str, b
                 attributes["server.address"] = urlsplit(url).hostname or ""
             except ValueError:
                 pass
+    return attributes
+
+
+def _op_own_attributes(run: Any, bytes_in: int | None, bytes_out: int | None) -> dict:
+    """What an EXEC's span says about this request."""
+    attributes: dict[str, Any] = {"txcl.request_id": run.rid, "txcl.fuel": int(run.budget.fuel_used)}
+    if run.run_id:
+        attributes["txcl.run_id"] = run.run_id
     if bytes_in is not None:
         attributes["txcl.bytes_in"] = bytes_in
     if bytes_out is not None:

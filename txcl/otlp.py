@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import http.client
 import logging
-import random
 import struct
 import threading
 import time
@@ -77,15 +76,32 @@ def _any(value: Any) -> bytes:
 
 
 _KEYS: dict[str, bytes] = {}
-_PAIRS: dict[tuple, bytes] = {}  # (field, key, type, value) -> its encoding (True == 1, but not on the wire)
+# (field, key, type, value) -> its encoding (True == 1, but not on the wire); values that
+# differ on every request (ids, paths) are not kept: they would fill it with what never recurs
+_PAIRS: dict[tuple, bytes] = {}
+_UNIQUE_KEYS = frozenset({"txcl.request_id", "txcl.run_id"})
 
 
 def _attributes(field: int, attrs: dict[str, Any]) -> bytes:
     out = []
+    pairs = _PAIRS
+    tag = _LEN_TAGS[field]
     for key, value in attrs.items():
-        cacheable = type(value) is not str or len(value) <= 24
+        kind = type(value)
+        if kind is str and key in _UNIQUE_KEYS:  # a request id: never again, so never kept
+            prefix = _KEYS.get(key)
+            if prefix is None:
+                prefix = _KEYS[key] = _len(1, key.encode("utf-8"))
+            data = value.encode("utf-8")
+            n = len(data)
+            if len(prefix) + n + 4 < 128:  # the common case: every length one byte
+                out += (tag, _SMALL[len(prefix) + n + 4], prefix, b"\x12", _SMALL[n + 2], b"\x0a", _SMALL[n], data)
+            else:
+                out.append(_len(field, prefix + _len(2, _len(1, data))))
+            continue
+        cacheable = (kind is not str or len(value) <= 64) and (kind is not int or -1 < value < 65536)
         if cacheable:
-            found = _PAIRS.get((field, key, type(value), value))
+            found = pairs.get((field, key, kind, value))
             if found is not None:
                 out.append(found)
                 continue
@@ -93,29 +109,69 @@ def _attributes(field: int, attrs: dict[str, Any]) -> bytes:
         if prefix is None:
             prefix = _KEYS[key] = _len(1, key.encode("utf-8"))
         encoded = _len(field, prefix + _len(2, _any(value)))
-        if cacheable and len(_PAIRS) < 8192:
-            _PAIRS[(field, key, type(value), value)] = encoded
+        if cacheable and len(pairs) < 16384:
+            pairs[(field, key, kind, value)] = encoded
         out.append(encoded)
     return b"".join(out)
 
 
+class Fixed(dict):
+    """Span attributes that are the same on every span made with this object (a rule's stack,
+    scope, op and transport): the tracer makes one per rule and reuses it, and the exporter
+    encodes it once (kept by identity)."""
+
+    __slots__ = ("encoded",)
+
+
+def _span_attributes(attrs: Any) -> bytes:
+    """A span's attributes: a dict, or (a `Fixed`, a dict of the values of this span)."""
+    if type(attrs) is dict:
+        return _attributes(9, attrs)
+    fixed, own = attrs
+    try:
+        head = fixed.encoded
+    except AttributeError:
+        head = fixed.encoded = _attributes(9, fixed)
+    return head + _attributes(9, own) if own else head
+
+
+def attribute_dict(attrs: Any) -> dict[str, Any]:
+    """A span's attributes as one dict (either form `_span_attributes` takes)."""
+    if type(attrs) is dict:
+        return attrs
+    return {**attrs[0], **attrs[1]}
+
+
+_pack_q = struct.Struct("<Q").pack
+_TRACE_ID, _SPAN_ID, _PARENT_ID = b"\x0a\x10", b"\x12\x08", b"\x22\x08"  # fields 1, 2, 4: 16 and 8 bytes
+_KIND, _START, _END = _tag(6, 0), _tag(7, 1), _tag(8, 1)
+_NAMES: dict[str, bytes] = {}
+
+
+def _id(value: int | bytes, size: int) -> bytes:
+    """A trace (16) or span (8) id: the tracer keeps them as ints."""
+    return value if type(value) is bytes else value.to_bytes(size, "big")
+
+
 def encode_span(span: tuple) -> bytes:
     trace_id, span_id, parent, name, kind, start, end, attrs, links, status, events = span
-    out = bytearray(_len(1, trace_id) + _len(2, span_id))
+    named = _NAMES.get(name)
+    if named is None:
+        named = _len(5, name.encode("utf-8"))
+        if len(_NAMES) < 4096:
+            _NAMES[name] = named
+    out = [_TRACE_ID, _id(trace_id, 16), _SPAN_ID, _id(span_id, 8)]
     if parent:
-        out += _len(4, parent)
-    out += _len(5, name.encode("utf-8"))
-    out += _tag(6, 0) + _varint(kind)
-    out += _fixed64(7, start) + _fixed64(8, end)
-    out += _attributes(9, attrs)
+        out += (_PARENT_ID, _id(parent, 8))
+    out += (named, _KIND, _SMALL[kind], _START, _pack_q(start), _END, _pack_q(end), _span_attributes(attrs))
     for when, event_name, event_attrs in events or ():
-        out += _len(11, _fixed64(1, when) + _len(2, event_name.encode("utf-8")) + _attributes(3, event_attrs))
+        out.append(_len(11, _fixed64(1, when) + _len(2, event_name.encode("utf-8")) + _attributes(3, event_attrs)))
     for link_trace, link_span, link_attrs in links or ():
-        out += _len(13, _len(1, link_trace) + _len(2, link_span) + _attributes(4, link_attrs))
+        out.append(_len(13, _len(1, _id(link_trace, 16)) + _len(2, _id(link_span, 8)) + _attributes(4, link_attrs)))
     if status is not None:
         code, message = status
-        out += _len(15, (_len(2, message.encode("utf-8")) if message else b"") + _tag(3, 0) + _varint(code))
-    return bytes(out)
+        out.append(_len(15, (_len(2, message.encode("utf-8")) if message else b"") + _tag(3, 0) + _varint(code)))
+    return b"".join(out)
 
 
 def _scope(name: str, version: str) -> bytes:
@@ -124,7 +180,7 @@ def _scope(name: str, version: str) -> bytes:
 
 def encode_traces(resource: dict[str, Any], scope: tuple[str, str], spans: Iterable[tuple]) -> bytes:
     """An ExportTraceServiceRequest."""
-    body = b"".join(_len(2, encode_span(s)) for s in spans)
+    body = b"".join([_len(2, encode_span(s)) for s in spans])
     scope_spans = _len(1, _scope(*scope)) + body
     return _len(1, _len(1, _attributes(1, resource)) + _len(2, scope_spans))
 
@@ -210,6 +266,9 @@ def resource_attributes(env: Any) -> dict[str, Any]:
     return attrs
 
 
+_LOW64 = (1 << 64) - 1
+
+
 class Sampler:
     """OTEL_TRACES_SAMPLER / OTEL_TRACES_SAMPLER_ARG: always_on, always_off, traceidratio and
     their parentbased_ forms (the default: parentbased_always_on)."""
@@ -225,10 +284,12 @@ class Sampler:
             ratio = 1.0
         self.bound = int(ratio * (1 << 64))
 
-    def sample(self, trace_id: bytes, parent_sampled: bool | None) -> bool:
+    def sample(self, trace_id: int | bytes, parent_sampled: bool | None) -> bool:
+        """Whether a trace is recorded (`trace_id`: as an int, or its 16 bytes)."""
         if parent_sampled is not None and self.parent_based:
             return parent_sampled
-        return int.from_bytes(trace_id[8:], "big") < self.bound
+        low = int.from_bytes(trace_id[8:], "big") if type(trace_id) is bytes else trace_id & _LOW64
+        return low < self.bound
 
 
 # ---------------------------------------------------------------------- the exporter thread
@@ -260,6 +321,7 @@ class Exporter:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._last_warning = 0.0
+        self._connections: dict[tuple, http.client.HTTPConnection] = {}  # only the exporter thread uses them
         self._thread = threading.Thread(target=self._run, name="txcl-otlp", daemon=True)
         self._thread.start()
 
@@ -269,7 +331,7 @@ class Exporter:
             self.dropped += 1
             return
         self.spans.append(span)
-        if len(self.spans) >= self.batch:
+        if len(self.spans) == self.batch:  # once per batch: setting an Event takes a lock
             self._wake.set()
 
     def _run(self) -> None:
@@ -301,20 +363,35 @@ class Exporter:
             self._post(self.metrics_url, self.metric_headers, encode_metrics(self.resource, self.scope, metrics))
 
     def _post(self, url: str, headers: dict[str, str], body: bytes) -> None:
+        """POST one batch, on a connection kept open between batches (one the collector has
+        closed meanwhile is replaced once; a failure costs the batch and a warning)."""
         parts = urllib.parse.urlsplit(url)
-        try:
-            kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-            conn = kind(parts.hostname, parts.port, timeout=self.timeout)
+        where = (parts.scheme, parts.hostname, parts.port)
+        for attempt in (1, 2):
+            reused = where in self._connections
             try:
+                conn = self._connections.get(where)
+                if conn is None:
+                    kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+                    conn = self._connections[where] = kind(parts.hostname, parts.port, timeout=self.timeout)
                 conn.request("POST", parts.path or "/", body=body, headers=headers)
                 answer = conn.getresponse()
                 answer.read()
+                if answer.will_close:
+                    self._close(where)
                 if answer.status >= 300:
                     self._warn(f"the collector at {url} answered {answer.status}")
-            finally:
-                conn.close()
-        except (OSError, http.client.HTTPException) as exc:
-            self._warn(f"cannot reach the collector at {url}: {exc}")
+                return
+            except (OSError, http.client.HTTPException) as exc:
+                self._close(where)
+                if not (reused and attempt == 1):
+                    self._warn(f"cannot reach the collector at {url}: {exc}")
+                    return
+
+    def _close(self, where: tuple) -> None:
+        conn = self._connections.pop(where, None)
+        if conn is not None:
+            conn.close()
 
     def _warn(self, message: str) -> None:
         now = time.monotonic()
@@ -330,18 +407,12 @@ class Exporter:
         self._flush_spans()
         if self.metrics_url:
             self._flush_metrics()
-
-
-def new_trace_id() -> bytes:
-    return random.getrandbits(128).to_bytes(16, "big")
-
-
-def new_span_id() -> bytes:
-    return random.getrandbits(64).to_bytes(8, "big")
+        for where in list(self._connections):
+            self._close(where)
 
 
 __all__ = ["Exporter", "Sampler", "encode_traces", "encode_metrics", "encode_span", "endpoint", "headers",
-           "resource_attributes", "new_trace_id", "new_span_id"]
+           "resource_attributes"]
 
 
 # ---------------------------------------------------------------------- metrics, aggregated here

@@ -209,19 +209,24 @@ class Interpreter:
     def drive(self, run: Run, rec: TraceRecorder | None = None, *, bytes_in: int | None = None,
               respond: Callable[[Completed], Any] | None = None, resumed: bool = False) -> Awaitable[Outcome]:
         """Step `run` until its segment ends; write the trace; the outcome, to await
-        (`respond`: see `run`; `resumed`: the segment resumes a parked run). With OpenTelemetry
-        off this is `_drive` itself: no coroutine of its own on every request."""
-        if _otel.current.enabled:
-            return self._traced_drive(run, rec, bytes_in, respond, resumed)
-        return self._drive(run, rec, bytes_in=bytes_in, respond=respond)
+        (`respond`: see `run`; `resumed`: the segment resumes a parked run)."""
+        return self._drive(run, rec, bytes_in, respond, resumed)
 
-    async def _traced_drive(self, run: Run, rec: TraceRecorder | None, bytes_in: int | None,
-                            respond: Callable[[Completed], Any] | None, resumed: bool) -> Outcome:
-        with _otel.current.segment(run, "resume" if resumed else "request"):  # one span per segment
-            return await self._drive(run, rec, bytes_in=bytes_in, respond=respond)
+    async def _drive(self, run: Run, rec: TraceRecorder | None, bytes_in: int | None,
+                     respond: Callable[[Completed], Any] | None, resumed: bool) -> Outcome:
+        tracing = _otel.current
+        if not tracing.enabled:
+            return await self._drive_segment(run, rec, bytes_in, respond)
+        # OpenTelemetry: the segment is a span (a served request's is the request's own)
+        segment = tracing.segment(run, "resume" if resumed else "request")
+        segment.__enter__()
+        try:
+            return await self._drive_segment(run, rec, bytes_in, respond)
+        finally:
+            segment.__exit__(None, None, None)
 
-    async def _drive(self, run: Run, rec: TraceRecorder | None, *, bytes_in: int | None,
-                     respond: Callable[[Completed], Any] | None) -> Outcome:
+    async def _drive_segment(self, run: Run, rec: TraceRecorder | None, bytes_in: int | None,
+                             respond: Callable[[Completed], Any] | None) -> Outcome:
         self._pool()
         settings = self.settings
         if rec is None:
@@ -280,7 +285,7 @@ class Interpreter:
             await self._walk_to_break(run, rec)
             return
         recorder = _metrics.current
-        if recorder.enabled or _otel.current.enabled:
+        if recorder.enabled or run.traced:
             await self._observed_walk(run, rec, recorder, _otel.current)
             return
         if not walker.local_steps(rec):

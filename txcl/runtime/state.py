@@ -47,6 +47,9 @@ class Run:
     break_hit: str | None = None
     trace_context: str | None = None  # W3C traceparent of the segment span (OpenTelemetry): a resume links to it
     traced: bool = False  # this segment's span records (OpenTelemetry on and sampled): scopes and ops get spans
+    # the native tracer's span of this segment: its traceparent becomes `trace_context` only
+    # when the run is written (a park), not on every request; never serialised itself
+    trace_span: Any = None
     started_monotonic: float = 0.0
     # what the walk hooks keep about the segment driving this run (the continuations layer's
     # typed `txcl.continuations.segment.Segment`); never serialised
@@ -72,15 +75,19 @@ class Run:
             "stacks_seen": list(self.stacks_seen), "mocks": self.mocks, "web_req": self.web_req,
             "run_id": self.run_id, "rcid": self.rcid, "origin_rid": self.origin_rid,
             "segment_id": self.segment_id, "snapshot_id": self.snapshot_id, "joins": list(self.joins),
-            "reason": self.reason, "trace_context": self.trace_context,
+            "reason": self.reason,
+            "trace_context": self.trace_span.traceparent() if self.trace_span is not None else self.trace_context,
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Run":
         fields = dict(data)
         fields["budget"] = Budget.from_json(fields["budget"])
-        known = {a.name for a in attrs.fields(cls)}
+        known = {a.name for a in attrs.fields(cls)} - _NOT_SERIALISED
         return cls(**{k: v for k, v in fields.items() if k in known})
+
+
+_NOT_SERIALISED = {"trace_span", "segment", "traced"}
 
 
 @attrs.define(slots=False)
