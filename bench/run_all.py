@@ -50,6 +50,7 @@ BENCHMARKS: dict[str, tuple[list[str], list[str], bool]] = {
     "bench_serve": ([], ["--seconds", "2", "--rounds", "1"], False),
     "bench_observability": ([], ["--seconds", "2", "--rounds", "1"], False),
     "bench_scale": ([], ["--seconds", "2", "--rounds", "1"], True),
+    "bench_pg_driver": ([], ["--n", "500", "--rounds", "1"], False),
     "bench_lsp_navigation": ([], ["--repeat", "10"], False),
     "bench_bigbody": ([], ["--mib", "5"], False),
     "bench_dispatch": ([], ["--posts", "500", "--rounds", "3"], False),
