@@ -172,3 +172,33 @@ def test_the_exporter_keeps_its_connection_and_replaces_one_the_collector_closed
     finally:
         exporter.shutdown()
         server.shutdown()
+
+
+def test_a_scope_of_local_rules_is_an_event_with_its_stack_and_duration():
+    """The tracer records such a scope as (when, stack, duration in ns); the encoder names it."""
+    span = (1, 2, None, "txcl request", 2, 1, 9, {}, None, None,
+            [(5, "shop", 12_345_678), (6, "shop", 999)])
+    got = ExportTraceServiceRequest.FromString(encode_traces({}, ("txcl", "0"), [span])) \
+        .resource_spans[0].scope_spans[0].spans[0]
+    assert [(e.name, e.time_unix_nano, _attrs(e.attributes)) for e in got.events] == [
+        ("txcl scope shop", 5, {"txcl.stack": "shop", "txcl.duration_us": 12_345}),
+        ("txcl scope shop", 6, {"txcl.stack": "shop", "txcl.duration_us": 0})]
+
+
+def test_spans_that_find_the_queue_full_are_counted_and_reported(caplog):
+    import logging
+
+    from txcl.otlp import Exporter
+
+    exporter = Exporter({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9", "OTEL_BSP_MAX_QUEUE_SIZE": "3",
+                         "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "100", "OTEL_BSP_SCHEDULE_DELAY": "3600000"})
+    try:
+        for i in range(5):
+            exporter.add((1, i + 1, None, "s", 1, 1, 2, {}, None, None, None))
+        assert exporter.dropped == 2 and len(exporter.spans) == 3
+        with caplog.at_level(logging.WARNING, logger="txcl.otel"):
+            exporter._report_dropped()
+        assert "2 span(s) dropped" in caplog.text and "OTEL_BSP_MAX_QUEUE_SIZE=3" in caplog.text
+    finally:
+        exporter.spans.clear()
+        exporter.shutdown()

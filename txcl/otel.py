@@ -321,6 +321,7 @@ class _Span:
 
 
 _time_ns = time.time_ns
+_perf_counter = time.perf_counter
 _TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
 
 
@@ -373,8 +374,13 @@ class _Segment:
 
     def __exit__(self, *exc: Any) -> None:
         span = self.span
-        if span.sampled:
-            _finish_segment(span, self.run)
+        if span.sampled:  # what the segment's span learns at its end (as _finish_segment)
+            run = self.run
+            attrs = span.attrs
+            if run.run_id:
+                attrs["txcl.run_id"] = run.run_id
+            attrs["txcl.status"] = str(run.status)
+            attrs["txcl.fuel"] = int(run.budget.fuel_used)
         if self.own:
             _native_current.reset(self.token)
             self.tracing._end(span)
@@ -488,12 +494,12 @@ class NativeTracing(Tracing):
         parent = _native_current.get()
         if parent is None or not parent.sampled:
             return
-        duration_ns = int((time.perf_counter() - started) * 1e9)
-        if parent.events is None:
-            parent.events = []
-        if len(parent.events) < 128:
-            parent.events.append((_time_ns() - duration_ns, f"txcl scope {stack}",
-                                  {"txcl.stack": stack, "txcl.duration_us": duration_ns // 1000}))
+        duration_ns = int((_perf_counter() - started) * 1e9)
+        events = parent.events
+        if events is None:
+            events = parent.events = []
+        if len(events) < 128:  # (the exporter names it and writes its attributes)
+            events.append((_time_ns() - duration_ns, stack, duration_ns))
 
     def op(self, run: Any, frame: Any, op: Any, transport: str, status: str, started_wall: float,
            duration_s: float, error: str | None, bytes_in: int | None, bytes_out: int | None) -> None:

@@ -153,6 +153,25 @@ def _id(value: int | bytes, size: int) -> bytes:
     return value if type(value) is bytes else value.to_bytes(size, "big")
 
 
+_SCOPE_EVENTS: dict[str, bytes] = {}  # stack -> its event's name and txcl.stack attribute, encoded
+_TIME = _tag(1, 1)
+_DURATION_KEY = _len(1, b"txcl.duration_us") + _tag(2, 2)
+
+
+def _scope_event(when: int, stack: str, duration_ns: int) -> bytes:
+    """The event a scope of local rules becomes: named ``txcl scope <stack>``, with
+    ``txcl.stack`` and ``txcl.duration_us``."""
+    head = _SCOPE_EVENTS.get(stack)
+    if head is None:
+        head = _len(2, f"txcl scope {stack}".encode("utf-8")) + _attributes(3, {"txcl.stack": stack})
+        if len(_SCOPE_EVENTS) < 4096:
+            _SCOPE_EVENTS[stack] = head
+    value = _varint(duration_ns // 1000)  # int_value (field 3) of an AnyValue
+    pair = _DURATION_KEY + _SMALL[len(value) + 1] + b"\x18" + value  # key, then value (field 2)
+    event = _TIME + _pack_q(when) + head + _LEN_TAGS[3] + _SMALL[len(pair)] + pair
+    return _LEN_TAGS[11] + _varint(len(event)) + event
+
+
 def encode_span(span: tuple) -> bytes:
     trace_id, span_id, parent, name, kind, start, end, attrs, links, status, events = span
     named = _NAMES.get(name)
@@ -165,6 +184,9 @@ def encode_span(span: tuple) -> bytes:
         out += (_PARENT_ID, _id(parent, 8))
     out += (named, _KIND, _SMALL[kind], _START, _pack_q(start), _END, _pack_q(end), _span_attributes(attrs))
     for when, event_name, event_attrs in events or ():
+        if type(event_attrs) is int:  # a scope of local rules: (when, its stack, its duration in ns)
+            out.append(_scope_event(when, event_name, event_attrs))
+            continue
         out.append(_len(11, _fixed64(1, when) + _len(2, event_name.encode("utf-8")) + _attributes(3, event_attrs)))
     for link_trace, link_span, link_attrs in links or ():
         out.append(_len(13, _len(1, _id(link_trace, 16)) + _len(2, _id(link_span, 8)) + _attributes(4, link_attrs)))
@@ -317,7 +339,8 @@ class Exporter:
         self.queue_max = int(_env_float(env, "OTEL_BSP_MAX_QUEUE_SIZE", 2048))
         self.metric_interval = _env_float(env, "OTEL_METRIC_EXPORT_INTERVAL", 60_000) / 1000.0
         self.spans: deque = deque()
-        self.dropped = 0
+        self.dropped = 0  # spans that found the queue full
+        self._reported_dropped = 0
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._last_warning = 0.0
@@ -340,6 +363,7 @@ class Exporter:
             self._wake.wait(min(self.delay, max(0.0, next_metrics - time.monotonic())))
             self._wake.clear()
             self._flush_spans()
+            self._report_dropped()
             if self.metrics_url and time.monotonic() >= next_metrics:
                 self._flush_metrics()
                 next_metrics = time.monotonic() + self.metric_interval
@@ -352,6 +376,15 @@ class Exporter:
             self._post(self.traces_url, self.trace_headers, encode_traces(self.resource, self.scope, batch))
         if not self.traces_url:
             self.spans.clear()
+
+    def _report_dropped(self) -> None:
+        """Spans that found the queue full are lost, as the OpenTelemetry SDK loses them: say
+        so (at most once a minute), with the setting that makes the queue longer."""
+        dropped = self.dropped
+        if dropped > self._reported_dropped and self._warn(
+                f"{dropped - self._reported_dropped} span(s) dropped: the export queue was full "
+                f"(OTEL_BSP_MAX_QUEUE_SIZE={self.queue_max}; sample fewer traces, or make the queue longer)"):
+            self._reported_dropped = dropped
 
     def _flush_metrics(self) -> None:
         try:
@@ -393,11 +426,14 @@ class Exporter:
         if conn is not None:
             conn.close()
 
-    def _warn(self, message: str) -> None:
+    def _warn(self, message: str) -> bool:
+        """Log `message` unless a warning was logged less than a minute ago (True: logged)."""
         now = time.monotonic()
         if now - self._last_warning > 60:
             self._last_warning = now
             log.warning("txcl: OpenTelemetry export: %s", message)
+            return True
+        return False
 
     def shutdown(self) -> None:
         """Send what is queued (and the metrics once more), then stop the thread."""
