@@ -47,7 +47,9 @@ def cycle(tmp_path, db_url, monkeypatch, ack_delay):
     monkeypatch.setattr(service_mod, "post_dispatch", post)
     ws = write_tree(tmp_path / "ws", FILES)
     store = open_run_store(db_url, node_id="commits")
-    service = ContinuationService(store, Settings(trace_mode="off", ack_write_delay=ack_delay), workspace=ws)
+    # one store thread: the tests hold it busy so that calls queue behind it and share a commit
+    service = ContinuationService(store, Settings(trace_mode="off", ack_write_delay=ack_delay, store_threads=1),
+                                  workspace=ws)
     interp = service.interpreter(load_ops(ws))
     yield service, interp, sent
     asyncio.run(service.aclose())

@@ -86,3 +86,62 @@ def test_calls_queued_together_share_a_commit_and_each_gets_its_own_read(store):
     before, after, got = asyncio.run(main())
     lane.close()
     assert got == [(0, 1, 0), (1, 1, 1), (2, 1, 2)] and after == before + 1
+
+
+class _ParallelStore:
+    """A store whose writers run in parallel (as PostgreSQL's): calls may overlap."""
+
+    serialises_writers = False
+
+    def batching_paused(self) -> bool:
+        return True  # one call per transaction: each call its own job
+
+    def run_batch(self, calls):
+        return [(True, call()) for call in calls]
+
+
+def test_on_a_store_whose_writers_run_in_parallel_calls_overlap_on_several_threads():
+    """Three calls that each wait for the other two finish only if they run at once."""
+    lane = StoreLane(_ParallelStore())
+    assert lane.max_threads == StoreLane.PARALLEL_THREADS >= 3
+    barrier = threading.Barrier(3, timeout=10)
+    names: list[str] = []
+
+    def call(n: int) -> int:
+        barrier.wait()  # raises BrokenBarrierError after 10 s if the calls ran one after another
+        names.append(threading.current_thread().name)
+        return n * 10
+
+    async def main() -> list:
+        return await asyncio.gather(*(lane.call(call, n) for n in range(3)))
+
+    assert asyncio.run(main()) == [0, 10, 20]
+    lane.close()
+    assert len(names) == 3 and set(names) == {"txcl-store"}
+
+
+def test_on_sqlite_the_calls_keep_to_one_thread(store):
+    lane = StoreLane(store)
+    assert lane.max_threads == 1
+    seen: list[int] = []
+
+    def call(n: int) -> int:
+        seen.append(threading.get_ident())
+        return n
+
+    async def main() -> list:
+        return await asyncio.gather(*(lane.call(call, n) for n in range(20)))
+
+    assert asyncio.run(main()) == list(range(20))
+    lane.close()
+    assert len(set(seen)) == 1
+
+
+def test_the_store_threads_setting_chooses_the_threads_where_writers_run_in_parallel(store):
+    from txcl.runtime.config import ConfigError, Settings
+
+    assert StoreLane(_ParallelStore(), threads=2).max_threads == 2
+    assert StoreLane(_ParallelStore()).max_threads == StoreLane.PARALLEL_THREADS  # 0: automatic
+    assert StoreLane(store, threads=4).max_threads == 1  # SQLite: its writers take turns
+    with pytest.raises(ConfigError, match="store-threads"):
+        Settings(store_threads=9).validate()

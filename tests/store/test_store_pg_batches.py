@@ -112,7 +112,7 @@ def test_the_store_lane_batches_on_postgresql_unless_batches_are_paused(new_pg_d
     store = open_store(new_pg_database())
     if paused:  # as after a batch broke on a lock another node held
         store.backend._batch_broken_at = time.monotonic()
-    lane = StoreLane(store)
+    lane = StoreLane(store, threads=1)  # one thread, held busy below so the writes queue behind it
     gate = threading.Event()
 
     async def main() -> int:

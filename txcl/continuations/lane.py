@@ -11,6 +11,15 @@ callback, send a worker POST, run the next step) happens after its own writes ar
 ``sweep``) run the calls inline instead (``inline=True``): they have no event loop to keep
 responsive. Long store work that must not hold up the lane (a whole sweeper pass) runs
 ``apart``, in a worker thread.
+
+On a store whose writers run in parallel (PostgreSQL), the lane has several threads
+(the ``store_threads`` setting; ``PARALLEL_THREADS`` when it is 0, each with a connection of its own from the pool): while one waits for
+the server, the next takes the calls queued meanwhile — a thread that finds others waiting
+takes its share and wakes one for the rest — so round trips overlap instead of queueing
+behind each other, and commits that meet at the server share its WAL flush. Calls
+are still taken in the order they came; two calls of one caller are never in flight at
+once (a caller awaits each result before its next call), and calls of different runs are
+independent, exactly as between two nodes. SQLite, whose writers take turns, keeps one.
 """
 
 from __future__ import annotations
@@ -30,16 +39,24 @@ class StoreLane:
     """A store's calls, in order, on one thread of their own (see the module docstring)."""
 
     MAX_BATCH = 64
+    PARALLEL_THREADS = 3  # on a store whose writers run in parallel (see the module docstring)
 
-    def __init__(self, store: Any, *, inline: bool = False) -> None:
+    def __init__(self, store: Any, *, inline: bool = False, threads: int | None = None) -> None:
         self.store = store
         self.inline = inline
+        if getattr(store, "serialises_writers", True):
+            threads = 1  # one writer at a time anyway: more threads would only wait for its lock
+        elif threads is None:
+            threads = self.PARALLEL_THREADS
+        self.max_threads = max(1, threads)
         self._jobs: collections.deque = collections.deque()
         self._cond = threading.Condition(threading.Lock())
-        self._thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
+        self._idle = 0  # threads waiting for a call
+        self._busy = 0  # threads running calls
         self._pid = 0
         self._closing = False
-        self.trips = 0  # calls handed to the thread so far (each costs two thread wake-ups)
+        self.trips = 0  # calls handed to the threads so far (each costs two thread wake-ups)
 
     async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run one store call; its result once committed."""
@@ -76,41 +93,62 @@ class StoreLane:
         with self._cond:
             self._jobs.append((fn, args, kwargs, batchable, future, loop, then))
             self.trips += 1
-            thread = self._thread
-            if thread is None or self._pid != current_pid() or not thread.is_alive():
-                self._closing = False
-                self._pid = current_pid()
-                self._thread = threading.Thread(target=self._work, name="txcl-store", daemon=True)
-                self._thread.start()
-            else:
+            if self._pid != current_pid():  # a forked child: the parent's threads are not here
+                self._pid, self._threads, self._idle, self._busy = current_pid(), [], 0, 0
+            self._threads = [thread for thread in self._threads if thread.is_alive()]
+            if self._idle:
                 self._cond.notify()
+            elif len(self._threads) < self.max_threads:  # every thread busy (or none yet): one more
+                self._closing = False
+                thread = threading.Thread(target=self._work, name="txcl-store", daemon=True)
+                self._threads.append(thread)
+                thread.start()
         return future
 
     def close(self) -> None:
-        """Let the thread end once the calls already queued have run."""
+        """Let the threads end once the calls already queued have run."""
         with self._cond:
             self._closing = True
-            self._cond.notify()
+            self._cond.notify_all()
 
     def _work(self) -> None:
         while True:
             with self._cond:
                 while not self._jobs:
                     if self._closing:
-                        self._thread = None
                         return
-                    self._cond.wait()
-                jobs = list(self._jobs)
-                self._jobs.clear()
-            i = 0
-            while i < len(jobs):
-                group = [jobs[i]]
-                i += 1
-                if group[0][3] and not self.store.batching_paused():
-                    while i < len(jobs) and jobs[i][3] and len(group) < self.MAX_BATCH:
-                        group.append(jobs[i])
-                        i += 1
-                self._run(group)
+                    self._idle += 1
+                    try:
+                        self._cond.wait()
+                    finally:
+                        self._idle -= 1
+                free = len(self._threads) - self._busy - 1  # the other threads not running calls
+                if free > 0:  # take a share, and wake another for the rest
+                    share = -(-len(self._jobs) // (1 + free))
+                    jobs = [self._jobs.popleft() for _ in range(share)]
+                    if self._jobs:
+                        self._cond.notify()
+                else:
+                    jobs = list(self._jobs)
+                    self._jobs.clear()
+                self._busy += 1
+            try:
+                self._run_all(jobs)
+            finally:
+                with self._cond:
+                    self._busy -= 1
+
+    def _run_all(self, jobs: list) -> None:
+        """`jobs` in order, consecutive batchable ones sharing a commit."""
+        i = 0
+        while i < len(jobs):
+            group = [jobs[i]]
+            i += 1
+            if group[0][3] and not self.store.batching_paused():
+                while i < len(jobs) and jobs[i][3] and len(group) < self.MAX_BATCH:
+                    group.append(jobs[i])
+                    i += 1
+            self._run(group)
 
     def _run(self, group: list) -> None:
         live = [job for job in group if not job[4].cancelled()]  # a caller gone before the call started

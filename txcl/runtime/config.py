@@ -234,6 +234,7 @@ _FIELDS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "async_runtime_default": (parse_duration_ms, 600_000),
     "async_ack_timeout": (parse_duration_ms, 5_000),
     "ack_write_delay": (parse_duration_ms, 20),
+    "store_threads": (_nonneg_int, 0),
     "deferred_join_slack": (parse_duration_ms, 60_000),
     "continue_after_default": (parse_duration_ms, 5_000),
     "continuable_timeout_default": (parse_duration_ms, 600_000),
@@ -370,6 +371,8 @@ class Settings(_SettingsBase):  # type: ignore[misc, valid-type]
             bad("continuation_stale_resume_after", "must exceed continuation-sweep-period")
         if self.reconcile_after <= self.async_ack_timeout:
             bad("reconcile_after", "must exceed async-ack-timeout")
+        if self.store_threads > 8:
+            bad("store_threads", "must be at most 8 (each holds a database connection while it works)")
         if self.ack_write_delay > 1_000:
             bad("ack_write_delay", "must be at most 1s (a held-back ack is lost if the process dies)")
         if self.admin_token is not None and len(self.admin_token) < 16:
@@ -419,6 +422,7 @@ SETTING_HELP: dict[str, tuple[str, str]] = {
     'async_runtime_default': ('duration', 'Time an async worker has when the rule gives no WITH timeout.'),
     'async_ack_timeout': ('duration', "How long a dispatch waits for the worker's 202."),
     'ack_write_delay': ('duration', "How long a worker's 202 waits to be written, sharing a commit with others or with its callback (0: at once)."),
+    'store_threads': ('count', 'Threads running store calls (0: 3 on PostgreSQL, whose round trips then overlap; always 1 on SQLite).'),
     'deferred_join_slack': ('duration', "Extra time a deferred op's run is kept past the op's own deadline."),
     'continue_after_default': ('duration', 'When a continuable op still running is promoted to an async one.'),
     'continuable_timeout_default': ('duration', 'Time a continuable op has in all when the rule gives no timeout.'),
