@@ -218,12 +218,8 @@ class Interpreter:
         if not tracing.enabled:
             return await self._drive_segment(run, rec, bytes_in, respond)
         # OpenTelemetry: the segment is a span (a served request's is the request's own)
-        segment = tracing.segment(run, "resume" if resumed else "request")
-        segment.__enter__()
-        try:
+        with tracing.segment(run, "resume" if resumed else "request"):
             return await self._drive_segment(run, rec, bytes_in, respond)
-        finally:
-            segment.__exit__(None, None, None)
 
     async def _drive_segment(self, run: Run, rec: TraceRecorder | None, bytes_in: int | None,
                              respond: Callable[[Completed], Any] | None) -> Outcome:
