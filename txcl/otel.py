@@ -291,17 +291,16 @@ class OtelMetrics(_metrics.Metrics):
         self.provider.shutdown()
 
 
-_ID64 = (1 << 64) - 1
-
-
 class _Span:
     """One span of the native tracer, until it ends (then a tuple in the exporter's queue).
-    Ids are ints (random bits), turned into bytes only when the exporter encodes them."""
+    Ids are ints (random bits), turned into bytes only when the exporter encodes them.
+    `attrs` is a dict, or for a scope's or an op's span (whose attributes nobody sets later)
+    a `txcl.otlp.Fixed` block and a dict of this span's own values."""
 
     __slots__ = ("trace_id", "span_id", "parent", "name", "kind", "start", "attrs", "links", "sampled", "events")
 
     def __init__(self, trace_id: int, span_id: int, parent: int | None, name: str, kind: int,
-                 attrs: dict, links: list | None, sampled: bool) -> None:
+                 attrs: Any, links: list | None, sampled: bool) -> None:
         self.trace_id, self.span_id, self.parent, self.name, self.kind = trace_id, span_id, parent, name, kind
         self.start = _time_ns()
         self.attrs, self.links, self.sampled = attrs, links, sampled
