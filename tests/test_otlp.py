@@ -202,3 +202,17 @@ def test_spans_that_find_the_queue_full_are_counted_and_reported(caplog):
     finally:
         exporter.spans.clear()
         exporter.shutdown()
+
+
+def test_an_op_span_names_the_scheme_the_rule_wrote_and_the_host():
+    from types import SimpleNamespace
+
+    from txcl.otel import _op_fixed_attributes
+    from txcl.syntax.targets import classify_exec_target
+
+    frame = SimpleNamespace(stack="shop", scope=200)
+    for text, scheme, host in (("https://pay.example.com/charge", "https", "pay.example.com"),
+                               ("txco://copy", "txco", None), ("shop/0300", "stage", None)):
+        op = SimpleNamespace(name="charge", stack="shop", target=classify_exec_target(text))
+        got = _op_fixed_attributes(frame, op, "http", "ok")
+        assert got["txcl.target.scheme"] == scheme and got.get("server.address") == host, (text, got)

@@ -558,7 +558,10 @@ def _op_fixed_attributes(frame: Any, op: Any, transport: str, status: str) -> di
         "txcl.transport": transport, "txcl.status": status}
     target = op.target
     if target is not None:
-        attributes["txcl.target.scheme"] = target.kind
+        # the scheme the rule wrote (https, mcp+http, txco, py, queue, nats, goto); a stage
+        # target (<stack>/<scope>) has none: its kind
+        text = str(getattr(target, "target", "") or "")
+        attributes["txcl.target.scheme"] = text.split("://", 1)[0].lower() if "://" in text else target.kind
         url = getattr(target, "url", None)
         if url:
             from urllib.parse import urlsplit
