@@ -44,6 +44,7 @@ class Tracing:
     """The tracing interface; this base class traces nothing (OpenTelemetry off)."""
 
     enabled = False
+    stopping = False  # has an exporter to flush and stop at shutdown
 
     def inject(self, headers: dict[str, str]) -> None: ...
 
@@ -66,6 +67,7 @@ def configured(env: Any = None) -> bool:
 
 class OtelTracing(Tracing):
     enabled = True
+    stopping = True
 
     def __init__(self, tracer_provider: Any, owned: bool) -> None:
         from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
@@ -373,13 +375,7 @@ class _Segment:
 
     def __exit__(self, *exc: Any) -> None:
         span = self.span
-        if span.sampled:  # what the segment's span learns at its end (as _finish_segment)
-            run = self.run
-            attrs = span.attrs
-            if run.run_id:
-                attrs["txcl.run_id"] = run.run_id
-            attrs["txcl.status"] = str(run.status)
-            attrs["txcl.fuel"] = int(run.budget.fuel_used)
+        _finish_segment(span, self.run)
         if self.own:
             _native_current.reset(self.token)
             self.tracing._end(span)
@@ -391,6 +387,7 @@ class NativeTracing(Tracing):
     a request the sampler leaves out costs one span object and no more."""
 
     enabled = True
+    stopping = True
 
     def __init__(self, exporter: Any, sampler: Any) -> None:
         self.exporter = exporter

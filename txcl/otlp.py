@@ -135,13 +135,6 @@ def _span_attributes(attrs: Any) -> bytes:
     return head + _attributes(9, own) if own else head
 
 
-def attribute_dict(attrs: Any) -> dict[str, Any]:
-    """A span's attributes as one dict (either form `_span_attributes` takes)."""
-    if type(attrs) is dict:
-        return attrs
-    return {**attrs[0], **attrs[1]}
-
-
 _pack_q = struct.Struct("<Q").pack
 _TRACE_ID, _SPAN_ID, _PARENT_ID = b"\x0a\x10", b"\x12\x08", b"\x22\x08"  # fields 1, 2, 4: 16 and 8 bytes
 _KIND, _START, _END = _tag(6, 0), _tag(7, 1), _tag(8, 1)

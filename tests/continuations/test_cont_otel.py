@@ -141,13 +141,18 @@ def test_without_otel_variables_nothing_is_exported(serve, workspace, receiver):
     assert receiver.spans == [] and receiver.metric_names == set()
 
 
-def test_a_request_the_sampler_leaves_out_makes_no_spans(serve, workspace, receiver):
-    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url, "OTEL_BSP_SCHEDULE_DELAY": "50",
-           "OTEL_TRACES_SAMPLER": "always_off", "OTEL_METRICS_EXPORTER": "none"}
+def _serve_one_request(serve, workspace, env) -> None:
+    """A server with `env` answers one request of a two-scope stack (an op, then an EMIT), then stops."""
     srv = serve(workspace({"OPS/shop/100/a.txcl": 'EXEC "txco://noop"', "OPS/shop/200/b.txcl": "EMIT .b = 1"}), env=env)
     status, _, body = http_get(srv.url + "/go")
     assert status == 200 and json.loads(body)["b"] == 1
     srv.stop()
+
+
+def test_a_request_the_sampler_leaves_out_makes_no_spans(serve, workspace, receiver):
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url, "OTEL_BSP_SCHEDULE_DELAY": "50",
+           "OTEL_TRACES_SAMPLER": "always_off", "OTEL_METRICS_EXPORTER": "none"}
+    _serve_one_request(serve, workspace, env)
     time.sleep(0.2)
     assert receiver.spans == [] and receiver.metric_names == set()
 
@@ -157,10 +162,7 @@ def test_metrics_only_sends_metrics_and_makes_no_span(serve, workspace, receiver
     span is made at all; the walk keeps its plain path."""
     env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url, "OTEL_BSP_SCHEDULE_DELAY": "50",
            "OTEL_TRACES_EXPORTER": "none", "OTEL_METRIC_EXPORT_INTERVAL": "100000"}
-    srv = serve(workspace({"OPS/shop/100/a.txcl": 'EXEC "txco://noop"', "OPS/shop/200/b.txcl": "EMIT .b = 1"}), env=env)
-    status, _, body = http_get(srv.url + "/go")
-    assert status == 200 and json.loads(body)["b"] == 1
-    srv.stop()
+    _serve_one_request(serve, workspace, env)
     deadline = time.monotonic() + 10
     while "txcl.requests" not in receiver.metric_names and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -12,12 +12,12 @@ callback, send a worker POST, run the next step) happens after its own writes ar
 responsive. Long store work that must not hold up the lane (a whole sweeper pass) runs
 ``apart``, in a worker thread.
 
-On a store whose writers run in parallel (PostgreSQL), the lane has several threads
-(the ``store_threads`` setting; ``PARALLEL_THREADS`` when it is 0, each with a connection of its own from the pool): while one waits for
-the server, the next takes the calls queued meanwhile — a thread that finds others waiting
-takes its share and wakes one for the rest — so round trips overlap instead of queueing
-behind each other, and commits that meet at the server share its WAL flush. Calls
-are still taken in the order they came; two calls of one caller are never in flight at
+On a store whose writers run in parallel (PostgreSQL), the lane has several threads (the
+``store_threads`` setting, ``PARALLEL_THREADS`` when it is 0), each with a connection of its
+own from the pool: while one waits for the server, the next takes the calls queued
+meanwhile — a thread that finds others free takes its share and wakes one for the rest — so
+round trips overlap instead of queueing behind each other, and commits that meet at the
+server share its WAL flush. Calls are still taken in the order they came; two calls of one caller are never in flight at
 once (a caller awaits each result before its next call), and calls of different runs are
 independent, exactly as between two nodes. SQLite, whose writers take turns, keeps one.
 """
@@ -36,7 +36,7 @@ T = TypeVar("T")
 
 
 class StoreLane:
-    """A store's calls, in order, on one thread of their own (see the module docstring)."""
+    """A store's calls, in order, on threads of their own (see the module docstring)."""
 
     MAX_BATCH = 64
     PARALLEL_THREADS = 3  # on a store whose writers run in parallel (see the module docstring)

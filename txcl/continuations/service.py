@@ -72,7 +72,7 @@ class ContinuationService:
         self._listening: Any = None  # the loop whose waiters the store's change notices wake
         self.suspended_envelopes: dict[str, dict] = {}  # rid -> envelope at the suspend (202 body)
         self.before_dispatch: Callable[[], None] | None = None  # e.g. `txcl run`'s one-time warning
-        self.lane = StoreLane(store, inline=inline_store, threads=int(getattr(settings, "store_threads", 0) or 0) or None)
+        self.lane = StoreLane(store, inline=inline_store, threads=getattr(settings, "store_threads", 0) or None)
         self.egress = EgressPolicy.from_settings(settings)  # what worker dispatches and cancel calls may reach
         self.secrets = SecretProvider.from_settings(settings)  # where WITH secrets.* values are read
         self.dispatch_client = dispatch_client  # makes the worker POST client (`txcl test`: simulated workers)

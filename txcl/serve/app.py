@@ -634,7 +634,7 @@ class TxclApp(Starlette):
             from txcl.serve.metrics_endpoint import stop_metrics
 
             stop_metrics(state.metrics)
-        if _otel.current.enabled or getattr(_otel.current, "stopping", False):  # flush what is still batched
+        if _otel.current.stopping:  # flush what is still batched
             await asyncio.get_running_loop().run_in_executor(None, _otel.shutdown)
         if state.mcp is not None:
             try:  # in this task: the SDK's task group must be left where it was entered
