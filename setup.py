@@ -3,6 +3,8 @@ optional compiled twins.
 
 - grammar/ and stdlib/ are copied into the package so an installed wheel finds them (from a
   checkout, `txcl.resources` reads the top-level directories directly).
+- `txcl._native.otlp_c`, the OTLP span encoder written for C (txcl/_native/otlp_c.pyx),
+  stamped the same way; txcl.otlp encodes in Python without it.
 - `txcl.syntax._lexer_c` and `txcl.syntax._parser_c` are compiled by Cython from
   `txcl/syntax/lexer.py` and `txcl/syntax/parser.py`, each copy stamped with its source's
   SHA-256 so an edited source is never shadowed by an old build (see
@@ -43,7 +45,7 @@ def _stamped(module: str, source: str) -> str:
     """A copy of `source` under build/, its digest appended, named after `module`."""
     text = (ROOT / source).read_bytes()
     stamped = text + f'\n__txcl_source_sha256__ = "{hashlib.sha256(text).hexdigest()}"\n'.encode("ascii")
-    copy = STAMPED / (module.rsplit(".", 1)[1] + ".py")
+    copy = STAMPED / (module.rsplit(".", 1)[1] + Path(source).suffix)
     (ROOT / copy).parent.mkdir(parents=True, exist_ok=True)
     if not (ROOT / copy).is_file() or (ROOT / copy).read_bytes() != stamped:
         (ROOT / copy).write_bytes(stamped)  # (left alone when unchanged: no needless rebuild)
@@ -59,6 +61,11 @@ def _twins() -> dict[str, str]:
     return {twin: name.replace(".", "/") + ".py" for name, twin in module.TWINS.items()}
 
 
+# modules written for C, standing in for part of a Python module when built (the Python
+# module works without them): the OTLP span encoder of txcl.otlp
+NATIVE = {"txcl._native.otlp_c": "txcl/_native/otlp_c.pyx"}
+
+
 def compiled_twins() -> list:
     if os.environ.get("TXCL_PURE_PYTHON", "") not in ("", "0"):
         return []
@@ -68,7 +75,8 @@ def compiled_twins() -> list:
     except ImportError:
         return []
     os.chdir(ROOT)
-    modules = [Extension(module, [_stamped(module, source)]) for module, source in _twins().items()]
+    modules = [Extension(module, [_stamped(module, source)])
+               for module, source in {**_twins(), **NATIVE}.items()]
     # annotation_typing off: type hints stay hints, as in Python (no new TypeErrors)
     built = cythonize(modules, build_dir=str(STAMPED / "c"), quiet=True,
                       compiler_directives={"language_level": 3, "annotation_typing": False})

@@ -36,7 +36,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from _timing import headline  # noqa: E402
 
-WORKLOADS = ("walk-off", "walk-summary", "parse", "parse-plain", "cycle", "serve-off", "serve-summary")
+WORKLOADS = ("walk-off", "walk-summary", "parse", "parse-plain", "cycle", "serve-off", "serve-summary", "serve-otel")
 # a suspend → callback → resume cycle costs ~6 walks: a sixteenth as many give as steady a
 # count — but at least 32, or the first cycles' one-off work shows in the figure
 _CYCLE_SHARE = 16
@@ -88,6 +88,9 @@ def child(workload: str, n: int) -> None:
         for _ in range(n):
             _parse_and_check(RULE, "bench.txcl")  # no cache: a cold parse and its checks each time
         return
+    if workload == "serve-otel":  # serve-summary with every request traced by OpenTelemetry
+        asyncio.run(_serve_requests("summary", n, otel=True))
+        return
     if workload.startswith("serve-"):
         asyncio.run(_serve_requests(workload[6:], n))
         return
@@ -101,9 +104,11 @@ def child(workload: str, n: int) -> None:
     raise SystemExit(f"unknown workload {workload!r}")
 
 
-async def _serve_requests(trace_mode: str, n: int) -> None:
+async def _serve_requests(trace_mode: str, n: int, otel: bool = False) -> None:
     """`n` GET requests of bench_serve's 3-scope stack through txcl serve's ASGI app, in this
-    process: the server's share of a request without uvicorn, the socket or the load tool."""
+    process: the server's share of a request without uvicorn, the socket or the load tool.
+    `otel`: every request traced, the spans sent as `txcl serve` sends them (from its loop) to
+    an OTLP sink in another process (which valgrind does not count)."""
     from bench_serve import write_stack
 
     from txcl.runtime.config import Settings
@@ -129,15 +134,40 @@ async def _serve_requests(trace_mode: str, n: int) -> None:
         if message["type"] == "http.response.body":
             bodies.append(message.get("body", b""))
 
+    sink = _otlp_sink() if otel else None
+    if sink is not None:
+        from txcl import otel as otel_mod
+
+        otel_mod.setup({"OTEL_EXPORTER_OTLP_ENDPOINT": sink[1], "OTEL_METRICS_EXPORTER": "none"})
+        attach = getattr(otel_mod.current, "attach", None)  # (a revision from before it sent from the loop)
+        if attach is not None:
+            attach(asyncio.get_running_loop())
     for _ in range(_WARM):  # warm: rules compiled, a batch of traces written
         await app(dict(scope), receive, send)
     if state.trace_writer is not None:
         state.trace_writer.flush()
     for _ in range(n):
         await app(dict(scope), receive, send)
+        if sink is not None:
+            await asyncio.sleep(0)  # (as a server's loop turns between requests: the exporter sends)
     if not bodies or b'"status":"OK"' not in bodies[-1]:
         raise SystemExit(f"unexpected answer: {bodies[-1:]!r}")
+    if sink is not None:
+        detach = getattr(otel_mod.current, "detach", None)
+        if detach is not None:
+            await detach()
+        otel_mod.shutdown()
+        sink[0].kill()
     await state.aclose()
+
+
+def _otlp_sink() -> tuple[subprocess.Popen, str]:
+    """An HTTP server in another process that accepts OTLP posts and throws them away."""
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from bench_observability import _Sink; "
+            "from http.server import ThreadingHTTPServer as T; s = T(('127.0.0.1', 0), _Sink); "
+            "print(s.server_address[1], flush=True); s.serve_forever()")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(HERE)], stdout=subprocess.PIPE, text=True)
+    return proc, f"http://127.0.0.1:{proc.stdout.readline().strip()}"
 
 
 def count(workload: str, n: int) -> int:
@@ -185,8 +215,7 @@ def main() -> None:
         base, total = count(workload, 0), count(workload, n)
         per_unit[workload] = (total - base) / n
         unit = {"walk-off": "envelope", "walk-summary": "envelope", "parse": "parse", "parse-plain": "parse",
-                "serve-off": "request",
-                "serve-summary": "request"}.get(workload, "cycle")
+                "serve-off": "request", "serve-summary": "request", "serve-otel": "request"}.get(workload, "cycle")
         print(f"  {workload:<14} {per_unit[workload]:>12,.0f} instructions per {unit}", flush=True)
     if "walk-off" in per_unit and "walk-summary" in per_unit:
         ratio = per_unit["walk-summary"] / per_unit["walk-off"]
@@ -196,6 +225,11 @@ def main() -> None:
     if "serve-off" in per_unit and "serve-summary" in per_unit:
         ratio = per_unit["serve-summary"] / per_unit["serve-off"]
         print(f"  served request, summary tracing / tracing off = {ratio:.3f}")
+    if "serve-summary" in per_unit and "serve-otel" in per_unit:
+        ratio = per_unit["serve-otel"] / per_unit["serve-summary"]
+        print(f"  served request, OpenTelemetry on (every request traced) / off = {ratio:.3f}")
+        headline("served request (ASGI, in process), OpenTelemetry on (instructions)", per_unit["serve-otel"] / 1000,
+                 "k instr/req", baseline="the same request with OpenTelemetry off, same run", ratio=ratio)
     if "parse" in per_unit and "parse-plain" in per_unit:
         print(f"  parse, compiled / plain Python = {per_unit['parse'] / per_unit['parse-plain']:.3f}"
               " (1.000: the compiled modules were not built)")

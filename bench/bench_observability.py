@@ -34,6 +34,8 @@ BASELINE = "8696d68"  # main before the egress/secrets/logs/metrics/OpenTelemetr
 
 
 class _Sink(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keeps the connection open, as a collector does
+
     def log_message(self, *args):
         pass
 

@@ -48,6 +48,12 @@ class Tracing:
 
     def inject(self, headers: dict[str, str]) -> None: ...
 
+    def attach(self, loop: Any) -> None:
+        """A server's event loop is running: send spans from it (see txcl.otlp.Exporter.attach)."""
+
+    async def detach(self) -> None:
+        """The server stops: stop sending from its loop (before `shutdown`)."""
+
 
 OFF = Tracing()
 current: Tracing = OFF
@@ -509,6 +515,12 @@ class NativeTracing(Tracing):
         span.start = int(started_wall * 1e9)
         failed = status not in ("ok", "pending", "completed")
         self._end(span, (2, error or status) if failed else None, span.start + int(duration_s * 1e9))
+
+    def attach(self, loop: Any) -> None:
+        self.exporter.attach(loop)
+
+    async def detach(self) -> None:
+        await self.exporter.detach()
 
     def shutdown(self) -> None:
         self.exporter.shutdown()

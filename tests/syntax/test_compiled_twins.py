@@ -77,6 +77,9 @@ def test_the_installed_parser_runs_compiled_where_a_c_compiler_was_at_hand() -> 
     assert parser._Parser.__module__ == "txcl.syntax._parser_c"
     assert lexer.scan.__module__ == "txcl.syntax._lexer_c"
     assert parser.get_parser().__class__.__module__ == "txcl.syntax._parser_c"
+    from txcl import otlp  # the OTLP span encoder, built the same way
+
+    assert otlp._COMPILED is not None and otlp.encode_traces is otlp._COMPILED.encode_traces, compiled.status
 
 
 def test_compiled_and_plain_python_give_the_same_tokens_rules_and_diagnostics(tmp_path: Path) -> None:
@@ -133,7 +136,8 @@ def test_without_a_c_compiler_the_package_builds_and_runs_as_plain_python(tmp_pa
     (archive,) = (tmp_path / "dist").glob("txcl-*.tar.gz")
     with tarfile.open(archive) as tar:
         members = [name.split("/", 1)[1] for name in tar.getnames() if "/" in name]
-    assert {"setup.py", "grammar/txcl.lark", "stdlib/_sys/health/0000/ok.txcl", "txcl/syntax/lexer.py"} <= set(members)
+    assert {"setup.py", "grammar/txcl.lark", "stdlib/_sys/health/0000/ok.txcl", "txcl/syntax/lexer.py",
+            "txcl/_native/otlp_c.pyx"} <= set(members)
     wheels = tmp_path / "wheels"
     done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(archive)],
                           capture_output=True, text=True, timeout=600, env=dict(os.environ, CC="false"))
@@ -145,8 +149,10 @@ def test_without_a_c_compiler_the_package_builds_and_runs_as_plain_python(tmp_pa
     target = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(target)
     check = ("from txcl.syntax import compiled, parser\n"
-             "print(compiled.summary()); print(parser.parse_rule('WHEN .a == 1\\nEMIT .b = 2').when is not None)")
+             "print(compiled.summary()); print(parser.parse_rule('WHEN .a == 1\\nEMIT .b = 2').when is not None)\n"
+             "from txcl import otlp; print(otlp.encode_traces is otlp.python_encode_traces)")
     done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=60, cwd=tmp_path,
                           env=dict(os.environ, PYTHONPATH=str(target), TXCL_PARSE_CACHE="off"))
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split("\n")[:2] == ["parser in plain Python: not built (no C compiler at install)", "True"]
+    assert done.stdout.split("\n")[:3] == ["parser in plain Python: not built (no C compiler at install)", "True",
+                                            "True"]  # (and the OTLP encoder is the Python one)

@@ -669,10 +669,11 @@ class Walker:
         recorder = _metrics.current
         if recorder.enabled:
             recorder.op(transport, status, time.perf_counter() - started)
+        sizes = None  # (bytes in, bytes out), measured once for the span and the trace row
         if run.traced:
+            sizes = (_json_size(input_value), _json_size(output_value))
             _otel.current.op(run, frame, pop.op, transport, status, started_wall, time.perf_counter() - started, error,
-                       _json_size(input_value) if input_value is not None else None,
-                       _json_size(output_value) if output_value is not None else None)
+                             *sizes)
         if not rec.enabled:
             return
         duration = (time.perf_counter() - started) * 1000.0
@@ -684,7 +685,9 @@ class Walker:
                int(started_wall * 1000) - since, int(started_wall * 1000 + duration) - since,
                int(duration * 1000) / 1000)
         if transport != "noop":
-            row += (_json_size(input_value), _json_size(output_value), error)
+            if sizes is None:
+                sizes = (_json_size(input_value), _json_size(output_value))
+            row += (*sizes, error)
         elif error is not None:
             row += (None, None, error)
         bodies = rec.full or detail or (rec.answers and transport != "noop")  # --trace-ops answers: op bodies

@@ -587,6 +587,7 @@ class TxclApp(Starlette):
 
     async def startup(self) -> None:
         state = self.txcl_state
+        _otel.current.attach(asyncio.get_running_loop())  # spans sent from this loop, not a thread
         if state.settings.watch:
             from txcl.serve.watch import Watcher
 
@@ -635,6 +636,7 @@ class TxclApp(Starlette):
 
             stop_metrics(state.metrics)
         if _otel.current.stopping:  # flush what is still batched
+            await _otel.current.detach()
             await asyncio.get_running_loop().run_in_executor(None, _otel.shutdown)
         if state.mcp is not None:
             try:  # in this task: the SDK's task group must be left where it was entered

@@ -59,11 +59,32 @@ def twin(name: str, source: str) -> ModuleType | None:
     return module
 
 
+def native(name: str, source_name: str) -> ModuleType | None:
+    """A module written for C (`source_name`: its .pyx, in the package beside it) when it was
+    built from that very file (or the .pyx is not installed, as in a wheel) and compiled modules
+    are not turned off; else None, the reason kept in `status`."""
+    if os.environ.get("TXCL_PURE_PYTHON", "") not in ("", "0"):
+        status[name] = "turned off (TXCL_PURE_PYTHON)"
+        return None
+    try:
+        module = importlib.import_module(name)
+    except ImportError:
+        status[name] = "not built (no C compiler at install)"
+        return None
+    source = Path(module.__file__).with_name(source_name)
+    if source.is_file() and getattr(module, DIGEST_NAME, None) != source_digest(source):
+        status[name] = "built from another version of the source"
+        return None
+    status[name] = None
+    return module
+
+
 def summary() -> str:
     """One phrase on the parser's speed-up: "compiled", or plain Python and why."""
     import txcl.syntax.parser  # noqa: F401 - importing decides (and records) the twins
 
-    reasons = [reason for reason in status.values() if reason is not None]
-    if len(status) == len(TWINS) and not reasons:
+    parser = {name: reason for name, reason in status.items() if name in TWINS}
+    reasons = [reason for reason in parser.values() if reason is not None]
+    if len(parser) == len(TWINS) and not reasons:
         return "parser compiled"
     return f"parser in plain Python: {reasons[0] if reasons else 'not built'}"
