@@ -88,11 +88,17 @@ def child(workload: str, n: int) -> None:
         for _ in range(n):
             _parse_and_check(RULE, "bench.txcl")  # no cache: a cold parse and its checks each time
         return
-    if workload == "serve-otel":  # serve-summary with every request traced by OpenTelemetry
-        asyncio.run(_serve_requests("summary", n, otel=True))
-        return
     if workload.startswith("serve-"):
-        asyncio.run(_serve_requests(workload[6:], n))
+        try:  # the event loop `txcl serve` runs on (uvicorn picks uvloop when it is installed)
+            import uvloop
+
+            uvloop.install()
+        except ImportError:
+            pass
+        if workload == "serve-otel":  # serve-summary with every request traced by OpenTelemetry
+            asyncio.run(_serve_requests("summary", n, otel=True))
+        else:
+            asyncio.run(_serve_requests(workload[6:], n))
         return
     if workload == "cycle":
         from bench_continuations import cycles, workspace
@@ -106,8 +112,8 @@ def child(workload: str, n: int) -> None:
 
 async def _serve_requests(trace_mode: str, n: int, otel: bool = False) -> None:
     """`n` GET requests of bench_serve's 3-scope stack through txcl serve's ASGI app, in this
-    process: the server's share of a request without uvicorn, the socket or the load tool.
-    `otel`: every request traced, the spans sent as `txcl serve` sends them (from its loop) to
+    process: the server's share of a request without uvicorn, the socket or the load tool (the
+    event loop turning once between requests, as it does in a server). `otel`: every request traced, the spans sent as `txcl serve` sends them (from its loop) to
     an OTLP sink in another process (which valgrind does not count)."""
     from bench_serve import write_stack
 
@@ -148,8 +154,7 @@ async def _serve_requests(trace_mode: str, n: int, otel: bool = False) -> None:
         state.trace_writer.flush()
     for _ in range(n):
         await app(dict(scope), receive, send)
-        if sink is not None:
-            await asyncio.sleep(0)  # (as a server's loop turns between requests: the exporter sends)
+        await asyncio.sleep(0)  # the loop turns between requests, as a server's does (the exporter sends then)
     if not bodies or b'"status":"OK"' not in bodies[-1]:
         raise SystemExit(f"unexpected answer: {bodies[-1:]!r}")
     if sink is not None:

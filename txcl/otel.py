@@ -477,11 +477,11 @@ class NativeTracing(Tracing):
 
     def open_scope(self, run: Any) -> Any:
         """A scope's span, current until `close_scope`."""
-        fixed = self._fixed.get(run.stack)
-        if fixed is None:
-            fixed = self._remember(run.stack, self._Fixed({"txcl.stack": run.stack}))
+        found = self._fixed.get(run.stack)
+        if found is None:
+            found = self._remember(run.stack, (self._Fixed({"txcl.stack": run.stack}), f"txcl scope {run.stack}"))
         own = {"txcl.request_id": run.rid, "txcl.run_id": run.run_id} if run.run_id else {"txcl.request_id": run.rid}
-        span = self._start(f"txcl scope {run.stack}", 1, (fixed, own))
+        span = self._start(found[1], 1, (found[0], own))
         return span, _native_current.set(span)
 
     def close_scope(self, handle: Any) -> None:
@@ -505,16 +505,28 @@ class NativeTracing(Tracing):
 
     def op(self, run: Any, frame: Any, op: Any, transport: str, status: str, started_wall: float,
            duration_s: float, error: str | None, bytes_in: int | None, bytes_out: int | None) -> None:
+        """An EXEC's span, made when it ended (a tuple at once: nothing can be its child)."""
+        parent = _native_current.get()
+        if parent is None:  # (an op outside any traced scope: its own trace)
+            trace_id = self._bits(128) or 1
+            parent_id, sampled = None, self.sampler.sample(trace_id, None)
+        else:
+            trace_id, parent_id, sampled = parent.trace_id, parent.span_id, parent.sampled
+        if not sampled:
+            return
         target = op.target
         key = (frame.stack, frame.scope, op.stack, op.name, transport, status,
                getattr(target, "url", None) if target is not None else None)
-        fixed = self._fixed.get(key)
-        if fixed is None:
-            fixed = self._remember(key, self._Fixed(_op_fixed_attributes(frame, op, transport, status)))
-        span = self._start(f"txcl op {op.name}", 1, (fixed, _op_own_attributes(run, bytes_in, bytes_out)))
-        span.start = int(started_wall * 1e9)
+        found = self._fixed.get(key)
+        if found is None:
+            found = self._remember(key, (self._Fixed(_op_fixed_attributes(frame, op, transport, status)),
+                                         f"txcl op {op.name}"))
+        fixed, name = found
+        own = _op_own_attributes(run, bytes_in, bytes_out)
+        start = int(started_wall * 1e9)
         failed = status not in ("ok", "pending", "completed")
-        self._end(span, (2, error or status) if failed else None, span.start + int(duration_s * 1e9))
+        self.exporter.add((trace_id, self._bits(64) or 1, parent_id, name, 1, start, start + int(duration_s * 1e9),
+                           (fixed, own), None, (2, error or status) if failed else None, None))
 
     def attach(self, loop: Any) -> None:
         self.exporter.attach(loop)

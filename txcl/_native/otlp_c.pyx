@@ -10,6 +10,8 @@ C compiler is there (setup.py); without it txcl.otlp encodes in Python, with the
 
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize
+from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_AsUnsignedLongLongMask
+from cpython.exc cimport PyErr_Occurred
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memcpy, memmove
 from libc.stdint cimport uint64_t, int64_t, uint8_t
@@ -93,10 +95,29 @@ cdef class _Writer:
         return self.raw(<const uint8_t*> data, n)
 
     cdef inline int id_(self, int field, object value, int size) except -1:
-        cdef bytes data = value if type(value) is bytes else value.to_bytes(size, "big")
+        """A trace (16 bytes) or span id (8): bytes as they are, an int big-endian."""
+        cdef uint64_t high, low
+        if type(value) is bytes:
+            self.byte(<uint8_t> ((field << 3) | 2))
+            self.varint(<uint64_t> PyBytes_GET_SIZE(value))
+            return self.bytes_(<bytes> value)
+        if value < 0 or value >> (8 * size):
+            raise OverflowError(f"an id of {size} bytes cannot hold {value}")
+        low = PyLong_AsUnsignedLongLongMask(value)
+        high = PyLong_AsUnsignedLongLongMask(value >> 64) if size == 16 else 0
         self.byte(<uint8_t> ((field << 3) | 2))
-        self.varint(<uint64_t> PyBytes_GET_SIZE(data))
-        return self.bytes_(data)
+        self.byte(<uint8_t> size)
+        if size == 16:
+            self.big_endian(high)
+        return self.big_endian(low)
+
+    cdef inline int big_endian(self, uint64_t n) except -1:
+        cdef int i
+        self.reserve(8)
+        for i in range(8):
+            self.buf[self.size + i] = <uint8_t> ((n >> (8 * (7 - i))) & 0xFF)
+        self.size += 8
+        return 0
 
     cdef bytes result(self):
         return PyBytes_FromStringAndSize(<char*> self.buf, self.size)
@@ -105,18 +126,24 @@ cdef class _Writer:
 cdef int _any(_Writer w, object value) except -1:
     """An AnyValue's content (bool, int, double or string)."""
     cdef type kind = type(value)
-    cdef int64_t number
+    cdef long long number
+    cdef int overflow = 0
     cdef double real
     if kind is bool:
         w.byte(0x10)
         w.byte(1 if value else 0)
-    elif isinstance(value, int) and -0x8000000000000000 <= value <= 0xFFFFFFFFFFFFFFFF:
-        w.byte(0x18)
-        if value < 0:
-            number = value
+    elif isinstance(value, int):
+        number = PyLong_AsLongLongAndOverflow(value, &overflow)
+        if number == -1 and PyErr_Occurred():
+            raise
+        if overflow == 0:
+            w.byte(0x18)
             w.varint(<uint64_t> number)
-        else:
-            w.varint(<uint64_t> value)
+        elif overflow > 0 and value <= 0xFFFFFFFFFFFFFFFF:  # (an unsigned 64-bit one)
+            w.byte(0x18)
+            w.varint(PyLong_AsUnsignedLongLongMask(value))
+        else:  # past 64 bits: as its text
+            w.string(1, str(value))
     elif isinstance(value, float):
         real = value
         w.byte(0x21)
@@ -177,6 +204,9 @@ cdef int _span_attributes(_Writer w, object attrs) except -1:
     return 0
 
 
+cdef dict _SCOPE_EVENTS = {}  # stack -> the encoded name and txcl.stack attribute of its scope event
+
+
 cdef int _span(_Writer w, tuple span) except -1:
     cdef Py_ssize_t start, inner
     trace_id, span_id, parent, name, kind, start_ns, end_ns, attrs, links, status, events = span
@@ -200,8 +230,15 @@ cdef int _span(_Writer w, tuple span) except -1:
             w.byte(0x09)
             w.fixed64(<uint64_t> when)
             if type(event_attrs) is int:  # a scope of local rules: (when, its stack, its duration in ns)
-                w.string(2, "txcl scope " + event_name)
-                _attributes(w, 3, {"txcl.stack": event_name})
+                head = _SCOPE_EVENTS.get(event_name)
+                if head is None:
+                    named = _Writer(256)
+                    named.string(2, "txcl scope " + event_name)
+                    _attributes(named, 3, {"txcl.stack": event_name})
+                    head = named.result()
+                    if len(_SCOPE_EVENTS) < 4096:
+                        _SCOPE_EVENTS[event_name] = head
+                w.bytes_(<bytes> head)
                 w.byte(0x1a)
                 inner = w.size
                 w.string(1, "txcl.duration_us")
