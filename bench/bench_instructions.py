@@ -144,7 +144,9 @@ async def _serve_requests(trace_mode: str, n: int, otel: bool = False) -> None:
     if sink is not None:
         from txcl import otel as otel_mod
 
-        otel_mod.setup({"OTEL_EXPORTER_OTLP_ENDPOINT": sink[1], "OTEL_METRICS_EXPORTER": "none"})
+        otel_mod.setup({"OTEL_EXPORTER_OTLP_ENDPOINT": sink[1], "OTEL_METRICS_EXPORTER": "none",
+                        # the batch delay stretched as the other time limits are (see _SLOWDOWN)
+                        "OTEL_BSP_SCHEDULE_DELAY": str(5000 * _SLOWDOWN)})
         attach = getattr(otel_mod.current, "attach", None)  # (a revision from before it sent from the loop)
         if attach is not None:
             attach(asyncio.get_running_loop())
