@@ -1,10 +1,11 @@
-"""txcl's own OTLP/HTTP exporter: spans and metrics encoded as OTLP protobuf by hand and sent by
-one background thread, with nothing but the standard library.
+"""txcl's own OTLP/HTTP exporter: spans and metrics encoded as OTLP protobuf by hand and sent in
+batches — from a server's event loop (spans, with h11), or by one background thread.
 
 Why not the OpenTelemetry SDK: a served request costs txcl about 200 µs of CPU, and the SDK
 spends 25–40 µs to make and export one span — five spans a request would cost more than the
-request itself. Here a span is recorded as a tuple (well under a microsecond) and encoded later,
-off the request path, a few microseconds each. The wire format is the same OTLP any collector
+request itself. Here a span is recorded as a tuple and encoded as it ends, by the compiled
+encoder (txcl._native.otlp_c, well under a microsecond a span) when it was built, else later
+in Python (a few microseconds each). The wire format is the same OTLP any collector
 reads (the tests decode it with `opentelemetry-proto`); the configuration is the same `OTEL_*`
 environment variables (endpoint, headers, timeout, batch delay and size, queue size, sampler).
 
@@ -390,8 +391,8 @@ class Exporter:
     # sends beside it has to win the interpreter lock back after every system call it makes,
     # and those hand-overs cost both threads more CPU than the work itself (measured: ~20 µs
     # a request for the thread, and as much again on the loop). A server therefore sends its
-    # spans from its own loop: a full batch is encoded there (the compiled encoder takes
-    # ~2 µs a request) and POSTed without blocking (h11 over an asyncio stream); the thread keeps the metrics.
+    # spans from its own loop: a full batch (encoded already, span by span, when compiled) is
+    # POSTed without blocking, with h11 over an asyncio stream; the thread keeps the metrics.
 
     def attach(self, loop: Any) -> None:
         """Send spans from `loop` (the running server's) from now on."""
@@ -428,7 +429,7 @@ class Exporter:
             reused = self._stream is not None
             try:
                 status = await asyncio.wait_for(self._stream_post(url, headers, body), self.timeout)
-            except (OSError, TimeoutError, h11.ProtocolError) as exc:
+            except (OSError, TimeoutError, ValueError, h11.ProtocolError) as exc:  # (ValueError: a bad port)
                 await self._close_stream()
                 if reused and attempt == 1:
                     continue

@@ -34,19 +34,27 @@ def source_digest(path: str | Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
+def _import_compiled(name: str, compiled: str) -> ModuleType | None:
+    """Module `compiled` (standing in for `name`), unless compiled modules are turned off or
+    it was not built; then None, the reason kept in `status[name]`."""
+    if os.environ.get("TXCL_PURE_PYTHON", "") not in ("", "0"):
+        status[name] = "turned off (TXCL_PURE_PYTHON)"
+        return None
+    try:
+        return importlib.import_module(compiled)
+    except ImportError:
+        status[name] = "not built (no C compiler at install)"
+        return None
+
+
 def twin(name: str, source: str) -> ModuleType | None:
     """The compiled twin of module `name` (whose file is `source`) when one was built from
     that very file and twins are not turned off; else None, the reason kept in `status`."""
     compiled = TWINS.get(name)
     if compiled is None:  # a twin itself, or a module without one
         return None
-    if os.environ.get("TXCL_PURE_PYTHON", "") not in ("", "0"):
-        status[name] = "turned off (TXCL_PURE_PYTHON)"
-        return None
-    try:
-        module = importlib.import_module(compiled)
-    except ImportError:
-        status[name] = "not built (no C compiler at install)"
+    module = _import_compiled(name, compiled)
+    if module is None:
         return None
     try:
         current = source_digest(source)
@@ -63,13 +71,8 @@ def native(name: str, source_name: str) -> ModuleType | None:
     """A module written for C (`source_name`: its .pyx, in the package beside it) when it was
     built from that very file (or the .pyx is not installed, as in a wheel) and compiled modules
     are not turned off; else None, the reason kept in `status`."""
-    if os.environ.get("TXCL_PURE_PYTHON", "") not in ("", "0"):
-        status[name] = "turned off (TXCL_PURE_PYTHON)"
-        return None
-    try:
-        module = importlib.import_module(name)
-    except ImportError:
-        status[name] = "not built (no C compiler at install)"
+    module = _import_compiled(name, name)
+    if module is None:
         return None
     source = Path(module.__file__).with_name(source_name)
     if source.is_file() and getattr(module, DIGEST_NAME, None) != source_digest(source):
