@@ -182,3 +182,27 @@ def test_metrics_only_tracing_is_off_in_process():
     finally:
         otel.shutdown()
         metrics.install(metrics.OFF)
+
+
+def test_two_worker_processes_each_send_their_spans_while_serving_and_the_rest_at_shutdown(serve, workspace,
+                                                                                           receiver):
+    """`--workers 2`: each process sets up its own exporter and sends full batches from its own
+    event loop while it serves; what is left is flushed when the server stops. Every request's
+    three spans arrive once."""
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url, "OTEL_METRICS_EXPORTER": "none",
+           "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "30", "OTEL_BSP_SCHEDULE_DELAY": "3600000"}
+    srv = serve(workspace({"OPS/shop/100/a.txcl": 'EXEC "txco://noop"', "OPS/shop/200/b.txcl": "EMIT .b = 1"}),
+                "--workers", "2", env=env)
+    for _ in range(60):
+        assert http_get(srv.url + "/go")[0] == 200
+    deadline = time.monotonic() + 10
+    while len(receiver.spans) < 30 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(receiver.spans) >= 30  # full batches sent while serving (the delay is an hour)
+    srv.stop()
+    deadline = time.monotonic() + 10
+    while len(receiver.spans) < 180 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    requests = [s for s in receiver.spans if s["name"] == "txcl request"]
+    assert len(requests) == 60 and len({s["attrs"]["txcl.request_id"] for s in requests}) == 60
+    assert len(receiver.spans) == 180  # a scope span and an op span each, none twice
