@@ -14,6 +14,7 @@ import asyncio
 import logging
 import random
 import socket
+import time
 
 import pytest
 
@@ -285,3 +286,28 @@ def test_an_ops_bytes_are_measured_once_for_its_span_and_its_trace_row(tmp_path,
     assert row["status"] == "ok"
     assert own["txcl.bytes_in"] == row["input_bytes"] == real(sized[0]) > 0
     assert own["txcl.bytes_out"] == row["output_bytes"] == real(sized[1]) > 0
+
+
+def test_a_loop_closed_without_detach_hands_the_spans_back_to_the_thread():
+    """Adding a span never raises into the request path: when the loop it was attached to is
+    gone, the next full batch wakes the exporter thread, which sends it."""
+    collector = Collector()
+    exporter = Exporter({"OTEL_EXPORTER_OTLP_ENDPOINT": collector.url, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "2",
+                         "OTEL_BSP_SCHEDULE_DELAY": "3600000"})
+
+    async def main():
+        exporter.attach(asyncio.get_running_loop())
+
+    try:
+        asyncio.run(main())  # the loop closes, still attached
+        exporter.add(_span(0))
+        exporter.add(_span(1))  # a full batch: no exception, and the thread sends it
+        assert exporter._loop is None
+        for _ in range(500):
+            if collector.seen:
+                break
+            time.sleep(0.01)
+        assert [names for _, names in collector.seen] == [["s0", "s1"]]
+    finally:
+        exporter.shutdown()
+        collector.close()

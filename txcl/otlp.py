@@ -382,9 +382,12 @@ class Exporter:
         if len(self.spans) == self.batch:  # once per batch: waking the sender takes a lock
             loop = self._loop
             if loop is not None:
-                loop.call_soon_threadsafe(self._post_on_loop, False)
-            else:
-                self._wake.set()
+                try:
+                    loop.call_soon_threadsafe(self._post_on_loop, False)
+                    return
+                except RuntimeError:  # the loop was closed without `detach`: the thread takes over
+                    self._loop = None
+            self._wake.set()
 
     # ---------------------------------------------------------------- on the server's loop
     # A server's event loop is busy with requests all the time: a thread that encodes and
