@@ -414,15 +414,18 @@ class NativeTracing(Tracing):
 
     def _start(self, name: str, kind: int, attrs: dict, *, root: bool = False,
                remote: tuple[int, int, bool] | None = None, links: list | None = None) -> _Span:
-        parent = None if root else _native_current.get()
         if remote is not None:
             trace_id, parent_id, sampled = remote[0], remote[1], self.sampler.sample(remote[0], remote[2])
-        elif parent is not None:
-            trace_id, parent_id, sampled = parent.trace_id, parent.span_id, parent.sampled
         else:
-            trace_id = self._bits(128) or 1
-            parent_id, sampled = None, self.sampler.sample(trace_id, None)
+            trace_id, parent_id, sampled = self._lineage(None if root else _native_current.get())
         return _Span(trace_id, self._bits(64) or 1, parent_id, name, kind, attrs, links, sampled)
+
+    def _lineage(self, parent: _Span | None) -> tuple[int, int | None, bool]:
+        """(trace id, parent span id, sampled) of a span made under `parent` (None: a new trace)."""
+        if parent is not None:
+            return parent.trace_id, parent.span_id, parent.sampled
+        trace_id = self._bits(128) or 1
+        return trace_id, None, self.sampler.sample(trace_id, None)
 
     def _end(self, span: _Span, status: tuple[int, str] | None = None, end: int | None = None) -> None:
         if span.sampled:
@@ -506,12 +509,7 @@ class NativeTracing(Tracing):
     def op(self, run: Any, frame: Any, op: Any, transport: str, status: str, started_wall: float,
            duration_s: float, error: str | None, bytes_in: int | None, bytes_out: int | None) -> None:
         """An EXEC's span, made when it ended (a tuple at once: nothing can be its child)."""
-        parent = _native_current.get()
-        if parent is None:  # (an op outside any traced scope: its own trace)
-            trace_id = self._bits(128) or 1
-            parent_id, sampled = None, self.sampler.sample(trace_id, None)
-        else:
-            trace_id, parent_id, sampled = parent.trace_id, parent.span_id, parent.sampled
+        trace_id, parent_id, sampled = self._lineage(_native_current.get())
         if not sampled:
             return
         target = op.target
