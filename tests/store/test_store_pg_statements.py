@@ -164,6 +164,35 @@ def test_a_statement_waits_with_the_interpreter_free(conn):
     assert direct > 30 and pipelined > 30, (direct, pipelined)
 
 
+def test_a_pipeline_the_server_cannot_take_yet_is_sent_without_spinning(conn, new_pg_database):
+    """A pipeline larger than the socket's buffers, whose first statement waits 0.6 s for a
+    lock: the server reads nothing more meanwhile, so libpq cannot send the rest. The
+    sending thread waits for the socket (it used to call PQflush in a loop: 0.6 s of CPU
+    with the interpreter's lock held), and everything arrives once the lock is free."""
+    conn.execute("CREATE TABLE big (k INT PRIMARY KEY, body TEXT)")
+    conn.execute("INSERT INTO big VALUES (1, '')")
+    holder = psycopg.connect(conn.info.dsn, autocommit=False)
+    holder.execute("SELECT k FROM big WHERE k = 1 FOR UPDATE")
+    releaser = threading.Timer(0.6, holder.commit)
+    body = "x" * (4 << 20)  # far beyond the socket buffers
+    queue = pq_exec.Queue()
+    queue.add(b"UPDATE big SET body = 'waited' WHERE k = 1", ())  # waits for the holder's lock
+    for k in range(2, 6):
+        queue.add(b"INSERT INTO big VALUES ($1, $2)", (k, body))
+    releaser.start()
+    try:
+        cpu = time.thread_time()
+        result = queue.run(conn.pgconn, b"SELECT count(*) AS n, sum(length(body)) AS size FROM big", (),
+                           pq_exec.Columns())
+        cpu = time.thread_time() - cpu
+    finally:
+        releaser.join()
+        holder.close()
+    row = result.fetchone()
+    assert row["n"] == 5 and row["size"] == 4 * len(body) + len("waited")
+    assert cpu < 0.3, f"the sending thread spent {cpu:.2f} s of CPU while the server could not read"
+
+
 def test_an_interrupted_pipeline_closes_its_connection(conn, monkeypatch):
     """When waiting for a pipeline's answers is cut short, the connection's protocol state is
     unknown: it is closed (the pool then replaces it), never handed out again half-read."""

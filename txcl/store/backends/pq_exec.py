@@ -315,6 +315,18 @@ def _wait_readable(pgconn: Any) -> None:
     poller.poll()  # releases the GIL
 
 
+def _flush(pgconn: Any) -> None:
+    """Send everything libpq holds. The connection is non-blocking (psycopg makes it so):
+    ``PQflush`` answers 1 while the socket cannot take more, and spinning on it would keep
+    the interpreter's lock from every other thread; wait for the socket instead (reading
+    what the server sent meanwhile, so it can go on reading too)."""
+    while pgconn.flush():
+        poller = select.poll()
+        poller.register(pgconn.socket, select.POLLIN | select.POLLOUT)
+        poller.poll()  # releases the GIL
+        pgconn.consume_input()
+
+
 def _next_result(pgconn: Any) -> Any:
     """``PQgetResult`` without blocking the interpreter: wait for the socket first."""
     while pgconn.is_busy():
@@ -347,8 +359,7 @@ def _pipelined(pgconn: Any, statements: list[tuple[bytes, tuple]], columns: Colu
                 pgconn.send_query_params(sql, values, oids, formats)
             expected.append((sql, None, position >= wanted_from))
         pgconn.pipeline_sync()
-        while pgconn.flush():  # blocking connection: flush returns 0 once everything went out
-            pass
+        _flush(pgconn)
         failure: psycopg.Error | None = None
         results: list[Result] = []
         for sql, prepares, wanted in expected:
