@@ -82,6 +82,34 @@ def test_acks_of_concurrent_runs_are_written_after_the_delay_in_one_commit(harne
     asyncio.run(main())
 
 
+def test_a_callback_and_the_acks_name_the_runs_of_the_calls_this_process_sent(harness):
+    """The runs of the calls it sent are remembered, so a callback's admission and an ack
+    write go to their runs' store thread and lock those runs first; a call another process
+    sent names none (any thread takes it)."""
+    service, interp, sent, _ = harness
+    lane_runs: list[tuple] = []
+    real = service.lane.submit
+
+    def submit(fn, args, kwargs, batchable, then=None, *, runs=()):
+        lane_runs.append((getattr(fn, "__name__", ""), runs))
+        return real(fn, args, kwargs, batchable, then, runs=runs)
+
+    service.lane.submit = submit
+
+    async def main() -> None:
+        await _park(interp, 3)
+        assert {service.run_of(d.opc) for d in sent} == {(d.run_id,) for d in sent}
+        assert service.run_of("opc_sent_elsewhere") == ()
+        await _settled(service)
+        assert ("mark_ack", tuple(sorted(d.run_id for d in sent))) in lane_runs
+        lane_runs.clear()
+        d = sent[0]
+        await service.complete(d.opc, "completed", {"bonus": 1}, source="callback", token=d.token)
+        assert lane_runs[0] == ("mark_then", (d.run_id,))
+
+    asyncio.run(main())
+
+
 def test_closing_the_service_writes_the_acks_held_back(harness):
     service, interp, sent, _ = harness
     store = service.store

@@ -120,6 +120,79 @@ def test_on_a_store_whose_writers_run_in_parallel_calls_overlap_on_several_threa
     assert len(names) == 3 and set(names) == {"txcl-store"}
 
 
+class _BatchingParallelStore(_ParallelStore):
+    """Writers in parallel, and calls queued together share a batch (which records what it
+    was asked to lock first)."""
+
+    def __init__(self) -> None:
+        self.batches: list[tuple[int, list[str]]] = []
+
+    def batching_paused(self) -> bool:
+        return False
+
+    def run_batch(self, calls, *, lock_first=()):
+        self.batches.append((len(calls), list(lock_first)))
+        return [(True, call()) for call in calls]
+
+
+def _runs_on_distinct_threads(lane: StoreLane, count: int) -> list[str]:
+    """`count` run ids whose calls go to `count` different threads of the lane."""
+    picked: dict[int, str] = {}
+    n = 0
+    while len(picked) < count:
+        run_id = f"run_{n}"
+        picked.setdefault(lane.slot_of(run_id), run_id)
+        n += 1
+    return list(picked.values())
+
+
+def test_calls_on_one_run_keep_to_its_thread_and_other_runs_overlap():
+    """Calls that name their run go to that run's thread: two calls on one run never wait for
+    each other's row locks on two threads. Calls on runs of different threads run at once
+    (they meet at a barrier that needs all three)."""
+    lane = StoreLane(_ParallelStore())
+    runs = _runs_on_distinct_threads(lane, 3)
+    barrier = threading.Barrier(3, timeout=10)
+    threads_of: dict[str, set[int]] = {run: set() for run in runs}
+
+    def call(run: str, meet: bool) -> str:
+        threads_of[run].add(threading.get_ident())
+        if meet:
+            barrier.wait()
+        return run
+
+    async def main() -> list:
+        meeting = [lane.call_batched_on((run,), call, run, True) for run in runs]
+        alone = [lane.call_batched_on((run,), call, run, False) for run in runs for _ in range(5)]
+        return await asyncio.gather(*meeting, *alone)
+
+    got = asyncio.run(main())
+    lane.close()
+    assert got[:3] == runs
+    assert all(len(idents) == 1 for idents in threads_of.values()), threads_of
+    assert len(set().union(*threads_of.values())) == 3
+
+
+def test_a_batch_locks_the_runs_its_calls_name_first_in_run_id_order():
+    store = _BatchingParallelStore()
+    lane = StoreLane(store, threads=1)
+    gate = threading.Event()
+
+    async def main() -> None:
+        held = asyncio.ensure_future(lane.call(gate.wait, 5))
+        await asyncio.sleep(0.05)  # the lane's thread is busy: the calls below queue up
+        calls = [lane.call_batched_on(("run_c",), int, "1"), lane.call_batched(int, "2"),
+                 lane.call_batched_on(("run_a", "run_b"), int, "3")]
+        queued = [asyncio.ensure_future(c) for c in calls]
+        await asyncio.sleep(0.05)
+        gate.set()
+        assert await asyncio.gather(held, *queued) == [True, 1, 2, 3]
+
+    asyncio.run(main())
+    lane.close()
+    assert store.batches == [(3, ["run_a", "run_b", "run_c"])]
+
+
 def test_on_sqlite_the_calls_keep_to_one_thread(store):
     lane = StoreLane(store)
     assert lane.max_threads == 1

@@ -107,6 +107,55 @@ def test_two_batches_locking_in_opposite_orders_both_complete(pg_backend):
     assert _values(backend) == {"a": 2, "b": 2}
 
 
+def test_batches_naming_their_runs_lock_them_in_one_order_and_never_break(pg_backend):
+    """Two nodes' batches whose calls lock two runs in opposite orders: named as the runs
+    they lock, each batch locks both at its start, in run id order, so the second simply
+    waits for the first (longer than a batch's lock wait) — neither breaks, one commit each,
+    and batching goes on."""
+    url = pg_backend.url
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE runs (run_id TEXT PRIMARY KEY)")
+        conn.execute("INSERT INTO runs VALUES ('run_a'), ('run_b')")
+    other = PostgresBackend(url)
+    holding = threading.Event()
+    outcomes: dict[str, list] = {}
+
+    def bump(backend: PostgresBackend, run: str, hold: bool = False):
+        def call() -> int:
+            def work(t) -> int:
+                t.lock_run(run)
+                if hold:  # the other batch starts now, and waits well past a batch's lock wait
+                    holding.set()
+                    time.sleep(6 * PostgresBackend.BATCH_LOCK_WAIT_MS / 1000)
+                return t.one("UPDATE counters SET v = v + 1 WHERE k = ? RETURNING v", (run[-1],))["v"]
+            return backend.transact(work)
+        return call
+
+    def first() -> None:
+        outcomes["first"] = pg_backend.run_batch([bump(pg_backend, "run_a", hold=True), bump(pg_backend, "run_b")],
+                                                 lock_first=["run_a", "run_b"])
+
+    def second() -> None:
+        holding.wait(10)
+        outcomes["second"] = other.run_batch([bump(other, "run_b"), bump(other, "run_a")],
+                                             lock_first=["run_b", "run_a"])
+
+    commits = pg_backend.commit_count() + other.commit_count()
+    try:
+        threads = [threading.Thread(target=first), threading.Thread(target=second)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=30)
+        assert not any(thread.is_alive() for thread in threads)
+        assert pg_backend.commit_count() + other.commit_count() - commits == 2  # one per batch: none broke
+        assert not pg_backend.batching_paused() and not other.batching_paused()
+    finally:
+        other.close()
+    assert outcomes == {"first": [(True, 1), (True, 1)], "second": [(True, 2), (True, 2)]}
+    assert _values(pg_backend) == {"a": 2, "b": 2}
+
+
 @pytest.mark.parametrize("paused", [False, True], ids=["batching", "paused"])
 def test_the_store_lane_batches_on_postgresql_unless_batches_are_paused(new_pg_database, paused):
     store = open_store(new_pg_database())

@@ -41,8 +41,8 @@ async def park_barrier(service: "ContinuationServices", walker: "OpRunner", run:
     members = sorted(classes, key=lambda pc: pc[0].name)
     specs = [build_unit(service.settings, frame, pop, c) for pop, c in members]
     try:
-        park = await service.call_batched(
-            store.park_suspend, run_spec(run, service.snapshot_of(walker.tree)), fence_of(run), stage=frame.stage,
+        park = await service.call_batched_on(
+            run.run_id, store.park_suspend, run_spec(run, service.snapshot_of(walker.tree)), fence_of(run), stage=frame.stage,
             kind="barrier", envelope=run.envelope, budgets=run_state(run, frame), units=specs)
     except RunLost as exc:
         run_lost(run, exc)

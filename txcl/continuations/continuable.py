@@ -115,8 +115,8 @@ async def run_continuable(service: "ContinuationServices", walker: "OpRunner", r
     # promotion: the op outlived `continue_after`, the run is parked
     spec = base_spec(frame, pop, "local", [op_input], deadline_ms=start_ms + timeout)
     try:
-        park = await service.call_batched(
-            service.store.park_suspend, run_spec(run, service.snapshot_of(walker.tree)), fence_of(run),
+        park = await service.call_batched_on(
+            run.run_id, service.store.park_suspend, run_spec(run, service.snapshot_of(walker.tree)), fence_of(run),
             stage=frame.stage, kind="promotion", envelope=run.envelope, budgets=run_state(run, frame), units=[spec])
     except RunLost as exc:
         task.cancel()

@@ -84,7 +84,7 @@ class ContinuationEngine:
             if run.status in ("completed", "halted"):
                 result = deep_copy(run.envelope)
                 strip_budget_fields(result)
-                await self.service.call_batched(store.finish_segment, run.run_id, fence_of(run),
+                await self.service.call_batched_on(run.run_id, store.finish_segment, run.run_id, fence_of(run),
                                                 status="completed", result=result)
             elif run.reason == rc.RUN_LOST.code:
                 return
@@ -92,7 +92,7 @@ class ContinuationEngine:
                 error: Any = run.error
                 if isinstance(error, dict) and isinstance(error.get("error"), dict) and len(error) == 1:
                     error = error["error"]
-                await self.service.call_batched(store.finish_segment, run.run_id, fence_of(run), status="failed",
+                await self.service.call_batched_on(run.run_id, store.finish_segment, run.run_id, fence_of(run), status="failed",
                                                 error=error, fail_reason=run.reason or "failed")
         except RunLost as exc:
             log.warning("txcl: %s", exc)

@@ -14,12 +14,16 @@ responsive. Long store work that must not hold up the lane (a whole sweeper pass
 
 On a store whose writers run in parallel (PostgreSQL), the lane has several threads (the
 ``store_threads`` setting, ``PARALLEL_THREADS`` when it is 0), each with a connection of its
-own from the pool: while one waits for the server, the next takes the calls queued
-meanwhile — a thread that finds others free takes its share and wakes one for the rest — so
-round trips overlap instead of queueing behind each other, and commits that meet at the
-server share its WAL flush. Calls are still taken in the order they came; two calls of one caller are never in flight at
-once (a caller awaits each result before its next call), and calls of different runs are
-independent, exactly as between two nodes. SQLite, whose writers take turns, keeps one.
+own from the pool and calls of its own: a call that names the runs whose records it writes
+(``runs``: a park, a finish, a callback's admission, worker acks) goes to the thread of its
+first run, any other call to the least busy thread. So two calls on one run never wait for
+each other's row locks on two threads — they queue on one and share its next commit — while
+calls on other runs overlap their round trips on the other threads. A batch locks every run
+its calls name before the first call, in run id order (``lock_first``): two batches, of this
+node or another, that name their runs cannot wait for each other in a circle. Each thread
+takes its calls in the order they came; two calls of one caller are never in flight at once
+(a caller awaits each result before its next call). SQLite, whose writers take turns, keeps
+one thread.
 """
 
 from __future__ import annotations
@@ -33,6 +37,21 @@ from typing import Any, Callable, TypeVar
 from txcl.procid import current_pid
 
 T = TypeVar("T")
+
+
+class _Slot:
+    """One of the lane's threads and the calls queued for it."""
+
+    __slots__ = ("jobs", "cond", "thread", "busy")
+
+    def __init__(self, lock: threading.Lock) -> None:
+        self.jobs: collections.deque = collections.deque()
+        self.cond = threading.Condition(lock)
+        self.thread: threading.Thread | None = None
+        self.busy = False
+
+    def load(self) -> int:
+        return len(self.jobs) + self.busy
 
 
 class StoreLane:
@@ -49,11 +68,8 @@ class StoreLane:
         elif threads is None:
             threads = self.PARALLEL_THREADS
         self.max_threads = max(1, threads)
-        self._jobs: collections.deque = collections.deque()
-        self._cond = threading.Condition(threading.Lock())
-        self._threads: list[threading.Thread] = []
-        self._idle = 0  # threads waiting for a call
-        self._busy = 0  # threads running calls
+        self._lock = threading.Lock()
+        self._slots = [_Slot(self._lock) for _ in range(self.max_threads)]
         self._pid = 0
         self._closing = False
         self.trips = 0  # calls handed to the threads so far (each costs two thread wake-ups)
@@ -71,14 +87,20 @@ class StoreLane:
             return fn(*args, **kwargs)
         return await self.submit(fn, args, kwargs, True)
 
+    async def call_batched_on(self, runs: tuple[str, ...], fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``call_batched`` for a call that writes the records of `runs` (see ``submit``)."""
+        if self.inline:
+            return fn(*args, **kwargs)
+        return await self.submit(fn, args, kwargs, True, runs=runs)
+
     async def call_batched_then(self, read: Callable[[Any], Any], fn: Callable[..., Any], *args: Any,
-                                **kwargs: Any) -> Any:
+                                runs: tuple[str, ...] = (), **kwargs: Any) -> Any:
         """``call_batched``, then ``read(result)`` on the lane's thread once the result is
         durable — a write and the read that follows it in one hand-off. What ``read`` returns
         is handed back; when it raises, the committed result goes back as it was."""
         if self.inline:
             return _then(read, fn(*args, **kwargs))
-        return await self.submit(fn, args, kwargs, True, read)
+        return await self.submit(fn, args, kwargs, True, read, runs=runs)
 
     async def apart(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Long store work (many transactions) in a worker thread, beside the lane."""
@@ -86,57 +108,67 @@ class StoreLane:
             return fn(*args, **kwargs)
         return await asyncio.to_thread(fn, *args, **kwargs)
 
+    def queued(self) -> int:
+        """Calls waiting for a thread (not counting those running)."""
+        with self._lock:
+            return sum(len(slot.jobs) for slot in self._slots)
+
+    def slot_of(self, run_id: str) -> int:
+        """The thread that runs the calls on this run's records."""
+        return hash(run_id) % len(self._slots)
+
     def submit(self, fn: Callable[..., Any], args: tuple, kwargs: dict, batchable: bool,
-               then: Callable[[Any], Any] | None = None) -> asyncio.Future:
+               then: Callable[[Any], Any] | None = None, *, runs: tuple[str, ...] = ()) -> asyncio.Future:
+        """Queue one call. `runs`: the runs whose records it writes, when the caller knows
+        them. Such a call goes to the thread of its (first) run, so two calls on one run
+        never wait for each other's row locks on two threads, and a batch locks its runs
+        first, in one order; any other call goes to the least busy thread."""
         loop = asyncio.get_running_loop()
         future = loop.create_future()
-        with self._cond:
-            self._jobs.append((fn, args, kwargs, batchable, future, loop, then))
-            self.trips += 1
+        with self._lock:
             if self._pid != current_pid():  # a forked child: the parent's threads are not here
-                self._pid, self._threads, self._idle, self._busy = current_pid(), [], 0, 0
-            self._threads = [thread for thread in self._threads if thread.is_alive()]
-            if self._idle:
-                self._cond.notify()
-            elif len(self._threads) < self.max_threads:  # every thread busy (or none yet): one more
+                self._pid = current_pid()
+                self._slots = [_Slot(self._lock) for _ in range(self.max_threads)]
+            slots = self._slots
+            if len(slots) == 1:
+                slot = slots[0]
+            elif runs:
+                slot = slots[hash(runs[0]) % len(slots)]
+            else:
+                slot = min(slots, key=_Slot.load)
+            slot.jobs.append((fn, args, kwargs, batchable, future, loop, then, runs))
+            self.trips += 1
+            if slot.thread is None or not slot.thread.is_alive():
                 self._closing = False
-                thread = threading.Thread(target=self._work, name="txcl-store", daemon=True)
-                self._threads.append(thread)
-                thread.start()
+                slot.thread = threading.Thread(target=self._work, args=(slot,), name="txcl-store", daemon=True)
+                slot.thread.start()
+            else:
+                slot.cond.notify()
         return future
 
     def close(self) -> None:
         """Let the threads end once the calls already queued have run."""
-        with self._cond:
+        with self._lock:
             self._closing = True
-            self._cond.notify_all()
+            for slot in self._slots:
+                slot.cond.notify()
 
-    def _work(self) -> None:
+    def _work(self, slot: _Slot) -> None:
         while True:
-            with self._cond:
-                while not self._jobs:
+            with self._lock:
+                while not slot.jobs:
                     if self._closing:
+                        slot.thread = None
                         return
-                    self._idle += 1
-                    try:
-                        self._cond.wait()
-                    finally:
-                        self._idle -= 1
-                free = len(self._threads) - self._busy - 1  # the other threads not running calls
-                if free > 0:  # take a share, and wake another for the rest
-                    share = -(-len(self._jobs) // (1 + free))
-                    jobs = [self._jobs.popleft() for _ in range(share)]
-                    if self._jobs:
-                        self._cond.notify()
-                else:
-                    jobs = list(self._jobs)
-                    self._jobs.clear()
-                self._busy += 1
+                    slot.cond.wait()
+                jobs = list(slot.jobs)
+                slot.jobs.clear()
+                slot.busy = True
             try:
                 self._run_all(jobs)
             finally:
-                with self._cond:
-                    self._busy -= 1
+                with self._lock:
+                    slot.busy = False
 
     def _run_all(self, jobs: list) -> None:
         """`jobs` in order, consecutive batchable ones sharing a commit."""
@@ -162,7 +194,8 @@ class StoreLane:
                 except BaseException as exc:  # noqa: BLE001 - handed to the caller
                     outcomes = [(False, exc)]
             else:
-                outcomes = self.store.run_batch(calls)
+                runs = sorted({run for job in live for run in job[7]})
+                outcomes = self.store.run_batch(calls, lock_first=runs) if runs else self.store.run_batch(calls)
         except BaseException as exc:  # noqa: BLE001 - handed to every caller of the batch
             outcomes = [(False, exc)] * len(calls)
         if any(job[6] is not None for job in live):  # committed: the follow-up reads now

@@ -71,9 +71,18 @@ class ContinuationServices(Protocol):
     async def call_batched(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """A store call of one write transaction that may share its commit with others."""
 
+    async def call_batched_on(self, run_id: str | None, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``call_batched`` for a call that writes one run's records (on that run's store thread)."""
+
     async def call_admitting(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """``call_batched`` for an admission returning ``(admit, release)``; a release won
         comes back with its resume's bundle read on its claim."""
+
+    async def call_admitting_on(self, runs: tuple[str, ...], fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``call_admitting`` for an admission of a call of `runs` (empty: not known)."""
+
+    def run_of(self, opc: str) -> tuple[str, ...]:
+        """The run of a call this process sent (empty: not known here)."""
 
     def snapshot_of(self, tree: "OpsTree") -> tuple[str, bytes]: ...
 

@@ -153,7 +153,7 @@ async def _fail_resume(service: "ContinuationServices", run: Run, claim: ClaimRe
     log.exception("txcl: the resume of %s failed", run.run_id)
     error = {"code": RESUME_FAILED.code, "message": f"the resume failed: {type(exc).__name__}: {exc}"}
     try:
-        await service.call_batched(service.store.finish_segment, claim.run_id,
+        await service.call_batched_on(claim.run_id, service.store.finish_segment, claim.run_id,
                                    Fence(claim.segment_id, claim.claim_token),
                                    status="failed", error=error, fail_reason="resume_failed")
     except (RunLost, StoreUnavailable) as lost:

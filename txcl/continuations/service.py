@@ -82,7 +82,9 @@ class ContinuationService:
         # worker acks held back to share a commit (txcl.continuations.acks); one-shot commands write at once
         delay = 0 if inline_store else int(getattr(settings, "ack_write_delay", 0) or 0)
         self.pending_acks: PendingAcks | None = (
-            PendingAcks(delay, lambda rows: self.call_batched(self.store.mark_ack, rows)) if delay > 0 else None)
+            PendingAcks(delay, self.mark_acks) if delay > 0 else None)
+        # the run of each call this process sent, for its callback's store call (see run_of)
+        self._run_of_opc: dict[str, str] = {}
 
     def remember_suspended(self, rid: str, envelope: dict) -> None:
         """The envelope at a request's suspend, for its 202 answer (the oldest forgotten first
@@ -149,6 +151,35 @@ class ContinuationService:
         """A one-transaction store call that may share its commit with others queued with it."""
         return await self.lane.call_batched(fn, *args, **kwargs)
 
+    async def call_batched_on(self, run_id: str | None, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``call_batched`` for a call that writes one run's records: it runs on that run's
+        store thread, and its batch locks the run up front (see StoreLane.submit). None: a
+        run not yet created (its first park)."""
+        return await self.lane.call_batched_on((run_id,) if run_id else (), fn, *args, **kwargs)
+
+    # calls whose run is remembered for their callbacks; the oldest are forgotten first (a
+    # callback that reaches another node is never looked up here)
+    MAX_REMEMBERED_CALLS = 100_000
+
+    def remember_runs(self, dispatches: Any) -> None:
+        remembered = self._run_of_opc
+        for d in dispatches:
+            remembered[d.opc] = d.run_id
+        while len(remembered) > self.MAX_REMEMBERED_CALLS:
+            remembered.pop(next(iter(remembered)))
+
+    def run_of(self, opc: str) -> tuple[str, ...]:
+        """The run of a call this process sent, as the lane's ``runs`` (empty: not known here)."""
+        run_id = self._run_of_opc.get(opc)
+        return (run_id,) if run_id is not None else ()
+
+    async def mark_acks(self, rows: list[tuple]) -> int:
+        """Write worker acks in one store call; a batch it joins locks their runs first (in
+        run id order, as every batch naming its runs does), so it never holds a call's row
+        while waiting for a run another batch holds."""
+        runs = tuple(sorted({run for row in rows for run in self.run_of(row[0])}))
+        return await self.lane.call_batched_on(runs, self.store.mark_ack, rows)
+
     # ------------------------------------------------------------------ worker dispatch
     def http(self) -> Any:
         """The worker dispatch client of the running loop (worker_client.DispatchClient)."""
@@ -189,6 +220,7 @@ class ContinuationService:
         (txcl.continuations.inprocess); it counts as sent and is never acked. A `queue://`
         dispatch waits in its pull queue for a worker's claim (txcl.continuations.pullqueue)."""
         results: list[AckResult] = []
+        self.remember_runs(dispatches)
         recorder = _metrics.current
         if recorder.enabled:
             retried = sum(1 for d in dispatches if d.retry)
@@ -237,7 +269,7 @@ class ContinuationService:
             self.pending_acks.add([row for row in acked if len(row) == 2])
             acked = [row for row in acked if len(row) > 2]
         if acked and after is None:
-            await self.call_batched(self.store.mark_ack, acked)  # the ack marking may share a commit
+            await self.mark_acks(acked)  # the ack marking may share a commit
         elif acked or (after is not None and not failed):
             def step() -> Any:
                 if acked:
@@ -286,8 +318,8 @@ class ContinuationService:
         fails). Items the admission promoted are sent. A `retryable` failure under WITH retries
         is sent again later instead (outcome ``retrying``). A release won here comes back with
         its resume's bundle already read (in the same store-lane call, after the commit)."""
-        admit, release = await self.call_admitting(
-            mark_then, self.take_ack(opc), functools.partial(
+        admit, release = await self.call_admitting_on(
+            self.run_of(opc), mark_then, self.take_ack(opc), functools.partial(
                 self.store.admit_and_continue, opc, status, payload, source=source, token=token,
                 best_effort=best_effort, transport=transport, retryable=retryable))
         return self.admitted(admit, release)
@@ -297,6 +329,10 @@ class ContinuationService:
         comes back with its resume's bundle already read, in the same store-lane call once
         the commit is durable (one hand-off less per resume)."""
         return await self.lane.call_batched_then(self._read_resume, fn, *args, **kwargs)
+
+    async def call_admitting_on(self, runs: tuple[str, ...], fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``call_admitting`` for an admission of a call of `runs` (see StoreLane.submit)."""
+        return await self.lane.call_batched_then(self._read_resume, fn, *args, runs=runs, **kwargs)
 
     def _read_resume(self, result: Any) -> Any:
         """On the store's thread, after the commit: the bundle a won release's resume starts

@@ -244,8 +244,8 @@ async def admit_callback(service: Any, opc: str, token: str | None, body: bytes 
     store = service.store
     cap = service.settings.callback_max_bytes
     try:
-        checked = await service.call_admitting(check_and_admit, store, opc, token, body, cap,
-                                               service.pending_acks, next_claim, handed)
+        checked = await service.call_admitting_on(service.run_of(opc), check_and_admit, store, opc, token, body,
+                                                  cap, service.pending_acks, next_claim, handed)
         if isinstance(checked, Answer):
             return checked
         admit, release = service.admitted(*checked)

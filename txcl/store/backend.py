@@ -378,9 +378,13 @@ class SqlBackend:
             raise value
         return value
 
-    def run_batch(self, calls: Sequence[Callable[[], Any]], *, together: bool = False) -> list[tuple[bool, Any]]:
+    def run_batch(self, calls: Sequence[Callable[[], Any]], *, together: bool = False,
+                  lock_first: Sequence[str] = ()) -> list[tuple[bool, Any]]:
         """Run independent store calls in ONE write transaction (see the module docstring);
-        ``(True, result)`` or ``(False, exception)`` per call, in order.
+        ``(True, result)`` or ``(False, exception)`` per call, in order. `lock_first`: the
+        runs the calls write, locked before the first call in run id order (where writers
+        run in parallel), so two batches that name their runs never wait for each other in
+        a circle.
 
         The calls must not depend on one another's commit: nothing of a batch is visible
         outside before the common COMMIT, and callers act on a result only after it. Like a
@@ -390,9 +394,9 @@ class SqlBackend:
         if (len(calls) <= 1 and not together) or not calls or self._batch.conn is not None:
             return [_call_alone(c) for c in calls]
         several = len(calls) > 1 and not together  # a group commit (not one caller's calls)
-        outcomes = self._batch_attempt(calls, several, bare=True)
+        outcomes = self._batch_attempt(calls, several, bare=True, lock_first=lock_first)
         if outcomes is _REDO:  # a call raised: again, each call in a savepoint of its own
-            outcomes = self._batch_attempt(calls, several, bare=False)
+            outcomes = self._batch_attempt(calls, several, bare=False, lock_first=lock_first)
         if outcomes is _BROKEN:
             if several:
                 self._batch_broken_at = time.monotonic()
@@ -409,7 +413,8 @@ class SqlBackend:
             results.append((ok, value))
         return results
 
-    def _batch_attempt(self, calls: Sequence[Callable[[], Any]], several: bool, *, bare: bool) -> Any:
+    def _batch_attempt(self, calls: Sequence[Callable[[], Any]], several: bool, *, bare: bool,
+                       lock_first: Sequence[str] = ()) -> Any:
         """One transaction running every call (`bare`: without savepoints), committed: the
         outcomes ``(ok, result or exception, fault points)``; or ``_REDO`` (bare, and a call
         raised: rolled back), or ``_BROKEN`` (the transaction could not be used: rolled back)."""
@@ -424,6 +429,8 @@ class SqlBackend:
         try:
             try:
                 self._begin(conn)
+                if lock_first:
+                    self._lock_runs_in_order(conn, lock_first)
                 if several:
                     self._limit_lock_waits(conn)
             except Exception:  # noqa: BLE001 - could not start: run the calls one by one
@@ -592,6 +599,10 @@ class SqlBackend:
     def batching_paused(self) -> bool:
         """Whether independent calls should run one by one for now (see BATCH_PAUSE_S)."""
         return not self.serialises_writers and time.monotonic() - self._batch_broken_at < self.BATCH_PAUSE_S
+
+    def _lock_runs_in_order(self, conn: Any, run_ids: Sequence[str]) -> None:
+        """In a batch's transaction, just begun: lock these runs' rows in run id order.
+        Nothing where writers are serialised."""
 
     def _limit_lock_waits(self, conn: Any) -> None:
         """In a batch's transaction, just begun: make a lock wait fail soon (a retryable error)

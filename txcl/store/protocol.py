@@ -94,7 +94,8 @@ class ContinuationStore(Protocol):
     def now_ms(self) -> int:
         """The database clock (or the injected test clock), ms since the epoch."""
 
-    def run_batch(self, calls: Sequence[Callable[[], object]]) -> list[tuple[bool, object]]:
+    def run_batch(self, calls: Sequence[Callable[[], object]], *,
+                  lock_first: Sequence[str] = ()) -> list[tuple[bool, object]]:
         """Independent calls in one transaction (one commit); a call that fails is undone alone."""
 
     def run_together(self, fn: Callable[[], T]) -> T:

@@ -34,7 +34,7 @@ import logging
 import threading
 import time
 import weakref
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 from urllib.parse import urlsplit
 
 import psycopg  # the 'postgres' extra: txcl.store.open_backend reports it missing
@@ -307,6 +307,12 @@ class PostgresBackend(SqlBackend):
     # waits with it).
     BATCH_LOCK_WAIT_MS = 50
 
+    def _lock_runs_in_order(self, conn: Any, run_ids: Sequence[str]) -> None:
+        # sent with the next statement; waiting here cannot be part of a circle with another
+        # batch that locks its runs the same way, so it happens before the lock timeout is set
+        self._send(conn, "SELECT run_id FROM runs WHERE run_id = ANY(?::text[]) ORDER BY run_id" + self.dialect.lock_run,
+                   (_text_array(run_ids),))
+
     def _limit_lock_waits(self, conn: Any) -> None:
         self._send(conn, f"SET LOCAL lock_timeout = {int(self.BATCH_LOCK_WAIT_MS)}", ())  # ms; sent with the next statement
 
@@ -452,3 +458,8 @@ class PostgresBackend(SqlBackend):
 
 
 __all__ = ["PostgresBackend", "POSTGRES", "redact_url"]
+
+
+def _text_array(values: Sequence[str]) -> str:
+    """A PostgreSQL array literal of these strings (every element quoted and escaped)."""
+    return "{" + ",".join('"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"' for v in values) + "}"

@@ -111,8 +111,8 @@ class ProcedureBase:
     def commit_count(self) -> int:
         return self.backend.commit_count()
 
-    def run_batch(self, calls: Sequence) -> list:
-        return self.backend.run_batch(calls)
+    def run_batch(self, calls: Sequence, *, lock_first: Sequence[str] = ()) -> list:
+        return self.backend.run_batch(calls, lock_first=lock_first)
 
     def run_together(self, fn: Callable[[], T]) -> T:
         """``fn``'s store calls in one write transaction (one commit; see ``SqlBackend.run_together``)."""
