@@ -174,11 +174,19 @@ class ContinuationService:
         return (run_id,) if run_id is not None else ()
 
     async def mark_acks(self, rows: list[tuple]) -> int:
-        """Write worker acks in one store call; a batch it joins locks their runs first (in
-        run id order, as every batch naming its runs does), so it never holds a call's row
-        while waiting for a run another batch holds."""
-        runs = tuple(sorted({run for row in rows for run in self.run_of(row[0])}))
-        return await self.lane.call_batched_on(runs, self.store.mark_ack, rows)
+        """Write worker acks: those of one store thread's runs in one call on that thread,
+        naming their runs (its batch locks them first, in run id order, so it never holds a
+        call's row while waiting for a run another batch holds); acks of calls sent by
+        another process in one more call."""
+        groups: dict[int | None, tuple[list[tuple], set[str]]] = {}
+        for row in rows:
+            runs = self.run_of(row[0])
+            group = groups.setdefault(self.lane.slot_of(runs[0]) if runs else None, ([], set()))
+            group[0].append(row)
+            group[1].update(runs)
+        counts = await asyncio.gather(*(self.lane.call_batched_on(tuple(sorted(runs)), self.store.mark_ack, acks)
+                                        for acks, runs in groups.values()))
+        return sum(counts)
 
     # ------------------------------------------------------------------ worker dispatch
     def http(self) -> Any:
