@@ -257,3 +257,64 @@ def test_restart_rebuilds_from_the_store_and_nothing_stays_pending(flow, tmp_pat
         assert fresh.get_claim(run_id) is None
     finally:
         fresh.close()
+
+
+def test_an_items_callback_waits_for_the_database_in_few_round_trips(flow):
+    """An item's callback as `txcl serve` takes it — the check (the call and its unit read
+    together), then the admission with the item's continuation in one transaction — waits
+    for PostgreSQL five times: the check, the run lock with what is read under it, the
+    window's promotion, the continuation's lock and reads, the COMMIT. Everything else (the
+    terminal, the close, the facts, the child, the expiry) goes without waiting, since what it
+    depends on was read with the run locked. On SQLite (no round trips) the same callback
+    runs the same statements; the test counts them there."""
+    from txcl.serve.callbacks import check_and_admit
+
+    worker, build = flow
+    store, service, interp = build()
+    backend = store.backend
+    trips: list[int] = []
+    executed: list[str] = []
+    if backend.kind == "postgresql":
+        from txcl.store.backends import pq_exec
+
+        real_execute, real_pipelined = pq_exec.execute, pq_exec._pipelined
+    else:
+        real = backend._execute
+
+        def recording(conn, sql, params):
+            executed.append(sql)
+            return real(conn, sql, params)
+
+    async def main():
+        await interp.run({}, "pay")
+        jobs = _jobs(worker)
+        if backend.kind == "postgresql":
+            pq_exec.execute = lambda *args: (trips.append(1), real_execute(*args))[1]
+            pq_exec._pipelined = lambda pgconn, statements, *rest, **kw: (
+                trips.append(len(statements)), real_pipelined(pgconn, statements, *rest, **kw))[1]
+        else:
+            backend._execute = recording
+        try:
+            admit, release = check_and_admit(store, jobs[0].opc, jobs[0].token,
+                                             b'{"status": "completed", "output": {"v": 0}}', 1 << 20)
+        finally:
+            if backend.kind == "postgresql":
+                pq_exec.execute, pq_exec._pipelined = real_execute, real_pipelined
+            else:
+                backend._execute = real
+        assert admit.outcome == "admitted" and release.outcome == "recorded" and release.unit_status == "waiting"
+        unit_id = store.get_interaction(jobs[0].opc).unit_id
+        child = next(c for c in store.list_children(unit_id) if c.item_index == 0)
+        assert child.status == "succeeded" and child.output == {"v": 0}
+        assert sorted(store.list_facts(unit_id)) == [("continuation", 0), ("provider", 0)]
+        for k in (1, 2):
+            _, release = await service.complete(jobs[k].opc, "completed", {"v": k}, source="cli")
+        envelope = await _drive(service, release)
+        assert envelope["out"] == [{"v": 0}, {"v": 1}, {"v": 2}]
+        await service.aclose()
+
+    asyncio.run(main())
+    if backend.kind == "postgresql":
+        assert len(trips) <= 5, trips
+    else:
+        assert 0 < len(executed) <= 18, executed

@@ -292,6 +292,7 @@ class SqlBackend:
                     self._begin(conn)
                     tx = Tx(self, conn, self._tx_now(conn))
                     result = fn(tx)
+                    self._before_commit(conn)
                     committing = True
                     self._commit(conn)
                 except BaseException as exc:
@@ -608,6 +609,11 @@ class SqlBackend:
         """In a batch's transaction, just begun: make a lock wait fail soon (a retryable error)
         instead of lasting until a deadlock is detected. Nothing where writers are
         serialised (no other transaction holds a lock to wait for)."""
+
+    def _before_commit(self, conn: Any) -> None:
+        """A transaction of its own, about to commit: make sure the connection still works
+        (default: nothing). A connection lost here is lost before the COMMIT was sent, so
+        the transaction is repeated instead of reported as perhaps applied."""
 
     def _commit(self, conn: Any) -> None:
         raise NotImplementedError

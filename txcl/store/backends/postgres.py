@@ -316,6 +316,13 @@ class PostgresBackend(SqlBackend):
     def _limit_lock_waits(self, conn: Any) -> None:
         self._send(conn, f"SET LOCAL lock_timeout = {int(self.BATCH_LOCK_WAIT_MS)}", ())  # ms; sent with the next statement
 
+    def _before_commit(self, conn: Any) -> None:
+        # statements still queued go now, waited for: should the connection be gone (killed
+        # after the last statement that waited), it shows here rather than at the COMMIT
+        queue = self._queues.get(id(conn))
+        if queue is not None and queue.pending:
+            queue.run_all(conn.pgconn, [], self._columns, self._prepared_on(conn))
+
     def _commit(self, conn: Any) -> None:
         queue = self._queues.pop(id(conn), None)
         if queue is None:  # pragma: no cover - commit without begin

@@ -149,15 +149,18 @@ class AdmitProcedures(ProcedureBase):
 
     @read_procedure
     def check_callback(self, t: Tx, opc: str, token: str | None) -> CallbackTarget:
-        row = t.one("SELECT * FROM interactions WHERE opc = ?", (opc,))
-        if row is None:
+        # the call and its unit read together (one round trip on PostgreSQL); the unit without
+        # its input view: a callback's check reads its kind, `into` and target
+        rows, units = t.read_many(
+            ("SELECT * FROM interactions WHERE opc = ?", (opc,)),
+            (f"{UNIT_ROW_FOR_RECORD} WHERE unit_id = (SELECT unit_id FROM interactions WHERE opc = ?)", (opc,)))
+        if not rows:
             return CallbackTarget("unknown")
+        row = rows[0]
         problem = _token_problem(token, row)
         if problem is not None:
             return CallbackTarget(problem)
-        # the unit without its input view: a callback's check reads its kind, `into` and target
-        unit = t.one(f"{UNIT_ROW_FOR_RECORD} WHERE unit_id = ?", (row["unit_id"],))
-        return CallbackTarget("ok", interaction_record(row, t), lazy_unit_record(unit, t))
+        return CallbackTarget("ok", interaction_record(row, t), lazy_unit_record(units[0], t))
 
     @write_procedure
     def admit_terminal(self, t: Tx, opc: str, status: str, payload: JsonValue, *, source: str,
@@ -179,10 +182,15 @@ class AdmitProcedures(ProcedureBase):
             raise ValueError(f"terminal status must be completed or failed, not {status!r}")
         if ack is not None and ack[0] != opc:
             raise ValueError(f"the ack of {ack[0]} cannot be written with the outcome of {opc}")
+        # read once the run is locked (every writer of a run's records locks it first), so
+        # whether the call has its terminal and its item child yet stays true until the commit:
+        # both are then written without waiting for an answer
         run, (found,) = t.lock_run_of_reading("interactions", "opc", opc, (
-            "SELECT i.*, u.kind AS unit_kind, u.options_json AS unit_options, u.exec_target AS unit_target "
-            "FROM interactions i "
-            "JOIN await_units u ON u.unit_id = i.unit_id WHERE i.opc = ?", (opc,)))
+            "SELECT i.*, u.kind AS unit_kind, u.options_json AS unit_options, u.exec_target AS unit_target, "
+            "(SELECT 1 FROM terminals x WHERE x.opc = i.opc) AS has_terminal, c.version AS child_version_now "
+            "FROM interactions i JOIN await_units u ON u.unit_id = i.unit_id "
+            "LEFT JOIN item_children c ON c.unit_id = i.unit_id AND c.item_index = i.item_index "
+            "WHERE i.opc = ?", (opc,)))
         held = ack
         if held is not None:
             t.fault("ack")  # (reached as mark_ack reaches it, whichever statement writes the ack)
@@ -225,17 +233,17 @@ class AdmitProcedures(ProcedureBase):
             if retry is not None:
                 return AdmitResult("retrying", dispatches=tuple(retry), **base)
         sha = payload_sha256(payload)
-        inserted = t.returning(
-            "INSERT INTO terminals (opc, status, payload_json, payload_sha256, source, best_effort, transport, "
-            "fuel_used, recorded_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING opc",
-            (opc, status, dumps(payload) if payload is not None else "null", sha, source, int(best_effort),
-             transport, fuel_used, t.now),
-        )
-        if not inserted:
+        if it["has_terminal"]:
             held_ack_first()
             first = t.one("SELECT * FROM terminals WHERE opc = ?", (opc,))
             same = first["status"] == status and first["payload_sha256"] == sha
             return AdmitResult("duplicate" if same else "conflict", terminal=terminal_record(first), **base)
+        t.send(
+            "INSERT INTO terminals (opc, status, payload_json, payload_sha256, source, best_effort, transport, "
+            "fuel_used, recorded_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (opc, status, dumps(payload) if payload is not None else "null", sha, source, int(best_effort),
+             transport, fuel_used, t.now),
+        )
         if held is not None:
             # the ack and the close in one statement: the ack applies while the call is still
             # being dispatched (as mark_ack's compare-and-swap), each change counts a version
@@ -255,13 +263,11 @@ class AdmitProcedures(ProcedureBase):
             t.send("DELETE FROM queue_jobs WHERE opc = ?", (opc,))
         unit_id, index = it["unit_id"], it["item_index"]
         self._fact(t, unit_id, "provider", index)
-        made = t.returning(
-            "INSERT INTO item_children (unit_id, item_index, opc, status, version, created_ms, updated_ms) "
-            "VALUES (?, ?, ?, 'queued', 0, ?, ?) ON CONFLICT DO NOTHING RETURNING version",
-            (unit_id, index, opc, t.now, t.now),
-        )
-        child_version = made[0][0] if made else t.one(
-            "SELECT version FROM item_children WHERE unit_id = ? AND item_index = ?", (unit_id, index))["version"]
+        child_version = it["child_version_now"]
+        if child_version is None:
+            t.send("INSERT INTO item_children (unit_id, item_index, opc, status, version, created_ms, updated_ms) "
+                   "VALUES (?, ?, ?, 'queued', 0, ?, ?)", (unit_id, index, opc, t.now, t.now))
+            child_version = 0
         dispatches: list[Dispatch] = []
         if it["unit_kind"] == "itemized" and (
                 status == "completed" or not self._options(it, "unit_options").fails_fast):

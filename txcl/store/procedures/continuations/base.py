@@ -87,7 +87,9 @@ def _token_problem(token: str | None, row: Row) -> str | None:
 
 # An interaction's item child with its terminal (if any), found by the interaction's opc.
 _CHILD_OF_OPC = (
-    "SELECT c.status AS child_status, c.version AS child_version, x.* FROM interactions i "
+    "SELECT c.status AS child_status, c.version AS child_version, "
+    "(SELECT 1 FROM continuation_facts f WHERE f.unit_id = c.unit_id AND f.kind = 'continuation' "
+    "AND f.item_index = c.item_index) AS continuation_fact, x.* FROM interactions i "
     "JOIN item_children c ON c.unit_id = i.unit_id AND c.item_index = i.item_index "
     "LEFT JOIN terminals x ON x.opc = c.opc WHERE i.opc = ?")
 _UNREAD = object()  # an argument the caller did not read

@@ -10,6 +10,7 @@ from txcl.store.blobs import pack
 from txcl.store.errors import RunLost, UnknownRun
 from txcl.store.procedures import read_procedure, write_procedure
 from txcl.store.procedures.continuations.base import _CHILD_OF_OPC, PASSED_OVER, ProcedureBase
+from txcl.store.procedures.continuations.settle import FIRST_FAILED_CHILD
 from txcl.store.procedures.rows import (
     UNIT_ROW,
     Row,
@@ -128,18 +129,25 @@ class ReleaseProcedures(ProcedureBase):
     def continue_release(self, t: Tx, opc: str, *, child_version: int | None = None) -> ReleaseResult:
         """After an admitted terminal committed: materialise the item's child, record its
         continuation fact, settle the unit and try the release."""
-        run, (its, units, children) = t.lock_run_of_reading(
+        failed_index = t.backend.dialect.using_index("item_children_failed")
+        run, (its, units, children, failed) = t.lock_run_of_reading(
             "interactions", "opc", opc,
             ("SELECT * FROM interactions WHERE opc = ?", (opc,)),
             (f"{UNIT_ROW} WHERE unit_id = (SELECT unit_id FROM interactions WHERE opc = ?)", (opc,)),
-            (_CHILD_OF_OPC, (opc,)))
+            (_CHILD_OF_OPC, (opc,)),
+            (FIRST_FAILED_CHILD.format(index=failed_index, unit="(SELECT unit_id FROM interactions WHERE opc = ?)"),
+             (opc,)))
         if run is None:
             return ReleaseResult("recorded")
         run_id = run["run_id"]
         it, unit = its[0], units[0]
-        status = self._materialize_child(t, unit, opc, child_version, it, children[0] if children else None)
-        unit = self._record_continuation_fact(t, unit, it["item_index"], status)
-        unit_status = self._settle_unit(t, it["unit_id"], unit=unit)
+        child = children[0] if children else None
+        status = self._materialize_child(t, unit, opc, child_version, it, child)
+        unit = self._record_continuation_fact(t, unit, it["item_index"], status,
+                                              bool(child["continuation_fact"]) if child is not None else None)
+        # the failed child read above still is the first, unless this item's child just failed
+        unit_status = self._settle_unit(t, it["unit_id"], unit=unit,
+                                        **({} if status == "failed" else {"first_failed": failed[0] if failed else None}))
         # a unit still waiting keeps its suspend parked: only a member's end can release it
         # (and each member's end tries), so the check is skipped for every item but the last
         claim = self._release(t, run_id) if unit_status != "waiting" else None

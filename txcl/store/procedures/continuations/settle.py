@@ -36,35 +36,47 @@ def child_outcome(options: UnitOptions, terminal: TerminalRecord) -> Materialize
         return Materialized(CHILD_OUTCOME["completed"], output=output)
     return Materialized(CHILD_OUTCOME["failed"], error=normalize_error(terminal.payload))
 
+
+# `_promote`'s statement: the queued calls of a waiting unit that fit in its free window
+# slots (window size minus calls in flight), in item order, each with the unit's columns it
+# dispatches with. (No row: the unit is not waiting, its window is full, or nothing is queued.)
+_PROMOTABLE = (
+    "WITH unit AS (SELECT unit_id, kind, deadline_ms, budget_ms, dispatch_stage, options_json, op_name, op_stack, "
+    f"exec_target, expected, window_size - {IN_FLIGHT_COUNT} AS free "
+    "FROM await_units WHERE unit_id = ? AND status = 'waiting') "
+    "SELECT i.opc, i.run_id, i.item_index, i.input_json, i.attempts, i.retry_count, unit.kind AS unit_kind, "
+    "unit.deadline_ms AS unit_deadline_ms, unit.budget_ms AS unit_budget_ms, unit.dispatch_stage AS unit_stage, "
+    "unit.options_json AS options_json, unit.op_name AS unit_op_name, unit.op_stack AS unit_op_stack, "
+    "unit.exec_target AS unit_target, unit.expected AS unit_expected "
+    "FROM unit JOIN interactions i ON i.unit_id = unit.unit_id "
+    "WHERE i.status = 'queued' AND (i.retry_at_ms IS NULL OR i.retry_at_ms <= ?) "
+    "ORDER BY i.item_index LIMIT COALESCE((SELECT CASE WHEN free > 0 THEN free ELSE 0 END FROM unit), 0)"
+)
+
+# a unit's failed child of the lowest index, through the partial index of failed children
+# (`index`: the dialect's hint naming it; `unit`: the unit id's placeholder or a subquery)
+FIRST_FAILED_CHILD = ("SELECT item_index, error_json FROM item_children {index} WHERE status = 'failed' "
+                      "AND unit_id = {unit} ORDER BY item_index LIMIT 1")
+
+
 class SettleProcedures(ProcedureBase):
     def _promote(self, t: Tx, unit_id: str) -> tuple[list[Dispatch], int | None]:
         """Move queued interactions to ``dispatching`` while in-flight < window (item order)."""
-        # the unit's own columns only: its input view (an itemized unit's whole array) is not
-        # read, nor decompressed, once per item
-        unit = t.one("SELECT status, window_size, kind, deadline_ms, budget_ms, dispatch_stage, options_json, "
-                     f"op_name, op_stack, exec_target, expected, {IN_FLIGHT_COUNT} AS in_flight "
-                     "FROM await_units WHERE unit_id = ?", (unit_id,))
-        if unit is None or unit["status"] != "waiting":
-            return [], None
-        in_flight = unit["in_flight"]
-        free = unit["window_size"] - in_flight
-        if free <= 0:
-            return [], None
-        rows = t.all(  # (a call waiting to be retried goes out once its time has come)
-            "SELECT * FROM interactions WHERE unit_id = ? AND status = 'queued' "
-            "AND (retry_at_ms IS NULL OR retry_at_ms <= ?) ORDER BY item_index LIMIT ?",
-            (unit_id, t.now, free),
-        )
+        # the queued calls that fit in the unit's free window slots, each with the unit's own
+        # columns, in one statement; the unit's input view (an itemized unit's whole array) is
+        # not read, nor decompressed, once per item
+        rows = t.all(_PROMOTABLE, (unit_id, t.now))
         if not rows:
             return [], None
-        tokened = unit["kind"] in ("unary", "itemized")
-        if unit["deadline_ms"] is not None:
-            deadline = unit["deadline_ms"]
-        elif unit["budget_ms"] is not None:
-            deadline = t.now + unit["budget_ms"]
+        unit = rows[0]
+        tokened = unit["unit_kind"] in ("unary", "itemized")
+        if unit["unit_deadline_ms"] is not None:
+            deadline = unit["unit_deadline_ms"]
+        elif unit["unit_budget_ms"] is not None:
+            deadline = t.now + unit["unit_budget_ms"]
         else:
             deadline = None
-        stage = unit["dispatch_stage"]
+        stage = unit["unit_stage"]
         options = self._options(unit)
         every = options.heartbeat_ms
         # with WITH heartbeat the interaction times out one period after its last sign of life
@@ -79,10 +91,11 @@ class SettleProcedures(ProcedureBase):
                             token if cancel_url else None, r["opc"]))
             out.append(
                 Dispatch(
-                    opc=r["opc"], token=token, run_id=r["run_id"], unit_id=unit_id, op_name=unit["op_name"],
-                    op_stack=unit["op_stack"], stage=stage, exec_target=unit["exec_target"],
+                    opc=r["opc"], token=token, run_id=r["run_id"], unit_id=unit_id, op_name=unit["unit_op_name"],
+                    op_stack=unit["unit_op_stack"], stage=stage, exec_target=unit["unit_target"],
                     directives=options.call_directives, item_index=r["item_index"],
-                    item_count=unit["expected"], kind=unit["kind"], input=load_doc(r["input_json"], t, r["run_id"]),
+                    item_count=unit["unit_expected"], kind=unit["unit_kind"],
+                    input=load_doc(r["input_json"], t, r["run_id"]),
                     deadline_ms=deadline, attempts=r["attempts"] + 1, retry=r["retry_count"] or 0,
                 )
             )
@@ -152,6 +165,16 @@ class SettleProcedures(ProcedureBase):
             return child["child_status"]
         m = child_outcome(self._options(unit), terminal_record(child))
         version = child["child_version"] if carried_version is None else carried_version
+        if version == child["child_version"]:
+            # the row was read in this transaction with the run locked (every writer of a
+            # run's records takes that lock first): the compare-and-swap will change it, so it
+            # goes without waiting for its answer
+            t.send("UPDATE item_children SET status = ?, output_json = ?, error_json = ?, version = version + 1, "
+                   "updated_ms = ?, lease_owner = NULL, lease_until_ms = NULL "
+                   f"WHERE unit_id = ? AND item_index = ? AND version = ? AND status IN {_PENDING_CHILD}",
+                   (m.status, dumps(m.output), dumps(m.error), t.now, unit["unit_id"], it["item_index"], version))
+            t.fault("materialize")
+            return m.status
         for _attempt in range(2):
             changed = t.run(
                 "UPDATE item_children SET status = ?, output_json = ?, error_json = ?, version = version + 1, "
@@ -196,20 +219,33 @@ class SettleProcedures(ProcedureBase):
                "ON CONFLICT DO NOTHING", (unit_id, kind, item_index, t.now))
         return raised
 
-    def _record_continuation_fact(self, t: Tx, unit: Row, item_index: int, child_status: str | None) -> Row:
+    def _record_continuation_fact(self, t: Tx, unit: Row, item_index: int, child_status: str | None,
+                                  recorded: bool | None = None) -> Row:
         """Only a succeeded child counts — or a failed one of a unit that does not fail fast.
         Returns the unit's row as it now stands (`unit` with its continuation count raised
-        when the fact was new): nothing else writes the unit meanwhile, under the run lock."""
+        when the fact was new): nothing else writes the unit meanwhile, under the run lock.
+        `recorded`: whether the fact exists, when the caller read it with the run locked in
+        this transaction (its statements then go without waiting for an answer)."""
         ok = child_status == "succeeded" or (
             child_status == "failed" and not self._options(unit).fails_fast)
-        if ok and unit["status"] == "waiting" and self._fact(t, unit["unit_id"], "continuation", item_index,
-                                                              counted=True):
+        if not ok or unit["status"] != "waiting":
+            return unit
+        if recorded is None:
+            new = self._fact(t, unit["unit_id"], "continuation", item_index, counted=True)
+        else:
+            new = not recorded
+            if new:
+                self._fact(t, unit["unit_id"], "continuation", item_index)
+        if new:
             unit = {**columns(unit), "continuation_done": unit["continuation_done"] + 1}
         return unit
 
-    def _settle_unit(self, t: Tx, unit_id: str, *, reconcile: bool = False, unit: Row | None = None) -> str:
+    def _settle_unit(self, t: Tx, unit_id: str, *, reconcile: bool = False, unit: Row | None = None,
+                     first_failed: Row | None | object = _UNREAD) -> str:
         """Complete (or fail) a unit from its stored facts and children. Returns its status.
-        `unit`: its current row, when the caller has it (else it is read)."""
+        `unit`: its current row, when the caller has it (else it is read). `first_failed`:
+        the unit's failed child of the lowest index (None: none), when the caller read it
+        with the run locked in this transaction and wrote no failed child since."""
         if unit is None:
             unit = t.one(f"{UNIT_ROW} WHERE unit_id = ?", (unit_id,))
         if unit is None:
@@ -236,11 +272,8 @@ class SettleProcedures(ProcedureBase):
                 return "failed"
         if fail_fast and unit["continuation_done"] < unit["expected"]:
             # (with every fact present no child can have failed: facts follow succeeded children only)
-            bad = t.one(
-                f"SELECT item_index, error_json FROM item_children {failed_index} WHERE unit_id = ? "
-                "AND status = 'failed' ORDER BY item_index LIMIT 1",
-                (unit_id,),
-            )
+            bad = (t.one(FIRST_FAILED_CHILD.format(index=failed_index, unit="?"), (unit_id,))
+                   if first_failed is _UNREAD else first_failed)
             if bad is not None:
                 error = item_failed_error(kind == "itemized", bad["item_index"], loads(bad["error_json"]))
                 t.send("UPDATE await_units SET error_json = ? WHERE unit_id = ?", (dumps(error), unit_id))
