@@ -110,6 +110,7 @@ def test_a_callback_and_the_acks_name_the_runs_of_the_calls_this_process_sent(ha
         d = sent[0]
         await service.complete(d.opc, "completed", {"bonus": 1}, source="callback", token=d.token)
         assert lane_runs[0] == ("mark_then", (d.run_id,))
+        assert service.run_of(d.opc) == ()  # answered: forgotten
 
     asyncio.run(main())
 

@@ -369,6 +369,7 @@ class ContinuationService:
         happened (the database went away between the two, or the process died), the worker's
         retry finishes it at once instead of leaving it to the sweeper. Continuing is
         idempotent (compare-and-swap on the child, one release per suspend)."""
+        self._run_of_opc.pop(admit.opc, None)  # answered (a call sent again is remembered again)
         if admit.outcome in ("admitted", "retrying") and admit.dispatches:
             self.send_later(admit.dispatches)
         if isinstance(release, Exception):

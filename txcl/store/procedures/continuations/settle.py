@@ -37,21 +37,20 @@ def child_outcome(options: UnitOptions, terminal: TerminalRecord) -> Materialize
     return Materialized(CHILD_OUTCOME["failed"], error=normalize_error(terminal.payload))
 
 
-# `_promote`'s statement: the queued calls of a waiting unit that fit in its free window
-# slots (window size minus calls in flight), in item order, each with the unit's columns it
-# dispatches with. (No row: the unit is not waiting, its window is full, or nothing is queued.)
+# `_promote`'s reads, sent together: the queued calls of a waiting unit that fit in its free
+# window slots (window size minus calls in flight: the LIMIT, 0 when the unit is not waiting),
+# in item order — through the (unit, status, item) index; and the unit's columns they are
+# dispatched with (not its input view: an itemized unit's whole array).
 _PROMOTABLE = (
-    "WITH unit AS (SELECT unit_id, kind, deadline_ms, budget_ms, dispatch_stage, options_json, op_name, op_stack, "
-    f"exec_target, expected, window_size - {IN_FLIGHT_COUNT} AS free "
-    "FROM await_units WHERE unit_id = ? AND status = 'waiting') "
-    "SELECT i.opc, i.run_id, i.item_index, i.input_json, i.attempts, i.retry_count, unit.kind AS unit_kind, "
-    "unit.deadline_ms AS unit_deadline_ms, unit.budget_ms AS unit_budget_ms, unit.dispatch_stage AS unit_stage, "
-    "unit.options_json AS options_json, unit.op_name AS unit_op_name, unit.op_stack AS unit_op_stack, "
-    "unit.exec_target AS unit_target, unit.expected AS unit_expected "
-    "FROM unit JOIN interactions i ON i.unit_id = unit.unit_id "
-    "WHERE i.status = 'queued' AND (i.retry_at_ms IS NULL OR i.retry_at_ms <= ?) "
-    "ORDER BY i.item_index LIMIT COALESCE((SELECT CASE WHEN free > 0 THEN free ELSE 0 END FROM unit), 0)"
+    "SELECT opc, run_id, item_index, input_json, attempts, retry_count FROM interactions "
+    "WHERE unit_id = ? AND status = 'queued' AND (retry_at_ms IS NULL OR retry_at_ms <= ?) "
+    "ORDER BY item_index LIMIT COALESCE((SELECT CASE WHEN free > 0 THEN free ELSE 0 END FROM "
+    f"(SELECT window_size - {IN_FLIGHT_COUNT} AS free FROM await_units WHERE unit_id = ? AND status = 'waiting') "
+    "AS slots), 0)"
 )
+_DISPATCH_COLUMNS = ("SELECT kind, deadline_ms, budget_ms, dispatch_stage, options_json, op_name, op_stack, "
+                     "exec_target, expected FROM await_units WHERE unit_id = ?")
+
 
 # a unit's failed child of the lowest index, through the partial index of failed children
 # (`index`: the dialect's hint naming it; `unit`: the unit id's placeholder or a subquery)
@@ -62,21 +61,21 @@ FIRST_FAILED_CHILD = ("SELECT item_index, error_json FROM item_children {index} 
 class SettleProcedures(ProcedureBase):
     def _promote(self, t: Tx, unit_id: str) -> tuple[list[Dispatch], int | None]:
         """Move queued interactions to ``dispatching`` while in-flight < window (item order)."""
-        # the queued calls that fit in the unit's free window slots, each with the unit's own
-        # columns, in one statement; the unit's input view (an itemized unit's whole array) is
-        # not read, nor decompressed, once per item
-        rows = t.all(_PROMOTABLE, (unit_id, t.now))
-        if not rows:
+        # the queued calls that fit in the unit's free window slots and the unit's dispatch
+        # columns, in one round trip; the unit's input view (an itemized unit's whole array)
+        # is not read, nor decompressed, once per item
+        rows, units = t.read_many((_PROMOTABLE, (unit_id, t.now, unit_id)), (_DISPATCH_COLUMNS, (unit_id,)))
+        if not rows or not units:
             return [], None
-        unit = rows[0]
-        tokened = unit["unit_kind"] in ("unary", "itemized")
-        if unit["unit_deadline_ms"] is not None:
-            deadline = unit["unit_deadline_ms"]
-        elif unit["unit_budget_ms"] is not None:
-            deadline = t.now + unit["unit_budget_ms"]
+        unit = units[0]
+        tokened = unit["kind"] in ("unary", "itemized")
+        if unit["deadline_ms"] is not None:
+            deadline = unit["deadline_ms"]
+        elif unit["budget_ms"] is not None:
+            deadline = t.now + unit["budget_ms"]
         else:
             deadline = None
-        stage = unit["unit_stage"]
+        stage = unit["dispatch_stage"]
         options = self._options(unit)
         every = options.heartbeat_ms
         # with WITH heartbeat the interaction times out one period after its last sign of life
@@ -91,10 +90,10 @@ class SettleProcedures(ProcedureBase):
                             token if cancel_url else None, r["opc"]))
             out.append(
                 Dispatch(
-                    opc=r["opc"], token=token, run_id=r["run_id"], unit_id=unit_id, op_name=unit["unit_op_name"],
-                    op_stack=unit["unit_op_stack"], stage=stage, exec_target=unit["unit_target"],
+                    opc=r["opc"], token=token, run_id=r["run_id"], unit_id=unit_id, op_name=unit["op_name"],
+                    op_stack=unit["op_stack"], stage=stage, exec_target=unit["exec_target"],
                     directives=options.call_directives, item_index=r["item_index"],
-                    item_count=unit["unit_expected"], kind=unit["unit_kind"],
+                    item_count=unit["expected"], kind=unit["kind"],
                     input=load_doc(r["input_json"], t, r["run_id"]),
                     deadline_ms=deadline, attempts=r["attempts"] + 1, retry=r["retry_count"] or 0,
                 )
