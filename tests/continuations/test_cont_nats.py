@@ -125,7 +125,12 @@ def test_answers_delivered_twice_are_merged_once(serve, workspace, broker, store
     async def twice() -> None:
         nc = await nats.connect(broker.url)
         js = nc.jetstream()
-        sub = await js.pull_subscribe("txcl.jobs.twice", durable="twice_test", stream="TXCL_JOBS")
+        while True:  # txcl serve creates the jobs stream as it starts: until then there is none
+            try:
+                sub = await js.pull_subscribe("txcl.jobs.twice", durable="twice_test", stream="TXCL_JOBS")
+                break
+            except nats.js.errors.NotFoundError:
+                await asyncio.sleep(0.05)
         while not stop.is_set():
             try:
                 messages = await sub.fetch(8, timeout=0.5)
