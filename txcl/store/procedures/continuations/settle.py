@@ -52,6 +52,11 @@ _DISPATCH_COLUMNS = ("SELECT kind, deadline_ms, budget_ms, dispatch_stage, optio
                      "exec_target, expected FROM await_units WHERE unit_id = ?")
 
 
+# a pending child's outcome, compare-and-swap on its version (`_materialize_child`)
+_SETTLE_CHILD = ("UPDATE item_children SET status = ?, output_json = ?, error_json = ?, version = version + 1, "
+                 "updated_ms = ?, lease_owner = NULL, lease_until_ms = NULL "
+                 f"WHERE unit_id = ? AND item_index = ? AND version = ? AND status IN {_PENDING_CHILD}")
+
 # a unit's failed child of the lowest index, through the partial index of failed children
 # (`index`: the dialect's hint naming it; `unit`: the unit id's placeholder or a subquery)
 FIRST_FAILED_CHILD = ("SELECT item_index, error_json FROM item_children {index} WHERE status = 'failed' "
@@ -164,23 +169,16 @@ class SettleProcedures(ProcedureBase):
             return child["child_status"]
         m = child_outcome(self._options(unit), terminal_record(child))
         version = child["child_version"] if carried_version is None else carried_version
+        outcome = (m.status, dumps(m.output), dumps(m.error), t.now, unit["unit_id"], it["item_index"])
         if version == child["child_version"]:
             # the row was read in this transaction with the run locked (every writer of a
             # run's records takes that lock first): the compare-and-swap will change it, so it
             # goes without waiting for its answer
-            t.send("UPDATE item_children SET status = ?, output_json = ?, error_json = ?, version = version + 1, "
-                   "updated_ms = ?, lease_owner = NULL, lease_until_ms = NULL "
-                   f"WHERE unit_id = ? AND item_index = ? AND version = ? AND status IN {_PENDING_CHILD}",
-                   (m.status, dumps(m.output), dumps(m.error), t.now, unit["unit_id"], it["item_index"], version))
+            t.send(_SETTLE_CHILD, (*outcome, version))
             t.fault("materialize")
             return m.status
         for _attempt in range(2):
-            changed = t.run(
-                "UPDATE item_children SET status = ?, output_json = ?, error_json = ?, version = version + 1, "
-                "updated_ms = ?, lease_owner = NULL, lease_until_ms = NULL "
-                f"WHERE unit_id = ? AND item_index = ? AND version = ? AND status IN {_PENDING_CHILD}",
-                (m.status, dumps(m.output), dumps(m.error), t.now, unit["unit_id"], it["item_index"], version),
-            )
+            changed = t.run(_SETTLE_CHILD, (*outcome, version))
             if changed:
                 t.fault("materialize")
                 return m.status
