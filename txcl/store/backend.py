@@ -128,6 +128,13 @@ class Tx:
         suffix = dialect.lock_run_skip if skip_locked else dialect.lock_run
         return self.one("SELECT * FROM runs WHERE run_id = ?" + suffix, (run_id,))
 
+    def lock_run_reading(self, run_id: str, *reads: tuple[str, Params]) -> tuple[Any, list[list[Any]]]:
+        """``lock_run``, and `reads` made after the lock is held, sent together with it (one
+        round trip on PostgreSQL): (the run's row or None, each read's rows)."""
+        found = self.read_many(("SELECT * FROM runs WHERE run_id = ?" + self.backend.dialect.lock_run, (run_id,)),
+                               *reads)
+        return (found[0][0] if found[0] else None), found[1:]
+
     def lock_run_of(self, table: str, key: str, value: str, *, skip_locked: bool = False) -> Any:
         """``lock_run`` for the run that owns a row of `table` (an interaction by ``opc``, a unit
         by ``unit_id``), found and locked in one statement."""

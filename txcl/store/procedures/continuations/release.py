@@ -36,20 +36,24 @@ from txcl.store.records import (
 )
 
 
+def _waiting_units(run_id: str) -> tuple[str, tuple]:
+    """The read of a run's units still waiting, each with whether it is a deferred op never
+    joined (what a finishing run lets go of)."""
+    return ("SELECT unit_id, (join_at_scope IS NOT NULL AND NOT EXISTS "
+            "(SELECT 1 FROM joined_markers m WHERE m.unit_id = u.unit_id AND m.segment_id != ?)) AS unjoined "
+            "FROM await_units u WHERE run_id = ? AND status = 'waiting'", (PASSED_OVER, run_id))
+
+
 class ReleaseProcedures(ProcedureBase):
-    def _let_go(self, t: Tx, run: Row, *, expired: bool, keep_unjoined_deferred: bool, reason: str) -> None:
+    def _let_go(self, t: Tx, run: Row, *, expired: bool, keep_unjoined_deferred: bool, reason: str,
+                waiting: list[Row] | None = None) -> None:
         """A finished run lets go of its interactions, children, units and claims. After a
         completion, a deferred op that was never joined (or was passed over at its join
         deadline) keeps what was already sent open until its deadline (its worker may still
         answer; the answer is recorded, never merged), and what was never sent never will be.
         Every worker with a cancel URL is told the flow gave up (``reason``)."""
         run_id = run["run_id"]
-        rows = t.all(
-            "SELECT unit_id, (join_at_scope IS NOT NULL AND NOT EXISTS "
-            "(SELECT 1 FROM joined_markers m WHERE m.unit_id = u.unit_id AND m.segment_id != ?)) AS unjoined "
-            "FROM await_units u WHERE run_id = ? AND status = 'waiting'",
-            (PASSED_OVER, run_id),
-        )
+        rows = t.all(*_waiting_units(run_id)) if waiting is None else waiting
         kept = [r["unit_id"] for r in rows if keep_unjoined_deferred and r["unjoined"]]
         self._close_units(t, [r["unit_id"] for r in rows if r["unit_id"] not in kept],
                           "timed_out" if expired else "cancelled", reason=reason)
@@ -86,24 +90,25 @@ class ReleaseProcedures(ProcedureBase):
         any_bad = any(s in UNIT_BAD for s in statuses)
         if not (any_bad or all(s in UNIT_TERMINAL for s in statuses)):
             return None
-        if t.run("UPDATE suspends SET status = 'resuming' WHERE run_id = ? AND stage = ? AND visit = ? "
-                 "AND status = 'open'", (run_id, stage, visit)) != 1:
-            return None
+        # The run's row, its current suspend and its claim are written only under the run's
+        # lock, which this transaction holds since before the reads above: the three writes
+        # below change exactly what those reads saw, so none waits for its answer. (A claim
+        # row left behind would break that; the INSERT then fails the transaction at its next
+        # wait instead of passing silently.)
+        t.send("UPDATE suspends SET status = 'resuming' WHERE run_id = ? AND stage = ? AND visit = ? "
+               "AND status = 'open'", (run_id, stage, visit))
         token = new_claim_token()
         segment = segment_id or resume_segment_id(run_id, stage, visit, 1, run["resume_round"] or 1)
-        if t.run(
+        t.send(
             "UPDATE runs SET status = 'resuming', claim_token = ?, segment_id = ?, version = version + 1, "
             "updated_ms = ? WHERE run_id = ? AND status = 'waiting' AND version = ?",
             (token, segment, t.now, run_id, run["version"]),
-        ) != 1:
-            raise RunLost(f"run {run_id} changed during release")  # rolls back the suspend CAS too
-        claimed = t.returning(
+        )
+        t.send(
             "INSERT INTO resume_claims (run_id, stage, visit, claim_token, owner, segment_id, attempt, claimed_ms, "
-            "heartbeat_ms) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?) ON CONFLICT DO NOTHING RETURNING run_id",
+            "heartbeat_ms) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?)",
             (run_id, stage, visit, token, self.node_id, segment, t.now, t.now),
         )
-        if not claimed:
-            raise RunLost(f"resume claim for {run_id} {stage} v{visit} already exists")
         joins = [m["unit_id"] for m in members if m["role"] == "join"]
         t.many(
             "INSERT INTO joined_markers (unit_id, run_id, segment_id, joined_ms) VALUES (?, ?, ?, ?) "
@@ -238,16 +243,22 @@ class ReleaseProcedures(ProcedureBase):
         """The run ends (``completed`` or ``failed``) with the segment that owns it."""
         if status not in ("completed", "failed"):
             raise ValueError("finish status must be completed or failed")
-        run = self._lock(t, run_id)
+        # the run's units still waiting are read with the lock (one round trip on PostgreSQL)
+        run, (waiting,) = t.lock_run_reading(run_id, _waiting_units(run_id))
+        if run is None:
+            raise UnknownRun(run_id)
         self._check_fence(run, fence)
-        self._finish(t, run, status=status, result=result, error=error, fail_reason=fail_reason)
+        self._finish(t, run, status=status, result=result, error=error, fail_reason=fail_reason, waiting=waiting)
         t.fault("finish")
         return evolve(
             run_record(run, t), status=status, result=result, error=error, fail_reason=fail_reason, finished_ms=t.now,
             updated_ms=t.now, claim_token=None, segment_id=None, version=run["version"] + 1)
 
     def _finish(self, t: Tx, run: Row, *, status: str, result: JsonValue, error: JsonValue,
-                fail_reason: str | None) -> None:
+                fail_reason: str | None, waiting: list[Row] | None = None) -> None:
+        """End the run. `run`: its row, read with the lock this transaction holds and not
+        written since (its version is the compare-and-swap's); `waiting`: its units still
+        waiting, when read with that lock too (else they are read here)."""
         run_id = run["run_id"]
         if run["status"] == "resuming":
             t.send(
@@ -256,17 +267,17 @@ class ReleaseProcedures(ProcedureBase):
                 ("resumed" if status == "completed" else "failed", t.now, run_id, run["cur_stage"], run["cur_visit"]),
             )
         blobs: dict[str, str] = {}
-        changed = t.run(
+        # the row was read under the lock: the compare-and-swap changes it, without waiting
+        t.send(
             "UPDATE runs SET status = ?, result_json = ?, error_json = ?, fail_reason = ?, finished_ms = ?, "
             "updated_ms = ?, claim_token = NULL, segment_id = NULL, version = version + 1 "
             "WHERE run_id = ? AND version = ?",
             (status, pack(result, blobs), dumps(error), fail_reason, t.now, t.now, run_id, run["version"]),
         )
         write_blobs(t, run_id, blobs)
-        if changed != 1:
-            raise RunLost(f"run {run_id} changed under finish")
         self._let_go(t, run, expired=False, keep_unjoined_deferred=(status == "completed"),
-                     reason=fail_reason or ("run_finished" if status == "completed" else "run_failed"))
+                     reason=fail_reason or ("run_finished" if status == "completed" else "run_failed"),
+                     waiting=waiting)
         self._event(t, run_id, f"run.{status}", f"finish:{status}", {"fail_reason": fail_reason})
         t.notify_run(run_id)
 

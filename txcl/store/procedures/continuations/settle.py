@@ -315,13 +315,14 @@ class SettleProcedures(ProcedureBase):
             output = loads(c["output_json"]) if c["status"] == "succeeded" else None
             if c["status"] == "failed":  # a best-effort sync sibling: completed, error noted
                 error = loads(c["error_json"])
-        changed = t.run(
+        # the unit's row was read in this transaction with its run locked (every writer of a
+        # unit holds that lock), so the compare-and-swap changes it: sent without waiting
+        t.send(
             "UPDATE await_units SET status = 'completed', output_json = ?, error_json = COALESCE(?, error_json), "
             "version = version + 1, closed_ms = ? WHERE unit_id = ? AND status = 'waiting' AND version = ?",
             (dumps(output), dumps(error), t.now, unit_id, unit["version"]),
         )
-        return "completed" if changed else t.one("SELECT status FROM await_units WHERE unit_id = ?",
-                                                 (unit_id,))["status"]
+        return "completed"
 
     def _drain_unit(self, t: Tx, unit_id: str) -> str:
         """Materialise every pending child whose terminal exists, then settle."""
