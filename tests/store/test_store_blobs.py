@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from testtools import RawDb
 
-from contstore_util import complete, run_spec, unary, unit_spec
+from contstore_util import complete, itemized, run_spec, unary, unit_spec
 
 from txcl.store.blobs import BLOB_MIN, pack, unpack
 from txcl.store.records import Fence
@@ -105,19 +105,24 @@ def test_a_callback_check_never_reads_nor_decodes_the_units_view(store, monkeypa
     # An itemized unit's view holds the whole array and every item's callback reads the
     # unit: decoding the view each time made big runs quadratic, and reading it at all cost
     # PostgreSQL a decompression per item. The check needs the unit's kind, `into` and target.
+    # Only the callback that releases the run decodes it, once, for the resume's bundle.
     import txcl.store.procedures.rows as rows
 
     envelope = {"_txc": {"web": {"req": {"body": BODY}}}, "items": list(range(50))}
-    unit = unit_spec(**{**unary().__dict__, "input_view": envelope})
+    unit = unit_spec(**{**itemized(n=2, window=2).__dict__, "input_view": envelope})
     park = store.park_suspend(run_spec("rid-lazy"), Fence("rid-lazy"), stage="shop/100", kind="barrier",
                               envelope=envelope, budgets={}, units=[unit])
     decoded: list[str] = []
     real_unpack = rows.unpack
     monkeypatch.setattr(rows, "unpack", lambda text, fetch: decoded.append(text) or real_unpack(text, fetch))
-    dispatch = park.dispatches[0]
-    target = store.check_callback(dispatch.opc, dispatch.token)
+    first, last = park.dispatches
+    target = store.check_callback(first.opc, first.token)
     assert target.outcome == "ok" and decoded == []
-    admit, release = complete(store, dispatch)
-    assert admit.outcome == "admitted" and release is not None and decoded == []
+    admit, release = complete(store, first)
+    assert admit.outcome == "admitted" and release is not None and not release.won and decoded == []
     assert target.unit.input_view is None and decoded == []  # not read at all
+    admit, release = complete(store, last)
+    assert admit.outcome == "admitted" and release.won
+    assert release.claim.bundle.members[0].input_view == envelope and release.claim.bundle.suspend.envelope == envelope
+    assert len(decoded) <= 2  # the view and the suspend's envelope, once each
     assert store.get_unit(park.unit_ids[0]).input_view == envelope  # the stored view is whole

@@ -21,7 +21,7 @@ import attrs
 
 from txcl.continuations.apply import apply_members, rebuild_op
 from txcl.continuations.model import OpClass, build_unit
-from txcl.continuations.segment import adopt_run, fence_of, recorder_of, run_lost, run_spec, run_state, set_claim
+from txcl.continuations.segment import adopt_run, claimed_bundle, fence_of, recorder_of, run_lost, run_spec, run_state, set_claim
 from txcl.runtime.state import Frame, Run
 from txcl.store.errors import RunLost
 from txcl.store.records import UNIT_BAD, ClaimRecord, Dispatch
@@ -133,14 +133,13 @@ async def park_barrier(service: "ContinuationServices", walker: "OpRunner", run:
 async def continue_inline(service: "ContinuationServices", walker: "OpRunner", run: Run, frame: Frame,
                           claim: ClaimRecord, pops: dict[str, "PreparedOp"] | None = None) -> None:
     """The request drained its own suspend: go on as a new segment in the same request."""
-    store = service.store
     rec = recorder_of(frame)
     rec.event("continuation.resume", {"run_id": run.run_id, "origin_rid": run.origin_rid, "stage": claim.stage,
                                       "visit": claim.visit, "snapshot_id": run.snapshot_id,
                                       "attempt": claim.attempt, "inline": True})
     set_claim(run, claim.segment_id, claim.claim_token, claim.heartbeat_ms)
     try:
-        bundle = await service.call(store.claim_resume, claim.run_id, claim.claim_token)
+        bundle = await claimed_bundle(service, claim)
     except RunLost as exc:
         run_lost(run, exc)
         return

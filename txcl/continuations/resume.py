@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from txcl.continuations.apply import apply_members
 from txcl.continuations.deferred import resume_join
-from txcl.continuations.segment import run_lost, segment_of, set_claim
+from txcl.continuations.segment import claimed_bundle, run_lost, segment_of, set_claim
 from txcl.logs import bind
 from txcl.runtime.state import Frame, Run
 from txcl.runtime_codes import RESUME_FAILED, RUN_LOST
@@ -99,10 +99,8 @@ async def resume_run(service: Any, claim: ClaimRecord) -> Any:
 
 
 async def _resume_run(service: Any, claim: ClaimRecord) -> Any:
-    bundle = claim.bundle  # read with the release when it was won by a callback's admission
     try:
-        if bundle is None or bundle.claim.claim_token != claim.claim_token:
-            bundle = await service.call(service.store.claim_resume, claim.run_id, claim.claim_token)
+        bundle = await claimed_bundle(service, claim)
     except RunLost as exc:
         log.info("txcl: resume of %s abandoned: %s", claim.run_id, exc)
         return None

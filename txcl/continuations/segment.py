@@ -8,12 +8,12 @@ fence no longer holds raises :class:`RunLost`, which ends the segment with ``txc
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from txcl.runtime_codes import RUN_LOST
-from txcl.store.records import Fence, RunRecord, RunSpec
+from txcl.store.records import ClaimRecord, Fence, ResumeBundle, RunRecord, RunSpec
 from txcl.trace.recorder import TraceRecorder
 
 if TYPE_CHECKING:
@@ -95,3 +95,13 @@ def recorder_of(frame: "Frame") -> TraceRecorder:
 
 __all__ = ["Segment", "segment_of", "fence_of", "set_claim", "is_resuming", "run_spec", "run_state", "adopt_run",
            "run_lost", "recorder_of"]
+
+
+async def claimed_bundle(service: Any, claim: ClaimRecord) -> ResumeBundle:
+    """What the claim's segment resumes from: the bundle its release built (the run's rows as
+    the release left them; nobody but the claim holder writes them after), else read from the
+    store. Raises RunLost when the claim is no longer current."""
+    bundle = claim.bundle
+    if bundle is not None and bundle.claim.claim_token == claim.claim_token:
+        return bundle
+    return await service.call(service.store.claim_resume, claim.run_id, claim.claim_token)

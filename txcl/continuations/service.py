@@ -349,7 +349,8 @@ class ContinuationService:
         if not (isinstance(result, tuple) and len(result) == 2):
             return result  # refused before admission (an answer), or not an admission at all
         admit, release = result
-        if isinstance(release, ReleaseResult) and release.won and release.claim is not None:
+        if isinstance(release, ReleaseResult) and release.won and release.claim is not None \
+                and release.claim.bundle is None:  # (a release usually builds it as it is made)
             claim = release.claim
             bundle = self.store.claim_resume(claim.run_id, claim.claim_token)
             return admit, evolve(release, claim=evolve(claim, bundle=bundle))

@@ -251,8 +251,9 @@ class ClaimRecord:
     attempt: int
     claimed_ms: int
     heartbeat_ms: int
-    # the resume's ResumeBundle, when it was read in the same store call right after the
-    # release committed (see ContinuationService.complete); None: the resume reads it
+    # the resume's ResumeBundle, when the release built it from what it read under the run's
+    # lock (or it was read in the same store call right after the release committed, see
+    # ContinuationService._read_resume); None: the resume reads it
     bundle: Any = field(default=None, compare=False, repr=False)
 
 

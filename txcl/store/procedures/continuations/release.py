@@ -72,15 +72,18 @@ class ReleaseProcedures(ProcedureBase):
         """The single compare-and-swap that releases a parked run: only when its current suspend
         is open, was written completely, and every member is terminal (or one failed — then the
         open members are cancelled with the release)."""
-        # the run's current suspend and its members, read together (one round trip on PostgreSQL)
+        # the run's current suspend and its members, read together (one round trip on PostgreSQL),
+        # with everything the resume starts from (see _resume_bundle)
         runs, members = t.read_many(
-            ("SELECT r.version, r.cur_stage, r.cur_visit, s.status AS s_status, s.dispatch_complete, "
-             "s.resume_round FROM runs r "
+            ("SELECT r.*, s.status AS s_status, s.dispatch_complete, s.resume_round, s.kind AS s_kind, "
+             "s.envelope_json AS s_envelope, s.budget_json AS s_budgets, s.segment_id AS s_segment, "
+             "s.suspended_ms AS s_suspended FROM runs r "
              "JOIN suspends s ON s.run_id = r.run_id AND s.stage = r.cur_stage AND s.visit = r.cur_visit "
              "WHERE r.run_id = ? AND r.status = 'waiting'", (run_id,)),
-            ("SELECT m.unit_id, m.role, u.status FROM runs r "
+            ("SELECT u.*, m.role AS member_role FROM runs r "
              "JOIN suspend_members m ON m.run_id = r.run_id AND m.stage = r.cur_stage AND m.visit = r.cur_visit "
-             "JOIN await_units u ON u.unit_id = m.unit_id WHERE r.run_id = ?", (run_id,)),
+             "JOIN await_units u ON u.unit_id = m.unit_id WHERE r.run_id = ? ORDER BY u.op_name, u.created_seq",
+             (run_id,)),
         )
         run = runs[0] if runs else None
         if run is None or run["s_status"] != "open" or not run["dispatch_complete"]:
@@ -109,7 +112,7 @@ class ReleaseProcedures(ProcedureBase):
             "heartbeat_ms) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?)",
             (run_id, stage, visit, token, self.node_id, segment, t.now, t.now),
         )
-        joins = [m["unit_id"] for m in members if m["role"] == "join"]
+        joins = [m["unit_id"] for m in members if m["member_role"] == "join"]
         t.many(
             "INSERT INTO joined_markers (unit_id, run_id, segment_id, joined_ms) VALUES (?, ?, ?, ?) "
             "ON CONFLICT DO NOTHING",
@@ -122,8 +125,25 @@ class ReleaseProcedures(ProcedureBase):
                                                                           "fail_fast": any_bad})
         t.notify_run(run_id)
         t.fault("release")
-        return ClaimRecord(run_id=run_id, stage=stage, visit=visit, claim_token=token, owner=self.node_id,
-                           segment_id=segment, attempt=1, claimed_ms=t.now, heartbeat_ms=t.now)
+        claim = ClaimRecord(run_id=run_id, stage=stage, visit=visit, claim_token=token, owner=self.node_id,
+                            segment_id=segment, attempt=1, claimed_ms=t.now, heartbeat_ms=t.now)
+        # fail-fast closed members above: their rows as read are no longer what the resume needs
+        return claim if any_bad else evolve(claim, bundle=self._resume_bundle(t, run, members, claim))
+
+    def _resume_bundle(self, t: Tx, run: Row, members: list[Row], claim: ClaimRecord) -> ResumeBundle:
+        """What the released run's resume starts from, as `claim_resume` would read it once the
+        release commits — built from the rows the release read under the run's lock and the
+        writes it made (the claim holder is then the only writer of the run), so a resume in
+        this process reads nothing more."""
+        record = evolve(run_record(run, t), status="resuming", claim_token=claim.claim_token,
+                        segment_id=claim.segment_id, version=run["version"] + 1, updated_ms=t.now)
+        suspend = self._suspend_of(t, {
+            "run_id": claim.run_id, "stage": claim.stage, "visit": claim.visit, "kind": run["s_kind"],
+            "status": "resuming", "envelope_json": run["s_envelope"], "budget_json": run["s_budgets"],
+            "segment_id": run["s_segment"], "dispatch_complete": 1, "suspended_ms": run["s_suspended"],
+            "closed_ms": None,
+        }, tuple((m["unit_id"], m["member_role"]) for m in sorted(members, key=lambda m: m["created_seq"])))
+        return ResumeBundle(record, suspend, claim, tuple(unit_record(m, t) for m in members))
 
     def _current_members(self, t: Tx, run: Row) -> list[str]:
         return [m["unit_id"] for m in t.all(
