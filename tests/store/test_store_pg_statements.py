@@ -52,6 +52,33 @@ def test_parameters_and_results_of_every_type_the_store_uses(conn):
     assert result.fetchone() is None and result.fetchall() == []
 
 
+def test_a_row_converts_the_columns_it_is_asked_for_each_time_it_is_asked(conn, monkeypatch):
+    """A result row keeps the server's text and converts a column when it is read (a
+    procedure reads a few columns of the wide rows it locks); read whole, by name, by
+    position or from the end, it gives what converting everything up front gave. The
+    converters of a statement's columns are looked up once, not per result."""
+    columns = pq_exec.Columns()
+    sql = b"SELECT $1::bigint AS n, $2 AS t, $3::bytea AS b, $4::text AS nothing"
+    calls: list[bytes] = []
+    real_int = pq_exec._CONVERTERS[20]
+    monkeypatch.setitem(pq_exec._CONVERTERS, 20, lambda raw: (calls.append(raw), real_int(raw))[1])
+    first = pq_exec.execute(conn.pgconn, sql, (5, "é", b"\x01", None), columns).fetchone()
+    assert calls == []  # nothing converted until read
+    assert first["t"] == "é" and first[-2] == b"\x01" and first["nothing"] is None and calls == []
+    assert first["n"] == 5 and first[0] == 5 and calls == [b"5", b"5"]
+    assert list(first) == [5, "é", b"\x01", None] and len(first) == 4
+    assert columns_of_row(first) == {"n": 5, "t": "é", "b": b"\x01", "nothing": None}
+    again = pq_exec.execute(conn.pgconn, sql, (6, "x", b"", "y"), columns).fetchone()
+    assert again._convs is first._convs  # looked up with the statement's first result
+    assert list(again) == [6, "x", b"", "y"]
+
+
+def columns_of_row(row):
+    from txcl.store.procedures.rows import columns
+
+    return columns(row)
+
+
 def test_parameters_are_typed_as_psycopg_types_them(conn):
     values, oids, formats = pq_exec.adapt((1, 40_000, -(2**63), 2**70, True, "x", None, 0.5))
     assert oids == [21, 23, 20, 1700, 16, 0, 0, 701]  # int2, int4, int8, numeric, bool (not an int), unknown…

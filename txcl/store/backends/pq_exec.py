@@ -129,6 +129,34 @@ class Row:
         return list(self._index)
 
 
+class ResultRow(Row):
+    """A row of a server result, converted column by column as it is read: a procedure reads
+    a few columns of most rows it locks or checks (``SELECT *`` of a 25-column table), and
+    converting every value up front was a tenth of a PostgreSQL node's interpreter time."""
+
+    __slots__ = ("_res", "_r", "_convs")
+
+    def __init__(self, res: Any, r: int, index: dict[str, int], convs: list[Callable[[bytes], Any]]) -> None:
+        self._res = res
+        self._r = r
+        self._index = index
+        self._convs = convs
+
+    def __getitem__(self, key: int | str) -> Any:
+        c = self._index[key] if type(key) is str else key
+        if c < 0:
+            c += len(self._convs)
+        raw = self._res.get_value(self._r, c)
+        return None if raw is None else self._convs[c](raw)
+
+    def __len__(self) -> int:
+        return len(self._convs)
+
+    def __iter__(self) -> Iterator[Any]:
+        get, r = self._res.get_value, self._r
+        return iter([None if (raw := get(r, c)) is None else conv(raw) for c, conv in enumerate(self._convs)])
+
+
 class Result:
     """What ``_execute`` returns: ``fetchone()``, ``fetchall()``, ``rowcount`` and
     ``description`` (the column names of a statement that returns rows, else None), like a
@@ -159,33 +187,43 @@ class Result:
 
 
 class Columns:
-    """The column names of each statement's results, kept per statement text (read again when
-    a result's width changes: a ``SELECT *`` after another node added a column). A name that
-    appears twice maps to its last column, as psycopg's rows by name did."""
+    """The column names of each statement's results, and the converter of each column by its
+    type, kept per statement text (read again when a result's width changes: a ``SELECT *``
+    after another node added a column). A name that appears twice maps to its last column,
+    as psycopg's rows by name did."""
 
     def __init__(self) -> None:
-        self._by_sql: dict[bytes, tuple[int, dict[str, int]]] = {}
+        self._by_sql: dict[bytes, tuple[int, dict[str, int], list[Callable[[bytes], Any]]]] = {}
 
     def of(self, sql: bytes, res: Any) -> dict[str, int]:
+        return self.described(sql, res)[0]
+
+    def described(self, sql: bytes, res: Any) -> tuple[dict[str, int], list[Callable[[bytes], Any]]]:
+        """(column index by name, converter per column) of `sql`'s result `res`."""
         known = self._by_sql.get(sql)
         nfields = res.nfields
         if known is not None and known[0] == nfields:
-            return known[1]
+            return known[1], known[2]
         index = {res.fname(i).decode(): i for i in range(nfields)}
+        convs = converters(res)
         if len(self._by_sql) < 4096:
-            self._by_sql[sql] = (nfields, index)
-        return index
+            self._by_sql[sql] = (nfields, index, convs)
+        return index, convs
 
 
-def convert(res: Any, index: dict[str, int]) -> list[Row]:
-    """The rows of a TUPLES_OK result."""
+def converters(res: Any) -> list[Callable[[bytes], Any]]:
+    """The converter of each column of `res`, by its type."""
+    return [_CONVERTERS.get(res.ftype(c), _as_text) for c in range(res.nfields)]
+
+
+def convert(res: Any, index: dict[str, int], convs: list[Callable[[bytes], Any]] | None = None) -> list[Row]:
+    """The rows of a TUPLES_OK result (`convs`: its columns' converters, when known)."""
     ntuples = res.ntuples
     if not ntuples:
         return []
-    get = res.get_value
-    columns = [(c, _CONVERTERS.get(res.ftype(c), _as_text)) for c in range(res.nfields)]
-    return [Row(tuple([None if (raw := get(r, c)) is None else conv(raw) for c, conv in columns]), index)
-            for r in range(ntuples)]
+    if convs is None:
+        convs = converters(res)
+    return [ResultRow(res, r, index, convs) for r in range(ntuples)]
 
 
 def _lost(pgconn: Any) -> psycopg.OperationalError:
@@ -202,8 +240,8 @@ def _error(res: Any, pgconn: Any) -> psycopg.Error:
 def _checked(res: Any, pgconn: Any, sql: bytes, columns: Columns) -> Result:
     status = res.status if res is not None else None
     if status == _TUPLES_OK:
-        index = columns.of(sql, res)
-        rows = convert(res, index)
+        index, convs = columns.described(sql, res)
+        rows = convert(res, index, convs)
         return Result(rows, len(rows), index)
     if status == _COMMAND_OK:
         count = res.command_tuples
