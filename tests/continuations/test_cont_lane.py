@@ -120,6 +120,37 @@ def test_on_a_store_whose_writers_run_in_parallel_calls_overlap_on_several_threa
     assert len(names) == 3 and set(names) == {"txcl-store"}
 
 
+def test_runs_whose_ids_would_hash_to_one_thread_spread_by_load():
+    """A run without calls in flight goes to the least busy thread, not to a thread its id
+    hashes to: three runs whose ids pick one thread still run at once on three (they meet at
+    a barrier that needs all three), each keeping to its thread while it has calls there, and
+    a run is free to go anywhere once its calls are done."""
+    lane = StoreLane(_ParallelStore())
+    first = "run_0"
+    same = [r for r in (f"run_{n}" for n in range(1, 500)) if lane.slot_of(r) == lane.slot_of(first)]
+    runs = [first, *same[:2]]
+    barrier = threading.Barrier(3, timeout=10)
+    threads_of: dict[str, set[int]] = {run: set() for run in runs}
+
+    def call(run: str, meet: bool) -> str:
+        threads_of[run].add(threading.get_ident())
+        if meet:
+            barrier.wait()
+        return run
+
+    async def main() -> list:
+        meeting = [lane.call_batched_on((run,), call, run, True) for run in runs]
+        alone = [lane.call_batched_on((run,), call, run, False) for run in runs for _ in range(5)]
+        return await asyncio.gather(*meeting, *alone)
+
+    got = asyncio.run(main())
+    lane.close()
+    assert got[:3] == runs
+    assert all(len(idents) == 1 for idents in threads_of.values()), threads_of
+    assert len(set().union(*threads_of.values())) == 3
+    assert lane._homes == {}  # every call done: no run is held to a thread
+
+
 class _BatchingParallelStore(_ParallelStore):
     """Writers in parallel, and calls queued together share a batch (which records what it
     was asked to lock first)."""

@@ -15,10 +15,13 @@ responsive. Long store work that must not hold up the lane (a whole sweeper pass
 On a store whose writers run in parallel (PostgreSQL), the lane has several threads (the
 ``store_threads`` setting, ``PARALLEL_THREADS`` when it is 0), each with a connection of its
 own from the pool and calls of its own: a call that names the runs whose records it writes
-(``runs``: a park, a finish, a callback's admission, worker acks) goes to the thread of its
-first run, any other call to the least busy thread. So two calls on one run never wait for
-each other's row locks on two threads — they queue on one and share its next commit — while
-calls on other runs overlap their round trips on the other threads. A batch locks every run
+(``runs``: a park, a finish, a callback's admission, worker acks) goes to the thread its run
+is on while the run has calls queued or running there, else to the least busy thread (which
+then is the run's until its calls are done); any other call goes to the least busy thread.
+So two calls on one run never wait for each other's row locks on two threads — they queue on
+one and share its next commit — while calls on other runs overlap their round trips on the
+other threads, spread by load rather than by a hash of their ids (a few busy runs do not
+pile up on one thread). A batch locks every run
 its calls name before the first call, in run id order (``lock_first``): two batches, of this
 node or another, that name their runs cannot wait for each other in a circle. Each thread
 takes its calls in the order they came; two calls of one caller are never in flight at once
@@ -72,6 +75,8 @@ class StoreLane:
         self._slots = [_Slot(self._lock) for _ in range(self.max_threads)]
         self._pid = 0
         self._closing = False
+        # the thread of each run with calls queued or running: [slot index, calls]
+        self._homes: dict[str, list[int]] = {}
         self.trips = 0  # calls handed to the threads so far (each costs two thread wake-ups)
 
     async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -114,29 +119,38 @@ class StoreLane:
             return sum(len(slot.jobs) for slot in self._slots)
 
     def slot_of(self, run_id: str) -> int:
-        """The thread that runs the calls on this run's records."""
-        return hash(run_id) % len(self._slots)
+        """The thread that runs the calls on this run's records: the one its calls are on,
+        while it has some; else a fixed guess by its id (for grouping calls that name several
+        runs — where such a call goes is decided when it is submitted)."""
+        with self._lock:
+            home = self._homes.get(run_id)
+            return home[0] if home is not None else hash(run_id) % len(self._slots)
 
     def submit(self, fn: Callable[..., Any], args: tuple, kwargs: dict, batchable: bool,
                then: Callable[[Any], Any] | None = None, *, runs: tuple[str, ...] = ()) -> asyncio.Future:
         """Queue one call. `runs`: the runs whose records it writes, when the caller knows
-        them. Such a call goes to the thread of its (first) run, so two calls on one run
-        never wait for each other's row locks on two threads, and a batch locks its runs
-        first, in one order; any other call goes to the least busy thread."""
+        them. Such a call goes to the thread its runs' calls are on (the first such run's),
+        or, when none has calls queued or running, to the least busy thread, which keeps them
+        until their calls are done: two calls on one run never wait for each other's row
+        locks on two threads, and a batch locks its runs first, in one order. Any other call
+        goes to the least busy thread."""
         loop = asyncio.get_running_loop()
         future = loop.create_future()
         with self._lock:
             if self._pid != current_pid():  # a forked child: the parent's threads are not here
                 self._pid = current_pid()
                 self._slots = [_Slot(self._lock) for _ in range(self.max_threads)]
+                self._homes = {}
             slots = self._slots
+            counted: tuple[str, ...] = ()
             if len(slots) == 1:
                 slot = slots[0]
             elif runs:
-                slot = slots[hash(runs[0]) % len(slots)]
+                index, counted = self._home_for(runs)
+                slot = slots[index]
             else:
                 slot = min(slots, key=_Slot.load)
-            slot.jobs.append((fn, args, kwargs, batchable, future, loop, then, runs))
+            slot.jobs.append((fn, args, kwargs, batchable, future, loop, then, runs, counted))
             self.trips += 1
             if slot.thread is None or not slot.thread.is_alive():
                 self._closing = False
@@ -145,6 +159,38 @@ class StoreLane:
             else:
                 slot.cond.notify()
         return future
+
+    def _home_for(self, runs: tuple[str, ...]) -> tuple[int, tuple[str, ...]]:
+        """(the thread for a call naming `runs`, the runs whose calls on it it counts). Called
+        with the lock held."""
+        homes = self._homes
+        index = next((homes[run][0] for run in runs if run in homes), None)
+        if index is None:
+            slots = self._slots
+            index = min(range(len(slots)), key=lambda i: slots[i].load())
+        counted = []
+        for run in runs:
+            home = homes.get(run)
+            if home is None:
+                homes[run] = [index, 1]
+            elif home[0] == index:
+                home[1] += 1
+            else:
+                continue  # (its calls are on another thread: this call does not keep it here)
+            counted.append(run)
+        return index, tuple(counted)
+
+    def _done(self, jobs: list) -> None:
+        """`jobs` have run: their runs may go to another thread once none has calls here.
+        Called with the lock held."""
+        homes = self._homes
+        for job in jobs:
+            for run in job[8]:
+                home = homes.get(run)
+                if home is not None:
+                    home[1] -= 1
+                    if home[1] <= 0:
+                        del homes[run]
 
     def close(self) -> None:
         """Let the threads end once the calls already queued have run."""
@@ -169,6 +215,7 @@ class StoreLane:
             finally:
                 with self._lock:
                     slot.busy = False
+                    self._done(jobs)
 
     def _run_all(self, jobs: list) -> None:
         """`jobs` in order, consecutive batchable ones sharing a commit."""
