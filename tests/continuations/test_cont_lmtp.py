@@ -6,6 +6,7 @@ a repeated delivery recognised, size and recipient limits, a failing walk answer
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import socket
 import tempfile
@@ -24,10 +25,13 @@ def sock_dir():
     shutil.rmtree(path, ignore_errors=True)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def _serve_lmtp(serve, ws, *flags: str) -> int:
+    """`txcl serve --lmtp` on a port the system picks as it binds (no other process can take
+    it in between); the port, as the server logs it."""
+    proc = serve(ws, "--lmtp", "127.0.0.1:0", *flags)
+    pattern = re.compile(r"accepting mail over LMTP on 127\.0\.0\.1:(\d+)")
+    found = wait_until(lambda: next((m for line in list(proc.lines) if (m := pattern.search(line))), None))
+    return int(found.group(1))
 
 
 def mail_tree(url: str, worker_url: str = "http://127.0.0.1:9/unused") -> dict[str, str]:
@@ -87,8 +91,7 @@ def test_routing_verdicts_and_the_shared_envelope(serve, workspace, reports, soc
 
 def test_a_repeated_delivery_gets_the_same_verdict_without_a_second_walk(serve, workspace, reports, store_at):
     ws = workspace(mail_tree(reports.url))
-    port = _free_port()
-    serve(ws, "--lmtp", f"127.0.0.1:{port}", *FLAGS)
+    port = _serve_lmtp(serve, ws, *FLAGS)
     first = deliver(f"127.0.0.1:{port}", "a@example.com", ["support@mail.test", "broken@mail.test"], message())
     assert [c for c, _ in first[1]] == [250, 451]
     wait_until(lambda: reported(reports), timeout=5)
@@ -112,8 +115,7 @@ def test_a_repeated_delivery_gets_the_same_verdict_without_a_second_walk(serve, 
 def test_a_flow_that_suspends_answers_250_and_finishes_as_a_durable_run(serve, workspace, reports, worker,
                                                                        store_at):
     ws = workspace(mail_tree(reports.url, worker.url()))
-    port = _free_port()
-    serve(ws, "--lmtp", f"127.0.0.1:{port}", *FLAGS)
+    port = _serve_lmtp(serve, ws, *FLAGS)
     _, after = deliver(f"127.0.0.1:{port}", "a@example.com", ["slow@mail.test"], message())
     [(code, text)] = after
     assert code == 250 and text.startswith("2.0.0 accepted; continues as run run_"), text
@@ -131,8 +133,7 @@ def test_a_flow_that_suspends_answers_250_and_finishes_as_a_durable_run(serve, w
 
 def test_limits_size_and_recipients(serve, workspace, reports):
     ws = workspace(mail_tree(reports.url))
-    port = _free_port()
-    serve(ws, "--lmtp", f"127.0.0.1:{port}", "--lmtp-max-msg-bytes", "2KiB", "--lmtp-max-recipients", "2", *FLAGS)
+    port = _serve_lmtp(serve, ws, "--lmtp-max-msg-bytes", "2KiB", "--lmtp-max-recipients", "2", *FLAGS)
     rcpts = ["support@mail.test", "anyone@mail.test", "support+3@mail.test"]
     at_rcpt, after = deliver(f"127.0.0.1:{port}", "a@example.com", rcpts, message(body=("x" * 70 + "\n") * 80))
     assert at_rcpt["support+3@mail.test"][0] == 452 and "4.5.3" in at_rcpt["support+3@mail.test"][1]
@@ -166,8 +167,7 @@ def test_a_client_too_slow_with_its_data_is_cut_off_with_421(serve, workspace, r
     import time
 
     ws = workspace(mail_tree(reports.url))
-    port = _free_port()
-    serve(ws, "--lmtp", f"127.0.0.1:{port}", "--lmtp-data-timeout", "1s", *FLAGS)
+    port = _serve_lmtp(serve, ws, "--lmtp-data-timeout", "1s", *FLAGS)
     with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
         reader = conn.makefile("rb")
 

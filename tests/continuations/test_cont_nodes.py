@@ -9,7 +9,6 @@ double-process (each repair's event is unique)."""
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
 from collections import Counter
@@ -25,25 +24,22 @@ FLAGS = ["--async-ack-timeout", "1s", "--reconcile-after", "2s", "--continuation
          "--continuation-stale-resume-after", "2s", "--continuation-longpoll-ms", "10000"]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def two_nodes(serve):
     """`two_nodes(ws, *flags, env_a=None, front="b")` -> (node A, node B): both on the
-    workspace's database, both telling workers to call back to the `front` node."""
+    workspace's database, both telling workers to call back to the `front` node. The front
+    node starts first, on a port the system picks as it binds (so no other process can take
+    it in between), and tells workers its own address; the other is then told that one."""
 
     def start(ws, *flags, env_a=None, env_b=None, front="b"):
-        port_a, port_b = _free_port(), _free_port()
-        front = f"http://127.0.0.1:{port_b if front == 'b' else port_a}"
-        a = serve(ws, *FLAGS, "--port", str(port_a), "--callback-base-url", front, "--node-id", "node-a", *flags,
-                  env=env_a)
-        b = serve(ws, *FLAGS, "--port", str(port_b), "--callback-base-url", front, "--node-id", "node-b", *flags,
-                  env=env_b)
-        return a, b
+        def node(name, env, *own):
+            return serve(ws, *FLAGS, "--node-id", f"node-{name}", *own, *flags, env=env)
+
+        if front == "b":
+            b = node("b", env_b)
+            return node("a", env_a, "--callback-base-url", b.url), b
+        a = node("a", env_a)
+        return a, node("b", env_b, "--callback-base-url", a.url)
 
     return start
 
