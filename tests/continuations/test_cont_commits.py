@@ -225,19 +225,23 @@ def test_a_cycle_waits_for_the_database_only_where_it_needs_an_answer(cycle, ack
         return real(conn, sql, params)
 
     backend._execute = recording
-    trips: list[int] = []  # PostgreSQL: statements per round trip to the server
+    trips: list[int] = []  # PostgreSQL: statements per round trip to the server, in the second cycle
+    counting = []
     if backend.kind == "postgresql":
         from txcl.store.backends import pq_exec
 
         real_execute, real_pipelined = pq_exec.execute, pq_exec._pipelined
-        pq_exec.execute = lambda *args: (trips.append(1), real_execute(*args))[1]
+        pq_exec.execute = lambda *args: (counting and trips.append(1), real_execute(*args))[1]
         pq_exec._pipelined = lambda pgconn, statements, *rest, **kw: (
-            trips.append(len(statements)), real_pipelined(pgconn, statements, *rest, **kw))[1]
+            counting and trips.append(len(statements)), real_pipelined(pgconn, statements, *rest, **kw))[1]
 
     async def main() -> None:
-        _, claim = await _won_release(service, interp, sent)
-        final = await service.drive_resume(claim)
-        assert isinstance(final, Completed) and final.envelope["total"] == 15
+        for _ in range(2):  # the first stores the rules' snapshot; the second is every later one
+            _, claim = await _won_release(service, interp, sent)
+            final = await service.drive_resume(claim)
+            assert isinstance(final, Completed) and final.envelope["total"] == 15
+            await asyncio.sleep(0)
+            counting.append(True)
 
     try:
         asyncio.run(main())
@@ -251,12 +255,12 @@ def test_a_cycle_waits_for_the_database_only_where_it_needs_an_answer(cycle, ack
         assert not [s for s in waited if s.startswith(("SAVEPOINT", "RELEASE", "SELECT pg_notify"))]
         assert len(waited) <= 36, waited
         # reads that do not wait for one another go together (a lock and what the procedure
-        # reads under it, a release's suspend and its members); a row read under the run's
-        # lock is written without waiting for the answer. The park: 5 round trips (the first
-        # stores the rules' snapshot, 4 after it; +2 for an ack written at once); the
-        # callback: 5 (its admission, the continuation and the release, whose resume needs
-        # no read); the finish: 3.
-        assert len(trips) <= (13 if ack_delay else 15) and sum(trips) > 2 * len(trips), trips
+        # reads under it, a release's suspend and its members, the snapshot's check and the
+        # run's insert); a row read under the run's lock is written without waiting for the
+        # answer. The park: 3 round trips (+2 for an ack written at once); the callback: 5
+        # (its admission, the continuation and the release, whose resume needs no read); the
+        # finish: 3.
+        assert len(trips) <= (11 if ack_delay else 13) and sum(trips) > 2 * len(trips), trips
 
 
 def test_cycles_go_on_after_another_nodes_migration_widened_the_tables(cycle, db_url):

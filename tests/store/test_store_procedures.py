@@ -791,3 +791,25 @@ def test_read_many_gives_each_reads_rows_in_order(store):
         ("SELECT ? AS b UNION ALL SELECT ? AS b", ("y", "z")),
     ))
     assert [[r["a"] for r in rows[0]], rows[1], [r["b"] for r in rows[2]]] == [["x"], [], ["y", "z"]]
+
+
+def test_a_units_options_are_decoded_once_per_stored_text(monkeypatch):
+    """Every item's callback reads its unit's options: the same stored text is decoded once
+    and the record shared; another text gets its own."""
+    import json
+
+    from txcl.runoptions import UnitOptions
+    from txcl.store.procedures.continuations import base
+
+    decoded: list = []
+    real = UnitOptions.from_json.__func__
+    monkeypatch.setattr(UnitOptions, "from_json", classmethod(lambda cls, v: decoded.append(v) or real(cls, v)))
+    monkeypatch.setattr(base, "_OPTIONS_BY_TEXT", {})
+    tolerant = json.dumps(UnitOptions(fails_fast=False, tolerated_failures=2).to_json())
+    strict = json.dumps(UnitOptions(retry_delays_ms=(1000,)).to_json())
+    first = base.ProcedureBase._options({"options_json": tolerant})
+    assert base.ProcedureBase._options({"options_json": tolerant}) is first and len(decoded) == 1
+    other = base.ProcedureBase._options({"options_json": strict})
+    assert other.retry_delays_ms == (1000,) and not first.fails_fast and first.tolerated_failures == 2
+    assert len(decoded) == 2
+    assert base.ProcedureBase._options({"options_json": None}) == UnitOptions()  # (backfilled units)

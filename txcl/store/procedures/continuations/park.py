@@ -34,14 +34,25 @@ class ParkProcedures(ProcedureBase):
         run has, and its `run.created` event (the run was created `created_as`). The new row
         comes back whole: inserted by this transaction, it is already locked by it. None when
         the request's run exists already."""
-        if spec.snapshot_body is not None and spec.snapshot_id:
-            self._put_snapshot(t, spec.snapshot_id, spec.snapshot_body)
         run_id = new_run_id(t.now)
         values = dict(run_id=run_id, rcid=new_rcid(), origin_rid=spec.origin_rid, entry_stack=spec.entry_stack,
                       src=spec.src, snapshot_id=spec.snapshot_id, created_ms=t.now, updated_ms=t.now, **columns)
-        created = t.returning(
-            f"INSERT INTO runs ({', '.join(values)}) VALUES ({placeholders(len(values))}) "
-            "ON CONFLICT (origin_rid) DO NOTHING RETURNING *", tuple(values.values()))
+        insert = (f"INSERT INTO runs ({', '.join(values)}) VALUES ({placeholders(len(values))}) "
+                  "ON CONFLICT (origin_rid) DO NOTHING RETURNING *", tuple(values.values()))
+        if spec.snapshot_body is not None and spec.snapshot_id:
+            # The rules' snapshot is almost always stored already: the run goes in with the
+            # check (one round trip on PostgreSQL), inserted only where the snapshot exists,
+            # and only when it did not is the snapshot stored and the run inserted after it.
+            known, created = t.read_many(
+                ("SELECT 1 FROM snapshots WHERE snapshot_id = ?", (spec.snapshot_id,)),
+                (f"INSERT INTO runs ({', '.join(values)}) SELECT {placeholders(len(values))} WHERE EXISTS "
+                 "(SELECT 1 FROM snapshots WHERE snapshot_id = ?) ON CONFLICT (origin_rid) DO NOTHING RETURNING *",
+                 (*values.values(), spec.snapshot_id)))
+            if not known:
+                self._put_snapshot(t, spec.snapshot_id, spec.snapshot_body, known=False)
+                created = t.returning(*insert)
+        else:
+            created = t.returning(*insert)
         if not created:
             return None
         self._event(t, run_id, "run.created", "created", {"origin_rid": spec.origin_rid, "status": created_as}, seq=1)
@@ -57,8 +68,12 @@ class ParkProcedures(ProcedureBase):
         return self._lock(t, row["run_id"]), False
 
     @staticmethod
-    def _put_snapshot(t: Tx, snapshot_id: str, body: bytes) -> bool:
-        if t.one("SELECT 1 FROM snapshots WHERE snapshot_id = ?", (snapshot_id,)) is not None:
+    def _put_snapshot(t: Tx, snapshot_id: str, body: bytes, *, known: bool | None = None) -> bool:
+        """Store the rules' snapshot unless it is there (`known`: whether the caller found it
+        there in this transaction; None: look)."""
+        if known is None:
+            known = t.one("SELECT 1 FROM snapshots WHERE snapshot_id = ?", (snapshot_id,)) is not None
+        if known:
             return False  # content-addressed: never compress a large body twice
         return bool(
             t.returning(
