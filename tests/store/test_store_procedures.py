@@ -813,3 +813,28 @@ def test_a_units_options_are_decoded_once_per_stored_text(monkeypatch):
     assert other.retry_delays_ms == (1000,) and not first.fails_fast and first.tolerated_failures == 2
     assert len(decoded) == 2
     assert base.ProcedureBase._options({"options_json": None}) == UnitOptions()  # (backfilled units)
+
+
+@pytest.mark.parametrize("snapshot_stored_in_between", [False, True])
+def test_a_first_park_creates_its_run_when_another_request_stores_the_snapshot_meanwhile(
+        store, monkeypatch, snapshot_stored_in_between):
+    """A park that creates its run checks the rules' snapshot and inserts the run (where the
+    snapshot exists) together. Each statement sees what was committed when it started: when
+    another request stores the snapshot between the two, the check misses it but the insert
+    finds it — the run is created once, parked, not taken for another request's run."""
+    real = store.backend.execute_all
+
+    def snapshot_committed_between(conn, statements):
+        if statements[0][0].startswith("SELECT 1 FROM snapshots") and snapshot_stored_in_between:
+            store.backend.send(conn, "INSERT INTO snapshots (snapshot_id, created_ms, body, bytes) "
+                                     "VALUES (?, 0, ?, 0) ON CONFLICT DO NOTHING", (statements[0][1][0], b""))
+            rows = real(conn, statements)
+            return [[], *rows[1:]]  # the check ran before the other request's commit
+        return real(conn, statements)
+
+    monkeypatch.setattr(store.backend, "execute_all", snapshot_committed_between)
+    park = store.park_suspend(run_spec("rid-race"), Fence("rid-race"), stage="shop/100", kind="barrier",
+                              envelope={"a": 1}, budgets={}, units=[unary()])
+    assert park.created and park.visit == 1 and park.run.status == "waiting"
+    assert [r.origin_rid for r in store.list_runs(limit=10)] == ["rid-race"]
+    assert RawDb(store).execute("SELECT COUNT(*) FROM snapshots")[0][0] == 1

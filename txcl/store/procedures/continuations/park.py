@@ -43,12 +43,14 @@ class ParkProcedures(ProcedureBase):
             # The rules' snapshot is almost always stored already: the run goes in with the
             # check (one round trip on PostgreSQL), inserted only where the snapshot exists,
             # and only when it did not is the snapshot stored and the run inserted after it.
+            # (Each statement sees what was committed when it started: a snapshot another
+            # request stored in between is missed by the check but found by the insert.)
             known, created = t.read_many(
                 ("SELECT 1 FROM snapshots WHERE snapshot_id = ?", (spec.snapshot_id,)),
                 (f"INSERT INTO runs ({', '.join(values)}) SELECT {placeholders(len(values))} WHERE EXISTS "
                  "(SELECT 1 FROM snapshots WHERE snapshot_id = ?) ON CONFLICT (origin_rid) DO NOTHING RETURNING *",
                  (*values.values(), spec.snapshot_id)))
-            if not known:
+            if not known and not created:
                 self._put_snapshot(t, spec.snapshot_id, spec.snapshot_body, known=False)
                 created = t.returning(*insert)
         else:
