@@ -21,7 +21,8 @@ import attrs
 
 from txcl.continuations.apply import apply_members, rebuild_op
 from txcl.continuations.model import OpClass, build_unit
-from txcl.continuations.segment import adopt_run, claimed_bundle, fence_of, recorder_of, run_lost, run_spec, run_state, set_claim
+from txcl.continuations.segment import (adopt_run, claimed_bundle, fence_of, recorder_of, run_lost, run_spec, run_state,
+                                        set_claim)
 from txcl.runtime.state import Frame, Run
 from txcl.store.errors import RunLost
 from txcl.store.records import UNIT_BAD, ClaimRecord, Dispatch

@@ -93,10 +93,6 @@ def recorder_of(frame: "Frame") -> TraceRecorder:
     return rec
 
 
-__all__ = ["Segment", "segment_of", "fence_of", "set_claim", "is_resuming", "run_spec", "run_state", "adopt_run",
-           "run_lost", "recorder_of"]
-
-
 async def claimed_bundle(service: Any, claim: ClaimRecord) -> ResumeBundle:
     """What the claim's segment resumes from: the bundle its release built (the run's rows as
     the release left them; nobody but the claim holder writes them after), else read from the
@@ -105,3 +101,7 @@ async def claimed_bundle(service: Any, claim: ClaimRecord) -> ResumeBundle:
     if bundle is not None and bundle.claim.claim_token == claim.claim_token:
         return bundle
     return await service.call(service.store.claim_resume, claim.run_id, claim.claim_token)
+
+
+__all__ = ["Segment", "segment_of", "fence_of", "set_claim", "is_resuming", "run_spec", "run_state", "adopt_run",
+           "run_lost", "recorder_of", "claimed_bundle"]
