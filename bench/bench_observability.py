@@ -96,6 +96,9 @@ def main() -> None:
     sink.shutdown()
     load = f"wrk -t1 -c{args.connections}" if use_wrk else f"httpx asyncio, {args.connections} connections"
     print(f"load: {load}, {args.seconds:g}s per measurement, {args.rounds} rounds, medians")
+    if not use_wrk:
+        print("note: without wrk the Python load generator saturates before the server does, so every variant "
+              "measures about the same and the ratios say little; install wrk (Debian: apt-get install wrk)")
     print(f"{'':<26} {'requests/s':>11} {'req/CPU-s':>10} {'vs off (req/s)':>15} {'vs off (CPU)':>13}")
     for name in variants:
         ratio = statistics.median(r / o for r, o in zip(rates[name], rates["off"]))
