@@ -122,20 +122,27 @@ def test_on_a_store_whose_writers_run_in_parallel_calls_overlap_on_several_threa
 
 def _meet_on_threads(lane: StoreLane, runs: list[str]) -> dict[str, set[int]]:
     """Each run's first call waits at a barrier until every run's first call is there (they
-    must run at once, on as many threads), then five more calls per run: the threads each
-    run's calls ran on."""
+    must run at once, on as many threads), and goes on only once five more calls per run are
+    queued behind it (a run whose calls are all done may go to another thread): the threads
+    each run's calls ran on."""
     barrier = threading.Barrier(len(runs), timeout=10)
+    queued = threading.Event()
     threads_of: dict[str, set[int]] = {run: set() for run in runs}
 
     def call(run: str, meet: bool) -> str:
         threads_of[run].add(threading.get_ident())
         if meet:
             barrier.wait()
+            assert queued.wait(10)
         return run
 
     async def main() -> list:
-        meeting = [lane.call_batched_on((run,), call, run, True) for run in runs]
-        alone = [lane.call_batched_on((run,), call, run, False) for run in runs for _ in range(5)]
+        meeting = [asyncio.ensure_future(lane.call_batched_on((run,), call, run, True)) for run in runs]
+        alone = [asyncio.ensure_future(lane.call_batched_on((run,), call, run, False))
+                 for run in runs for _ in range(5)]
+        await asyncio.sleep(0)  # every call above is submitted by now
+        assert lane.trips == len(meeting) + len(alone)
+        queued.set()
         return await asyncio.gather(*meeting, *alone)
 
     got = asyncio.run(main())

@@ -181,8 +181,8 @@ class StoreLane:
         return index, tuple(counted)
 
     def _done(self, jobs: list) -> None:
-        """`jobs` have run: their runs may go to another thread once none has calls here.
-        Called with the lock held."""
+        """`jobs` have run (their callers not yet told): their runs may go to another thread
+        once none has calls here. Called with the lock held."""
         homes = self._homes
         for job in jobs:
             for run in job[8]:
@@ -215,7 +215,6 @@ class StoreLane:
             finally:
                 with self._lock:
                     slot.busy = False
-                    self._done(jobs)
 
     def _run_all(self, jobs: list) -> None:
         """`jobs` in order, consecutive batchable ones sharing a commit."""
@@ -231,23 +230,27 @@ class StoreLane:
 
     def _run(self, group: list) -> None:
         live = [job for job in group if not job[4].cancelled()]  # a caller gone before the call started
-        if not live:
-            return
-        calls = [functools.partial(fn, *args, **kwargs) for fn, args, kwargs, *_ in live]
         try:
-            if len(calls) == 1:
-                try:
-                    outcomes = [(True, calls[0]())]
-                except BaseException as exc:  # noqa: BLE001 - handed to the caller
-                    outcomes = [(False, exc)]
-            else:
-                runs = sorted({run for job in live for run in job[7]})
-                outcomes = self.store.run_batch(calls, lock_first=runs) if runs else self.store.run_batch(calls)
-        except BaseException as exc:  # noqa: BLE001 - handed to every caller of the batch
-            outcomes = [(False, exc)] * len(calls)
-        if any(job[6] is not None for job in live):  # committed: the follow-up reads now
-            outcomes = [(True, _then(job[6], value)) if ok and job[6] is not None else (ok, value)
-                        for job, (ok, value) in zip(live, outcomes)]
+            if not live:
+                return
+            calls = [functools.partial(fn, *args, **kwargs) for fn, args, kwargs, *_ in live]
+            try:
+                if len(calls) == 1:
+                    try:
+                        outcomes = [(True, calls[0]())]
+                    except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                        outcomes = [(False, exc)]
+                else:
+                    runs = sorted({run for job in live for run in job[7]})
+                    outcomes = self.store.run_batch(calls, lock_first=runs) if runs else self.store.run_batch(calls)
+            except BaseException as exc:  # noqa: BLE001 - handed to every caller of the batch
+                outcomes = [(False, exc)] * len(calls)
+            if any(job[6] is not None for job in live):  # committed: the follow-up reads now
+                outcomes = [(True, _then(job[6], value)) if ok and job[6] is not None else (ok, value)
+                            for job, (ok, value) in zip(live, outcomes)]
+        finally:
+            with self._lock:  # before the callers hear: a caller's next call may go anywhere
+                self._done(group)
         by_loop: dict[Any, list] = {}
         for job, outcome in zip(live, outcomes):
             by_loop.setdefault(job[5], []).append((job[4], outcome))
