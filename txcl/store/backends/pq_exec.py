@@ -195,9 +195,6 @@ class Columns:
     def __init__(self) -> None:
         self._by_sql: dict[bytes, tuple[int, dict[str, int], list[Callable[[bytes], Any]]]] = {}
 
-    def of(self, sql: bytes, res: Any) -> dict[str, int]:
-        return self.described(sql, res)[0]
-
     def described(self, sql: bytes, res: Any) -> tuple[dict[str, int], list[Callable[[bytes], Any]]]:
         """(column index by name, converter per column) of `sql`'s result `res`."""
         known = self._by_sql.get(sql)

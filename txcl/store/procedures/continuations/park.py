@@ -37,8 +37,9 @@ class ParkProcedures(ProcedureBase):
         run_id = new_run_id(t.now)
         values = dict(run_id=run_id, rcid=new_rcid(), origin_rid=spec.origin_rid, entry_stack=spec.entry_stack,
                       src=spec.src, snapshot_id=spec.snapshot_id, created_ms=t.now, updated_ms=t.now, **columns)
-        insert = (f"INSERT INTO runs ({', '.join(values)}) VALUES ({placeholders(len(values))}) "
-                  "ON CONFLICT (origin_rid) DO NOTHING RETURNING *", tuple(values.values()))
+        into = f"INSERT INTO runs ({', '.join(values)}) "
+        insert = (f"{into}VALUES ({placeholders(len(values))}) ON CONFLICT (origin_rid) DO NOTHING RETURNING *",
+                  tuple(values.values()))
         if spec.snapshot_body is not None and spec.snapshot_id:
             # The rules' snapshot is almost always stored already: the run goes in with the
             # check (one round trip on PostgreSQL), inserted only where the snapshot exists,
@@ -47,7 +48,7 @@ class ParkProcedures(ProcedureBase):
             # request stored in between is missed by the check but found by the insert.)
             known, created = t.read_many(
                 ("SELECT 1 FROM snapshots WHERE snapshot_id = ?", (spec.snapshot_id,)),
-                (f"INSERT INTO runs ({', '.join(values)}) SELECT {placeholders(len(values))} WHERE EXISTS "
+                (f"{into}SELECT {placeholders(len(values))} WHERE EXISTS "
                  "(SELECT 1 FROM snapshots WHERE snapshot_id = ?) ON CONFLICT (origin_rid) DO NOTHING RETURNING *",
                  (*values.values(), spec.snapshot_id)))
             if not known and not created:
