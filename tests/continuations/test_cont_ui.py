@@ -90,7 +90,16 @@ def test_runs_page_lists_a_parked_run_and_updates_when_its_callback_arrives(serv
     assert page.locator("#run-state").inner_text() == "completed"
     assert page.get_by_text(f"resume-{run_id}", exact=False).count() >= 1
     page.click(f'a[href$="/traces/resume-{run_id}-shop_100-v1"]')
+    # traces are written in the background, so the resume's may land a moment after the run
+    # shows completed: reload until its envelope diff is there
     changed = page.locator('table.diff tr[data-path=".total"]')
+    def diff_shown() -> bool:
+        if changed.count() == 1:
+            return True
+        page.reload()
+        return False
+
+    wait_until(diff_shown, timeout=15, interval=0.2)
     assert changed.count() == 1 and "added" in changed.inner_text() and "42" in changed.inner_text()
     assert page.locator('table.diff tr[data-path=".enriched"], table.diff tr[data-path=".enriched.seen"]').count() >= 1
     page.screenshot(path=str(srv.ws / "trace.png"))
