@@ -267,21 +267,25 @@ def test_an_ops_bytes_are_measured_once_for_its_span_and_its_trace_row(tmp_path,
     sized: list = []
     real = walker._json_size
     monkeypatch.setattr(walker, "_json_size", lambda value: sized.append(value) or real(value))
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
     tracing = otel.setup({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9", "OTEL_METRICS_EXPORTER": "none",
-                          "OTEL_BSP_SCHEDULE_DELAY": "3600000"})
-    spans: list = []
-    tracing.exporter.add = spans.append
+                          "OTEL_BSP_SCHEDULE_DELAY": "3600000", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "1000"})
     records: list = []
     try:
         interp = Interpreter(load_ops(tmp_path / "OPS"), settings=Settings(trace_mode="summary"),
                              trace_sink=records.append)
         with tracing.request([], "GET", "/", "r1", False):
             interp.run_sync({"order": {"id": 42}}, "shop")
+        queued = list(tracing.exporter.spans)  # (the tracer's tuples, or spans encoded already)
+        tracing.exporter.spans.clear()
     finally:
         otel.shutdown()
     assert len(sized) == 2  # the input and the output, once each
-    (op_span,) = [s for s in spans if s[3] == "txcl op copy"]
-    own = op_span[7][1]
+    spans = ExportTraceServiceRequest.FromString(otlp.encode_traces({}, ("txcl", "0"), queued)) \
+        .resource_spans[0].scope_spans[0].spans
+    (op_span,) = [s for s in spans if s.name == "txcl op copy"]
+    own = {kv.key: getattr(kv.value, kv.value.WhichOneof("value")) for kv in op_span.attributes}
     (row,) = records[0].steps
     assert row["status"] == "ok"
     assert own["txcl.bytes_in"] == row["input_bytes"] == real(sized[0]) > 0

@@ -536,6 +536,36 @@ class NativeTracing(Tracing):
         self.exporter.shutdown()
 
 
+def _compiled_tracing() -> type | None:
+    """NativeTracing with its request path compiled (`txcl._native.otlp_c.Tracer`), when that
+    module was built; else None."""
+    from txcl.otlp import _COMPILED, Fixed
+
+    if _COMPILED is None:
+        return None
+
+    class CompiledTracing(_COMPILED.Tracer, NativeTracing):
+        """NativeTracing whose spans are made and encoded in C (the same spans; the exporter,
+        attach, detach and shutdown are NativeTracing's)."""
+
+        def __init__(self, exporter: Any, sampler: Any) -> None:
+            _COMPILED.Tracer.__init__(self, exporter, sampler, _native_current, _request_span, Fixed,
+                                      _op_fixed_attributes, parse_traceparent)
+
+    return CompiledTracing
+
+
+def _reseed_after_fork() -> None:
+    """A forked child (`txcl serve --workers`) must not make its parent's span ids."""
+    reseed = getattr(current, "reseed", None)
+    if reseed is not None:
+        reseed()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reseed_after_fork)
+
+
 def _scope_attributes(run: Any) -> dict:
     attributes = {"txcl.stack": run.stack, "txcl.request_id": run.rid}
     if run.run_id:
@@ -713,7 +743,7 @@ def setup(env: Any = None) -> Tracing | None:
             _metrics.install(recorder)
             current = MetricsOnly(exporter)
             return current
-        tracing = NativeTracing(exporter, Sampler(env))
+        tracing = (_compiled_tracing() or NativeTracing)(exporter, Sampler(env))
         if recorder is not None:
             _metrics.install(recorder)
         current = tracing

@@ -380,14 +380,19 @@ class Exporter:
         # (later, a batch of them costs several times as much to read) and freed
         self.spans.append(_COMPILED.encode_span(span) if _COMPILED is not None else span)
         if len(self.spans) == self.batch:  # once per batch: waking the sender takes a lock
-            loop = self._loop
-            if loop is not None:
-                try:
-                    loop.call_soon_threadsafe(self._post_on_loop, False)
-                    return
-                except RuntimeError:  # the loop was closed without `detach`: the thread takes over
-                    self._loop = None
-            self._wake.set()
+            self.batch_full()
+
+    def batch_full(self) -> None:
+        """A batch's worth of spans is queued: have it sent (from the server's loop, or the
+        thread). The compiled tracer queues encoded spans itself and calls this."""
+        loop = self._loop
+        if loop is not None:
+            try:
+                loop.call_soon_threadsafe(self._post_on_loop, False)
+                return
+            except RuntimeError:  # the loop was closed without `detach`: the thread takes over
+                self._loop = None
+        self._wake.set()
 
     # ---------------------------------------------------------------- on the server's loop
     # A server's event loop is busy with requests all the time: a thread that encodes and
