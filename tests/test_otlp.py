@@ -216,3 +216,42 @@ def test_an_op_span_names_the_scheme_the_rule_wrote_and_the_host():
         op = SimpleNamespace(name="charge", stack="shop", target=classify_exec_target(text))
         got = _op_fixed_attributes(frame, op, "http", "ok")
         assert got["txcl.target.scheme"] == scheme and got.get("server.address") == host, (text, got)
+
+
+def test_the_native_metrics_recorder_counts_requests_scopes_and_ops():
+    """What `txcl serve` records per request with OpenTelemetry's metrics on, as the collector
+    receives it: request counts by stack and status, and latency histograms (buckets, count,
+    sum) by stack, scope and op outcome; fuel only when some was used."""
+    from txcl.metrics import LATENCY_BUCKETS
+    from txcl.otel import NativeMetrics
+
+    recorder = NativeMetrics()
+    for status, seconds in ((200, 0.002), (200, 0.004), (500, 0.3)):
+        recorder.request("shop", status, seconds, 0)
+    recorder.request("cart", 200, 0.001, 12)
+    recorder.scope("shop/0100", 0.0005)
+    recorder.scope("shop/0100", 0.0007)
+    recorder.op("https", "ok", 0.05)
+    recorder.op("https", "error", 0.5)
+    body = encode_metrics({"service.name": "t"}, ("txcl", "0"), recorder.agg.collect())
+    metrics = ExportMetricsServiceRequest.FromString(body).resource_metrics[0].scope_metrics[0].metrics
+    by_name = {m.name: m for m in metrics}
+
+    def points(name):
+        metric = by_name[name]
+        data = metric.sum if metric.WhichOneof("data") == "sum" else metric.histogram
+        return {tuple(sorted(_attrs(p.attributes).items())): p for p in data.data_points}
+
+    requests = points("txcl.requests")
+    assert {k: p.as_double for k, p in requests.items()} == {
+        (("stack", "shop"), ("status", "200")): 2.0, (("stack", "shop"), ("status", "500")): 1.0,
+        (("stack", "cart"), ("status", "200")): 1.0}
+    assert {k: p.as_double for k, p in points("txcl.fuel_used").items()} == {(("stack", "cart"),): 12.0}
+    shop = points("txcl.request_duration")[(("stack", "shop"),)]
+    assert shop.count == 3 and abs(shop.sum - 0.306) < 1e-9 and list(shop.explicit_bounds) == list(LATENCY_BUCKETS)
+    assert sum(shop.bucket_counts) == 3 and shop.bucket_counts[-1] == 0  # (0.3 s is under the last bound)
+    scope = points("txcl.scope_duration")[(("stack", "shop/0100"),)]
+    assert scope.count == 2 and abs(scope.sum - 0.0012) < 1e-12
+    ops = points("txcl.op_duration")
+    assert ops[(("outcome", "ok"), ("scheme", "https"))].count == 1
+    assert ops[(("outcome", "error"), ("scheme", "https"))].sum == 0.5

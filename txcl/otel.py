@@ -32,6 +32,7 @@ import os
 import random
 import re
 import time
+from bisect import bisect_left as _bisect
 from typing import Any, Iterator
 
 from txcl import metrics as _metrics
@@ -634,6 +635,9 @@ def _op_own_attributes(run: Any, bytes_in: int | None, bytes_out: int | None) ->
     return attributes
 
 
+_BOUNDS = _metrics.LATENCY_BUCKETS
+
+
 class NativeMetrics(_metrics.Metrics):
     """The metrics catalogue aggregated by txcl (txcl.otlp.Aggregate) and sent by its exporter."""
 
@@ -643,19 +647,41 @@ class NativeMetrics(_metrics.Metrics):
         from txcl.otlp import Aggregate
 
         self.agg = Aggregate(_metrics.CATALOGUE, _metrics.NAMESPACE, _metrics.LATENCY_BUCKETS)
+        # the per-request events' series, kept by stack (or scheme and outcome) so that an
+        # event is a dict lookup, a bisect and two additions
+        self._requests: dict | None = None
+        self._per_request: dict[str, list] = {}
+        self._per_scope: dict[str, list] = {}
+        self._per_op: dict[tuple[str, str], list] = {}
 
     def request(self, stack: str, status: int, seconds: float, fuel: int) -> None:
-        agg = self.agg
-        agg.add("requests", (stack, str(status)))
-        agg.observe("request_duration_seconds", (stack,), seconds)
+        counts = self._requests
+        if counts is None:
+            counts = self._requests = self.agg.sums_of("requests")
+        key = (stack, str(status))
+        counts[key] = counts.get(key, 0.0) + 1
+        series = self._per_request.get(stack)
+        if series is None:
+            series = self._per_request[stack] = self.agg.series("request_duration_seconds", (stack,))
+        series[0][_bisect(_BOUNDS, seconds)] += 1
+        series[1] += seconds
         if fuel:
-            agg.add("fuel_used", (stack,), fuel)
+            self.agg.add("fuel_used", (stack,), fuel)
 
     def scope(self, stack: str, seconds: float) -> None:
-        self.agg.observe("scope_duration_seconds", (stack,), seconds)
+        series = self._per_scope.get(stack)
+        if series is None:
+            series = self._per_scope[stack] = self.agg.series("scope_duration_seconds", (stack,))
+        series[0][_bisect(_BOUNDS, seconds)] += 1
+        series[1] += seconds
 
     def op(self, scheme: str, outcome: str, seconds: float) -> None:
-        self.agg.observe("op_duration_seconds", (scheme, outcome), seconds)
+        key = (scheme, outcome)
+        series = self._per_op.get(key)
+        if series is None:
+            series = self._per_op[key] = self.agg.series("op_duration_seconds", key)
+        series[0][_bisect(_BOUNDS, seconds)] += 1
+        series[1] += seconds
 
     def callback(self, outcome: str, code: str = "") -> None:
         self.agg.add("callbacks", (outcome, code))

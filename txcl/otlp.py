@@ -644,6 +644,24 @@ class Aggregate:
         series[0][bisect_left(self.bounds, value)] += 1
         series[1] += value
 
+    def series(self, name: str, labels: tuple) -> list:
+        """The histogram series of `name` for `labels` ([bucket counts, sum]), made when new:
+        a caller on the request path keeps it and adds to it directly."""
+        table = self.histograms.get(name)
+        if table is None:
+            table = self.histograms[name] = {}
+        series = table.get(labels)
+        if series is None:
+            series = table[labels] = [[0] * (len(self.bounds) + 1), 0.0]
+        return series
+
+    def sums_of(self, name: str) -> dict:
+        """The table of the counter `name` (labels -> value), made when new."""
+        table = self.sums.get(name)
+        if table is None:
+            table = self.sums[name] = {}
+        return table
+
     def _name(self, name: str) -> str:
         return f"{self.namespace}.{name.removesuffix('_seconds')}"
 
