@@ -19,6 +19,9 @@ Metrics: the recorder of :mod:`txcl.metrics` is also exported through the OTel m
 same catalogue, ``txcl.requests`` for ``txcl_requests_total``) when a metrics exporter is
 configured.
 
+The spans are made by `NativeTracing`, or by `CompiledTracing` — the same tracer with its
+request path compiled (`txcl._native.otlp_c.Tracer`) — when that module was built.
+
 Off (no ``OTEL_EXPORTER_OTLP_*ENDPOINT`` set, or ``OTEL_SDK_DISABLED=true``): `current` is a
 :class:`Tracing` whose `enabled` is False, and the walk takes its plain path. An application
 that embeds txcl and has set its own global tracer provider keeps it: txcl only adds spans.

@@ -1,6 +1,8 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 """The OTLP span encoder of txcl.otlp, compiled: the same bytes as `txcl.otlp.encode_traces`,
-written into one C buffer instead of joined from Python bytes objects.
+written into one C buffer instead of joined from Python bytes objects; and the tracer of
+txcl.otel (`Tracer`, the request path of `NativeTracing`), whose spans end straight into
+those bytes.
 
 A traced request makes three spans; encoding them in Python costs about as much CPU as the
 rest of tracing together, and it runs on the server's process. Built by `pip install` when a
