@@ -625,24 +625,15 @@ class Aggregate:
         self.app: dict[str, tuple[str, str, dict[tuple, Any]]] = {}  # name -> (kind, unit, points)
 
     def add(self, name: str, labels: tuple, value: float = 1.0) -> None:
-        table = self.sums.get(name)
-        if table is None:
-            table = self.sums[name] = {}
+        table = self.sums_of(name)
         table[labels] = table.get(labels, 0.0) + value
 
     def observe(self, name: str, labels: tuple, value: float) -> None:
-        table = self.histograms.get(name)
-        if table is None:
-            table = self.histograms[name] = {}
-        self.observe_into(table, labels, value)
+        self._count(self.series(name, labels), value)
 
     def observe_into(self, table: dict, labels: tuple, value: float) -> None:
-        """One value into the histogram series `table[labels]` ([bucket counts, sum])."""
-        series = table.get(labels)
-        if series is None:
-            series = table[labels] = [[0] * (len(self.bounds) + 1), 0.0]
-        series[0][bisect_left(self.bounds, value)] += 1
-        series[1] += value
+        """One value into the histogram series `table[labels]`."""
+        self._count(self._series_in(table, labels), value)
 
     def series(self, name: str, labels: tuple) -> list:
         """The histogram series of `name` for `labels` ([bucket counts, sum]), made when new:
@@ -650,10 +641,7 @@ class Aggregate:
         table = self.histograms.get(name)
         if table is None:
             table = self.histograms[name] = {}
-        series = table.get(labels)
-        if series is None:
-            series = table[labels] = [[0] * (len(self.bounds) + 1), 0.0]
-        return series
+        return self._series_in(table, labels)
 
     def sums_of(self, name: str) -> dict:
         """The table of the counter `name` (labels -> value), made when new."""
@@ -661,6 +649,16 @@ class Aggregate:
         if table is None:
             table = self.sums[name] = {}
         return table
+
+    def _series_in(self, table: dict, labels: tuple) -> list:
+        series = table.get(labels)
+        if series is None:
+            series = table[labels] = [[0] * (len(self.bounds) + 1), 0.0]
+        return series
+
+    def _count(self, series: list, value: float) -> None:
+        series[0][bisect_left(self.bounds, value)] += 1
+        series[1] += value
 
     def _name(self, name: str) -> str:
         return f"{self.namespace}.{name.removesuffix('_seconds')}"
