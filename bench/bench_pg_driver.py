@@ -1,8 +1,14 @@
-"""Which PostgreSQL driver for the store: the client and server CPU of one itemized item's
-settle transaction through txcl's own path (libpq through psycopg's `pq` layer, statements
-prepared once per connection, the statements nobody waits for pipelined with the next one),
-through psycopg's cursors (prepared; and in pipeline mode), and through asyncpg — measured
-in the same run, on the same server, one connection each.
+"""Which PostgreSQL driver for the store, and which shape of transaction: the client and
+server CPU of one itemized item's settle transaction through txcl's own path (libpq through
+psycopg's `pq` layer, statements prepared once per connection, the statements nobody waits
+for pipelined with the next one), through psycopg's cursors (prepared; and in pipeline mode),
+and through asyncpg. And, on txcl's path, other shapes of the same work: every statement and
+the COMMIT sent in one round trip (what a transaction whose statements need no answer before
+the next could be sent as); its writes as one PL/pgSQL function (the same statements, grouped:
+a form a procedure written once for both backends could take); and the whole transaction, its
+reads included, as one function called in one round trip (the form that needs a procedure's
+logic written a second time, in PL/pgSQL). Measured in the same run, on the same server, one
+connection each.
 
     python bench/bench_pg_driver.py [--n 2000] [--rounds 5]
 
@@ -39,7 +45,24 @@ SCHEMA = [
     "output_json TEXT, version BIGINT NOT NULL, PRIMARY KEY (unit_id, item_index))",
     "CREATE TABLE facts (unit_id TEXT NOT NULL, kind TEXT NOT NULL, item_index BIGINT NOT NULL, "
     "recorded_ms BIGINT NOT NULL, PRIMARY KEY (unit_id, kind, item_index))",
+    # the writes of the transaction, grouped: the same three statements
+    "CREATE FUNCTION settle_writes(p_unit TEXT, p_kind TEXT, p_index BIGINT, p_at BIGINT, p_status TEXT, "
+    "p_output TEXT) RETURNS void LANGUAGE plpgsql AS $f$ BEGIN "
+    "INSERT INTO facts (unit_id, kind, item_index, recorded_ms) VALUES (p_unit, p_kind, p_index, p_at) "
+    "ON CONFLICT DO NOTHING; "
+    "UPDATE units SET done = done + 1 WHERE unit_id = p_unit; "
+    "UPDATE children SET status = p_status, output_json = p_output, version = version + 1 "
+    "WHERE unit_id = p_unit AND item_index = p_index; END $f$",
+    # the whole transaction: lock, writes, the state read back
+    "CREATE FUNCTION settle_item(p_run TEXT, p_unit TEXT, p_kind TEXT, p_index BIGINT, p_at BIGINT, "
+    "p_status TEXT, p_output TEXT) RETURNS TABLE (o_status TEXT, o_done BIGINT, o_window BIGINT) "
+    "LANGUAGE plpgsql AS $f$ BEGIN "
+    "PERFORM 1 FROM runs WHERE run_id = p_run FOR UPDATE; "
+    "PERFORM settle_writes(p_unit, p_kind, p_index, p_at, p_status, p_output); "
+    "RETURN QUERY SELECT u.status, u.done, u.window_size FROM units u WHERE u.unit_id = p_unit; END $f$",
 ]
+WRITES = "SELECT settle_writes($1, $2, $3, $4, $5, $6)"
+WHOLE = "SELECT * FROM settle_item($1, $2, $3, $4, $5, $6, $7)"
 LOCK = "SELECT run_id, status, version FROM runs WHERE run_id = $1 FOR UPDATE"
 FACT = "INSERT INTO facts (unit_id, kind, item_index, recorded_ms) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING"
 COUNT = "UPDATE units SET done = done + 1 WHERE unit_id = $1"
@@ -97,6 +120,14 @@ def cpu_of(pids: list[int]) -> float:
 # Each: open(url) -> a handle, run(handle, n, offset), close(handle). One connection each.
 
 class Txcl:
+    """`shape`: "statements" (as the store runs it: three round trips — the lock with BEGIN, the
+    writes with the read, the COMMIT), "one pipeline" (the same statements, BEGIN and COMMIT
+    included, in one round trip), "grouped writes" (the three writes as one function call),
+    "whole" (one function call, outside a BEGIN … COMMIT: one round trip)."""
+
+    def __init__(self, shape: str = "statements") -> None:
+        self.shape = shape
+
     def open(self, url):
         from txcl.store import open_backend
 
@@ -105,13 +136,39 @@ class Txcl:
     def run(self, backend, n: int, offset: int) -> None:
         def settle(t, i):
             t.one(_qmark(LOCK), ("run-1",))
-            t.send(_qmark(FACT), ("unit-1", "provider", i, i))
-            t.send(_qmark(COUNT), ("unit-1",))
-            t.send(_qmark(SETTLE), ("done", '{"ok":true}', "unit-1", i))
+            if self.shape == "grouped writes":
+                t.send(_qmark(WRITES), ("unit-1", "provider", i, i, "done", '{"ok":true}'))
+            else:
+                t.send(_qmark(FACT), ("unit-1", "provider", i, i))
+                t.send(_qmark(COUNT), ("unit-1",))
+                t.send(_qmark(SETTLE), ("done", '{"ok":true}', "unit-1", i))
             return t.one(_qmark(STATE), ("unit-1",))
 
         for i in range(offset, offset + n):
-            backend.transact(lambda t, i=i: settle(t, i))
+            if self.shape == "one pipeline":
+                self.one_pipeline(backend, i)
+            elif self.shape == "whole":
+                backend.read(lambda t, i=i: t.one(_qmark(WHOLE), ("run-1", "unit-1", "provider", i, i, "done",
+                                                                   '{"ok":true}')))
+            else:
+                backend.transact(lambda t, i=i: settle(t, i))
+
+    @staticmethod
+    def one_pipeline(backend, i: int) -> None:
+        """The transaction sent in one round trip through the store's own pipeline (a shape
+        the store does not use: its procedures look at answers before they go on)."""
+        from txcl.store.backends import pq_exec
+
+        statements = [(b"BEGIN", ()), (backend.sql(_qmark(LOCK)), ("run-1",)),
+                      (backend.sql(_qmark(FACT)), ("unit-1", "provider", i, i)),
+                      (backend.sql(_qmark(COUNT)), ("unit-1",)),
+                      (backend.sql(_qmark(SETTLE)), ("done", '{"ok":true}', "unit-1", i)),
+                      (backend.sql(_qmark(STATE)), ("unit-1",)), (b"COMMIT", ())]
+        conn = backend._checkout()
+        try:
+            pq_exec.Queue().run_all(conn.pgconn, statements, backend._columns, backend._prepared_on(conn))
+        finally:
+            backend._checkin(conn, True)
 
     def close(self, backend) -> None:
         backend.close()
@@ -184,6 +241,9 @@ def drivers() -> dict:
         "txcl (libpq, prepared, pipelined sends)": Txcl(),
         "psycopg cursors, prepared": Psycopg(pipeline=False),
         "psycopg cursors, pipeline mode": Psycopg(pipeline=True),
+        "txcl, one round trip with COMMIT": Txcl("one pipeline"),
+        "txcl, the writes as one function": Txcl("grouped writes"),
+        "txcl, the whole as one function": Txcl("whole"),
     }
     try:
         import asyncpg  # noqa: F401
@@ -226,13 +286,19 @@ def main() -> None:
     base = list(found)[0]
     medians = {name: tuple(statistics.median(r[k] for r in rows) for k in range(3)) for name, rows in results.items()}
     print(f"one settle transaction (5 statements), {args.n} per round, {args.rounds} rounds, medians")
-    print(f"{'driver':<42} {'client ms':>10} {'server ms':>10} {'wall ms':>8} {'client vs txcl':>15}")
+    print(f"{'driver / shape':<42} {'client ms':>10} {'server ms':>10} {'wall ms':>8} {'client vs txcl':>15} "
+          f"{'server vs txcl':>15}")
     for name, (client, server, wall) in medians.items():
-        print(f"{name:<42} {client:>10.3f} {server:>10.3f} {wall:>8.3f} {client / medians[base][0]:>15.2f}")
+        print(f"{name:<42} {client:>10.3f} {server:>10.3f} {wall:>8.3f} {client / medians[base][0]:>15.2f} "
+              f"{server / medians[base][1]:>15.2f}")
     for name in list(found)[1:]:
         headline(f"client CPU per settle transaction, {name}", medians[name][0], "ms",
                  baseline="txcl's own libpq path, same run", ratio=medians[name][0] / medians[base][0],
                  goal="informative: txcl keeps the cheaper")
+        if name.startswith("txcl, "):
+            headline(f"server CPU per settle transaction, {name}", medians[name][1], "ms",
+                     baseline="txcl's own libpq path, same run", ratio=medians[name][1] / medians[base][1],
+                     goal="informative: what a server-side function saves the database")
 
 
 if __name__ == "__main__":
