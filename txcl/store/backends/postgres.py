@@ -309,9 +309,13 @@ class PostgresBackend(SqlBackend):
 
     def _lock_runs_in_order(self, conn: Any, run_ids: Sequence[str]) -> None:
         # sent with the next statement; waiting here cannot be part of a circle with another
-        # batch that locks its runs the same way, so it happens before the lock timeout is set
-        self._send(conn, "SELECT run_id FROM runs WHERE run_id = ANY(?::text[]) ORDER BY run_id" + self.dialect.lock_run,
-                   (_text_array(run_ids),))
+        # batch that locks its runs the same way, so it happens before the lock timeout is set.
+        # One statement per run, in the order of the column's "C" collation (code points, as
+        # Python sorts strings): a statement for them all (`run_id = ANY(…)`) kept the plan
+        # made while the table was new and small — a scan of the whole table, which costs more
+        # than the rest of a batch's statements as the table grows until it is analyzed.
+        for run_id in sorted(set(run_ids)):
+            self._send(conn, "SELECT 1 FROM runs WHERE run_id = ?" + self.dialect.lock_run, (run_id,))
 
     def _limit_lock_waits(self, conn: Any) -> None:
         self._send(conn, f"SET LOCAL lock_timeout = {int(self.BATCH_LOCK_WAIT_MS)}", ())  # ms; sent with the next statement
@@ -466,7 +470,3 @@ class PostgresBackend(SqlBackend):
 
 __all__ = ["PostgresBackend", "POSTGRES", "redact_url"]
 
-
-def _text_array(values: Sequence[str]) -> str:
-    """A PostgreSQL array literal of these strings (every element quoted and escaped)."""
-    return "{" + ",".join('"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"' for v in values) + "}"
