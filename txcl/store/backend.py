@@ -17,10 +17,12 @@ here turns those into
   (a savepoint makes the database keep a copy of every page the call changes: 5–10 % of a
   durable cycle's CPU): should one raise, the transaction is rolled back and the batch run
   again with a savepoint per call. Where writers run in parallel
-  (PostgreSQL), a batch waits for a row lock only briefly (``_limit_lock_waits``): its calls
-  lock several runs in no agreed order, so two nodes' batches could each wait for the other
-  (the server would find the deadlock only after a second); a wait cut short breaks the batch
-  and its calls run on their own;
+  (PostgreSQL), a batch first locks the runs its calls name, in run id order
+  (``lock_first``), so two batches that name their runs never wait for each other in a
+  circle; after that it waits for a row lock only briefly (``_limit_lock_waits``): a call
+  that names no run may lock rows in any order, and two nodes' batches could each wait for
+  the other (the server would find the deadlock only after a second); a wait cut short
+  breaks the batch and its calls run on their own;
 - ``read(fn)``: statements outside any write transaction.
 
 SQL is written once with ``?`` placeholders; :class:`Dialect` holds the few spellings that
